@@ -1,0 +1,498 @@
+"""Scenario runners: plain data in, plain data out.
+
+Every check of a submission is a *scenario*: a JSON-able description of what to
+build and which calls to make (``args``), and a JSON-able record of what happened
+(the observation).  The same runner code executes in three places:
+
+* inside the autograder's sandboxed student process, against the submission;
+* in-process when a student runs the public checks locally;
+* in the trusted judge, against ``torch.amp.GradScaler`` as the reference.
+
+Because only plain data crosses the boundary, the judge never unpickles or calls
+anything the student process produced, and whatever a submission monkeypatches in
+its own process can only change its own observations, never the verdict.
+
+This module imports nothing but torch and the standard library: it is preloaded
+into the sandbox before any student code runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+Json = Any
+CONTRACT_FILES = {"loss_scaler": "loss_scaler.py", "amp_step": "amp_step.py", "answers": "answers.py"}
+CONTRACT_NAMES = {"loss_scaler": "ToyLossScaler", "amp_step": "amp_step"}
+QUESTIONS = ("Q1", "Q2", "Q3", "Q4", "Q5")
+
+
+class SubmissionFault(Exception):
+    """The submission cannot be exercised at all (missing file, import error, crash, hang).
+
+    ``str(fault)`` is a message written for the student.
+    """
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def student_frames(exc: BaseException, root: Path | None = None) -> str:
+    """Format ``exc``'s traceback keeping only frames from the submission's own files."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    names = set(CONTRACT_FILES.values())
+    kept = [f for f in frames if Path(f.filename).name in names and (root is None or Path(f.filename).parent == root)]
+    lines = [f'  {Path(f.filename).name}, line {f.lineno}, in {f.name}\n    {f.line or ""}' for f in kept]
+    head = f"{type(exc).__name__}: {exc}"
+    return "\n".join(lines + [head]) if lines else head
+
+
+class Submission:
+    """Imports the contract's modules from one folder, lazily and by module name.
+
+    Modules are imported under their own names (``loss_scaler``...), never as
+    ``__main__``, so a submission's ``if __name__ == "__main__":`` block does not run.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self._modules: dict[str, Any] = {}
+
+    def module(self, name: str) -> Any:
+        if name in self._modules:
+            return self._modules[name]
+        path = self.root / CONTRACT_FILES[name]
+        if not path.is_file():
+            raise SubmissionFault(f"{path.name} is missing: upload it at the top level of your submission.")
+        try:
+            path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SubmissionFault(f"{path.name} is not valid UTF-8 text (byte {exc.start}): save it as UTF-8.") from None
+        if str(self.root) not in sys.path:
+            sys.path.insert(0, str(self.root))
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except SyntaxError as exc:
+            sys.modules.pop(name, None)
+            raise SubmissionFault(f"{path.name} has a syntax error on line {exc.lineno}: {exc.msg}") from None
+        except BaseException as exc:  # noqa: BLE001 - SystemExit and friends too
+            sys.modules.pop(name, None)
+            raise SubmissionFault(f"importing {path.name} raised an exception:\n{student_frames(exc, self.root)}") from None
+        self._modules[name] = module
+        return module
+
+    def attribute(self, module_name: str) -> Any:
+        module = self.module(module_name)
+        name = CONTRACT_NAMES[module_name]
+        if not hasattr(module, name):
+            raise SubmissionFault(f"{CONTRACT_FILES[module_name]} does not define `{name}`.")
+        return getattr(module, name)
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def describe_error(exc: BaseException, root: Path | None = None) -> dict[str, Json]:
+    """Plain-data description of an exception raised by student code."""
+    return {
+        "type": type(exc).__name__,
+        "mro": [cls.__name__ for cls in type(exc).__mro__],
+        "message": str(exc)[:500],
+        "trace": student_frames(exc, root)[-2000:],
+    }
+
+
+def tensor_values(tensor: torch.Tensor) -> list[float]:
+    return [float(v) for v in tensor.detach().reshape(-1).to(torch.float64).tolist()]
+
+
+def guarded(call: Callable[[], Json], root: Path | None) -> dict[str, Json]:
+    """Run one student call; return ``{"ok": result}`` or ``{"error": ...}``."""
+    try:
+        return {"ok": call()}
+    except SubmissionFault:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any student exception is data
+        return {"error": describe_error(exc, root)}
+
+
+# --------------------------------------------------------------------------- scaler ops
+
+
+class RecordingSGD(torch.optim.SGD):
+    """SGD that records each ``step`` call and returns a recognisable token."""
+
+    def __init__(self, params: Any, lr: float) -> None:
+        super().__init__(params, lr=lr)
+        self.step_calls = 0
+        self.inside_scaler_step = False
+        self.log: list[dict[str, Json]] | None = None
+
+    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+        self.step_calls += 1
+        if self.log is not None:
+            grads = [p.grad for group in self.param_groups for p in group["params"] if p.grad is not None]
+            norm = math.sqrt(sum(float(g.double().pow(2).sum()) for g in grads)) if grads else 0.0
+            self.log.append({"event": "optimizer.step", "via_scaler": self.inside_scaler_step, "grad_norm": norm})
+        super().step(closure)
+        return 1000.0 + self.step_calls
+
+
+def build_optimizers(world: dict[str, Json]) -> list[RecordingSGD]:
+    """Optimizers over float32 params: ``world["optimizers"][i]["groups"]`` lists param sizes per group."""
+    generator = torch.Generator().manual_seed(int(world.get("seed", 0)))
+    optimizers = []
+    for spec in world["optimizers"]:
+        groups = [
+            {"params": [torch.nn.Parameter(torch.randn(size, generator=generator)) for size in sizes]}
+            for sizes in spec["groups"]
+        ]
+        optimizers.append(RecordingSGD(groups, lr=float(spec.get("lr", 0.1))))
+    return optimizers
+
+
+def all_params(optimizer: torch.optim.Optimizer) -> list[torch.nn.Parameter]:
+    return [p for group in optimizer.param_groups for p in group["params"]]
+
+
+def _set_grads(optimizer: torch.optim.Optimizer, values: list[Json], dtype: str) -> None:
+    for param, value in zip(all_params(optimizer), values):
+        if value is None:
+            param.grad = None
+        else:
+            grad = torch.tensor(value, dtype=torch.float64).reshape(param.shape)
+            param.grad = grad.to(getattr(torch, dtype))
+
+
+def _scale_op(scaler: Any, op: dict[str, Json]) -> Json:
+    dtype = getattr(torch, op.get("dtype", "float16"))
+    tensors = [torch.tensor(v, dtype=dtype) for v in op["values"]]
+    container = op.get("container", "tensor")
+    given: Any = tensors[0] if container == "tensor" else (list(tensors) if container == "list" else tuple(tensors))
+    result = scaler.scale(given)
+    items = [result] if container == "tensor" else result
+    return {
+        "container": type(result).__name__,
+        "items": [
+            {"dtype": str(t.dtype).replace("torch.", ""), "values": tensor_values(t)}
+            if isinstance(t, torch.Tensor)
+            else {"dtype": type(t).__name__, "values": []}
+            for t in items
+        ],
+    }
+
+
+def _unscale_op(scaler: Any, optimizer: RecordingSGD) -> Json:
+    before = [(p.grad, p.grad.data_ptr()) for p in all_params(optimizer) if p.grad is not None]
+    scaler.unscale_(optimizer)
+    after = [p.grad for p in all_params(optimizer) if p.grad is not None]
+    in_place = len(before) == len(after) and all(g is a and g.data_ptr() == ptr for (g, ptr), a in zip(before, after))
+    return {"in_place": in_place, "grads": grads_of(optimizer)}
+
+
+def _step_op(scaler: Any, optimizer: RecordingSGD) -> Json:
+    calls = optimizer.step_calls
+    returned = scaler.step(optimizer)
+    return {"called": optimizer.step_calls > calls, "returned": returned if isinstance(returned, float) else None}
+
+
+def grads_of(optimizer: torch.optim.Optimizer) -> list[Json]:
+    return [None if p.grad is None else tensor_values(p.grad) for p in all_params(optimizer)]
+
+
+def observe(scaler: Any) -> dict[str, Json]:
+    tracker = getattr(scaler, "get_growth_tracker", None) or scaler._get_growth_tracker  # torch's is private
+    return {"scale": float(scaler.get_scale()), "tracker": int(tracker())}
+
+
+def run_scaler_ops(args: dict[str, Json], make_scaler: Callable[..., Any], root: Path | None = None) -> list[Json]:
+    """Apply ``args["ops"]`` to a scaler built by ``make_scaler`` and return one result per op.
+
+    Op kinds: ``new`` (kwargs), ``grads`` (opt, values, dtype), ``scale`` (values, dtype,
+    container), ``unscale_`` (opt), ``step`` (opt), ``update`` (new_scale), ``clip``
+    (opt, max_norm), ``observe``, ``params`` (opt), ``grads_of`` (opt),
+    ``state_dict``, ``load_state_dict`` (state).
+    """
+    torch.manual_seed(0)
+    optimizers = build_optimizers(args["world"])
+    scaler: Any = None
+    results: list[Json] = []
+
+    def apply(op: dict[str, Json]) -> Json:
+        nonlocal scaler
+        kind = op["op"]
+        opt = optimizers[op["opt"]] if "opt" in op else None
+        if kind == "new":
+            scaler = make_scaler(**op.get("kwargs", {}))
+            return None
+        if kind == "grads":
+            _set_grads(opt, op["values"], op.get("dtype", "float32"))
+            return None
+        if kind == "params":
+            return [tensor_values(p) for p in all_params(opt)]
+        if kind == "grads_of":
+            return grads_of(opt)
+        if kind == "clip":
+            return float(torch.nn.utils.clip_grad_norm_(all_params(opt), op["max_norm"]))
+        if kind == "scale":
+            return _scale_op(scaler, op)
+        if kind == "unscale_":
+            return _unscale_op(scaler, opt)
+        if kind == "step":
+            return _step_op(scaler, opt)
+        if kind == "update":
+            scaler.update(op.get("new_scale"))
+            return None
+        if kind == "observe":
+            return observe(scaler)
+        if kind == "state_dict":
+            return {k: v for k, v in scaler.state_dict().items()}
+        if kind == "load_state_dict":
+            scaler.load_state_dict(dict(op["state"]))
+            return None
+        raise ValueError(f"unknown op {kind!r}")
+
+    for op in args["ops"]:
+        if scaler is None and op["op"] not in ("new", "grads", "params", "grads_of", "clip") and results:
+            results.append({"error": {"type": "RuntimeError", "mro": ["RuntimeError"], "trace": "",
+                                      "message": "no scaler: the constructor call above failed"}})
+            continue
+        results.append(guarded(lambda: apply(op), root))
+    return results
+
+
+# --------------------------------------------------------------------------- amp_step probes
+
+
+class _BackwardProbe(torch.autograd.Function):
+    """Identity whose backward records the autocast state and the incoming gradient."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, probe: "AmpProbe") -> torch.Tensor:  # type: ignore[override]
+        ctx.probe = probe
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> Any:  # type: ignore[override]
+        probe: AmpProbe = ctx.probe
+        true_grad = probe.true_output_grad
+        ratio = float((grad.double() * true_grad).sum() / true_grad.pow(2).sum()) if true_grad is not None else 0.0
+        probe.log.append({"event": "backward", "autocast": probe.autocast_on(), "grad_ratio": ratio})
+        if probe.inject_inf:
+            grad = grad.clone()
+            grad.view(-1)[0] = float("inf")
+        return grad, None
+
+
+class AmpProbe(torch.nn.Module):
+    """A small MLP whose forward, loss and backward report what they see to ``log``."""
+
+    def __init__(self, sizes: list[int], device_type: str, log: list[dict[str, Json]]) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(a, b) for a, b in zip(sizes, sizes[1:]))
+        self.device_type = device_type
+        self.log = log
+        self.inject_inf = False
+        self.true_output_grad: torch.Tensor | None = None
+
+    def autocast_on(self) -> bool:
+        return bool(torch.is_autocast_enabled(self.device_type))
+
+    def autocast_dtype(self) -> str | None:
+        return str(torch.get_autocast_dtype(self.device_type)).replace("torch.", "") if self.autocast_on() else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.log.append({"event": "forward", "autocast": self.autocast_on(), "dtype": self.autocast_dtype()})
+        for index, layer in enumerate(self.layers):
+            x = layer(x)
+            if index + 1 < len(self.layers):
+                x = torch.relu(x)
+        return _BackwardProbe.apply(x, self)
+
+    def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Mean squared error that also records the true gradient w.r.t. ``outputs``."""
+        value = torch.nn.functional.mse_loss(outputs, targets)
+        diff = outputs.detach().double() - targets.double()
+        self.true_output_grad = 2.0 * diff / diff.numel()
+        self.log.append(
+            {"event": "loss", "autocast": self.autocast_on(), "dtype": self.autocast_dtype(), "value": float(value.detach())}
+        )
+        return value
+
+
+class ScalerProbe:
+    """Wraps a scaler, logging each call and flagging optimizer steps made through it."""
+
+    def __init__(self, inner: Any, log: list[dict[str, Json]]) -> None:
+        self._inner = inner
+        self._log = log
+
+    def scale(self, outputs: Any) -> Any:
+        self._log.append({"event": "scale", "scale": float(self._inner.get_scale())})
+        return self._inner.scale(outputs)
+
+    def unscale_(self, optimizer: Any) -> None:
+        self._log.append({"event": "unscale_"})
+        self._inner.unscale_(optimizer)
+
+    def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+        self._log.append({"event": "scaler.step"})
+        flag = getattr(optimizer, "inside_scaler_step", None)
+        if flag is not None:
+            optimizer.inside_scaler_step = True
+        try:
+            return self._inner.step(optimizer, *args, **kwargs)
+        finally:
+            if flag is not None:
+                optimizer.inside_scaler_step = False
+
+    def update(self, new_scale: Any = None) -> None:
+        self._log.append({"event": "update"})
+        self._inner.update(new_scale)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _LoggingSGD(RecordingSGD):
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        if self.log is not None:
+            self.log.append({"event": "zero_grad"})
+        super().zero_grad(set_to_none=set_to_none)
+
+
+def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scaler: Callable[..., Any],
+                  root: Path | None = None) -> dict[str, Json]:
+    """Call ``amp_step`` for ``args["steps"]`` iterations on a probed model and report the log.
+
+    Args (keys of ``args``): ``sizes`` (layer widths), ``batch``, ``steps``, ``lr``,
+    ``device_type``, ``dtype``, ``max_grad_norm``, ``inject_inf_at`` (iterations whose
+    gradients get an inf), ``scaler_kwargs``, ``seed``, ``same_batch``.
+    """
+    torch.manual_seed(int(args.get("seed", 0)))
+    log: list[dict[str, Json]] = []
+    sizes = list(args.get("sizes", [8, 16, 4]))
+    model = AmpProbe(sizes, args.get("device_type", "cpu"), log)
+    optimizer = _LoggingSGD(model.parameters(), lr=float(args.get("lr", 0.01)))
+    optimizer.log = log
+    scaler = ScalerProbe(make_scaler(**args.get("scaler_kwargs", {})), log)
+    batch = int(args.get("batch", 16))
+    inputs, targets = torch.randn(batch, sizes[0]), torch.randn(batch, sizes[-1])
+    steps: list[dict[str, Json]] = []
+    for index in range(int(args.get("steps", 1))):
+        if not args.get("same_batch", True):
+            inputs, targets = torch.randn(batch, sizes[0]), torch.randn(batch, sizes[-1])
+        model.inject_inf = index in args.get("inject_inf_at", [])
+        log.append({"event": "call", "step": index})
+        before = [tensor_values(p) for p in model.parameters()]
+
+        def call() -> Json:
+            returned = amp_step(model, inputs, targets, model.loss, optimizer, scaler,
+                                device_type=args.get("device_type", "cpu"),
+                                dtype=getattr(torch, args.get("dtype", "float16")),
+                                max_grad_norm=args.get("max_grad_norm"))
+            if not isinstance(returned, torch.Tensor):
+                return {"type": type(returned).__name__}
+            return {"type": "Tensor", "requires_grad": returned.requires_grad, "numel": returned.numel(),
+                    "value": float(returned.detach().double().reshape(-1)[0]) if returned.numel() else None}
+
+        outcome = guarded(call, root)
+        after = [tensor_values(p) for p in model.parameters()]
+        steps.append({**outcome, "params_changed": before != after, "scale_after": float(scaler.get_scale())})
+        if "error" in outcome:
+            break
+    return {"log": log, "steps": steps}
+
+
+# --------------------------------------------------------------------------- underflow training
+
+
+def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, make_scaler: Callable[..., Any] | None,
+                  root: Path | None = None) -> dict[str, Json]:
+    """Train the demo's tiny-target linear regression in fp16 autocast; report the losses.
+
+    With ``amp_step``/``make_scaler`` None the run is the unscaled baseline.
+    """
+    torch.manual_seed(int(args.get("seed", 0)))
+    n, d = int(args.get("n", 4096)), int(args.get("d", 16))
+    x = torch.randn(n, d)
+    y = x @ torch.randn(d, 1) * float(args.get("target_scale", 1e-4))
+    model = torch.nn.Linear(d, 1, bias=False)
+    torch.nn.init.zeros_(model.weight)
+    optimizer = torch.optim.SGD(model.parameters(), lr=float(args.get("lr", 0.25)))
+    losses: list[float] = []
+    scaler = make_scaler(**args.get("scaler_kwargs", {})) if make_scaler else None
+    device_type = args.get("device_type", "cpu")
+
+    def train() -> Json:
+        for _ in range(int(args.get("steps", 200))):
+            if amp_step is None:
+                optimizer.zero_grad()
+                with torch.autocast(device_type=device_type, dtype=torch.float16):
+                    loss = torch.nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                optimizer.step()
+            else:
+                loss = amp_step(model, x, y, torch.nn.functional.mse_loss, optimizer, scaler,
+                                device_type=device_type, dtype=torch.float16)
+            losses.append(float(loss))
+        return None
+
+    outcome = guarded(train, root)
+    return {**outcome, "losses": losses}
+
+
+# --------------------------------------------------------------------------- answers
+
+
+def read_answers(submission: Submission) -> dict[str, Json]:
+    module = submission.module("answers")
+    answers: dict[str, Json] = {}
+    for name in QUESTIONS:
+        value = getattr(module, name, None)
+        answers[name] = value if isinstance(value, str) else (None if value in (None, ...) else repr(value)[:100])
+    return answers
+
+
+# --------------------------------------------------------------------------- dispatch
+
+
+def torch_scaler(**kwargs: Any) -> torch.amp.GradScaler:
+    """The reference: torch's own scaler on CPU, initialised eagerly.
+
+    torch creates its scale tensor at the first ``scale()`` call; the contract's
+    scaler works without one, so the reference is initialised up front.
+    """
+    scaler = torch.amp.GradScaler("cpu", **kwargs)
+    scaler._lazy_init_scale_growth_tracker(torch.device("cpu"))
+    return scaler
+
+
+def run_scenario(name: str, args: dict[str, Json], submission: Submission) -> Json:
+    """Run scenario ``name`` against ``submission``; raise SubmissionFault if it cannot load.
+
+    ``args["scaler"]`` picks the scaler for amp_step scenarios: ``"student"`` (the
+    submission's ToyLossScaler, the default) or ``"torch"``.
+    """
+    root = submission.root
+    if name == "scaler_ops":
+        return run_scaler_ops(args, submission.attribute("loss_scaler"), root)
+    if name == "answers":
+        return read_answers(submission)
+    amp_step = submission.attribute("amp_step")
+    make_scaler = torch_scaler if args.get("scaler") == "torch" else submission.attribute("loss_scaler")
+    if name == "amp_probe":
+        return run_amp_probe(args, amp_step, make_scaler, root)
+    if name == "underflow":
+        return run_underflow(args, amp_step, make_scaler, root)
+    raise ValueError(f"unknown scenario {name!r}")

@@ -1,0 +1,67 @@
+"""pytest plugin shared by the public checks and the hidden grading suite.
+
+It provides the ``student`` fixture: an object with ``run(scenario, args)`` that
+executes a scenario of :mod:`checks.harness` against the submission and returns
+plain data, plus ``source(module)`` for static checks.  Locally (a student running
+``python -m pytest`` in ``assignment/``) the scenario runs in-process on the files
+next to ``checks/``; in the autograder a judge plugin registered as
+``amp-judge`` supplies a runner that executes it in an isolated student process.
+
+It also fixes hypothesis's settings so that every run explores the same examples:
+derandomized, no example database, no deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+
+from checks import harness
+
+settings.register_profile(
+    "grading",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=25,
+    report_multiple_bugs=False,
+    print_blob=False,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
+    suppress_health_check=list(HealthCheck),
+)
+settings.load_profile("grading")
+
+SUBMISSION_ENV = "AMP_SUBMISSION"
+
+
+class LocalRunner:
+    """Runs scenarios in this process, round-tripping data through JSON like the grader does."""
+
+    def __init__(self, root: Path) -> None:
+        self.submission = harness.Submission(root)
+
+    def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
+        result = harness.run_scenario(scenario, json.loads(json.dumps(args)), self.submission)
+        return json.loads(json.dumps(result))
+
+    def source(self, module: str) -> str | None:
+        path = self.submission.root / harness.CONTRACT_FILES[module]
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "task(name): the assignment task a test grades")
+
+
+@pytest.fixture(scope="session")
+def student(request: pytest.FixtureRequest) -> Any:
+    judge = request.config.pluginmanager.get_plugin("amp-judge")
+    if judge is not None:
+        return judge.runner
+    root = Path(os.environ.get(SUBMISSION_ENV, Path(__file__).resolve().parent.parent))
+    return LocalRunner(root)

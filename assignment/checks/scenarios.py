@@ -1,0 +1,159 @@
+"""Building blocks shared by the public checks and the hidden suite.
+
+* hypothesis strategies for scaler constructor arguments and training runs;
+* builders that turn a run (clean / overflowing iterations) into scaler ops;
+* the trusted references: torch's own ``GradScaler`` and a plain-Python model of
+  the update rule, both evaluated in the checking process, never in the student's.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import torch
+from hypothesis import strategies as st
+
+from checks import harness
+
+Json = Any
+SPECIALS = (math.inf, -math.inf, math.nan)
+
+# --------------------------------------------------------------------------- references
+
+
+def float32(value: float) -> float:
+    """``value`` rounded to float32 (inf when out of range), as torch's kernels store it."""
+    return torch.tensor(value, dtype=torch.float64).to(torch.float32).item()
+
+
+def torch_results(args: dict[str, Json]) -> list[Json]:
+    """What ``torch.amp.GradScaler("cpu")`` does for the same ops (the differential reference)."""
+    return harness.run_scaler_ops(args, harness.torch_scaler)
+
+
+def model_update(scale: float, tracker: int, found_inf: bool, kwargs: dict[str, Json]) -> tuple[float, int]:
+    """The update rule, written out: (scale, tracker) after one ``update()``."""
+    if found_inf:
+        return float32(scale * kwargs.get("backoff_factor", 0.5)), 0
+    if tracker + 1 == kwargs.get("growth_interval", 2000):
+        grown = float32(scale * kwargs.get("growth_factor", 2.0))
+        return (grown if math.isfinite(grown) else scale), 0
+    return scale, tracker + 1
+
+
+# --------------------------------------------------------------------------- op builders
+
+
+def world(groups_per_optimizer: Sequence[Sequence[Sequence[int]]], lr: float = 0.1) -> dict[str, Json]:
+    return {"optimizers": [{"groups": [list(g) for g in groups], "lr": lr} for groups in groups_per_optimizer],
+            "seed": 0}
+
+
+def param_sizes(args_world: dict[str, Json], opt: int) -> list[int]:
+    return [size for group in args_world["optimizers"][opt]["groups"] for size in group]
+
+
+def clean_grads(sizes: Sequence[int], value: float = 1.0) -> list[Json]:
+    return [[value * (i + 1)] * size for i, size in enumerate(sizes)]
+
+
+def overflow_grads(sizes: Sequence[int], special: float = math.inf, where: int = 0) -> list[Json]:
+    grads = clean_grads(sizes)
+    flat = [(i, j) for i, size in enumerate(sizes) for j in range(size)]
+    i, j = flat[where % len(flat)]
+    grads[i][j] = special
+    return grads
+
+
+def iteration_ops(opts: int, overflow_in: Sequence[int], sizes: Sequence[Sequence[int]],
+                  special: float = math.inf) -> list[dict[str, Json]]:
+    """One iteration: set grads (inf in the optimizers listed), step each optimizer, update, observe."""
+    ops: list[dict[str, Json]] = []
+    for opt in range(opts):
+        grads = overflow_grads(sizes[opt], special) if opt in overflow_in else clean_grads(sizes[opt])
+        ops.append({"op": "grads", "opt": opt, "values": grads})
+    ops += [{"op": "step", "opt": opt} for opt in range(opts)]
+    return ops + [{"op": "update"}, {"op": "observe"}]
+
+
+def run_args(kwargs: dict[str, Json], overflows: Sequence[bool], opts: int = 1) -> dict[str, Json]:
+    """A single-parameter-per-optimizer run: each bool says whether that iteration overflows."""
+    w = world([[[2]]] * opts)
+    sizes = [param_sizes(w, opt) for opt in range(opts)]
+    ops: list[dict[str, Json]] = [{"op": "new", "kwargs": kwargs}, {"op": "observe"}]
+    for overflow in overflows:
+        ops += iteration_ops(opts, [0] if overflow else [], sizes)
+    return {"world": w, "ops": ops}
+
+
+def observations(args: dict[str, Json], results: Sequence[dict[str, Json]]) -> list[tuple[int, Json]]:
+    """(op index, result) of every ``observe`` op."""
+    return [(i, r) for i, (op, r) in enumerate(zip(args["ops"], results)) if op["op"] == "observe"]
+
+
+# --------------------------------------------------------------------------- strategies
+
+power_of_two_scales = st.integers(-8, 24).map(lambda k: 2.0**k)
+any_scales = st.one_of(power_of_two_scales, st.floats(1e-3, 1e6).map(float32))
+
+
+@st.composite
+def scaler_kwargs(draw: st.DrawFn, powers_of_two: bool = True) -> dict[str, Json]:
+    """Valid constructor arguments with small growth intervals (so growth happens)."""
+    if powers_of_two:
+        growth = draw(st.sampled_from([2.0, 4.0, 8.0]))
+        backoff = draw(st.sampled_from([0.5, 0.25, 0.125]))
+        init = draw(power_of_two_scales)
+    else:
+        growth = draw(st.one_of(st.sampled_from([1.5, 3.0, 1.001]), st.floats(1.01, 10.0)))
+        backoff = draw(st.one_of(st.sampled_from([0.3, 0.9, 0.999]), st.floats(0.01, 0.99)))
+        init = draw(any_scales)
+    return {"init_scale": init, "growth_factor": growth, "backoff_factor": backoff,
+            "growth_interval": draw(st.integers(1, 4))}
+
+
+overflow_runs = st.lists(st.booleans(), min_size=1, max_size=12)
+
+bad_constructor_kwargs = st.one_of(
+    st.fixed_dictionaries({"init_scale": st.sampled_from([0.0, -1.0, -(2.0**16), math.inf, math.nan])}),
+    st.fixed_dictionaries({"growth_factor": st.sampled_from([1.0, 0.5, 0.0, -2.0])}),
+    st.fixed_dictionaries({"backoff_factor": st.sampled_from([0.0, 1.0, 1.5, -0.5])}),
+    st.fixed_dictionaries({"growth_interval": st.sampled_from([0, -1, -2000])}),
+)
+
+
+@st.composite
+def grad_values(draw: st.DrawFn, size: int, allow_special: bool) -> Json:
+    """One parameter's gradient: None, or ``size`` values, maybe with inf/NaN at random positions."""
+    if draw(st.integers(0, 5)) == 0:
+        return None
+    values = draw(st.lists(st.floats(-1e3, 1e3, width=32), min_size=size, max_size=size))
+    if allow_special and draw(st.integers(0, 3)) == 0:
+        position = draw(st.integers(0, size - 1))
+        values[position] = draw(st.sampled_from(SPECIALS))
+    return values
+
+
+@st.composite
+def generated_scenarios(draw: st.DrawFn, powers_of_two: bool = True) -> dict[str, Json]:
+    """Several optimizers and param groups, None grads, specials, explicit unscale_ and clipping."""
+    groups = draw(st.lists(st.lists(st.lists(st.integers(1, 3), min_size=1, max_size=2), min_size=1, max_size=2),
+                           min_size=1, max_size=3))
+    w = world(groups)
+    ops: list[dict[str, Json]] = [{"op": "new", "kwargs": draw(scaler_kwargs(powers_of_two))}]
+    for _ in range(draw(st.integers(1, 6))):
+        ops.append({"op": "scale", "values": [draw(st.floats(0.0, 4.0, width=16))], "dtype": "float16"})
+        for opt in range(len(groups)):
+            sizes = param_sizes(w, opt)
+            ops.append({"op": "grads", "opt": opt,
+                        "values": [draw(grad_values(size, allow_special=True)) for size in sizes]})
+            mode = draw(st.sampled_from(["step", "unscale", "clip"]))
+            if mode in ("unscale", "clip"):
+                ops.append({"op": "unscale_", "opt": opt})
+            if mode == "clip":
+                ops.append({"op": "clip", "opt": opt, "max_norm": draw(st.sampled_from([0.5, 10.0]))})
+            ops.append({"op": "step", "opt": opt})
+            ops.append({"op": "params", "opt": opt})
+        ops += [{"op": "update"}, {"op": "observe"}]
+    return {"world": w, "ops": ops}

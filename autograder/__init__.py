@@ -1,0 +1,1 @@
+"""Autograder for the mixed-precision (AMP) assignment.  See README.md."""

@@ -1,0 +1,450 @@
+"""The student process: forked from a pre-warmed zygote, unprivileged, limited, spoken to in JSON.
+
+Design
+------
+* **Zygote.**  The judge imports torch and the scenario harness once, then forks a
+  *zygote* before it imports pytest, hypothesis or any hidden test.  Each student
+  process is forked from the zygote, so it starts in milliseconds with torch
+  already loaded, and its memory holds nothing of the judge's.
+* **Isolation.**  A student process runs in its own session, with rlimits (address
+  space, CPU seconds, processes, file size, open files), no network and, where the
+  kernel allows it (root, or unprivileged user namespaces), a private mount
+  namespace in which the grader's private folders are covered by empty tmpfs
+  mounts.  As root it drops to a dedicated unprivileged uid.
+* **Protocol.**  Requests and replies are single JSON lines on two pipes; the
+  student's stdout/stderr go to a third pipe that a thread drains into a bounded
+  buffer.  Nothing from the student process is ever unpickled or executed.
+* **Faults.**  A crash, ``os._exit``, segfault or hang costs only the current call:
+  the process is killed (its whole process group, and as root everything its uid
+  owns) and the next call gets a fresh one.  Import faults are remembered per
+  module, so tests that do not need a broken module still run.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from checks import harness
+
+IMPORT_ORDER = ("answers", "loss_scaler", "amp_step")
+SCENARIO_NEEDS = {
+    "scaler_ops": ("loss_scaler",),
+    "answers": ("answers",),
+    "amp_probe": ("amp_step",),
+    "underflow": ("amp_step", "loss_scaler"),
+}
+MAX_REPLY_BYTES = 16 * 2**20
+OUTPUT_KEEP_BYTES = 8 * 1024
+
+_CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWUSER = 0x00020000, 0x40000000, 0x10000000
+_MS_REC, _MS_PRIVATE, _MS_RDONLY = 0x4000, 0x40000, 0x1
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one student process (seconds and bytes)."""
+
+    call_seconds: float = 20.0
+    import_seconds: float = 10.0
+    submission_seconds: float = 240.0
+    memory_bytes: int | None = 4 * 2**30
+    cpu_seconds: int = 600
+    processes: int = 64
+    file_bytes: int = 16 * 2**20
+    open_files: int = 256
+
+
+@dataclass(frozen=True)
+class SpawnRequest:
+    """What the zygote needs to start one student process (plain data)."""
+
+    submission: str
+    scratch: str
+    skip: tuple[str, ...]
+    uid: int | None
+    hide: tuple[str, ...]
+    limits: Limits = field(default_factory=Limits)
+
+
+# --------------------------------------------------------------------------- inside the child
+
+
+def _libc() -> Any:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _isolate(request: SpawnRequest) -> None:
+    """Namespaces, hidden folders, rlimits and the unprivileged uid (best effort where not root)."""
+    libc = _libc()
+    is_root = os.geteuid() == 0
+    flags = _CLONE_NEWNS | _CLONE_NEWNET | (0 if is_root else _CLONE_NEWUSER)
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(flags) == 0:
+        if not is_root:
+            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+                try:
+                    Path(f"/proc/self/{name}").write_text(text)
+                except OSError:
+                    pass
+        libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None)
+        for path in request.hide:
+            if os.path.isdir(path):
+                libc.mount(b"tmpfs", path.encode(), b"tmpfs", _MS_RDONLY, b"size=4k")
+    limits = request.limits
+    for name, value in (
+        (resource.RLIMIT_AS, limits.memory_bytes),
+        (resource.RLIMIT_CPU, limits.cpu_seconds),
+        (resource.RLIMIT_FSIZE, limits.file_bytes),
+        (resource.RLIMIT_NOFILE, limits.open_files),
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_NPROC, limits.processes if request.uid is not None else None),
+    ):
+        if value is not None:
+            resource.setrlimit(name, (value, value))
+    if request.uid is not None:
+        os.setgroups([])
+        os.setgid(request.uid)
+        os.setuid(request.uid)
+
+
+def _send(fd: int, message: dict[str, Any]) -> None:
+    data = (json.dumps(message, allow_nan=True) + "\n").encode()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _child_main(request: SpawnRequest, fds: list[int]) -> None:
+    """Body of a student process; never returns."""
+    request_fd, reply_fd, output_fd = fds
+    try:
+        os.setsid()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(output_fd, 1)
+        os.dup2(output_fd, 2)
+        os.close(output_fd)
+        _isolate(request)
+        os.chdir(request.scratch)
+        os.environ.update(HOME=request.scratch, TMPDIR=request.scratch, PYTHONDONTWRITEBYTECODE="1")
+        sys.dont_write_bytecode = True
+        sys.stdout = open(1, "w", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", buffering=1, closefd=False)
+        torch.set_num_threads(1)
+        submission = harness.Submission(Path(request.submission))
+        for name in IMPORT_ORDER:
+            if name in request.skip:
+                continue
+            try:
+                submission.module(name)
+                fault = None
+            except harness.SubmissionFault as exc:
+                fault = str(exc)
+            _send(reply_fd, {"imported": name, "fault": fault})
+        _send(reply_fd, {"ready": True})
+        with open(request_fd, "rb", closefd=False) as requests:
+            for line in requests:
+                message = json.loads(line)
+                try:
+                    torch.manual_seed(0)
+                    reply = {"ok": harness.run_scenario(message["scenario"], message["args"], submission)}
+                except harness.SubmissionFault as exc:
+                    reply = {"fault": str(exc)}
+                except BaseException as exc:  # noqa: BLE001 - e.g. SystemExit from student code
+                    reply = {"fault": f"the scenario stopped with {type(exc).__name__}: {exc}"[:2000]}
+                _send(reply_fd, {"id": message["id"], **reply})
+    finally:
+        os._exit(0)
+
+
+class Zygote:
+    """A pre-warmed process (torch and the harness imported) that forks student processes.
+
+    Start it before importing anything the student process must not see.
+    """
+
+    def __init__(self) -> None:
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:  # the zygote
+            parent.close()
+            self._serve(child)
+        child.close()
+        self.pid = pid
+        self._socket = parent
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _serve(sock: socket.socket) -> None:
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped automatically
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the judge decides when we stop
+        try:
+            while True:
+                data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 3)
+                if not data:
+                    break
+                fields = json.loads(data)
+                fields["limits"] = Limits(**fields["limits"])
+                fields["skip"], fields["hide"] = tuple(fields["skip"]), tuple(fields["hide"])
+                request = SpawnRequest(**fields)
+                pid = os.fork()
+                if pid == 0:
+                    sock.close()
+                    _child_main(request, list(fds))
+                for fd in fds:
+                    os.close(fd)
+                sock.send(json.dumps({"pid": pid}).encode())
+        finally:
+            os._exit(0)
+
+    def spawn(self, request: SpawnRequest, fds: list[int]) -> int:
+        fields = {**request.__dict__, "limits": request.limits.__dict__}
+        with self._lock:
+            socket.send_fds(self._socket, [json.dumps(fields).encode()], fds)
+            return int(json.loads(self._socket.recv(1 << 16))["pid"])
+
+    def close(self) -> None:
+        try:
+            self._socket.close()
+            os.waitpid(self.pid, 0)
+        except (OSError, ChildProcessError):
+            pass
+
+
+_ZYGOTE: Zygote | None = None
+
+
+def start_zygote() -> Zygote:
+    """Start (once per process) the zygote that forks student processes."""
+    global _ZYGOTE
+    if _ZYGOTE is None:
+        torch.set_num_threads(1)
+        _ZYGOTE = Zygote()
+    return _ZYGOTE
+
+
+# --------------------------------------------------------------------------- the judge's side
+
+
+class _OutputDrain(threading.Thread):
+    """Reads a student process's stdout/stderr, keeping only the first few KiB."""
+
+    def __init__(self, fd: int, sink: bytearray, counter: list[int]) -> None:
+        super().__init__(daemon=True)
+        self.fd, self.sink, self.counter = fd, sink, counter
+
+    def run(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except OSError:
+                break
+            if not chunk:
+                break
+            self.counter[0] += len(chunk)
+            room = OUTPUT_KEEP_BYTES - len(self.sink)
+            if room > 0:
+                self.sink.extend(chunk[:room])
+        os.close(self.fd)
+
+
+def _kill_uid(uid: int) -> None:
+    """Kill every process owned by ``uid`` (root only): catches escapes from the process group."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+class SandboxRunner:
+    """Runs scenarios against one submission in isolated student processes.
+
+    This is the grader's implementation of the ``student`` fixture used by the tests.
+    """
+
+    def __init__(self, submission: Path, *, limits: Limits | None = None, hide: tuple[str, ...] = (),
+                 uid: int | None = None, zygote: Zygote | None = None) -> None:
+        self.submission = submission
+        self.limits = limits or Limits()
+        self.hide = hide
+        self.zygote = zygote or start_zygote()
+        self.uid = uid if uid is not None or os.geteuid() != 0 else 61000 + os.getpid() % 4000
+        self.import_faults: dict[str, str] = {}
+        self.output = bytearray()
+        self.output_total = [0]
+        self.started = time.monotonic()
+        self._scratch = Path(tempfile.mkdtemp(prefix="amp-scratch-"))
+        self._pid: int | None = None
+        self._request_fd = self._reply_fd = -1
+        self._reply_buffer = b""
+        self._next_id = 0
+
+    # -- lifecycle
+
+    def _start(self) -> None:
+        if self.uid is not None:
+            os.chown(self._scratch, self.uid, self.uid)
+        request_r, request_w = os.pipe()
+        reply_r, reply_w = os.pipe()
+        output_r, output_w = os.pipe()
+        request = SpawnRequest(str(self.submission), str(self._scratch), tuple(self.import_faults), self.uid,
+                               self.hide, self.limits)
+        self._pid = self.zygote.spawn(request, [request_r, reply_w, output_w])
+        for fd in (request_r, reply_w, output_w):
+            os.close(fd)
+        self._request_fd, self._reply_fd, self._reply_buffer = request_w, reply_r, b""
+        _OutputDrain(output_r, self.output, self.output_total).start()
+        for name in IMPORT_ORDER:
+            if name in self.import_faults:
+                continue
+            message = self._read(self.limits.import_seconds)
+            if message is None:
+                alive = self._pid is not None
+                self.import_faults[name] = (
+                    f"importing {harness.CONTRACT_FILES[name]} did not finish within "
+                    f"{self.limits.import_seconds:.0f} s (an infinite loop at module level?)"
+                    if alive else
+                    f"importing {harness.CONTRACT_FILES[name]} ended the process "
+                    "(sys.exit/os._exit/a crash at module level?)"
+                )
+                self._kill()
+                return self._start()
+            if message.get("imported") == name and message.get("fault"):
+                self.import_faults[name] = message["fault"]
+        ready = self._read(self.limits.import_seconds)
+        if not (ready and ready.get("ready")):
+            self._kill()
+            raise harness.SubmissionFault("the submission's process did not start properly")
+
+    def _kill(self) -> None:
+        if self._pid is not None:
+            try:
+                os.killpg(self._pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            if self.uid is not None and os.geteuid() == 0:
+                _kill_uid(self.uid)
+        for fd in (self._request_fd, self._reply_fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._pid, self._request_fd, self._reply_fd = None, -1, -1
+
+    def close(self) -> None:
+        self._kill()
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+    # -- protocol
+
+    def _read(self, timeout: float) -> dict[str, Any] | None:
+        """Next reply line, or None on timeout / end of stream (then ``_pid`` tells which)."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._reply_buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([self._reply_fd], [], [], remaining)
+            if not ready:
+                return None
+            chunk = os.read(self._reply_fd, 1 << 20)
+            if not chunk:
+                self._pid_gone()
+                return None
+            self._reply_buffer += chunk
+            if len(self._reply_buffer) > MAX_REPLY_BYTES:
+                return {"fault": "the submission's process sent an oversized reply"}
+        line, self._reply_buffer = self._reply_buffer.split(b"\n", 1)
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            return {"fault": "the submission's process sent an unreadable reply (did it write to the grader's pipe?)"}
+        return message if isinstance(message, dict) else {"fault": "the submission's process sent a malformed reply"}
+
+    def _pid_gone(self) -> None:
+        pid, self._pid = self._pid, None
+        if pid is not None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._pid = None
+
+    # -- the runner API used by the tests
+
+    def needs(self, scenario: str, args: dict[str, Any]) -> tuple[str, ...]:
+        needed = SCENARIO_NEEDS[scenario]
+        if scenario == "amp_probe" and args.get("scaler") != "torch":
+            needed += ("loss_scaler",)
+        return needed
+
+    def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
+        """Run ``scenario`` in the student process; raise SubmissionFault if it cannot."""
+        if time.monotonic() - self.started > self.limits.submission_seconds:
+            raise harness.SubmissionFault(
+                f"the submission used up its total time budget of {self.limits.submission_seconds:.0f} s")
+        for name in self.needs(scenario, args):
+            if name in self.import_faults:
+                raise harness.SubmissionFault(self.import_faults[name])
+        if self._pid is None:
+            self._start()
+            return self.run(scenario, args, timeout=timeout)
+        self._next_id += 1
+        payload = (json.dumps({"id": self._next_id, "scenario": scenario, "args": args}) + "\n").encode()
+        try:
+            os.write(self._request_fd, payload)
+        except OSError:
+            self._kill()
+            raise harness.SubmissionFault("the submission's process ended unexpectedly") from None
+        limit = timeout or self.limits.call_seconds
+        reply = self._read(limit)
+        if reply is None:
+            hung = self._pid is not None
+            self._kill()
+            if hung:
+                raise harness.SubmissionFault(
+                    f"your code did not finish within {limit:.0f} s (an infinite loop?); it was stopped")
+            raise harness.SubmissionFault(
+                "your code ended the process while it ran (sys.exit, os._exit, a crash or a memory limit)")
+        if reply.get("id") != self._next_id or ("ok" not in reply and "fault" not in reply):
+            self._kill()
+            raise harness.SubmissionFault(reply.get("fault") or "the submission's process sent an unexpected reply")
+        if "fault" in reply:
+            raise harness.SubmissionFault(str(reply["fault"]))
+        return reply["ok"]
+
+    def source(self, module: str) -> str | None:
+        """The text of one contract file (read by the judge, never executed), or None."""
+        path = self.submission / harness.CONTRACT_FILES[module]
+        try:
+            return path.read_bytes()[: 2**20].decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
+    def captured_output(self) -> str:
+        text = bytes(self.output).decode("utf-8", errors="replace")
+        extra = self.output_total[0] - len(self.output)
+        return text + (f"\n… ({extra} more bytes of output not shown)" if extra > 0 else "")

@@ -1,0 +1,276 @@
+"""Task 1: a toy dynamic loss scaler that behaves exactly like ``torch.amp.GradScaler``.
+
+Why a loss scaler?  Under float16 autocast, gradients smaller than about 6e-8 round
+to zero and larger than 65504 overflow to inf.  Multiplying the loss by a large
+*scale* S before ``backward()`` multiplies every gradient by S as well, lifting the
+small ones out of the underflow zone.  Before the optimizer uses them, the
+gradients are divided by S again ("unscaled").  If S was too large, some gradient
+overflows to inf/NaN: that step is skipped and S shrinks ("backoff").  After
+``growth_interval`` clean steps in a row, S grows again.
+
+The typical iteration (one optimizer)::
+
+    scaler = ToyLossScaler()
+    optimizer.zero_grad()
+    with torch.autocast(device_type="cuda", dtype=torch.float16):
+        loss = loss_fn(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)          # unscales, then steps unless a grad is inf/NaN
+    scaler.update()                 # backoff or growth, once per iteration
+
+Contract (checked by the autograder, exception *types* only, not messages):
+
+* The scale is held as a float32 value.  Every product that changes it is
+  computed in float64 and rounded to float32, exactly as torch's kernel does.
+* ``unscale_`` may be called at most once per optimizer per iteration, and not
+  after ``step`` (``RuntimeError``); ``step`` at most once per optimizer per
+  iteration (``RuntimeError``); ``update`` needs at least one ``unscale_``/``step``
+  since the last ``update`` unless ``new_scale`` is given (``RuntimeError``).
+* Never delegate to ``torch.amp.GradScaler`` (or ``torch.cuda.amp.GradScaler``) or
+  to torch's private AMP kernels: the grader rejects that.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from typing import Any
+
+import torch
+
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _round_to_float32(value: float) -> float:
+    """Return ``value`` rounded to the nearest float32, as a Python float."""
+    # BEGIN SOLUTION
+    return torch.tensor(value, dtype=torch.float64).to(torch.float32).item()
+    # END SOLUTION
+
+
+class _Stage(Enum):
+    """Where one optimizer is in the current iteration."""
+
+    READY = "ready"
+    UNSCALED = "unscaled"
+    STEPPED = "stepped"
+
+
+class ToyLossScaler:
+    """A dynamic loss scaler with the semantics of ``torch.amp.GradScaler(enabled=True)``.
+
+    Args:
+        init_scale: the first scale S; must be positive and finite.
+        growth_factor: S is multiplied by this after ``growth_interval`` clean
+            iterations in a row; must be > 1.
+        backoff_factor: S is multiplied by this after an iteration whose gradients
+            held inf or NaN; must lie strictly between 0 and 1.
+        growth_interval: how many clean iterations in a row trigger growth; a
+            positive integer.
+
+    Raises:
+        ValueError: for any argument outside the ranges above.
+    """
+
+    def __init__(
+        self,
+        init_scale: float = 2.0**16,
+        growth_factor: float = 2.0,
+        backoff_factor: float = 0.5,
+        growth_interval: int = 2000,
+    ) -> None:
+        # BEGIN SOLUTION
+        if not (isinstance(init_scale, (int, float)) and math.isfinite(init_scale) and init_scale > 0):
+            raise ValueError(f"init_scale must be positive and finite, got {init_scale!r}")
+        scale = _round_to_float32(float(init_scale))
+        if scale == 0.0 or not math.isfinite(scale):
+            raise ValueError(f"init_scale {init_scale!r} is not representable as a positive float32")
+        if not (isinstance(growth_factor, (int, float)) and growth_factor > 1.0 and math.isfinite(growth_factor)):
+            raise ValueError(f"growth_factor must be a finite number > 1, got {growth_factor!r}")
+        if not (isinstance(backoff_factor, (int, float)) and 0.0 < backoff_factor < 1.0):
+            raise ValueError(f"backoff_factor must lie strictly between 0 and 1, got {backoff_factor!r}")
+        if isinstance(growth_interval, bool) or not isinstance(growth_interval, int) or growth_interval < 1:
+            raise ValueError(f"growth_interval must be a positive integer, got {growth_interval!r}")
+        self._scale = scale
+        self._growth_factor = float(growth_factor)
+        self._backoff_factor = float(backoff_factor)
+        self._growth_interval = growth_interval
+        self._growth_tracker = 0
+        # id(optimizer) -> {"stage": _Stage, "found_inf": bool}; emptied by update().
+        self._per_optimizer_states: dict[int, dict[str, Any]] = {}
+        # END SOLUTION
+
+    def _state(self, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+        """Return (creating if needed) this iteration's state for ``optimizer``."""
+        # BEGIN SOLUTION
+        return self._per_optimizer_states.setdefault(
+            id(optimizer), {"stage": _Stage.READY, "found_inf": False}
+        )
+        # END SOLUTION
+
+    def scale(self, outputs: Any) -> Any:
+        """Multiply ``outputs`` by the current scale.
+
+        Args:
+            outputs: a tensor, or a list/tuple (possibly nested) of tensors.
+
+        Returns:
+            The scaled value(s), in a container of the same type.  The scale is
+            applied as a 0-dim float32 tensor on the output's device, so a float16
+            scalar loss comes back as float32 and a loss above 1.0 does not
+            overflow float16's maximum of 65504.
+
+        Raises:
+            ValueError: if ``outputs`` is neither a tensor nor a list/tuple of them.
+        """
+        # BEGIN SOLUTION
+        if isinstance(outputs, torch.Tensor):
+            return outputs * torch.tensor(self._scale, dtype=torch.float32, device=outputs.device)
+        if isinstance(outputs, (list, tuple)):
+            return type(outputs)(self.scale(value) for value in outputs)
+        raise ValueError("outputs must be a Tensor or a list/tuple of Tensors")
+        # END SOLUTION
+
+    def unscale_(self, optimizer: torch.optim.Optimizer) -> None:
+        """Divide ``optimizer``'s gradients by the scale, in place, and look for inf/NaN.
+
+        Every existing ``.grad`` of the optimizer's parameters is multiplied by the
+        float32 reciprocal of the scale (computed in float64, then rounded).
+        Parameters whose ``.grad`` is None are skipped.  Call it explicitly only
+        when you need the true gradients before ``step`` (e.g. for clipping).
+
+        Raises:
+            ValueError: if a gradient is float16 (parameters must stay float32).
+            RuntimeError: if called twice for ``optimizer`` in one iteration, or
+                after ``step(optimizer)``.
+        """
+        # BEGIN SOLUTION
+        state = self._state(optimizer)
+        if state["stage"] is _Stage.UNSCALED:
+            raise RuntimeError("unscale_() has already been called on this optimizer since the last update()")
+        if state["stage"] is _Stage.STEPPED:
+            raise RuntimeError("unscale_() is being called after step()")
+        grads = [
+            param.grad
+            for group in optimizer.param_groups
+            for param in group["params"]
+            if param.grad is not None
+        ]
+        if any(grad.dtype == torch.float16 for grad in grads):
+            raise ValueError("Attempting to unscale float16 gradients; keep parameters in float32")
+        inv_scale = _round_to_float32(1.0 / self._scale)
+        found_inf = False
+        for grad in grads:
+            found_inf = found_inf or not bool(torch.isfinite(grad).all())
+            grad.mul_(torch.tensor(inv_scale, dtype=torch.float32, device=grad.device))
+        state["found_inf"] = found_inf
+        state["stage"] = _Stage.UNSCALED
+        # END SOLUTION
+
+    def step(self, optimizer: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> Any:
+        """Unscale (unless already done) and step ``optimizer`` if no grad is inf/NaN.
+
+        Args:
+            optimizer: the optimizer to step.
+            *args, **kwargs: forwarded to ``optimizer.step``.
+
+        Returns:
+            What ``optimizer.step(*args, **kwargs)`` returned, or None when the
+            step was skipped because of inf/NaN gradients.
+
+        Raises:
+            RuntimeError: if called twice for ``optimizer`` in one iteration.
+        """
+        # BEGIN SOLUTION
+        if "closure" in kwargs:
+            raise RuntimeError("closure use is not supported by a loss scaler")
+        state = self._state(optimizer)
+        if state["stage"] is _Stage.STEPPED:
+            raise RuntimeError("step() has already been called since the last update()")
+        if state["stage"] is _Stage.READY:
+            self.unscale_(optimizer)
+        result = None if state["found_inf"] else optimizer.step(*args, **kwargs)
+        state["stage"] = _Stage.STEPPED
+        return result
+        # END SOLUTION
+
+    def update(self, new_scale: float | torch.Tensor | None = None) -> None:
+        """Adjust the scale at the end of an iteration and reset per-optimizer state.
+
+        Without ``new_scale``: if any optimizer seen since the last update found
+        inf/NaN, ``scale *= backoff_factor`` and the growth tracker resets to 0
+        (once, however many gradients overflowed).  Otherwise the tracker counts
+        one more clean iteration; when it reaches ``growth_interval`` it resets to
+        0 and ``scale *= growth_factor`` unless that would overflow float32.
+
+        Args:
+            new_scale: if given, the scale is set to it (rounded to float32) and the
+                growth tracker is left alone.
+
+        Raises:
+            RuntimeError: if no ``unscale_``/``step`` happened since the last
+                update and ``new_scale`` is None.
+        """
+        # BEGIN SOLUTION
+        if new_scale is not None:
+            self._scale = _round_to_float32(float(new_scale))
+        else:
+            if not self._per_optimizer_states:
+                raise RuntimeError("update() called without any unscale_()/step() since the last update()")
+            if any(state["found_inf"] for state in self._per_optimizer_states.values()):
+                self._scale = _round_to_float32(self._scale * self._backoff_factor)
+                self._growth_tracker = 0
+            elif self._growth_tracker + 1 == self._growth_interval:
+                grown = _round_to_float32(self._scale * self._growth_factor)
+                if math.isfinite(grown):
+                    self._scale = grown
+                self._growth_tracker = 0
+            else:
+                self._growth_tracker += 1
+        self._per_optimizer_states = {}
+        # END SOLUTION
+
+    def get_scale(self) -> float:
+        """Return the current scale as a Python float."""
+        # BEGIN SOLUTION
+        return self._scale
+        # END SOLUTION
+
+    def get_growth_tracker(self) -> int:
+        """Return how many clean iterations in a row have been counted towards growth."""
+        # BEGIN SOLUTION
+        return self._growth_tracker
+        # END SOLUTION
+
+    def state_dict(self) -> dict[str, Any]:
+        """Return the scaler's state with torch's keys.
+
+        Returns:
+            ``{"scale", "growth_factor", "backoff_factor", "growth_interval",
+            "_growth_tracker"}`` as Python numbers.
+        """
+        # BEGIN SOLUTION
+        return {
+            "scale": self._scale,
+            "growth_factor": self._growth_factor,
+            "backoff_factor": self._backoff_factor,
+            "growth_interval": self._growth_interval,
+            "_growth_tracker": self._growth_tracker,
+        }
+        # END SOLUTION
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the state produced by :meth:`state_dict` (this or torch's GradScaler).
+
+        Raises:
+            RuntimeError: if ``state_dict`` is empty.
+        """
+        # BEGIN SOLUTION
+        if not state_dict:
+            raise RuntimeError("the state dict is empty (saved from a disabled scaler?)")
+        self._scale = _round_to_float32(float(state_dict["scale"]))
+        self._growth_factor = float(state_dict["growth_factor"])
+        self._backoff_factor = float(state_dict["backoff_factor"])
+        self._growth_interval = int(state_dict["growth_interval"])
+        self._growth_tracker = int(state_dict["_growth_tracker"])
+        # END SOLUTION
