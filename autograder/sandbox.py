@@ -53,7 +53,7 @@ MAX_REPLY_BYTES = 16 * 2**20
 OUTPUT_KEEP_BYTES = 8 * 1024
 
 _CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWUSER = 0x00020000, 0x40000000, 0x10000000
-_MS_REC, _MS_PRIVATE, _MS_RDONLY = 0x4000, 0x40000, 0x1
+_MS_REC, _MS_PRIVATE, _MS_RDONLY, _MS_BIND = 0x4000, 0x40000, 0x1, 0x1000
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,37 @@ def _libc() -> Any:
     return ctypes.CDLL(None, use_errno=True)
 
 
+def _closed_ancestor(path: Path) -> tuple[Path, Path] | None:
+    """(closed folder, its child on the way to ``path``) for the first folder others cannot enter."""
+    parts = path.resolve().parts
+    for depth in range(1, len(parts)):
+        folder = Path(*parts[:depth])
+        if not os.stat(folder).st_mode & 0o001:
+            return folder, Path(*parts[: depth + 1])
+    return None
+
+
+def _expose_interpreter(libc: Any, scratch: str) -> None:
+    """Let the unprivileged uid reach Python's files when they sit under a closed folder.
+
+    A pyenv under ``/root`` (mode 700) is common.  In our private mount namespace the
+    closed folder is covered by a tmpfs that others may traverse, and only the way to
+    the interpreter is bind-mounted back into it; the rest of the folder stays hidden.
+    """
+    for prefix in {sys.base_prefix, sys.prefix, os.path.dirname(torch.__file__)}:
+        found = _closed_ancestor(Path(prefix))
+        if found is None:
+            continue
+        closed, child = found
+        holder = Path(scratch) / f".mnt-{abs(hash(str(child)))}"
+        holder.mkdir(exist_ok=True)
+        if libc.mount(str(child).encode(), str(holder).encode(), None, _MS_BIND | _MS_REC, None) != 0:
+            continue
+        libc.mount(b"tmpfs", str(closed).encode(), b"tmpfs", 0, b"mode=0711,size=64k")
+        child.mkdir(exist_ok=True)
+        libc.mount(str(holder).encode(), str(child).encode(), None, _MS_BIND | _MS_REC, None)
+
+
 def _isolate(request: SpawnRequest) -> None:
     """Namespaces, hidden folders, rlimits and the unprivileged uid (best effort where not root)."""
     libc = _libc()
@@ -106,6 +137,8 @@ def _isolate(request: SpawnRequest) -> None:
         for path in request.hide:
             if os.path.isdir(path):
                 libc.mount(b"tmpfs", path.encode(), b"tmpfs", _MS_RDONLY, b"size=4k")
+        if request.uid is not None:
+            _expose_interpreter(libc, request.scratch)
     limits = request.limits
     for name, value in (
         (resource.RLIMIT_AS, limits.memory_bytes),
@@ -300,6 +333,11 @@ class SandboxRunner:
         self._request_fd = self._reply_fd = -1
         self._reply_buffer = b""
         self._next_id = 0
+        self._test_fault: str | None = None
+
+    def begin_test(self, name: str) -> None:
+        """A new test starts: forget the previous test's hang (see :meth:`run`)."""
+        self._test_fault = None
 
     # -- lifecycle
 
@@ -403,6 +441,8 @@ class SandboxRunner:
 
     def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
         """Run ``scenario`` in the student process; raise SubmissionFault if it cannot."""
+        if self._test_fault:  # one hang per test: hypothesis must not wait for every example to time out
+            raise harness.SubmissionFault(self._test_fault)
         if time.monotonic() - self.started > self.limits.submission_seconds:
             raise harness.SubmissionFault(
                 f"the submission used up its total time budget of {self.limits.submission_seconds:.0f} s")
@@ -425,8 +465,8 @@ class SandboxRunner:
             hung = self._pid is not None
             self._kill()
             if hung:
-                raise harness.SubmissionFault(
-                    f"your code did not finish within {limit:.0f} s (an infinite loop?); it was stopped")
+                self._test_fault = f"your code did not finish within {limit:.0f} s (an infinite loop?); it was stopped"
+                raise harness.SubmissionFault(self._test_fault)
             raise harness.SubmissionFault(
                 "your code ended the process while it ran (sys.exit, os._exit, a crash or a memory limit)")
         if reply.get("id") != self._next_id or ("ok" not in reply and "fault" not in reply):

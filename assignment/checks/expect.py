@@ -86,9 +86,10 @@ def snippet(args: dict[str, Json], upto: int | None = None) -> str:
         "g = torch.Generator().manual_seed(0)",
     ]
     for index, spec in enumerate(args["world"]["optimizers"]):
+        cast = f".to(torch.{spec['dtype']})" if spec.get("dtype", "float32") != "float32" else ""
         groups = ", ".join(
-            "{'params': [" + ", ".join(f"torch.nn.Parameter(torch.randn({size}, generator=g))" for size in sizes) + "]}"
-            for sizes in spec["groups"])
+            "{'params': [" + ", ".join(f"torch.nn.Parameter(torch.randn({size}, generator=g){cast})" for size in sizes)
+            + "]}" for sizes in spec["groups"])
         lines.append(f"opt{index} = torch.optim.SGD([{groups}], lr={spec.get('lr', 0.1)})")
     lines += [op_line(op) for op in ops]
     return "\n".join("    " + line for line in lines)

@@ -153,8 +153,9 @@ def build_optimizers(world: dict[str, Json]) -> list[RecordingSGD]:
     generator = torch.Generator().manual_seed(int(world.get("seed", 0)))
     optimizers = []
     for spec in world["optimizers"]:
+        dtype = getattr(torch, spec.get("dtype", "float32"))
         groups = [
-            {"params": [torch.nn.Parameter(torch.randn(size, generator=generator)) for size in sizes]}
+            {"params": [torch.nn.Parameter(torch.randn(size, generator=generator).to(dtype)) for size in sizes]}
             for sizes in spec["groups"]
         ]
         optimizers.append(RecordingSGD(groups, lr=float(spec.get("lr", 0.1))))
@@ -385,7 +386,10 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
     model = AmpProbe(sizes, args.get("device_type", "cpu"), log)
     optimizer = _LoggingSGD(model.parameters(), lr=float(args.get("lr", 0.01)))
     optimizer.log = log
-    scaler = ScalerProbe(make_scaler(**args.get("scaler_kwargs", {})), log)
+    made = guarded(lambda: make_scaler(**args.get("scaler_kwargs", {})), root)
+    if "error" in made:
+        return {"log": log, "steps": [{**made, "params_changed": False, "scale_after": None}]}
+    scaler = ScalerProbe(made["ok"], log)
     batch = int(args.get("batch", 16))
     inputs, targets = torch.randn(batch, sizes[0]), torch.randn(batch, sizes[-1])
     steps: list[dict[str, Json]] = []
@@ -431,7 +435,10 @@ def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, ma
     torch.nn.init.zeros_(model.weight)
     optimizer = torch.optim.SGD(model.parameters(), lr=float(args.get("lr", 0.25)))
     losses: list[float] = []
-    scaler = make_scaler(**args.get("scaler_kwargs", {})) if make_scaler else None
+    made = guarded(lambda: make_scaler(**args.get("scaler_kwargs", {})), root) if make_scaler else {"ok": None}
+    if "error" in made:
+        return {**made, "losses": []}
+    scaler = made["ok"]
     device_type = args.get("device_type", "cpu")
 
     def train() -> Json:

@@ -1,0 +1,46 @@
+"""Hidden checks for Task 3 (Quick Check answers).  The answer key lives only here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from checks import expect
+
+KEY = {"Q1": "B", "Q2": "B", "Q3": "B", "Q4": "A", "Q5": "B"}
+
+
+@pytest.fixture(scope="module")
+def answers(student: Any) -> dict[str, Any]:
+    return student.run("answers", {})
+
+
+def check(answers: dict[str, Any], question: str) -> None:
+    given = answers.get(question)
+    if given is None:
+        expect.fail(f"{question} is unanswered in answers.py (set {question} = \"A\", \"B\", \"C\" or \"D\").")
+    if not isinstance(given, str) or given.strip().upper() not in "ABCD" or len(given.strip()) != 1:
+        expect.fail(f"{question} must be one letter, \"A\" to \"D\"; answers.py has {given!r}.")
+    if given.strip().upper() != KEY[question]:
+        expect.fail(f"{question}: {given!r} is not the right choice. Reread the matching section of the handout.")
+
+
+def test_quick_check_q1(answers: dict[str, Any]) -> None:
+    check(answers, "Q1")
+
+
+def test_quick_check_q2(answers: dict[str, Any]) -> None:
+    check(answers, "Q2")
+
+
+def test_quick_check_q3(answers: dict[str, Any]) -> None:
+    check(answers, "Q3")
+
+
+def test_quick_check_q4(answers: dict[str, Any]) -> None:
+    check(answers, "Q4")
+
+
+def test_quick_check_q5(answers: dict[str, Any]) -> None:
+    check(answers, "Q5")

@@ -1,0 +1,87 @@
+"""Points, numbers, names and visibility of every graded test: the one place they live.
+
+Each :class:`Item` names one pytest test function (public tests live in
+``assignment/checks``, hidden ones in ``autograder/hidden``).  A parametrized test
+is one item: its cases share the points, and a case failing costs its share.
+``python -m autograder rubric`` prints the table; a test in ``tests/`` checks that
+every collected test has exactly one item and that the points add up.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+PUBLIC, HIDDEN = "public", "hidden"
+#: Gradescope visibility of hidden tests; public ones are always "visible".
+HIDDEN_VISIBILITY = os.environ.get("AMP_HIDDEN_VISIBILITY", "after_due_date")
+
+
+@dataclass(frozen=True)
+class Item:
+    number: str
+    test: str
+    title: str
+    points: float
+    task: str  # "scaler", "amp_step", "quick_check" or "gpu"
+    suite: str = HIDDEN
+
+    @property
+    def visibility(self) -> str:
+        return "visible" if self.suite == PUBLIC else HIDDEN_VISIBILITY
+
+
+ITEMS: tuple[Item, ...] = (
+    # Task 1: ToyLossScaler (50)
+    Item("1.1", "test_constructor_rejects_bad_arguments", "Constructor rejects bad arguments", 3, "scaler", PUBLIC),
+    Item("1.2", "test_scale_returns_float32_without_overflow", "scale(): float32, no overflow", 3, "scaler", PUBLIC),
+    Item("1.3", "test_unscale_divides_grads_in_place", "unscale_(): in place, None grads skipped", 3, "scaler", PUBLIC),
+    Item("1.4", "test_step_is_skipped_on_inf_or_nan", "step(): skipped on inf/NaN", 3, "scaler", PUBLIC),
+    Item("1.5", "test_update_rule_one_optimizer", "update(): backoff and growth", 4, "scaler", PUBLIC),
+    Item("1.6", "test_update_rule_properties", "update(): rule over generated runs", 5, "scaler"),
+    Item("1.7", "test_update_rule_non_power_of_two_factors", "update(): float32 rounding of any factor", 3, "scaler"),
+    Item("1.8", "test_growth_skipped_when_float32_would_overflow", "update(): no growth to inf", 2, "scaler"),
+    Item("1.9", "test_update_new_scale_keeps_tracker", "update(new_scale) keeps the tracker", 2, "scaler"),
+    Item("1.10", "test_one_backoff_per_update", "One backoff per update, any optimizer", 3, "scaler"),
+    Item("1.11", "test_matches_torch_gradscaler", "Matches torch.amp.GradScaler", 9, "scaler"),
+    Item("1.12", "test_unscale_bit_exact", "unscale_(): bit-exact, all special values", 2, "scaler"),
+    Item("1.13", "test_misuse_raises_runtime_error", "Misuse raises RuntimeError", 3, "scaler"),
+    Item("1.14", "test_float16_grads_rejected", "float16 gradients raise ValueError", 1, "scaler"),
+    Item("1.15", "test_scale_lists_and_tuples", "scale() of lists and tuples", 1, "scaler"),
+    Item("1.16", "test_state_dict_round_trip", "state_dict / load_state_dict", 3, "scaler"),
+    Item("1.17", "test_no_forbidden_delegation", "No delegation to torch's GradScaler (gate)", 0, "scaler"),
+    # Task 2: amp_step (30)
+    Item("2.1", "test_amp_step_forward_under_autocast", "Forward and loss under autocast", 4, "amp_step", PUBLIC),
+    Item("2.2", "test_amp_step_backward_outside_autocast", "Backward outside autocast", 3, "amp_step", PUBLIC),
+    Item("2.3", "test_amp_step_backward_sees_scaled_loss", "Backward of the scaled loss", 3, "amp_step", PUBLIC),
+    Item("2.4", "test_amp_step_zeroes_grads_every_step", "Gradients zeroed every step", 3, "amp_step"),
+    Item("2.5", "test_amp_step_steps_through_scaler", "Optimizer stepped through the scaler", 4, "amp_step"),
+    Item("2.6", "test_amp_step_updates_once_after_step", "update() once, after step()", 3, "amp_step"),
+    Item("2.7", "test_amp_step_unscales_before_clipping", "unscale_ before clipping", 3, "amp_step"),
+    Item("2.8", "test_amp_step_returns_unscaled_detached_loss", "Returns the unscaled, detached loss", 2, "amp_step"),
+    Item("2.9", "test_amp_step_works_with_both_scalers", "Works with ToyLossScaler and GradScaler", 2, "amp_step"),
+    Item("2.10", "test_underflow_training_converges", "fp16 training converges with scaling", 3, "amp_step"),
+    # Task 3: Quick Check (10)
+    Item("3.1", "test_quick_check_q1", "Quick Check Q1", 2, "quick_check"),
+    Item("3.2", "test_quick_check_q2", "Quick Check Q2", 2, "quick_check"),
+    Item("3.3", "test_quick_check_q3", "Quick Check Q3", 2, "quick_check"),
+    Item("3.4", "test_quick_check_q4", "Quick Check Q4", 2, "quick_check"),
+    Item("3.5", "test_quick_check_q5", "Quick Check Q5", 2, "quick_check"),
+)
+
+#: Tests of the GPU part (graded by staff on a GPU; informational on Gradescope).
+GPU_ITEMS: tuple[Item, ...] = ()
+GPU_PART_POINTS = float(os.environ.get("AMP_GPU_POINTS", "10"))
+
+#: A failing item here zeroes every item of the same task (with its message).
+GATES = {"test_no_forbidden_delegation": "scaler"}
+
+BY_TEST = {item.test: item for item in ITEMS + GPU_ITEMS}
+
+
+def cpu_items() -> tuple[Item, ...]:
+    return ITEMS
+
+
+def max_points(items: tuple[Item, ...] = ITEMS) -> float:
+    return sum(item.points for item in items)
