@@ -1,0 +1,42 @@
+# Mixed-precision homework: one Makefile for instructors, TAs and CI.  `make help` lists targets.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+OUT ?= out/grade
+DIR ?= assignment
+EXAMPLES := solutions assignment examples/partially_correct
+SUBMISSIONS ?= $(EXAMPLES)
+
+.DEFAULT_GOAL := help
+.PHONY: help setup test student check demo grade autograder bench
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+setup: $(VENV)/.installed ## create .venv with the pinned dependencies
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[slurm]"
+	touch $@
+
+test: setup ## run the project's own tests (what CI runs)
+	$(PY) -m pytest tests
+
+student: setup ## regenerate assignment/*.py from solutions/
+	$(PY) -m autograder.release
+
+check: setup ## run the public checks on DIR (default: assignment/)
+	cd assignment && AMP_SUBMISSION="$(abspath $(DIR))" ../$(PY) -m pytest
+
+demo: setup ## run the underflow demo (stall without scaling, recovery with it)
+	$(PY) solutions/underflow_demo.py --plot out/underflow_demo.png
+
+grade: setup ## grade SUBMISSIONS (default: the bundled examples) into OUT
+	$(PY) -m autograder grade $(SUBMISSIONS) --out $(OUT)
+
+autograder: setup ## build dist/autograder.zip for Gradescope
+	$(PY) -m autograder.gradescope --out dist/autograder.zip
+
+bench: setup ## time grading one submission against the python+torch floor
+	$(PY) benchmarks/grading_speed.py
