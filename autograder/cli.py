@@ -19,10 +19,10 @@ from autograder import rubric
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def private_paths(out: Path) -> tuple[str, ...]:
+def private_paths(out: Path, extra: Sequence[Path] = ()) -> tuple[str, ...]:
     """Folders a student process must not see (covered by empty mounts where possible)."""
     candidates = [ROOT / "autograder", ROOT / "solutions", ROOT / "tests", out, Path("/autograder/results"),
-                  Path("/autograder/source/autograder")]
+                  Path("/autograder/source/autograder"), *extra]
     return tuple(sorted({str(p.resolve()) for p in candidates if p.exists()}))
 
 
@@ -37,7 +37,7 @@ def submission_name(path: Path, taken: set[str]) -> str:
     return name
 
 
-def grade_one(path: Path, out: Path) -> dict[str, Any]:
+def grade_one(path: Path, out: Path, extra_private: Sequence[Path] = ()) -> dict[str, Any]:
     """Grade one folder/zip; return its results.json object (never raises for bad submissions)."""
     from autograder import intake, judge, results
     from autograder.sandbox import SandboxRunner
@@ -46,7 +46,7 @@ def grade_one(path: Path, out: Path) -> dict[str, Any]:
         staged = intake.stage(path)
     except intake.IntakeError as exc:
         return results.error_results(str(exc))
-    runner = SandboxRunner(staged.folder, hide=private_paths(out))
+    runner = SandboxRunner(staged.folder, hide=private_paths(out, extra_private))
     try:
         report = judge.grade_staged(runner, notes=staged.notes)
     finally:

@@ -55,10 +55,11 @@ class Row:
     item: rubric.Item
     score: float
     message: str
+    passed: bool
 
     @property
     def status(self) -> str:
-        return "passed" if self.score >= self.item.points else "failed"
+        return "passed" if self.passed else "failed"
 
 
 @dataclass
@@ -124,8 +125,12 @@ class JudgePlugin:
                 self.outcomes.append(Outcome(test, item.name, False, message, internal))
 
 
-def run_suites(runner: Any, items: tuple[rubric.Item, ...], paths: tuple[Path, ...] | None = None) -> tuple[list[Outcome], str]:
-    """Run the tests named by ``items`` with ``runner``; return outcomes and pytest's own output."""
+def run_suites(runner: Any, items: tuple[rubric.Item, ...], paths: tuple[Path, ...] | None = None,
+               collect_only: bool = False) -> Any:
+    """Run the tests named by ``items`` with ``runner``; return outcomes and pytest's own output.
+
+    With ``collect_only`` return the set of test function names pytest collects instead.
+    """
     plugin = JudgePlugin(runner, {item.test for item in items})
     paths = paths or (PUBLIC_DIR, HIDDEN_DIR)
     for folder in {str(PUBLIC_DIR.parent), str(ROOT)}:
@@ -133,10 +138,25 @@ def run_suites(runner: Any, items: tuple[rubric.Item, ...], paths: tuple[Path, .
             sys.path.insert(0, folder)
     args = [str(p) for p in paths] + ["-c", str(INI), "--rootdir", str(ROOT), "-p", "checks.plugin",
                                       "-p", "no:cacheprovider", "--capture=no", "-q", "--no-header"]
+    if collect_only:
+        collector = _Collector()
+        with contextlib.redirect_stdout(io.StringIO()):
+            pytest.main(args + ["--collect-only"], plugins=[collector])
+        return collector.names
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
         pytest.main(args, plugins=[plugin])
     return plugin.outcomes, buffer.getvalue()
+
+
+class _Collector:
+    """Records the test function names pytest collects."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        self.names = {getattr(item, "originalname", item.name) for item in items}
 
 
 def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...]) -> tuple[list[Row], str]:
@@ -146,7 +166,7 @@ def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...]) -> tuple[list
     for item in items:
         cases = [o for o in outcomes if o.test == item.test]
         if not cases:
-            rows.append(Row(item, 0.0, INTERNAL))
+            rows.append(Row(item, 0.0, INTERNAL, False))
             staff.append(f"{item.test}: not collected")
             continue
         passed = sum(case.passed for case in cases)
@@ -158,13 +178,14 @@ def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...]) -> tuple[list
                     messages.append(label + case.message)
                 if case.internal:
                     staff.append(f"{case.case}:\n{case.internal}")
-        rows.append(Row(item, round(item.points * passed / len(cases), 4), "\n\n".join(messages)))
+        rows.append(Row(item, round(item.points * passed / len(cases), 4), "\n\n".join(messages),
+                        passed == len(cases)))
     for gate, task in rubric.GATES.items():
         gate_row = next((row for row in rows if row.item.test == gate), None)
         if gate_row is not None and gate_row.status == "failed":
             for row in rows:
                 if row.item.task == task and row is not gate_row:
-                    row.score = 0.0
+                    row.score, row.passed = 0.0, False
                     row.message = ("Scored 0: see test " + gate_row.item.number + " (" + gate_row.item.title
                                    + ").\n\n" + row.message).strip()
     return rows, "\n\n".join(staff)

@@ -128,7 +128,8 @@ def check_results(args: dict[str, Json], expected: Sequence[dict[str, Json]], go
     __tracebackhide__ = True
     kinds = set(only) if only is not None else None
     for index, (op, want, have) in enumerate(zip(args["ops"], expected, got)):
-        if kinds is not None and op["op"] not in kinds:
+        unexpected_error = "error" in have and "error" not in want  # always a failure, whatever ``only`` says
+        if kinds is not None and op["op"] not in kinds and not unexpected_error:
             continue
         if "error" in want:
             ok = raised(have, want["error"]["type"])
@@ -143,6 +144,16 @@ def check_results(args: dict[str, Json], expected: Sequence[dict[str, Json]], go
                 + f"but it {describe(have)}"
                 + (f"\n\nYour traceback:\n{trace}" if trace and "error" not in want else "")
             )
+
+
+def no_errors(args: dict[str, Json], results: Sequence[dict[str, Json]], what: str = "") -> None:
+    """Fail at the first call that raised, showing the calls that led to it."""
+    __tracebackhide__ = True
+    for index, result in enumerate(results):
+        if "error" in result:
+            fail((f"{what}\n" if what else "") + f"After running:\n{snippet(args, index)}\n"
+                 f"the last call raised {result['error']['type']}: {result['error']['message']}\n"
+                 f"{result['error'].get('trace', '')}")
 
 
 def ok_or_fail(result: dict[str, Json], what: str) -> Json:

@@ -149,13 +149,18 @@ class RecordingSGD(torch.optim.SGD):
 
 
 def build_optimizers(world: dict[str, Json]) -> list[RecordingSGD]:
-    """Optimizers over float32 params: ``world["optimizers"][i]["groups"]`` lists param sizes per group."""
+    """Optimizers over float32 params: ``world["optimizers"][i]["groups"]`` lists param sizes per group.
+
+    ``world["device"]`` (default "cpu") places the params; their values never depend on it.
+    """
     generator = torch.Generator().manual_seed(int(world.get("seed", 0)))
+    device = world.get("device", "cpu")
     optimizers = []
     for spec in world["optimizers"]:
         dtype = getattr(torch, spec.get("dtype", "float32"))
         groups = [
-            {"params": [torch.nn.Parameter(torch.randn(size, generator=generator).to(dtype)) for size in sizes]}
+            {"params": [torch.nn.Parameter(torch.randn(size, generator=generator).to(device=device, dtype=dtype))
+                        for size in sizes]}
             for sizes in spec["groups"]
         ]
         optimizers.append(RecordingSGD(groups, lr=float(spec.get("lr", 0.1))))
@@ -172,12 +177,12 @@ def _set_grads(optimizer: torch.optim.Optimizer, values: list[Json], dtype: str)
             param.grad = None
         else:
             grad = torch.tensor(value, dtype=torch.float64).reshape(param.shape)
-            param.grad = grad.to(getattr(torch, dtype))
+            param.grad = grad.to(device=param.device, dtype=getattr(torch, dtype))
 
 
-def _scale_op(scaler: Any, op: dict[str, Json]) -> Json:
+def _scale_op(scaler: Any, op: dict[str, Json], device: str = "cpu") -> Json:
     dtype = getattr(torch, op.get("dtype", "float16"))
-    tensors = [torch.tensor(v, dtype=dtype) for v in op["values"]]
+    tensors = [torch.tensor(v, dtype=dtype, device=device) for v in op["values"]]
     container = op.get("container", "tensor")
     given: Any = tensors[0] if container == "tensor" else (list(tensors) if container == "list" else tuple(tensors))
     result = scaler.scale(given)
@@ -246,7 +251,7 @@ def run_scaler_ops(args: dict[str, Json], make_scaler: Callable[..., Any], root:
         if kind == "clip":
             return float(torch.nn.utils.clip_grad_norm_(all_params(opt), op["max_norm"]))
         if kind == "scale":
-            return _scale_op(scaler, op)
+            return _scale_op(scaler, op, args["world"].get("device", "cpu"))
         if kind == "unscale_":
             return _unscale_op(scaler, opt)
         if kind == "step":
@@ -425,13 +430,16 @@ def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, ma
                   root: Path | None = None) -> dict[str, Json]:
     """Train the demo's tiny-target linear regression in fp16 autocast; report the losses.
 
-    With ``amp_step``/``make_scaler`` None the run is the unscaled baseline.
+    With ``amp_step``/``make_scaler`` None the run is the unscaled baseline.  ``args["device"]``
+    (default "cpu") places data and model; the data are drawn on the CPU whatever the device.
     """
     torch.manual_seed(int(args.get("seed", 0)))
     n, d = int(args.get("n", 4096)), int(args.get("d", 16))
     x = torch.randn(n, d)
     y = x @ torch.randn(d, 1) * float(args.get("target_scale", 1e-4))
-    model = torch.nn.Linear(d, 1, bias=False)
+    device = args.get("device", "cpu")
+    x, y = x.to(device), y.to(device)
+    model = torch.nn.Linear(d, 1, bias=False).to(device)
     torch.nn.init.zeros_(model.weight)
     optimizer = torch.optim.SGD(model.parameters(), lr=float(args.get("lr", 0.25)))
     losses: list[float] = []
@@ -492,6 +500,10 @@ def run_scenario(name: str, args: dict[str, Json], submission: Submission) -> Js
     submission's ToyLossScaler, the default) or ``"torch"``.
     """
     root = submission.root
+    if name.startswith("gpu_"):  # the GPU part (checks/gpu_scenarios.py), dry-runnable on the CPU
+        from checks import gpu_scenarios
+
+        return gpu_scenarios.run_scenario(name, args, submission)
     if name == "scaler_ops":
         return run_scaler_ops(args, submission.attribute("loss_scaler"), root)
     if name == "answers":

@@ -62,6 +62,7 @@ def test_step_is_skipped_on_inf_or_nan(student: Any, special: float, where: int)
 def test_update_rule_one_optimizer(student: Any, kwargs: dict[str, Any], overflows: list[bool]) -> None:
     args = scenarios.run_args(kwargs, overflows)
     results = student.run("scaler_ops", args)
+    expect.no_errors(args, results)
     observed = scenarios.observations(args, results)
     scale, tracker = kwargs["init_scale"], 0
     for (index, result), overflow in zip(observed[1:], overflows):

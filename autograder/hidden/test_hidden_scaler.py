@@ -14,6 +14,7 @@ from autograder.static_checks import forbidden_delegation
 
 def _check_against_model(args: dict[str, Any], results: list[Any], kwargs: dict[str, Any],
                          found_inf: list[bool], what: str) -> None:
+    expect.no_errors(args, results, what)
     scale, tracker = scenarios.float32(kwargs["init_scale"]), 0
     for (index, result), overflow in zip(scenarios.observations(args, results)[1:], found_inf):
         scale, tracker = scenarios.model_update(scale, tracker, overflow, kwargs)
@@ -60,6 +61,7 @@ def test_update_new_scale_keeps_tracker(student: Any, kwargs: dict[str, Any], cl
     args = scenarios.run_args(kwargs, [False] * clean)
     args["ops"] += [{"op": "update", "new_scale": new_scale}, {"op": "observe"}]
     results = student.run("scaler_ops", args)
+    expect.no_errors(args, results)
     want = {"scale": new_scale, "tracker": clean}
     if not expect.close(want, results[-1].get("ok")):
         expect.fail(f"update(new_scale) sets the scale and leaves the growth tracker alone.\nAfter running:\n"
@@ -120,10 +122,10 @@ def test_misuse_raises_runtime_error(student: Any, misuse: str) -> None:
         ops = ops[:2] + [{"op": "step", "opt": 0}, {"op": "update"}, {"op": "update"}]
     args = {"world": scenarios.world([[[2]]]), "ops": ops}
     results = student.run("scaler_ops", args)
-    if "error" in results[-2] or not expect.raised(results[-1], "RuntimeError"):
-        bad = -2 if "error" in results[-2] else -1
-        expect.fail(f"{misuse}: the first call is fine, the second must raise RuntimeError.\nAfter running:\n"
-                    f"{expect.snippet(args, len(ops) + bad)}\nthe last call {expect.describe(results[bad])}")
+    what = f"{misuse}: the first call is fine, the second must raise RuntimeError."
+    expect.no_errors(args, results[:-1], what)
+    if not expect.raised(results[-1], "RuntimeError"):
+        expect.fail(f"{what}\nAfter running:\n{expect.snippet(args)}\nthe last call {expect.describe(results[-1])}")
 
 
 def test_float16_grads_rejected(student: Any) -> None:
@@ -132,7 +134,9 @@ def test_float16_grads_rejected(student: Any) -> None:
     args = {"world": w,
             "ops": [{"op": "new", "kwargs": {}}, {"op": "grads", "opt": 0, "values": [[1.0, 2.0]], "dtype": "float16"},
                     {"op": "unscale_", "opt": 0}]}
-    result = student.run("scaler_ops", args)[-1]
+    results = student.run("scaler_ops", args)
+    expect.no_errors(args, results[:-1])
+    result = results[-1]
     if not expect.raised(result, "ValueError"):
         expect.fail(f"unscale_() must raise ValueError for float16 gradients.\nAfter running:\n{expect.snippet(args)}\n"
                     f"the last call {expect.describe(result)}")

@@ -1,0 +1,39 @@
+"""Shared fixtures for the project's own tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "assignment"))
+
+EXAMPLES = {"solutions": ROOT / "solutions", "assignment": ROOT / "assignment",
+            "partially_correct": ROOT / "examples" / "partially_correct"}
+
+
+def grade(paths: list[Path], out: Path, *extra: str, env: dict[str, str] | None = None,
+          timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m autograder grade`` in a fresh process, as a TA would."""
+    return subprocess.run([sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out), *extra],
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def load_results(out: Path, name: str) -> dict[str, Any]:
+    return json.loads((out / name / "results.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def graded_examples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """results.json of the three bundled examples, graded once per test session."""
+    out = tmp_path_factory.mktemp("graded-examples")
+    done = grade(list(EXAMPLES.values()), out)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {name: load_results(out, name) for name in EXAMPLES}

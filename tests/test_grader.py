@@ -1,0 +1,108 @@
+"""The grader on the bundled examples: full marks, zero, partial; rubric; determinism; feedback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autograder import judge, rubric
+from conftest import ROOT, grade, load_results
+
+HIDDEN_SOURCES = sorted((ROOT / "autograder" / "hidden").glob("test_*.py"))
+
+
+def rows(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {test["number"]: test for test in results["tests"] if test.get("max_score")}
+
+
+def test_solution_gets_full_marks(graded_examples: dict[str, dict[str, Any]]) -> None:
+    results = graded_examples["solutions"]
+    failed = {n: t["output"][:400] for n, t in rows(results).items() if t["score"] != t["max_score"]}
+    assert failed == {}
+    assert results["score"] == rubric.max_points() == 90
+
+
+def test_skeleton_gets_zero_with_not_implemented_messages(graded_examples: dict[str, dict[str, Any]]) -> None:
+    results = graded_examples["assignment"]
+    assert results["score"] == 0
+    for number, test in rows(results).items():
+        assert test["score"] == 0, number
+        if not number.startswith("3."):
+            assert "is not implemented yet" in test["output"], (number, test["output"][:300])
+        else:
+            assert "unanswered" in test["output"]
+
+
+def test_partially_correct_example_loses_exactly_its_bugs(graded_examples: dict[str, dict[str, Any]]) -> None:
+    results = graded_examples["partially_correct"]
+    failed = {n for n, t in rows(results).items() if t["score"] < t["max_score"]}
+    # isinf-only detection (NaN missed), growth to inf, backward inside autocast, two wrong answers.
+    assert {"1.4", "1.8", "1.11", "2.2", "3.2", "3.5"} <= failed
+    assert failed <= {"1.4", "1.8", "1.10", "1.11", "1.12", "2.2", "3.2", "3.5"}
+    assert 40 <= results["score"] < 90
+    assert "backward pass ran inside torch.autocast" in rows(results)["2.2"]["output"]
+
+
+def test_feedback_never_contains_hidden_test_source(graded_examples: dict[str, dict[str, Any]]) -> None:
+    text = json.dumps(graded_examples)
+    for path in HIDDEN_SOURCES:
+        for line in path.read_text().splitlines():
+            if line.startswith("def test_") or "KEY = " in line:
+                assert line.strip() not in text, line
+
+
+def test_results_are_byte_identical_across_runs(tmp_path: Path, graded_examples: dict[str, dict[str, Any]]) -> None:
+    done = grade([ROOT / "examples" / "partially_correct"], tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    again = load_results(tmp_path, "partially_correct")
+    first = dict(graded_examples["partially_correct"])
+    for data in (first, again):
+        data.pop("execution_time")
+    assert json.dumps(again, sort_keys=True) == json.dumps(first, sort_keys=True)
+    csv_text = (tmp_path / "gradebook.csv").read_text().splitlines()
+    assert csv_text[0].startswith("submission,score,max_score,1.1 ")
+    assert csv_text[1].startswith(f"partially_correct,{again['score']:g}".replace(".0,", ",")) or \
+        csv_text[1].startswith(f"partially_correct,{again['score']}")
+
+
+def test_every_graded_test_has_exactly_one_rubric_item() -> None:
+    from checks import harness  # noqa: F401 - makes `checks` importable for collection
+
+    collected = judge.run_suites(None, rubric.ITEMS + rubric.GPU_ITEMS, collect_only=True)
+    names = {item.test for item in rubric.ITEMS + rubric.GPU_ITEMS}
+    assert collected == names
+    numbers = [item.number for item in rubric.ITEMS + rubric.GPU_ITEMS]
+    assert len(numbers) == len(set(numbers))
+    assert rubric.max_points() + rubric.GPU_PART_POINTS == 100
+    public = {item.test for item in rubric.ITEMS if item.suite == rubric.PUBLIC}
+    shipped = "".join(p.read_text() for p in (ROOT / "assignment" / "checks").glob("test_*.py"))
+    assert all(f"def {name}(" in shipped for name in public)
+    assert all(item.visibility == "visible" for item in rubric.ITEMS if item.suite == rubric.PUBLIC)
+
+
+def test_cli_rejects_missing_paths_without_a_traceback(tmp_path: Path) -> None:
+    done = grade([tmp_path / "nope"], tmp_path / "out")
+    assert done.returncode == 2 and "no such file" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "out" / "gradebook.csv").exists()
+
+
+def test_gate_zeroes_the_scaler_task() -> None:
+    outcomes = [judge.Outcome(item.test, item.test, True) for item in rubric.ITEMS]
+    gate = next(o for o in outcomes if o.test == "test_no_forbidden_delegation")
+    gate.passed, gate.message = False, "uses GradScaler"
+    scored, _ = judge.score(outcomes, rubric.ITEMS)
+    assert all(row.score == 0 for row in scored if row.item.task == "scaler")
+    assert all(row.score == row.item.points for row in scored if row.item.task != "scaler")
+
+
+@pytest.mark.parametrize("passed", [0, 1, 2])
+def test_parametrized_cases_share_the_points(passed: int) -> None:
+    item = next(i for i in rubric.ITEMS if i.test == "test_amp_step_forward_under_autocast")
+    outcomes = [judge.Outcome(item.test, f"{item.test}[{d}]", i < passed, "" if i < passed else "no autocast")
+                for i, d in enumerate(["bfloat16", "float16"])]
+    [row], _ = judge.score(outcomes, (item,))
+    assert row.score == pytest.approx(item.points * passed / 2)
+    assert ("no autocast" in row.message) == (passed < 2)

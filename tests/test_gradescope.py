@@ -1,0 +1,70 @@
+"""dist/autograder.zip: its layout, and a whole simulated Gradescope run validated against the spec."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from autograder.gradescope import build
+from conftest import ROOT
+
+SCHEMA = json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def autograder_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build(tmp_path_factory.mktemp("dist") / "autograder.zip")
+
+
+def test_zip_layout(autograder_zip: Path) -> None:
+    names = zipfile.ZipFile(autograder_zip).namelist()
+    assert {"setup.sh", "run_autograder", "requirements.txt"} <= set(names)
+    assert any(n.startswith("autograder/hidden/test_") for n in names)
+    assert any(n.startswith("assignment/checks/test_public") for n in names)
+    assert not any(n.startswith(("solutions/", "tests/", "examples/")) for n in names)
+    setup = zipfile.ZipFile(autograder_zip).read("setup.sh").decode()
+    assert "torch==2.13.0" in setup and "whl/cpu" in setup and "conda" not in setup
+    assert zipfile.ZipFile(autograder_zip).getinfo("run_autograder").external_attr >> 16 & 0o111
+
+
+def simulate(autograder_zip: Path, root: Path, submission: Path | None) -> dict:
+    """Lay out /autograder as Gradescope does, under ``root``, and run run_autograder."""
+    with zipfile.ZipFile(autograder_zip) as bundle:
+        bundle.extractall(root / "source")
+    (root / "submission").mkdir()
+    if submission is not None:
+        for path in submission.iterdir():
+            if path.suffix == ".py":
+                shutil.copy(path, root / "submission" / path.name)
+    (root / "results").mkdir()
+    script = root / "source" / "run_autograder"
+    script.chmod(0o755)
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+           "PYTHONPATH": ""}
+    done = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((root / "results" / "results.json").read_text())
+    jsonschema.validate(results, SCHEMA)
+    return results
+
+
+def test_simulated_run_grades_the_solution(autograder_zip: Path, tmp_path: Path) -> None:
+    results = simulate(autograder_zip, tmp_path, ROOT / "solutions")
+    assert results["score"] == 90
+    numbers = [t["number"] for t in results["tests"]]
+    assert numbers[0] == "1.1" and "4" in numbers
+    assert all(t["visibility"] in ("visible", "after_due_date") for t in results["tests"])
+
+
+def test_simulated_run_with_empty_submission_still_writes_results(autograder_zip: Path, tmp_path: Path) -> None:
+    results = simulate(autograder_zip, tmp_path, None)
+    assert results["score"] == 0
+    assert "loss_scaler.py is missing" in json.dumps(results)

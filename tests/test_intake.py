@@ -1,0 +1,79 @@
+"""Staging submissions: folders, zips, nesting, near-miss names and unsafe archives."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder.intake import IntakeError, stage
+from conftest import ROOT
+
+FILES = ("loss_scaler.py", "amp_step.py", "answers.py")
+
+
+def write_solution(folder: Path, names: dict[str, str] | None = None) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in FILES:
+        (folder / (names or {}).get(name, name)).write_bytes((ROOT / "solutions" / name).read_bytes())
+
+
+def test_top_level_folder(tmp_path: Path) -> None:
+    write_solution(tmp_path / "s")
+    staged = stage(tmp_path / "s")
+    assert sorted(staged.found) == sorted(FILES) and staged.notes == []
+    assert (staged.folder / "loss_scaler.py").read_bytes() == (ROOT / "solutions" / "loss_scaler.py").read_bytes()
+
+
+def test_nested_folder_and_near_miss_names_are_used_with_a_note(tmp_path: Path) -> None:
+    write_solution(tmp_path / "s" / "hw" / "src", {"loss_scaler.py": "Loss_Scaler (1).py"})
+    staged = stage(tmp_path / "s")
+    assert sorted(staged.found) == sorted(FILES)
+    assert any("Loss_Scaler (1).py" in note for note in staged.notes)
+    assert any("inside a folder" in note for note in staged.notes)
+
+
+def test_zip_with_nested_files_and_unsafe_paths(tmp_path: Path) -> None:
+    archive = tmp_path / "sub.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.writestr("../../loss_scaler.py", (ROOT / "solutions" / "loss_scaler.py").read_text())
+        bundle.writestr("deep/amp_step.py", (ROOT / "solutions" / "amp_step.py").read_text())
+        bundle.writestr("__MACOSX/deep/._amp_step.py", "junk")
+    staged = stage(archive)
+    assert sorted(staged.found) == ["amp_step.py", "loss_scaler.py"]
+    assert not (tmp_path.parent / "loss_scaler.py").exists()
+    assert any("unsafe path" in note for note in staged.notes)
+
+
+def test_symlinks_are_never_followed(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.py"
+    secret.write_text("SECRET = 1\n")
+    folder = tmp_path / "s"
+    folder.mkdir()
+    os.symlink(secret, folder / "loss_scaler.py")
+    staged = stage(folder)
+    assert "loss_scaler.py" not in staged.found
+    assert any("symbolic link" in note for note in staged.notes)
+
+
+def test_oversized_file_is_skipped(tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    write_solution(folder)
+    (folder / "amp_step.py").write_bytes(b"#" * (2 * 2**20))
+    staged = stage(folder)
+    assert "amp_step.py" not in staged.found and any("larger than" in note for note in staged.notes)
+
+
+@pytest.mark.parametrize("content", [b"PK\x03\x04 definitely not a zip", b""])
+def test_corrupt_zip_is_a_clear_error(tmp_path: Path, content: bytes) -> None:
+    archive = tmp_path / "broken.zip"
+    archive.write_bytes(content)
+    with pytest.raises(IntakeError, match="not a readable zip"):
+        stage(archive)
+
+
+def test_missing_path_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(IntakeError, match="does not exist"):
+        stage(tmp_path / "nope")

@@ -1,0 +1,51 @@
+"""The public checks students run: the solution passes all, the skeleton fails each one."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from conftest import ROOT
+
+
+def run_public_checks(submission: Path, tmp_path: Path) -> dict[str, str]:
+    """Run `python -m pytest` inside assignment/ against ``submission``; return test id -> failure text."""
+    report = tmp_path / "report.xml"
+    subprocess.run([sys.executable, "-m", "pytest", f"--junitxml={report}"], cwd=ROOT / "assignment",
+                   env={**os.environ, "AMP_SUBMISSION": str(submission)}, capture_output=True, text=True, timeout=600)
+    cases = ET.parse(report).getroot().iter("testcase")
+    return {case.get("name"): "".join((child.get("message") or "") + (child.text or "")
+                                      for child in case if child.tag in ("failure", "error"))
+            for case in cases}
+
+
+def test_solution_passes_every_public_check(tmp_path: Path) -> None:
+    results = run_public_checks(ROOT / "solutions", tmp_path)
+    assert len(results) >= 9
+    assert {name: text for name, text in results.items() if text} == {}
+
+
+def test_skeleton_fails_every_public_check_with_its_not_implemented_message(tmp_path: Path) -> None:
+    results = run_public_checks(ROOT / "assignment", tmp_path)
+    assert len(results) >= 9
+    for name, text in results.items():
+        assert "NotImplementedError" in text and "is not implemented yet" in text, name
+
+
+def test_a_property_failure_shows_a_runnable_minimal_counterexample(tmp_path: Path) -> None:
+    buggy = tmp_path / "buggy"
+    buggy.mkdir()
+    for name in ("amp_step.py", "answers.py"):
+        (buggy / name).write_text((ROOT / "solutions" / name).read_text())
+    source = (ROOT / "solutions" / "loss_scaler.py").read_text()
+    old = "            elif self._growth_tracker + 1 == self._growth_interval:"
+    assert source.count(old) == 1
+    (buggy / "loss_scaler.py").write_text(source.replace(old, "            elif self._growth_tracker == self._growth_interval:"))
+    results = run_public_checks(buggy, tmp_path)
+    text = results["test_update_rule_one_optimizer"]
+    assert "ToyLossScaler(init_scale=" in text and "growth_interval=1)" in text and "scaler.update()" in text
+    # The shrunk run is short: one construction, one clean step.
+    assert text.count("scaler.step(opt0)") == 1

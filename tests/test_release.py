@@ -1,0 +1,54 @@
+"""solutions/ is the single source of assignment/: the skeleton is generated and in sync."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from autograder.release import release_files, strip_solution
+from conftest import ROOT
+
+
+def test_assignment_is_in_sync_with_solutions() -> None:
+    for name, text in release_files(ROOT / "solutions").items():
+        current = (ROOT / "assignment" / name).read_text(encoding="utf-8")
+        assert current == text, f"assignment/{name} is stale: run `make student` and commit the result"
+
+
+def test_skeleton_keeps_signatures_and_docstrings_but_no_solution() -> None:
+    skeleton = (ROOT / "assignment" / "loss_scaler.py").read_text()
+    assert "def unscale_(self, optimizer: torch.optim.Optimizer) -> None:" in skeleton
+    assert "Divide ``optimizer``'s gradients by the scale" in skeleton
+    assert "BEGIN SOLUTION" not in skeleton and "_round_to_float32(self._scale * self._backoff_factor)" not in skeleton
+    assert (ROOT / "assignment" / "answers.py").read_text().count("= ...") == 5
+
+
+def test_markers_are_validated() -> None:
+    with pytest.raises(ValueError, match="without"):
+        strip_solution("def f():\n    # BEGIN SOLUTION\n    return 1\n", "x.py")
+    with pytest.raises(ValueError, match="without"):
+        strip_solution("def f():\n    pass\n    # END SOLUTION\n", "x.py")
+
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(f"skeleton_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_skeleton_part_raises_a_helpful_not_implemented_error() -> None:
+    scaler = _load(ROOT / "assignment" / "loss_scaler.py", "loss_scaler")
+    with pytest.raises(NotImplementedError, match=r"ToyLossScaler.__init__ is not implemented yet: see Task 1"):
+        scaler.ToyLossScaler()
+    instance = object.__new__(scaler.ToyLossScaler)
+    for method, args in [("scale", (torch.ones(()),)), ("unscale_", (None,)), ("step", (None,)), ("update", ()),
+                         ("get_scale", ()), ("get_growth_tracker", ()), ("state_dict", ()), ("load_state_dict", ({},))]:
+        with pytest.raises(NotImplementedError, match=f"ToyLossScaler.{method} is not implemented yet"):
+            getattr(instance, method)(*args)
+    amp = _load(ROOT / "assignment" / "amp_step.py", "amp_step")
+    with pytest.raises(NotImplementedError, match="amp_step is not implemented yet: see Task 2"):
+        amp.amp_step(None, None, None, None, None, None)
