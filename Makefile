@@ -40,3 +40,25 @@ autograder: setup ## build dist/autograder.zip for Gradescope
 
 bench: setup ## time grading one submission against the python+torch floor
 	$(PY) benchmarks/grading_speed.py
+
+bench-batch: setup ## time batch grading (synthetic submissions, --jobs 2) against a naive baseline
+	$(PY) benchmarks/batch_speed.py
+
+.PHONY: grade-gpu bench-gpu
+grade-gpu: setup ## on a GPU machine: grade the GPU part of SUBMISSIONS into OUT (gpu_gradebook.csv; DRY=1: CPU dry run)
+	$(PY) -m autograder grade-gpu $(SUBMISSIONS) --out $(OUT) $(if $(DRY),--dry)
+
+bench-gpu: setup ## on a GPU machine: fp32 vs fp16+GradScaler vs bf16 (table + out/gpu_bench.png; DRY=1: CPU)
+	$(PY) benchmarks/gpu_bench.py --plot out/gpu_bench.png --json out/gpu_bench.json $(if $(DRY),--dry)
+
+.PHONY: otter notebook
+OTTER_STAMP := $(VENV)/.otter-installed
+$(OTTER_STAMP): $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[otter]"
+	touch $@
+
+otter: $(OTTER_STAMP) ## build dist/otter-autograder.zip (otter-grader; otter run -a it SUBMISSION.zip)
+	$(PY) -m autograder.otter_build --out dist/otter-autograder.zip
+
+notebook: $(OTTER_STAMP) ## rebuild assignment/amp_homework.ipynb with otter assign (after make student)
+	$(PY) -m autograder.notebook_build

@@ -1,121 +1,71 @@
 """Command line: ``python -m autograder grade SUBMISSION... --out DIR`` and friends.
 
-Import order matters: the sandbox's zygote is forked before pytest, hypothesis or
-any hidden test is imported, so student processes never hold them in memory.
+``grade`` takes submission folders and zips, folders or zips of them, and Gradescope
+exports; it grades them in parallel worker processes (see :mod:`autograder.batch`),
+resumably (rerun the same command after an interruption), and writes
+``DIR/gradebook.csv``, ``DIR/<submission>/results.json`` and a summary.
+
+Import order matters: each worker's sandbox zygote is forked before pytest, hypothesis
+or any hidden test is imported, so student processes never hold them in memory.  This
+module itself imports none of them.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from autograder import rubric
+from autograder.batch import private_paths  # noqa: F401 - part of this module's API
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def private_paths(out: Path, extra: Sequence[Path] = ()) -> tuple[str, ...]:
-    """Folders a student process must not see (covered by empty mounts where possible)."""
-    candidates = [ROOT / "autograder", ROOT / "solutions", ROOT / "tests", out, Path("/autograder/results"),
-                  Path("/autograder/source/autograder"), *extra]
-    return tuple(sorted({str(p.resolve()) for p in candidates if p.exists()}))
-
-
 def submission_name(path: Path, taken: set[str]) -> str:
-    base = path.stem if path.suffix.lower() == ".zip" else path.name
-    base = "".join(c if c.isalnum() or c in "-_." else "_" for c in base).strip(".") or "submission"
-    name, counter = base, 1
-    while name in taken:
-        counter += 1
-        name = f"{base}-{counter}"
-    taken.add(name)
-    return name
+    """Name of a submission in the output folder: folder name or zip stem, made unique."""
+    from autograder.inputs import safe_name, stem, unique_name
+
+    return unique_name(safe_name(stem(path)), taken)
 
 
 def grade_one(path: Path, out: Path, extra_private: Sequence[Path] = ()) -> dict[str, Any]:
-    """Grade one folder/zip; return its results.json object (never raises for bad submissions)."""
-    from autograder import intake, judge, results
-    from autograder.sandbox import SandboxRunner
+    """Grade one folder/zip in this process; return its results.json object (never raises for bad submissions).
 
-    try:
-        staged = intake.stage(path)
-    except intake.IntakeError as exc:
-        return results.error_results(str(exc))
-    runner = SandboxRunner(staged.folder, hide=private_paths(out, extra_private))
-    try:
-        report = judge.grade_staged(runner, notes=staged.notes)
-    finally:
-        runner.close()
-        import shutil
-        shutil.rmtree(staged.folder, ignore_errors=True)
-    data = results.gradescope_results(report, path.name)
-    data["_staff_log"] = report.staff_log
+    Used by Gradescope's entry point.  The caller must have started the zygote
+    (``sandbox.start_zygote()``) before importing pytest.
+    """
+    from autograder.worker import grade_submission, limits_from
+
+    outcome = grade_submission(path.name, path, private_paths(out, extra_private), limits_from({}), None)
+    data = outcome["results"]
+    data["_staff_log"] = outcome["staff_log"]
     return data
 
 
-def gradebook_rows(graded: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[list[Any]]]:
-    header = ["submission", "score", "max_score"] + [f"{item.number} {item.test}" for item in rubric.ITEMS]
-    rows = []
-    for name, data in graded:
-        scores = {test.get("number"): test.get("score", 0.0) for test in data["tests"]}
-        rows.append([name, data["score"], rubric.max_points()] + [scores.get(item.number, 0.0) for item in rubric.ITEMS])
-    return header, rows
-
-
-def write_csv_atomic(path: Path, header: list[str], rows: list[list[Any]]) -> None:
-    from autograder.results import write_text_atomic
-
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    write_text_atomic(path, buffer.getvalue())
-
-
-def print_table(graded: list[tuple[str, dict[str, Any]]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"Grades (CPU part, out of {rubric.max_points():g}; GPU part graded separately)")
-    for column in ("submission", "score", "failed tests"):
-        table.add_column(column)
-    for name, data in graded:
-        failed = [t["number"] for t in data["tests"] if t.get("status") == "failed"]
-        table.add_row(name, f"{data['score']:g} / {rubric.max_points():g}", ", ".join(failed) or "-")
-    Console(file=sys.stdout, width=120).print(table)
-
-
 def cmd_grade(args: argparse.Namespace) -> int:
-    missing = [p for p in args.submissions if not p.exists()]
-    if missing:
-        print(f"error: no such file or folder: {', '.join(map(str, missing))}", file=sys.stderr)
+    from autograder import batch
+
+    limits = {key: value for key, value in (("call_seconds", args.call_timeout), ("import_seconds", args.import_timeout),
+                                            ("submission_seconds", args.submission_timeout)) if value is not None}
+    slurm = {"cluster": args.slurm_cluster, "partition": args.slurm_partition, "time_min": args.slurm_time,
+             "chunk": args.slurm_chunk, "parallelism": args.slurm_parallelism, "poll": args.slurm_poll}
+    options = batch.Options(out=args.out, jobs=args.jobs or 0, force=args.force, retry_errored=args.retry_errored,
+                            executor=args.executor, progress=args.progress, limits=limits,
+                            max_per_worker=args.max_per_worker, slurm=slurm)
+    try:
+        return batch.run(args.submissions, options)
+    except batch.UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
-    from autograder.sandbox import start_zygote
-
-    start_zygote()
-    from autograder.results import write_json_atomic
-
-    out: Path = args.out
-    taken: set[str] = set()
-    graded = []
-    for path in args.submissions:
-        name = submission_name(path, taken)
-        data = grade_one(path, out)
-        staff_log = data.pop("_staff_log", "")
-        write_json_atomic(out / name / "results.json", data)
-        if staff_log:
-            (out / name / "staff.log").write_text(staff_log, encoding="utf-8")
-        graded.append((name, data))
-    header, rows = gradebook_rows(graded)
-    write_csv_atomic(out / "gradebook.csv", header, rows)
-    print_table(graded)
-    print(f"Wrote {out / 'gradebook.csv'} and {len(graded)} results.json file(s).")
-    return 0
+    except batch.GraderFault as exc:
+        print(f"grader fault: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\nInterrupted. Every submission graded so far is saved in the ledger: run the same command again "
+              "to grade the rest.", file=sys.stderr)
+        return 130
 
 
 def cmd_rubric(_: argparse.Namespace) -> int:
@@ -125,15 +75,62 @@ def cmd_rubric(_: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description="Grade AMP assignment submissions.")
     sub = parser.add_subparsers(dest="command", required=True)
-    grade = sub.add_parser("grade", help="grade submissions (folders or .zip files)")
-    grade.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION")
+    grade = sub.add_parser(
+        "grade", help="grade submissions (folders, .zip files, folders/zips of them, Gradescope exports)",
+        description="Grade submissions in parallel into OUT: gradebook.csv, <submission>/results.json and "
+                    "feedback.md, summary.md/json, score_histogram.png. Interrupted runs resume: run the same "
+                    "command again. A PATH that holds loss_scaler.py/amp_step.py/answers.py is one submission; "
+                    "otherwise each of its folders/zips is one (a Gradescope export's submission_metadata.yml "
+                    "adds the students' names).")
+    grade.add_argument("submissions", nargs="+", type=Path, metavar="PATH")
     grade.add_argument("--out", type=Path, default=Path("out/grade"), help="output folder (default: out/grade)")
+    grade.add_argument("--jobs", "-j", type=_positive_int, default=None,
+                       help="worker processes (default: one per core)")
+    grade.add_argument("--force", action="store_true", help="regrade everything, even what the ledger has")
+    grade.add_argument("--retry-errored", action="store_true", help="regrade the submissions that could not be graded")
+    grade.add_argument("--executor", choices=("local", "slurm"), default="local",
+                       help="local worker processes (default) or a Slurm job array via submitit")
+    progress = grade.add_mutually_exclusive_group()
+    progress.add_argument("--progress", dest="progress", action="store_true", default=None,
+                          help="show the progress bar: ETA and counts of graded, failed (graded, lost points) "
+                               "and errored (could not be graded) submissions (default: only on a terminal)")
+    progress.add_argument("--no-progress", dest="progress", action="store_false")
+    limits = grade.add_argument_group("limits per submission (seconds; defaults: the sandbox's)")
+    limits.add_argument("--call-timeout", type=_positive_float, help="one call into student code (20)")
+    limits.add_argument("--import-timeout", type=_positive_float, help="importing one student file (10)")
+    limits.add_argument("--submission-timeout", type=_positive_float, help="all tests of one submission (240)")
+    grade.add_argument("--max-per-worker", type=_positive_int, default=200, help=argparse.SUPPRESS)
+    slurm = grade.add_argument_group("Slurm (--executor slurm)")
+    slurm.add_argument("--slurm-partition", help="partition to submit to")
+    slurm.add_argument("--slurm-time", type=_positive_int, default=60, help="minutes per array task (60)")
+    slurm.add_argument("--slurm-chunk", type=_positive_int, default=20, help="submissions per array task (20)")
+    slurm.add_argument("--slurm-parallelism", type=_positive_int, default=64, help="array tasks at once (64)")
+    slurm.add_argument("--slurm-cluster", choices=("slurm", "local"), default="slurm",
+                       help=argparse.SUPPRESS)  # "local": submitit's local executor (tests)
+    slurm.add_argument("--slurm-poll", type=_positive_float, default=5.0, help=argparse.SUPPRESS)
     grade.set_defaults(func=cmd_grade)
     show = sub.add_parser("rubric", help="print the tests and their points")
     show.set_defaults(func=cmd_rubric)
+    from autograder import gpu_grading  # grade-gpu and merge (the GPU part, graded by staff on a GPU)
+
+    gpu_grading.add_subcommands(sub)
     return parser
 
 

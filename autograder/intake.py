@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import stat
 import tempfile
 import zipfile
@@ -23,6 +24,7 @@ from checks.harness import CONTRACT_FILES
 WANTED = tuple(CONTRACT_FILES.values())
 MAX_FILE_BYTES = 1 * 2**20
 MAX_MEMBERS = 10_000
+MAX_DEPTH = 16  # folders deeper than this are not searched (os.walk recurses: 1000 levels crash it)
 IGNORED_PARTS = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints"}
 _COPY_SUFFIX = re.compile(r"^(?P<stem>.+?)(?:\s*\(\d+\)|-\d+|_\d+| copy)?\.py(?:\.txt)?$", re.IGNORECASE)
 
@@ -82,6 +84,8 @@ def _from_folder(root: Path, staged: Staged) -> list[Path]:
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_PARTS)
         depth = len(Path(dirpath).relative_to(root).parts)
+        if depth >= MAX_DEPTH:
+            dirnames[:] = []
         for filename in sorted(filenames):
             path = Path(dirpath) / filename
             info = path.lstat()
@@ -136,7 +140,9 @@ def _from_zip(archive: Path, staged: Staged) -> None:
                 return None if len(data) > MAX_FILE_BYTES else data
 
             _choose(candidates, staged, read)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError, RuntimeError, OSError) as exc:
+    except IntakeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - zlib.error, lzma.LZMAError, struct.error, BadZipFile...: all hostile input
         raise IntakeError(f"{archive.name} is not a readable zip archive ({type(exc).__name__}: {exc}).") from None
 
 
@@ -151,17 +157,21 @@ def stage(submission: Path, workdir: Path | None = None) -> Staged:
     folder = Path(tempfile.mkdtemp(prefix="amp-submission-", dir=workdir))
     folder.chmod(0o755)
     staged = Staged(folder)
-    if submission.is_dir():
-        zips = _from_folder(submission, staged)
-        if not staged.found and zips:
-            _from_zip(zips[0], staged)
-            staged.notes.append(f"Read your files from {zips[0].name}.")
-    elif zipfile.is_zipfile(submission):
-        _from_zip(submission, staged)
-    elif submission.suffix.lower() == ".zip":
-        raise IntakeError(f"{submission.name} is not a readable zip archive.")
-    else:
-        raise IntakeError(f"{submission.name} is neither a folder nor a zip archive.")
+    try:
+        if submission.is_dir():
+            zips = _from_folder(submission, staged)
+            if not staged.found and zips:
+                _from_zip(zips[0], staged)
+                staged.notes.append(f"Read your files from {zips[0].name}.")
+        elif zipfile.is_zipfile(submission):
+            _from_zip(submission, staged)
+        elif submission.suffix.lower() == ".zip":
+            raise IntakeError(f"{submission.name} is not a readable zip archive.")
+        else:
+            raise IntakeError(f"{submission.name} is neither a folder nor a zip archive.")
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # no staging folder left behind
+        raise
     missing = [name for name in WANTED if name not in staged.found and name != "answers.py"]
     if missing:
         staged.notes.append("Missing: " + ", ".join(missing) + ". The tests that need them score 0.")

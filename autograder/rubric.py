@@ -25,10 +25,11 @@ class Item:
     points: float
     task: str  # "scaler", "amp_step", "quick_check" or "gpu"
     suite: str = HIDDEN
+    always_visible: bool = False  # e.g. a gate whose verdict explains other rows
 
     @property
     def visibility(self) -> str:
-        return "visible" if self.suite == PUBLIC else HIDDEN_VISIBILITY
+        return "visible" if self.suite == PUBLIC or self.always_visible else HIDDEN_VISIBILITY
 
 
 ITEMS: tuple[Item, ...] = (
@@ -49,7 +50,8 @@ ITEMS: tuple[Item, ...] = (
     Item("1.14", "test_float16_grads_rejected", "float16 gradients raise ValueError", 1, "scaler"),
     Item("1.15", "test_scale_lists_and_tuples", "scale() of lists and tuples", 1, "scaler"),
     Item("1.16", "test_state_dict_round_trip", "state_dict / load_state_dict", 3, "scaler"),
-    Item("1.17", "test_no_forbidden_delegation", "No delegation to torch's GradScaler (gate)", 0, "scaler"),
+    Item("1.17", "test_no_forbidden_delegation", "No delegation to torch's GradScaler (gate)", 0, "scaler",
+         always_visible=True),
     # Task 2: amp_step (30)
     Item("2.1", "test_amp_step_forward_under_autocast", "Forward and loss under autocast", 4, "amp_step", PUBLIC),
     Item("2.2", "test_amp_step_backward_outside_autocast", "Backward outside autocast", 3, "amp_step", PUBLIC),
@@ -69,9 +71,17 @@ ITEMS: tuple[Item, ...] = (
     Item("3.5", "test_quick_check_q5", "Quick Check Q5", 2, "quick_check"),
 )
 
-#: Tests of the GPU part (graded by staff on a GPU; informational on Gradescope).
-GPU_ITEMS: tuple[Item, ...] = ()
+#: Tests of the GPU part (graded by staff on a GPU; informational on Gradescope).  Their
+#: points are shares of GPU_PART_POINTS (env AMP_GPU_POINTS, default 10).
 GPU_PART_POINTS = float(os.environ.get("AMP_GPU_POINTS", "10"))
+GPU_ITEMS: tuple[Item, ...] = (
+    Item("4.1", "test_gpu_amp_reaches_fp32_loss_sooner", "GPU: AMP reaches fp32's loss sooner",
+         GPU_PART_POINTS * 0.5, "gpu", PUBLIC),
+    Item("4.2", "test_gpu_underflow_needs_the_scaler", "GPU: GradScaler rescues float16 underflow",
+         GPU_PART_POINTS * 0.3, "gpu", PUBLIC),
+    Item("4.3", "test_gpu_toy_scaler_matches_cuda_gradscaler", "GPU: ToyLossScaler matches GradScaler('cuda')",
+         GPU_PART_POINTS * 0.2, "gpu", PUBLIC),
+)
 
 #: A failing item here zeroes every item of the same task (with its message).
 GATES = {"test_no_forbidden_delegation": "scaler"}

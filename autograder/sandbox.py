@@ -10,14 +10,21 @@ Design
   space, CPU seconds, processes, file size, open files), no network and, where the
   kernel allows it (root, or unprivileged user namespaces), a private mount
   namespace in which the grader's private folders are covered by empty tmpfs
-  mounts.  As root it drops to a dedicated unprivileged uid.
+  mounts.  As root it drops to a dedicated unprivileged uid.  The grader's repository and
+  the world-writable folders (``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/run/lock``) are covered too (the
+  paths the process needs, like its own folders and the interpreter, are bound back), so
+  hidden tests cannot be read from ``.git`` and nothing written there outlives the process.
 * **Protocol.**  Requests and replies are single JSON lines on two pipes; the
   student's stdout/stderr go to a third pipe that a thread drains into a bounded
   buffer.  Nothing from the student process is ever unpickled or executed.
 * **Faults.**  A crash, ``os._exit``, segfault or hang costs only the current call:
   the process is killed (its whole process group, and as root everything its uid
   owns) and the next call gets a fresh one.  Import faults are remembered per
-  module, so tests that do not need a broken module still run.
+  module, so tests that do not need a broken module still run.  The zygote is a child
+  subreaper that ignores SIGCHLD, so orphans of killed processes never linger as zombies.
+* **Limits.**  :class:`Limits` holds the defaults; the environment variable
+  ``AMP_SANDBOX_LIMITS`` (a JSON object such as ``{"call_seconds": 3}``) overrides fields
+  of the limits a :class:`SandboxRunner` gets when none are passed (tests, slow machines).
 """
 
 from __future__ import annotations
@@ -36,10 +43,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 
+from checks import gpu_scenarios, probes  # noqa: F401 - preloaded into the zygote; no CUDA at import
 from checks import harness
 
 IMPORT_ORDER = ("answers", "loss_scaler", "amp_step")
@@ -48,19 +56,28 @@ SCENARIO_NEEDS = {
     "answers": ("answers",),
     "amp_probe": ("amp_step",),
     "underflow": ("amp_step", "loss_scaler"),
+    "delegation": ("loss_scaler",),
+    "gpu_speed": ("amp_step",),
+    "gpu_underflow": ("amp_step",),
+    "gpu_scaler_ops": ("loss_scaler",),
 }
 MAX_REPLY_BYTES = 16 * 2**20
-OUTPUT_KEEP_BYTES = 8 * 1024
+LIMITS_ENV = "AMP_SANDBOX_LIMITS"
+REPO_ROOT = Path(__file__).resolve().parent.parent  # covered when it is a checkout (not site-packages)
+_COVER_REPO = (REPO_ROOT / "pyproject.toml").is_file() or (REPO_ROOT / ".git").exists()
+SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # the usual world-writable folders
+OUTPUT_KEEP_BYTES = 7 * 1024  # with the "more bytes not shown" notice, within results.OUTPUT_LIMIT
 
 _CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWUSER = 0x00020000, 0x40000000, 0x10000000
 _MS_REC, _MS_PRIVATE, _MS_RDONLY, _MS_BIND = 0x4000, 0x40000, 0x1, 0x1000
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass(frozen=True)
 class Limits:
     """Resource limits for one student process (seconds and bytes)."""
 
-    call_seconds: float = 20.0
+    call_seconds: float = 20.0  # one call, unless the test asks for longer (up to max_call_seconds)
     import_seconds: float = 10.0
     submission_seconds: float = 240.0
     memory_bytes: int | None = 4 * 2**30
@@ -68,6 +85,13 @@ class Limits:
     processes: int = 64
     file_bytes: int = 16 * 2**20
     open_files: int = 256
+    max_call_seconds: float = 120.0
+
+
+def default_limits() -> Limits:
+    """``Limits()`` with the fields given in ``$AMP_SANDBOX_LIMITS`` (a JSON object) overridden."""
+    text = os.environ.get(LIMITS_ENV, "").strip()
+    return Limits(**json.loads(text)) if text else Limits()
 
 
 @dataclass(frozen=True)
@@ -120,6 +144,24 @@ def _expose_interpreter(libc: Any, scratch: str) -> None:
         libc.mount(str(holder).encode(), str(child).encode(), None, _MS_BIND | _MS_REC, None)
 
 
+def _cover(libc: Any, folder: str, keep: list[str], options: bytes) -> None:
+    """Mount an empty tmpfs over ``folder``, then bind the paths of ``keep`` below it back in place."""
+    if not os.path.isdir(folder) or os.path.islink(folder) or folder in keep:
+        return
+    inside = [k for k in keep if k.startswith(folder.rstrip("/") + "/") and os.path.isdir(k)]
+    inside = [k for k in inside if not any(k.startswith(other + "/") for other in inside)]
+    handles = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in inside]
+    try:
+        if libc.mount(b"tmpfs", folder.encode(), b"tmpfs", 0, options) != 0:
+            return
+        for path, fd in handles:
+            os.makedirs(path, exist_ok=True)
+            libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, _MS_BIND | _MS_REC, None)
+    finally:
+        for _, fd in handles:
+            os.close(fd)
+
+
 def _isolate(request: SpawnRequest) -> None:
     """Namespaces, hidden folders, rlimits and the unprivileged uid (best effort where not root)."""
     libc = _libc()
@@ -134,9 +176,12 @@ def _isolate(request: SpawnRequest) -> None:
                 except OSError:
                     pass
         libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None)
-        for path in request.hide:
-            if os.path.isdir(path):
-                libc.mount(b"tmpfs", path.encode(), b"tmpfs", _MS_RDONLY, b"size=4k")
+        keep = [os.path.realpath(p) for p in (request.submission, request.scratch, sys.prefix, sys.base_prefix,
+                                              os.path.dirname(torch.__file__))]
+        for path in SHARED_TMP:
+            _cover(libc, os.path.realpath(path), keep, b"mode=1777,size=64m")
+        for path in (str(REPO_ROOT),) * _COVER_REPO + request.hide:
+            _cover(libc, os.path.realpath(path), keep, b"mode=0755,size=64k")
         if request.uid is not None:
             _expose_interpreter(libc, request.scratch)
     limits = request.limits
@@ -181,6 +226,8 @@ def _child_main(request: SpawnRequest, fds: list[int]) -> None:
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         torch.set_num_threads(1)
+        for name in [name for name in sys.modules if name.split(".")[0] in ("checks", "autograder")]:
+            del sys.modules[name]  # student code cannot simply import and patch the harness we run
         submission = harness.Submission(Path(request.submission))
         for name in IMPORT_ORDER:
             if name in request.skip:
@@ -226,7 +273,8 @@ class Zygote:
 
     @staticmethod
     def _serve(sock: socket.socket) -> None:
-        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped automatically
+        _libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of student processes become ours...
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # ...and children are reaped automatically
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the judge decides when we stop
         try:
             while True:
@@ -269,6 +317,8 @@ def start_zygote() -> Zygote:
     global _ZYGOTE
     if _ZYGOTE is None:
         torch.set_num_threads(1)
+        # The first optimizer imports torch._dynamo (1-4 s): do it once here, not in every student process.
+        torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
         _ZYGOTE = Zygote()
     return _ZYGOTE
 
@@ -320,7 +370,7 @@ class SandboxRunner:
     def __init__(self, submission: Path, *, limits: Limits | None = None, hide: tuple[str, ...] = (),
                  uid: int | None = None, zygote: Zygote | None = None) -> None:
         self.submission = submission
-        self.limits = limits or Limits()
+        self.limits = limits or default_limits()
         self.hide = hide
         self.zygote = zygote or start_zygote()
         self.uid = uid if uid is not None or os.geteuid() != 0 else 61000 + os.getpid() % 4000
@@ -330,13 +380,13 @@ class SandboxRunner:
         self.started = time.monotonic()
         self._scratch = Path(tempfile.mkdtemp(prefix="amp-scratch-"))
         self._pid: int | None = None
-        self._request_fd = self._reply_fd = -1
+        self._request_fd = self._reply_fd = self._pidfd = -1
         self._reply_buffer = b""
         self._next_id = 0
         self._test_fault: str | None = None
 
     def begin_test(self, name: str) -> None:
-        """A new test starts: forget the previous test's hang (see :meth:`run`)."""
+        """A new test starts: forget the previous test's hang or crash (see :meth:`run`)."""
         self._test_fault = None
 
     # -- lifecycle
@@ -353,6 +403,10 @@ class SandboxRunner:
         for fd in (request_r, reply_w, output_w):
             os.close(fd)
         self._request_fd, self._reply_fd, self._reply_buffer = request_w, reply_r, b""
+        try:  # readable once the process ends, even while a child of it still holds the reply pipe open
+            self._pidfd = os.pidfd_open(self._pid)
+        except (AttributeError, OSError):  # before Linux 5.3, or the process is gone already
+            self._pidfd = -1
         _OutputDrain(output_r, self.output, self.output_total).start()
         for name in IMPORT_ORDER:
             if name in self.import_faults:
@@ -382,15 +436,15 @@ class SandboxRunner:
                 os.killpg(self._pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            if self.uid is not None and os.geteuid() == 0:
-                _kill_uid(self.uid)
-        for fd in (self._request_fd, self._reply_fd):
+        if self.uid is not None and os.geteuid() == 0:  # even when the process ended by itself: its
+            _kill_uid(self.uid)  # daemons (setsid, double fork) outlive it
+        for fd in (self._request_fd, self._reply_fd, self._pidfd):
             if fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-        self._pid, self._request_fd, self._reply_fd = None, -1, -1
+        self._pid, self._request_fd, self._reply_fd, self._pidfd = None, -1, -1, -1
 
     def close(self) -> None:
         self._kill()
@@ -405,8 +459,11 @@ class SandboxRunner:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            ready, _, _ = select.select([self._reply_fd], [], [], remaining)
+            ready, _, _ = select.select([self._reply_fd] + [self._pidfd] * (self._pidfd >= 0), [], [], remaining)
             if not ready:
+                return None
+            if self._reply_fd not in ready:  # it ended; what it wrote before would be readable
+                self._pid_gone()
                 return None
             chunk = os.read(self._reply_fd, 1 << 20)
             if not chunk:
@@ -433,6 +490,12 @@ class SandboxRunner:
 
     # -- the runner API used by the tests
 
+    @staticmethod
+    def _fault(message: str) -> NoReturn:
+        """Raise SubmissionFault(message), always from this line: hypothesis tells failures apart by where
+        they were raised, and would call a hang reported from two places a flaky test."""
+        raise harness.SubmissionFault(message)
+
     def needs(self, scenario: str, args: dict[str, Any]) -> tuple[str, ...]:
         needed = SCENARIO_NEEDS[scenario]
         if scenario == "amp_probe" and args.get("scaler") != "torch":
@@ -441,39 +504,45 @@ class SandboxRunner:
 
     def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
         """Run ``scenario`` in the student process; raise SubmissionFault if it cannot."""
-        if self._test_fault:  # one hang per test: hypothesis must not wait for every example to time out
-            raise harness.SubmissionFault(self._test_fault)
+        if self._test_fault:  # one hang or crash per test: hypothesis must not wait for every example to time out
+            self._fault(self._test_fault)
         if time.monotonic() - self.started > self.limits.submission_seconds:
-            raise harness.SubmissionFault(
-                f"the submission used up its total time budget of {self.limits.submission_seconds:.0f} s")
+            self._fault(f"the submission used up its total time budget of {self.limits.submission_seconds:.0f} s")
         for name in self.needs(scenario, args):
             if name in self.import_faults:
-                raise harness.SubmissionFault(self.import_faults[name])
+                self._fault(self.import_faults[name])
         if self._pid is None:
-            self._start()
+            try:
+                self._start()
+            except harness.SubmissionFault as exc:
+                self._test_fault = str(exc)
+                self._fault(self._test_fault)
             return self.run(scenario, args, timeout=timeout)
         self._next_id += 1
         payload = (json.dumps({"id": self._next_id, "scenario": scenario, "args": args}) + "\n").encode()
         try:
             os.write(self._request_fd, payload)
+            written = True
         except OSError:
+            written = False
+        if not written:
             self._kill()
-            raise harness.SubmissionFault("the submission's process ended unexpectedly") from None
-        limit = timeout or self.limits.call_seconds
+            self._fault("the submission's process ended unexpectedly")
+        limit = min(timeout, self.limits.max_call_seconds) if timeout else self.limits.call_seconds
         reply = self._read(limit)
         if reply is None:
             hung = self._pid is not None
             self._kill()
-            if hung:
-                self._test_fault = f"your code did not finish within {limit:.0f} s (an infinite loop?); it was stopped"
-                raise harness.SubmissionFault(self._test_fault)
-            raise harness.SubmissionFault(
+            self._test_fault = (  # the rest of this test fails at once: no restart per hypothesis example
+                f"your code did not finish within {limit:.0f} s (an infinite loop?); it was stopped" if hung else
                 "your code ended the process while it ran (sys.exit, os._exit, a crash or a memory limit)")
+            self._fault(self._test_fault)
         if reply.get("id") != self._next_id or ("ok" not in reply and "fault" not in reply):
             self._kill()
-            raise harness.SubmissionFault(reply.get("fault") or "the submission's process sent an unexpected reply")
+            self._test_fault = str(reply.get("fault") or "the submission's process sent an unexpected reply")
+            self._fault(self._test_fault)
         if "fault" in reply:
-            raise harness.SubmissionFault(str(reply["fault"]))
+            self._fault(str(reply["fault"]))
         return reply["ok"]
 
     def source(self, module: str) -> str | None:

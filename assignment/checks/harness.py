@@ -277,196 +277,6 @@ def run_scaler_ops(args: dict[str, Json], make_scaler: Callable[..., Any], root:
     return results
 
 
-# --------------------------------------------------------------------------- amp_step probes
-
-
-class _BackwardProbe(torch.autograd.Function):
-    """Identity whose backward records the autocast state and the incoming gradient."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, probe: "AmpProbe") -> torch.Tensor:  # type: ignore[override]
-        ctx.probe = probe
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> Any:  # type: ignore[override]
-        probe: AmpProbe = ctx.probe
-        true_grad = probe.true_output_grad
-        ratio = float((grad.double() * true_grad).sum() / true_grad.pow(2).sum()) if true_grad is not None else 0.0
-        probe.log.append({"event": "backward", "autocast": probe.autocast_on(), "grad_ratio": ratio})
-        if probe.inject_inf:
-            grad = grad.clone()
-            grad.view(-1)[0] = float("inf")
-        return grad, None
-
-
-class AmpProbe(torch.nn.Module):
-    """A small MLP whose forward, loss and backward report what they see to ``log``."""
-
-    def __init__(self, sizes: list[int], device_type: str, log: list[dict[str, Json]]) -> None:
-        super().__init__()
-        self.layers = torch.nn.ModuleList(torch.nn.Linear(a, b) for a, b in zip(sizes, sizes[1:]))
-        self.device_type = device_type
-        self.log = log
-        self.inject_inf = False
-        self.true_output_grad: torch.Tensor | None = None
-
-    def autocast_on(self) -> bool:
-        return bool(torch.is_autocast_enabled(self.device_type))
-
-    def autocast_dtype(self) -> str | None:
-        return str(torch.get_autocast_dtype(self.device_type)).replace("torch.", "") if self.autocast_on() else None
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.log.append({"event": "forward", "autocast": self.autocast_on(), "dtype": self.autocast_dtype()})
-        for index, layer in enumerate(self.layers):
-            x = layer(x)
-            if index + 1 < len(self.layers):
-                x = torch.relu(x)
-        return _BackwardProbe.apply(x, self)
-
-    def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """Mean squared error that also records the true gradient w.r.t. ``outputs``."""
-        value = torch.nn.functional.mse_loss(outputs, targets)
-        diff = outputs.detach().double() - targets.double()
-        self.true_output_grad = 2.0 * diff / diff.numel()
-        self.log.append(
-            {"event": "loss", "autocast": self.autocast_on(), "dtype": self.autocast_dtype(), "value": float(value.detach())}
-        )
-        return value
-
-
-class ScalerProbe:
-    """Wraps a scaler, logging each call and flagging optimizer steps made through it."""
-
-    def __init__(self, inner: Any, log: list[dict[str, Json]]) -> None:
-        self._inner = inner
-        self._log = log
-
-    def scale(self, outputs: Any) -> Any:
-        self._log.append({"event": "scale", "scale": float(self._inner.get_scale())})
-        return self._inner.scale(outputs)
-
-    def unscale_(self, optimizer: Any) -> None:
-        self._log.append({"event": "unscale_"})
-        self._inner.unscale_(optimizer)
-
-    def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
-        self._log.append({"event": "scaler.step"})
-        flag = getattr(optimizer, "inside_scaler_step", None)
-        if flag is not None:
-            optimizer.inside_scaler_step = True
-        try:
-            return self._inner.step(optimizer, *args, **kwargs)
-        finally:
-            if flag is not None:
-                optimizer.inside_scaler_step = False
-
-    def update(self, new_scale: Any = None) -> None:
-        self._log.append({"event": "update"})
-        self._inner.update(new_scale)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class _LoggingSGD(RecordingSGD):
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        if self.log is not None:
-            self.log.append({"event": "zero_grad"})
-        super().zero_grad(set_to_none=set_to_none)
-
-
-def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scaler: Callable[..., Any],
-                  root: Path | None = None) -> dict[str, Json]:
-    """Call ``amp_step`` for ``args["steps"]`` iterations on a probed model and report the log.
-
-    Args (keys of ``args``): ``sizes`` (layer widths), ``batch``, ``steps``, ``lr``,
-    ``device_type``, ``dtype``, ``max_grad_norm``, ``inject_inf_at`` (iterations whose
-    gradients get an inf), ``scaler_kwargs``, ``seed``, ``same_batch``.
-    """
-    torch.manual_seed(int(args.get("seed", 0)))
-    log: list[dict[str, Json]] = []
-    sizes = list(args.get("sizes", [8, 16, 4]))
-    model = AmpProbe(sizes, args.get("device_type", "cpu"), log)
-    optimizer = _LoggingSGD(model.parameters(), lr=float(args.get("lr", 0.01)))
-    optimizer.log = log
-    made = guarded(lambda: make_scaler(**args.get("scaler_kwargs", {})), root)
-    if "error" in made:
-        return {"log": log, "steps": [{**made, "params_changed": False, "scale_after": None}]}
-    scaler = ScalerProbe(made["ok"], log)
-    batch = int(args.get("batch", 16))
-    inputs, targets = torch.randn(batch, sizes[0]), torch.randn(batch, sizes[-1])
-    steps: list[dict[str, Json]] = []
-    for index in range(int(args.get("steps", 1))):
-        if not args.get("same_batch", True):
-            inputs, targets = torch.randn(batch, sizes[0]), torch.randn(batch, sizes[-1])
-        model.inject_inf = index in args.get("inject_inf_at", [])
-        log.append({"event": "call", "step": index})
-        before = [tensor_values(p) for p in model.parameters()]
-
-        def call() -> Json:
-            returned = amp_step(model, inputs, targets, model.loss, optimizer, scaler,
-                                device_type=args.get("device_type", "cpu"),
-                                dtype=getattr(torch, args.get("dtype", "float16")),
-                                max_grad_norm=args.get("max_grad_norm"))
-            if not isinstance(returned, torch.Tensor):
-                return {"type": type(returned).__name__}
-            return {"type": "Tensor", "requires_grad": returned.requires_grad, "numel": returned.numel(),
-                    "value": float(returned.detach().double().reshape(-1)[0]) if returned.numel() else None}
-
-        outcome = guarded(call, root)
-        after = [tensor_values(p) for p in model.parameters()]
-        steps.append({**outcome, "params_changed": before != after, "scale_after": float(scaler.get_scale())})
-        if "error" in outcome:
-            break
-    return {"log": log, "steps": steps}
-
-
-# --------------------------------------------------------------------------- underflow training
-
-
-def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, make_scaler: Callable[..., Any] | None,
-                  root: Path | None = None) -> dict[str, Json]:
-    """Train the demo's tiny-target linear regression in fp16 autocast; report the losses.
-
-    With ``amp_step``/``make_scaler`` None the run is the unscaled baseline.  ``args["device"]``
-    (default "cpu") places data and model; the data are drawn on the CPU whatever the device.
-    """
-    torch.manual_seed(int(args.get("seed", 0)))
-    n, d = int(args.get("n", 4096)), int(args.get("d", 16))
-    x = torch.randn(n, d)
-    y = x @ torch.randn(d, 1) * float(args.get("target_scale", 1e-4))
-    device = args.get("device", "cpu")
-    x, y = x.to(device), y.to(device)
-    model = torch.nn.Linear(d, 1, bias=False).to(device)
-    torch.nn.init.zeros_(model.weight)
-    optimizer = torch.optim.SGD(model.parameters(), lr=float(args.get("lr", 0.25)))
-    losses: list[float] = []
-    made = guarded(lambda: make_scaler(**args.get("scaler_kwargs", {})), root) if make_scaler else {"ok": None}
-    if "error" in made:
-        return {**made, "losses": []}
-    scaler = made["ok"]
-    device_type = args.get("device_type", "cpu")
-
-    def train() -> Json:
-        for _ in range(int(args.get("steps", 200))):
-            if amp_step is None:
-                optimizer.zero_grad()
-                with torch.autocast(device_type=device_type, dtype=torch.float16):
-                    loss = torch.nn.functional.mse_loss(model(x), y)
-                loss.backward()
-                optimizer.step()
-            else:
-                loss = amp_step(model, x, y, torch.nn.functional.mse_loss, optimizer, scaler,
-                                device_type=device_type, dtype=torch.float16)
-            losses.append(float(loss))
-        return None
-
-    outcome = guarded(train, root)
-    return {**outcome, "losses": losses}
-
-
 # --------------------------------------------------------------------------- answers
 
 
@@ -493,25 +303,29 @@ def torch_scaler(**kwargs: Any) -> torch.amp.GradScaler:
     return scaler
 
 
+#: Scenarios defined in other modules, which register themselves here when imported:
+#: ``checks.probes`` (exact names) and ``checks.gpu_scenarios`` (the "gpu_" family, by prefix).
+#: Held here because a sandboxed student process cannot import them late: the sandbox preloads them.
+SCENARIOS: dict[str, Callable[[dict[str, Json], Submission], Json]] = {}
+SCENARIO_FAMILIES: dict[str, Callable[[str, dict[str, Json], Submission], Json]] = {}
+
+
 def run_scenario(name: str, args: dict[str, Json], submission: Submission) -> Json:
     """Run scenario ``name`` against ``submission``; raise SubmissionFault if it cannot load.
 
     ``args["scaler"]`` picks the scaler for amp_step scenarios: ``"student"`` (the
     submission's ToyLossScaler, the default) or ``"torch"``.
     """
-    root = submission.root
-    if name.startswith("gpu_"):  # the GPU part (checks/gpu_scenarios.py), dry-runnable on the CPU
-        from checks import gpu_scenarios
-
-        return gpu_scenarios.run_scenario(name, args, submission)
     if name == "scaler_ops":
-        return run_scaler_ops(args, submission.attribute("loss_scaler"), root)
+        return run_scaler_ops(args, submission.attribute("loss_scaler"), submission.root)
     if name == "answers":
         return read_answers(submission)
-    amp_step = submission.attribute("amp_step")
-    make_scaler = torch_scaler if args.get("scaler") == "torch" else submission.attribute("loss_scaler")
-    if name == "amp_probe":
-        return run_amp_probe(args, amp_step, make_scaler, root)
-    if name == "underflow":
-        return run_underflow(args, amp_step, make_scaler, root)
-    raise ValueError(f"unknown scenario {name!r}")
+    if name.startswith("gpu_"):  # the GPU part (checks/gpu_scenarios.py), dry-runnable on the CPU
+        if "gpu_" not in SCENARIO_FAMILIES:
+            from checks import gpu_scenarios  # noqa: F401 - registers itself
+        return SCENARIO_FAMILIES["gpu_"](name, args, submission)
+    if name not in SCENARIOS:
+        from checks import probes  # noqa: F401 - registers itself
+    if name not in SCENARIOS:
+        raise ValueError(f"unknown scenario {name!r}")
+    return SCENARIOS[name](args, submission)

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from checks import harness
+from checks import harness, probes  # noqa: F401 - probes registers its scenarios
 
 settings.register_profile(
     "grading",
@@ -56,6 +56,7 @@ class LocalRunner:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "task(name): the assignment task a test grades")
+    config.addinivalue_line("markers", "gpu: needs CUDA (skipped without it; AMP_GPU_DRY=1 runs it on the CPU)")
 
 
 @pytest.fixture(scope="session")

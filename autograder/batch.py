@@ -1,0 +1,597 @@
+"""Batch grading for TAs: many submissions, parallel, resumable, with a gradebook and a summary.
+
+``python -m autograder grade PATH... --out OUT [--jobs N] [--force] [--executor slurm]``
+
+* **Inputs** (:mod:`autograder.inputs`): submission folders and zips, folders or zips of
+  them, Gradescope exports (students' names from ``submission_metadata.yml``).
+* **Parallel**: ``--jobs`` worker processes (:mod:`autograder.worker`), each importing
+  torch and starting its zygote once, then grading submission after submission, each
+  in its own sandboxed student process under a uid that worker alone uses (claimed
+  machine-wide, so concurrent batch runs never kill each other's student processes).
+  ``--executor slurm`` sends chunks of submissions to a Slurm job array via submitit.
+* **Resumable** (:mod:`autograder.ledger`): every finished submission is committed to
+  ``OUT/ledger.sqlite`` in one transaction; a rerun of the same command grades only
+  what is missing or whose files (content hash) or grader changed; ``--force`` regrades
+  everything.  Outputs are rendered from the ledger, atomically.
+* **Robust**: a hostile submission costs only its own tests; a worker that dies (or
+  overruns its watchdog) is replaced and its submission requeued once, then recorded
+  as not graded with the reason.
+* **Outputs** (:mod:`autograder.summary`): gradebook.csv, per-submission results.json,
+  feedback.md and staff.log, summary.md/json and score_histogram.png.
+
+The main process never imports torch, pytest or hypothesis (except to build an error
+result in the rare case a worker dies twice on the same submission).
+"""
+
+from __future__ import annotations
+
+import collections
+import fcntl
+import hashlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from autograder import inputs, rubric, summary
+from autograder.inputs import Submission
+from autograder.ledger import Entry, Ledger
+from autograder.worker import claim_uid
+
+ROOT = Path(__file__).resolve().parent.parent
+GRADER_FILES = ("judge.py", "sandbox.py", "intake.py", "results.py", "rubric.py", "static_checks.py", "worker.py",
+                "judge.ini")
+GRADER_ENV = ("AMP_HIDDEN_VISIBILITY", "AMP_GPU_POINTS", "AMP_PUBLIC_TESTS", "AMP_HIDDEN_TESTS", "AMP_SANDBOX_LIMITS")
+
+Finish = Callable[[Submission, str, dict[str, Any], int], None]
+
+
+class GraderFault(Exception):
+    """The batch itself cannot go on (not a submission's fault)."""
+
+
+class UsageError(Exception):
+    """Bad arguments or an unusable output folder (message for the TA)."""
+
+
+@dataclass
+class Options:
+    out: Path
+    jobs: int = 0  # 0: one per core
+    force: bool = False
+    retry_errored: bool = False
+    executor: str = "local"
+    progress: bool | None = None  # None: when stdout is a terminal
+    limits: dict[str, float] = field(default_factory=dict)  # sandbox.Limits fields to override
+    max_per_worker: int = 200
+    slurm: dict[str, Any] = field(default_factory=dict)
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def private_paths(out: Path, extra: Sequence[Path] = ()) -> tuple[str, ...]:
+    """Folders a student process must not see (covered by empty mounts where possible)."""
+    candidates = [ROOT / "autograder", ROOT / "solutions", ROOT / "tests", out, Path("/autograder/results"),
+                  Path("/autograder/source/autograder"), *extra]
+    return tuple(sorted({str(p.resolve()) for p in candidates if p.exists()}))
+
+
+def grader_fingerprint(limits: dict[str, Any]) -> str:
+    """Hash of everything that decides a grade: tests, judge, rubric, limits, settings."""
+    from importlib import metadata
+
+    digest = hashlib.sha256()
+    public = Path(os.environ.get("AMP_PUBLIC_TESTS", ROOT / "assignment" / "checks"))
+    hidden = Path(os.environ.get("AMP_HIDDEN_TESTS", ROOT / "autograder" / "hidden"))
+    files = [ROOT / "autograder" / name for name in GRADER_FILES]
+    files += sorted(public.rglob("*.py")) + sorted(hidden.rglob("*.py"))
+    for file in files:
+        digest.update(b"\0" + file.name.encode() + b"\0")
+        try:
+            digest.update(file.read_bytes())
+        except OSError:
+            digest.update(b"missing")
+    settings = {"limits": limits, "env": {k: os.environ.get(k) for k in GRADER_ENV}}
+    try:
+        settings["torch"] = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        pass
+    digest.update(json.dumps(settings, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def kill_uid(uid: int) -> None:
+    """Kill every process of ``uid`` (root only): the student processes of a dead worker."""
+    if os.geteuid() != 0:
+        return
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def _worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    return env
+
+
+def _error_outcome(reason: str) -> dict[str, Any]:
+    from autograder import results  # imports the judge (pytest, torch): only on this rare path
+
+    message = f"Your submission could not be graded: {reason}. Staff have been told."
+    return {"status": "errored", "reason": reason, "results": results.error_results(message), "staff_log": "",
+            "seconds": 0.0}
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class ProgressView:
+    """A rich progress bar with ETA and live counts; silent when not on a terminal.
+
+    Counts: *graded* (has a score), *failed* (graded, lost points), *errored* (could not be graded).
+    """
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.counts = {"graded": 0, "failed": 0, "errored": 0}
+        self._progress = None
+        if not enabled or total == 0:
+            return
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
+
+        self._progress = Progress(
+            TextColumn("[bold]grading"), BarColumn(bar_width=24), MofNCompleteColumn(),
+            TextColumn("[green]{task.fields[graded]} graded[/] [yellow]{task.fields[failed]} failed[/] "
+                       "[red]{task.fields[errored]} errored[/]"),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            console=Console(file=sys.stdout), transient=False)
+        self._task = self._progress.add_task("grading", total=total, **self.counts)
+        self._progress.start()
+
+    def finished(self, entry: Entry) -> None:
+        if entry.status == "errored":
+            self.counts["errored"] += 1
+        else:
+            self.counts["graded"] += 1
+            if any(t.get("status") == "failed" for t in entry.results.get("tests", [])):
+                self.counts["failed"] += 1
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1, **self.counts)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+# --------------------------------------------------------------------------- local workers
+
+
+@dataclass
+class _Job:
+    submission: Submission
+    digest: str
+    task_id: int
+    started: float
+
+
+class _Worker:
+    def __init__(self, slot: int, config: str, logs: Path) -> None:
+        self.slot = slot
+        claim = claim_uid(slot)  # its student processes' uid: this worker's alone, machine-wide
+        self.uid, self._uid_lock = claim if claim else (None, None)
+        logs.mkdir(parents=True, exist_ok=True)
+        log = open(logs / f"worker-{slot}.log", "ab")
+        command = [sys.executable, "-m", "autograder.worker", "--slot", str(slot), "--parent", str(os.getpid()),
+                   "--config", config] + (["--uid", str(self.uid)] if self.uid is not None else [])
+        try:
+            self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                         env=_worker_env(), cwd=str(ROOT), start_new_session=True)
+        finally:
+            log.close()
+        assert self.proc.stdout is not None and self.proc.stdin is not None
+        self.fd = self.proc.stdout.fileno()
+        os.set_blocking(self.fd, False)
+        self.buffer = b""
+        self.ready = False
+        self.eof = False
+        self.retiring = False
+        self.job: _Job | None = None
+        self.count = 0
+
+    def send(self, message: dict[str, Any]) -> bool:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+
+    def read_messages(self) -> list[dict[str, Any]]:
+        try:
+            while True:
+                chunk = os.read(self.fd, 1 << 20)
+                if not chunk:
+                    self.eof = True
+                    break
+                self.buffer += chunk
+        except BlockingIOError:
+            pass
+        except OSError:
+            self.eof = True
+        messages = []
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict):
+                messages.append(message)
+        return messages
+
+    def retire(self) -> None:
+        self.retiring = True
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        except OSError:
+            pass
+
+    def stop(self, grace: float = 3.0) -> None:
+        """SIGTERM (the worker stops its student process), then SIGKILL; kill its uid's leftovers."""
+        if self.proc.poll() is None:
+            for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+                try:
+                    os.killpg(self.proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    self.proc.wait(wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the zygote, should it linger
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.uid is not None:
+            kill_uid(self.uid)
+        if self._uid_lock is not None:
+            self._uid_lock.close()  # every process of the uid is gone: another worker may have it
+            self._uid_lock = None
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+class LocalPool:
+    """``jobs`` worker processes on this machine, fed from one queue."""
+
+    STARTUP_FAILURES = 3
+
+    def __init__(self, out: Path, jobs: int, hide: tuple[str, ...], limits: dict[str, Any],
+                 max_per_worker: int = 200) -> None:
+        self.jobs = max(1, jobs)
+        self.logs = out / ".logs"
+        self.config = json.dumps({"hide": list(hide), "limits": limits})
+        self.max_per_worker = max(1, max_per_worker)
+        # the sandbox's defaults (not imported: it imports torch), $AMP_SANDBOX_LIMITS, then ours
+        merged: dict[str, Any] = {"submission_seconds": 240.0, "import_seconds": 10.0, "call_seconds": 20.0,
+                                  "max_call_seconds": 120.0}
+        try:
+            merged.update(json.loads(os.environ.get("AMP_SANDBOX_LIMITS", "") or "{}"))
+        except ValueError:
+            pass
+        merged.update({k: v for k, v in limits.items() if v})
+        #: a worker busy longer than this on one submission is stopped (its limits failed to): the
+        #: budget is checked before each call, so the last call and the imports may run past it
+        self.watchdog = (float(merged["submission_seconds"]) + 3 * float(merged["import_seconds"])
+                         + max(float(merged["call_seconds"]), float(merged.get("max_call_seconds") or 0)) + 60)
+
+    def run(self, todo: Sequence[tuple[Submission, str]], finish: Finish) -> None:
+        queue = collections.deque(todo)
+        attempts: collections.Counter[str] = collections.Counter()
+        failures: collections.Counter[int] = collections.Counter()
+        workers: dict[int, _Worker] = {}
+        selector = selectors.DefaultSelector()
+        next_id = 0
+
+        def start(slot: int) -> None:
+            worker = _Worker(slot, self.config, self.logs)
+            workers[slot] = worker
+            selector.register(worker.fd, selectors.EVENT_READ, worker)
+
+        def drop(worker: _Worker) -> None:
+            try:
+                selector.unregister(worker.fd)
+            except (KeyError, ValueError):
+                pass
+            worker.stop()
+            workers.pop(worker.slot, None)
+
+        def died(worker: _Worker, why: str) -> None:
+            job = worker.job
+            drop(worker)
+            if job is None:
+                if not worker.ready and not worker.retiring:
+                    failures[worker.slot] += 1
+                    if failures[worker.slot] >= self.STARTUP_FAILURES:
+                        raise GraderFault(f"a grading worker could not start ({why}); see "
+                                          f"{self.logs / f'worker-{worker.slot}.log'}")
+            else:
+                name = job.submission.name
+                attempts[name] += 1
+                if attempts[name] >= 2:
+                    finish(job.submission, job.digest,
+                           _error_outcome(f"the grading worker died twice while grading it ({why})"), attempts[name])
+                else:
+                    queue.appendleft((job.submission, job.digest))
+            if queue and len(workers) < self.jobs:
+                start(worker.slot)
+
+        try:
+            for slot in range(min(self.jobs, len(queue))):
+                start(slot)
+            while queue or any(w.job for w in workers.values()):
+                if not workers:
+                    start(0)
+                for worker in list(workers.values()):
+                    if worker.ready and worker.job is None and not worker.retiring:
+                        if not queue:
+                            worker.retire()
+                            continue
+                        submission, digest = queue.popleft()
+                        next_id += 1
+                        worker.job = _Job(submission, digest, next_id, time.monotonic())
+                        if not worker.send({"kind": "grade", "task": next_id, "name": submission.name,
+                                            "path": str(submission.path)}):
+                            died(worker, "its input closed")
+                for key, _ in selector.select(timeout=0.5):
+                    worker = key.data
+                    for message in worker.read_messages():
+                        if message.get("kind") == "ready":
+                            worker.ready = True
+                            failures[worker.slot] = 0
+                        elif (message.get("kind") == "result" and worker.job is not None
+                              and message.get("task") == worker.job.task_id):
+                            job, worker.job = worker.job, None
+                            worker.count += 1
+                            finish(job.submission, job.digest, message, attempts[job.submission.name] + 1)
+                            if worker.count >= self.max_per_worker and queue:
+                                worker.retire()  # a fresh worker replaces it (bounded memory growth)
+                now = time.monotonic()
+                for worker in list(workers.values()):
+                    code = worker.proc.poll()
+                    if worker.eof or code is not None:
+                        if worker.retiring and worker.job is None:
+                            drop(worker)
+                            if queue and len(workers) < self.jobs:
+                                start(worker.slot)
+                        else:
+                            died(worker, f"exit status {worker.proc.wait()}")
+                    elif worker.job is not None and now - worker.job.started > self.watchdog:
+                        died(worker, f"still busy after {self.watchdog:.0f} s; stopped")
+        finally:
+            for worker in list(workers.values()):
+                drop(worker)
+            selector.close()
+
+
+# --------------------------------------------------------------------------- Slurm via submitit
+
+
+class SlurmPool:
+    """Chunks of submissions as a Slurm job array (submitit); results come back through an inbox.
+
+    Each array task writes one JSON file per graded submission into ``OUT/.inbox`` as it
+    goes; the batch moves them into the ledger.  A run killed while jobs are running
+    gathers their results when it is resumed.  Submissions whose job failed are sent
+    again once, then recorded as not graded.
+    """
+
+    def __init__(self, out: Path, hide: tuple[str, ...], limits: dict[str, Any], grader: str,
+                 settings: dict[str, Any]) -> None:
+        self.out = out
+        self.inbox = out / ".inbox"
+        self.hide = list(hide)
+        self.limits = limits
+        self.grader = grader
+        self.cluster = settings.get("cluster") or "slurm"
+        self.chunk = max(1, int(settings.get("chunk") or 20))
+        self.poll = float(settings.get("poll") or 5.0)
+        self.parameters = {
+            "name": "amp-grade",
+            "timeout_min": int(settings.get("time_min") or 60),
+            "cpus_per_task": int(settings.get("cpus") or 2),
+            "mem_gb": float(settings.get("mem_gb") or 8),
+            "slurm_partition": settings.get("partition"),
+            "slurm_array_parallelism": int(settings.get("parallelism") or 64),
+        }
+
+    def _ingest(self, pending: dict[str, tuple[Submission, str]], finish: Finish, rounds: int) -> None:
+        for file in sorted(self.inbox.glob("*.json")):
+            try:
+                data = json.loads(file.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue  # not complete yet? written atomically, so: not ours
+            name = data.get("name")
+            if name in pending and data.get("digest") == pending[name][1] and data.get("grader") == self.grader:
+                submission, digest = pending.pop(name)
+                finish(submission, digest, data, rounds)
+            file.unlink(missing_ok=True)
+
+    def run(self, todo: Sequence[tuple[Submission, str]], finish: Finish) -> None:
+        try:
+            import submitit
+        except ImportError:
+            raise UsageError("--executor slurm needs submitit: pip install -e '.[slurm]'") from None
+        from autograder import worker
+
+        self.inbox.mkdir(parents=True, exist_ok=True)
+        for stale in self.inbox.glob(".*"):
+            stale.unlink(missing_ok=True)
+        pending = {s.name: (s, d) for s, d in todo}
+        self._ingest(pending, finish, 1)
+        os.environ["PYTHONPATH"] = _worker_env()["PYTHONPATH"]  # the jobs import autograder
+        reasons: dict[str, str] = {}
+        for round_ in (1, 2):
+            if not pending:
+                break
+            try:
+                executor = submitit.AutoExecutor(folder=self.out / ".submitit", cluster=self.cluster)
+            except Exception as exc:  # noqa: BLE001 - e.g. no sbatch on this machine
+                raise UsageError(f"cannot use the {self.cluster!r} executor here: {exc}") from None
+            executor.update_parameters(**{k: v for k, v in self.parameters.items() if v is not None})
+            items = sorted(pending.values(), key=lambda sd: sd[0].name)
+            chunks = [items[i:i + self.chunk] for i in range(0, len(items), self.chunk)]
+            payloads = [[{"name": s.name, "path": str(s.path), "digest": d, "grader": self.grader} for s, d in chunk]
+                        for chunk in chunks]
+            uids = [k for k in range(len(chunks))]  # hints: each task claims a free uid where it runs
+            jobs = executor.map_array(worker.grade_chunk, payloads, [str(self.inbox)] * len(chunks),
+                                      [self.hide] * len(chunks), [self.limits] * len(chunks), uids)
+            job_of = {task["name"]: job for job, payload in zip(jobs, payloads) for task in payload}
+            try:
+                while not all(job.done() for job in jobs):
+                    self._ingest(pending, finish, round_)
+                    time.sleep(self.poll)
+            except KeyboardInterrupt:
+                print(f"\nThe Slurm jobs ({jobs[0].job_id.split('_')[0]}...) keep running; the same command gathers "
+                      "their results later.", file=sys.stderr)
+                raise
+            self._ingest(pending, finish, round_)
+            for name in pending:
+                job = job_of[name]
+                try:
+                    problem = job.exception()
+                except Exception as exc:  # noqa: BLE001 - submitit's own failure to read the result
+                    problem = exc
+                last = (str(problem).strip().splitlines() or [""])[-1] if problem else ""
+                reasons[name] = (f"Slurm job {job.job_id} ended without a result for it"
+                                 + (f" ({type(problem).__name__}: {last})"[:300] if problem else ""))
+        for name, (submission, digest) in sorted(pending.items()):
+            finish(submission, digest, _error_outcome(reasons.get(name, "its Slurm job failed twice")), 2)
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def _lock(out: Path) -> Any:
+    handle = open(out / ".lock", "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise UsageError(f"another grading run is using {out}; wait for it or choose another --out") from None
+    return handle
+
+
+def _sweep_temporary_files(out: Path) -> None:
+    """Temporary files of atomic writes interrupted by a kill."""
+    for pattern in (".*.tmp", "*/.*.tmp", "*/.results.json.*"):
+        for stale in out.glob(pattern):
+            if stale.is_file():
+                stale.unlink(missing_ok=True)
+
+
+def run(paths: Sequence[Path], options: Options) -> int:
+    """Grade everything named by ``paths`` into ``options.out``; the process exit status."""
+    out = options.out.resolve()
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {options.out} is a file")
+    out.mkdir(parents=True, exist_ok=True)
+    lock = _lock(out)
+    try:
+        return _run_locked(paths, options, out)
+    finally:
+        lock.close()
+
+
+def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
+    _sweep_temporary_files(out)
+    try:
+        found = inputs.discover(paths, out / ".inputs", exclude=[out], reserved=summary.RESERVED)
+    except inputs.InputError as exc:
+        raise UsageError(str(exc)) from None
+    for note in found.notes:
+        print(f"note: {note}", file=sys.stderr)
+    grader = grader_fingerprint(options.limits)
+    digests = {s.name: inputs.content_digest(s.path) for s in found.submissions}
+    ledger = Ledger(out / "ledger.sqlite")
+    try:
+        known = ledger.keys()
+        errored = {e.name for e in ledger.entries() if e.status == "errored"} if options.retry_errored else set()
+        todo = [(s, digests[s.name]) for s in found.submissions
+                if options.force or known.get(s.name) != (digests[s.name], grader) or s.name in errored]
+        why = collections.Counter(
+            "forced" if options.force else "new" if s.name not in known
+            else "changed since their last grading" if known[s.name][0] != d
+            else "graded by another version of the grader or limits" if known[s.name][1] != grader
+            else "not graded last time" for s, d in todo)
+        reasons = ", ".join(f"{count} {reason}" for reason, count in why.items() if reason != "new" or len(why) > 1)
+        jobs = min(options.jobs or default_jobs(), max(1, len(todo)))
+        where = "" if not todo else " on Slurm" if options.executor == "slurm" else f" with {jobs} worker(s)"
+        print(f"{len(found.submissions)} submission(s): {len(found.submissions) - len(todo)} already graded, "
+              f"{len(todo)} to grade{f' ({reasons})' if reasons else ''}{where}.",
+              flush=True)
+        summary.preload_plotting()  # overlaps with grading
+        enabled = sys.stdout.isatty() if options.progress is None else options.progress
+        view = ProgressView(len(todo), enabled)
+
+        def finish(submission: Submission, digest: str, outcome: dict[str, Any], attempts: int) -> None:
+            data = outcome["results"]
+            entry = Entry(submission.name, digest, grader, outcome["status"], float(data.get("score", 0.0)),
+                          float(rubric.max_points()), data, str(outcome.get("reason") or ""),
+                          str(outcome.get("staff_log") or ""), submission.source, float(outcome.get("seconds") or 0),
+                          attempts)
+            ledger.record(entry)  # the commit point: from here on, this submission is done
+            summary.write_submission_files(out, submission, entry)
+            view.finished(entry)
+
+        hide = private_paths(out)
+        try:
+            if todo and options.executor == "slurm":
+                SlurmPool(out, hide, options.limits, grader, options.slurm).run(todo, finish)
+            elif todo:
+                LocalPool(out, jobs, hide, options.limits, options.max_per_worker).run(todo, finish)
+        finally:
+            view.close()
+        rows = []
+        for submission in found.submissions:
+            entry = ledger.get(submission.name)
+            if entry is None or entry.digest != digests[submission.name]:
+                raise GraderFault(f"{submission.name} was not recorded in the ledger")
+            rows.append((submission, entry))
+    finally:
+        ledger.close()
+    report = summary.write_outputs(out, rows, found.has_identity)
+    summary.print_report(rows, report, out)
+    return 0

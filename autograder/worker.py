@@ -1,0 +1,244 @@
+"""A grading worker: torch imported and the zygote started once, then many submissions.
+
+``python -m autograder.worker --slot K ...`` is started by :mod:`autograder.batch`.  It
+imports torch, starts the sandbox's zygote, and only then imports pytest, hypothesis
+and the hidden tests (the zygote must never hold them).  It then reads one task per
+line on stdin and answers one JSON line per task on its stdout:
+
+    -> {"task": 7, "name": "alice", "path": "/abs/alice.zip"}
+    <- {"kind": "result", "task": 7, "name": "alice", "status": "graded", "results": {...}, ...}
+
+Every submission still runs in its own sandboxed student process (forked from the
+zygote, limited, unprivileged: uid ``--uid``, claimed by the batch for this worker
+only, see :func:`claim_uid`).  Nothing but
+fds 0-2 is open when the zygote forks, and student processes replace those, so no
+student process holds the worker's channel to the batch.
+
+:func:`grade_chunk` is the same thing for one Slurm array task (via submitit): it
+writes each result into an inbox folder that the batch gathers into its ledger.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import dataclasses
+import fcntl
+import gc
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import IO, Any, Sequence
+
+FAULT_MESSAGE = ("The grader could not grade this submission because of an internal problem (not your fault); "
+                 "staff have the details and will regrade it.")
+#: Test hook: a worker that is handed this submission name dies on the spot (simulates a worker crash).
+DIE_ON_ENV = "AMP_BATCH_TEST_DIE_ON"
+
+#: Student processes of batch workers run as one of these uids, each claimed machine-wide with a lock
+#: (concurrent batch runs never share one; the sandbox's own default range is 61000-64999).
+UID_BASE, UID_COUNT = 65000, 500
+
+_CURRENT: dict[str, Any] = {}
+
+
+def claim_uid(hint: int = 0) -> tuple[int, IO[str]] | None:
+    """A sandbox uid nobody else on this machine is using, and the lock that holds it (root only).
+
+    The uid stays ours while the returned file stays open; close it only once every
+    process of that uid is dead.
+    """
+    if os.geteuid() != 0:
+        return None
+    run = Path("/run")
+    folder = run / "amp-autograder" if os.access(run, os.W_OK) else Path(tempfile.gettempdir()) / "amp-autograder-uids"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for k in range(UID_COUNT):
+        uid = UID_BASE + (hint + k) % UID_COUNT
+        handle = open(folder / f"{uid}.lock", "a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        return uid, handle
+    raise RuntimeError(f"all {UID_COUNT} sandbox uids from {UID_BASE} are in use")
+
+
+def limits_from(fields: dict[str, Any] | None) -> Any:
+    """The sandbox's default limits (``$AMP_SANDBOX_LIMITS`` included) with ``fields`` overridden."""
+    from autograder import sandbox
+
+    base = sandbox.default_limits() if hasattr(sandbox, "default_limits") else sandbox.Limits()
+    known = sandbox.Limits.__dataclass_fields__
+    return dataclasses.replace(base, **{k: v for k, v in (fields or {}).items() if k in known and v is not None})
+
+
+def grade_submission(name: str, path: Path, hide: Sequence[str], limits: Any, uid: int | None) -> dict[str, Any]:
+    """Grade one folder/zip in a sandboxed student process; never raises for the submission's faults.
+
+    Returns ``status`` ("graded" or "errored"), ``reason`` (why it could not be graded),
+    ``results`` (results.json), ``staff_log`` and ``seconds``.
+    """
+    from autograder import intake, judge, results
+    from autograder.sandbox import SandboxRunner
+
+    started = time.monotonic()
+    staged = runner = None
+    try:
+        try:
+            staged = intake.stage(path)
+        except intake.IntakeError as exc:
+            return {"status": "errored", "reason": str(exc), "results": results.error_results(str(exc)),
+                    "staff_log": "", "seconds": round(time.monotonic() - started, 3)}
+        _CURRENT["staged"] = staged.folder
+        runner = SandboxRunner(staged.folder, limits=limits, hide=tuple(hide), uid=uid)
+        _CURRENT["runner"] = runner
+        report = judge.grade_staged(runner, notes=staged.notes)
+        data = results.gradescope_results(report, name)
+        json.dumps(data, allow_nan=False)  # what the ledger will store
+        return {"status": "graded", "reason": "", "results": data, "staff_log": report.staff_log,
+                "seconds": round(time.monotonic() - started, 3)}
+    except Exception as exc:  # noqa: BLE001 - a grader fault must not stop the batch
+        trace = traceback.format_exc()
+        return {"status": "errored", "reason": f"grader fault ({type(exc).__name__}: {exc})"[:500],
+                "results": results.error_results(FAULT_MESSAGE), "staff_log": trace,
+                "seconds": round(time.monotonic() - started, 3)}
+    finally:
+        _CURRENT.clear()
+        if runner is not None:
+            runner.close()
+        if staged is not None:
+            shutil.rmtree(staged.folder, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- the worker process
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGTERM when the batch process dies (even by kill -9), so no worker is left behind."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # it died before prctl
+        os._exit(1)
+
+
+def _on_terminate(signum: int, _frame: Any) -> None:
+    """Stop the current student process (and everything its uid owns), then leave at once."""
+    runner = _CURRENT.get("runner")
+    try:
+        if runner is not None:
+            runner.close()
+        staged = _CURRENT.get("staged")
+        if staged is not None:
+            shutil.rmtree(staged, ignore_errors=True)
+    finally:
+        os._exit(128 + signum)
+
+
+def _send(fd: int, message: dict[str, Any]) -> None:
+    data = (json.dumps(message, allow_nan=False) + "\n").encode()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def serve(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.worker")
+    parser.add_argument("--slot", type=int, required=True)
+    parser.add_argument("--parent", type=int, required=True)
+    parser.add_argument("--uid", type=int, default=None)
+    parser.add_argument("--config", required=True, help="JSON: hide (list of paths) and limits")
+    args = parser.parse_args(argv)
+    config = json.loads(args.config)
+    _die_with_parent(args.parent)
+    signal.signal(signal.SIGTERM, _on_terminate)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the batch decides when workers stop
+
+    from autograder import sandbox  # torch, the harness: what student processes may hold
+
+    if args.uid is not None and os.geteuid() == 0:
+        sandbox._kill_uid(args.uid)  # leftovers of a worker of this slot killed in an earlier run
+    sandbox.start_zygote()
+    channel = os.dup(1)  # created after the zygote forked: no student process can inherit it
+    os.dup2(2, 1)  # stray prints go to the worker's log, never into the channel
+    from autograder import intake, judge, results  # noqa: F401 - pytest, hypothesis, hidden tests: after the fork
+
+    limits = limits_from(config.get("limits"))
+    hide = tuple(config.get("hide", ()))
+    _freeze_heap()
+    _send(channel, {"kind": "ready", "pid": os.getpid(), "slot": args.slot})
+    graded = 0
+    for line in sys.stdin.buffer:
+        task = json.loads(line)
+        if task.get("kind") == "stop":
+            break
+        if os.environ.get(DIE_ON_ENV) and os.environ[DIE_ON_ENV] == task["name"]:
+            os._exit(70)
+        outcome = grade_submission(task["name"], Path(task["path"]), hide, limits, args.uid)
+        _send(channel, {"kind": "result", "task": task["task"], "name": task["name"], **outcome})
+        graded += 1
+        if graded == 1:
+            _freeze_heap()  # the test modules, now imported, stay for good too
+    return 0
+
+
+def _freeze_heap() -> None:
+    """Move what is alive now (torch, pytest, hypothesis, the tests) out of the garbage collector's sight.
+
+    pytest runs full collections after every session (for unraisable exceptions); with
+    torch's objects in the heap each one takes a good fraction of a second.  Objects
+    created while grading are still collected as usual.
+    """
+    gc.collect()
+    gc.freeze()
+
+
+# --------------------------------------------------------------------------- one Slurm array task
+
+
+def inbox_file(inbox: Path, name: str, digest: str) -> Path:
+    return inbox / f"{name}.{digest[:20]}.json"
+
+
+def grade_chunk(tasks: list[dict[str, Any]], inbox: str, hide: list[str], limits: dict[str, Any],
+                uid: int | None) -> list[str]:
+    """Grade ``tasks`` (name, path, digest, grader) one by one; each result lands in ``inbox``.
+
+    Runs inside a submitit job: the zygote is started before pytest is imported.
+    """
+    from autograder import sandbox
+
+    sandbox.start_zygote()
+    from autograder import judge  # noqa: F401 - after the fork, as in a local worker
+    from autograder.results import write_json_atomic
+
+    claim = claim_uid(uid or 0)  # several array tasks may share a node
+    uid = claim[0] if claim else None
+    folder = Path(inbox)
+    done = []
+    _freeze_heap()
+    for task in tasks:
+        target = inbox_file(folder, task["name"], task["digest"])
+        if target.exists():
+            done.append(task["name"])
+            continue
+        outcome = grade_submission(task["name"], Path(task["path"]), hide, limits_from(limits), uid)
+        write_json_atomic(target, {"name": task["name"], "digest": task["digest"], "grader": task["grader"],
+                                   **outcome})
+        done.append(task["name"])
+        if len(done) == 1:
+            _freeze_heap()
+    return done
+
+
+if __name__ == "__main__":
+    sys.exit(serve())

@@ -1,0 +1,154 @@
+"""Batch grading speed: N synthetic submissions graded with ``--jobs 2``, against a naive baseline.
+
+Generates N submissions (a mix of correct, buggy, crashing and hanging ones), grades
+them with ``python -m autograder grade DIR --jobs 2`` and prints submissions per minute,
+the per-submission overhead beyond test time, and the ratio against a naive baseline
+measured in the same run: a fresh ``python -m autograder grade ONE`` process per
+submission, sequential, on a subset with the same mix.  Extrapolates to 500.
+
+Hanging submissions run into the per-call limit: the whole run uses short limits
+(``--call-timeout 3 --submission-timeout 15``) so that they cost seconds, not minutes.
+
+    python benchmarks/batch_speed.py [--n 40] [--jobs 2] [--naive 8] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+ASSIGNMENT = ROOT / "assignment"
+CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
+LIMITS = ("--call-timeout", "3", "--submission-timeout", "15")
+#: (kind, share of the batch); the order is also the order of the naive subset's picks
+MIX = (("correct", 0.50), ("buggy", 0.30), ("crashing", 0.125), ("hanging", 0.075))
+GOAL_SECONDS, GOAL_N = 600, 500
+
+
+def _write(folder: Path, kind: str, k: int) -> None:
+    folder.mkdir(parents=True)
+    for name in CONTRACT:
+        shutil.copy(SOLUTIONS / name, folder / name)
+    amp = folder / "amp_step.py"
+    scaler = folder / "loss_scaler.py"
+    if kind == "buggy":
+        variant = k % 3
+        if variant == 0:  # gradients accumulate across steps
+            amp.write_text(amp.read_text().replace("optimizer.zero_grad(set_to_none=True)", "pass"))
+        elif variant == 1:  # wrong backoff
+            scaler.write_text(scaler.read_text().replace("self._scale * self._backoff_factor", "self._scale * 0.25"))
+        else:  # Quick Check not done, amp_step not started
+            shutil.copy(ASSIGNMENT / "answers.py", folder / "answers.py")
+            shutil.copy(ASSIGNMENT / "amp_step.py", amp)
+    elif kind == "crashing":
+        if k % 2:
+            amp.write_text(amp.read_text() + "\n\ndef amp_step(*args, **kwargs):\n    import ctypes\n"
+                           "    ctypes.string_at(0)  # segfault\n")
+        else:
+            scaler.write_text(scaler.read_text() + "\n\ndef _exit(self, *args, **kwargs):\n    import os\n"
+                              "    os._exit(3)\n\n\nToyLossScaler.update = _exit\n")
+    elif kind == "hanging":
+        amp.write_text(amp.read_text() + "\n\ndef amp_step(*args, **kwargs):\n    while True:\n        pass\n")
+    (folder / "answers.py").write_text((folder / "answers.py").read_text() + f"\n# student {k}\n")
+
+
+def generate(folder: Path, n: int) -> dict[str, str]:
+    """N submissions named s000..; returns name -> kind."""
+    counts = {kind: int(round(share * n)) for kind, share in MIX}
+    counts["correct"] += n - sum(counts.values())
+    kinds = [kind for kind, _ in MIX for _ in range(counts[kind])]
+    # interleave kinds so that the batch is not sorted by difficulty
+    order = sorted(range(n), key=lambda i: (i * 7919) % n)
+    names = {}
+    for k, index in enumerate(order):
+        name = f"s{k:03d}"
+        _write(folder / name, kinds[index], k)
+        names[name] = kinds[index]
+    return names
+
+
+def grade(paths: list[Path], out: Path, jobs: int) -> float:
+    command = [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out), "--jobs", str(jobs),
+               "--no-progress", *LIMITS]
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"grading failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=40, help="synthetic submissions (default 40)")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--naive", type=int, default=8, help="submissions in the naive baseline's subset (default 8)")
+    parser.add_argument("--keep", type=Path, help="keep the submissions and outputs in this folder")
+    args = parser.parse_args()
+    work = Path(args.keep or tempfile.mkdtemp(prefix="batch-speed-"))
+    shutil.rmtree(work / "subs", ignore_errors=True)
+    shutil.rmtree(work / "out", ignore_errors=True)
+    shutil.rmtree(work / "naive", ignore_errors=True)
+    kinds = generate(work / "subs", args.n)
+    mix = collections.Counter(kinds.values())
+    print(f"{args.n} synthetic submissions: " + ", ".join(f"{mix[k]} {k}" for k, _ in MIX)
+          + f"; limits {' '.join(LIMITS)}; {os.cpu_count()} cores")
+
+    batch_seconds = grade([work / "subs"], work / "out", args.jobs)
+    with sqlite3.connect(work / "out" / "ledger.sqlite") as db:
+        results = {name: json.loads(text) for name, text in db.execute("SELECT name, results FROM graded")}
+    test_seconds = sum(float(r.get("execution_time", 0.0)) for r in results.values())
+    with open(work / "out" / "gradebook.csv", newline="") as stream:
+        scores = {row["submission"]: float(row["score"]) for row in csv.DictReader(stream)}
+    by_kind: dict[str, list[float]] = collections.defaultdict(list)
+    for name, kind in kinds.items():
+        by_kind[kind].append(scores[name])
+
+    # the naive baseline: one fresh process per submission, one after the other, same mix
+    picks: list[str] = []
+    per_kind = {kind: max(1, round(share * args.naive)) for kind, share in MIX}
+    for kind, count in per_kind.items():
+        picks += [name for name, k in sorted(kinds.items()) if k == kind][:count]
+    naive_times: dict[str, list[float]] = collections.defaultdict(list)
+    for name in picks:
+        naive_times[kinds[name]].append(grade([work / "subs" / name], work / "naive" / name, 1))
+    naive_per_sub = sum(share * (sum(naive_times[k]) / len(naive_times[k])) for k, share in MIX)
+
+    n = args.n
+    per_sub_wall = batch_seconds / n
+    overhead = (batch_seconds * args.jobs - test_seconds) / n
+    print()
+    print(f"batch (--jobs {args.jobs}): {batch_seconds:.1f} s for {n} -> {60 * n / batch_seconds:.1f} submissions/min, "
+          f"{per_sub_wall:.2f} s each (wall)")
+    print(f"  test time (judge, summed): {test_seconds:.1f} s = {test_seconds / n:.2f} s per submission; "
+          f"overhead beyond test time: {overhead:.2f} s per submission (wall x jobs - test time, / N)")
+    print("  mean score by kind: " + ", ".join(f"{k} {sum(v) / len(v):.1f}" for k, v in sorted(by_kind.items())))
+    print(f"naive (a fresh `python -m autograder grade ONE` per submission, sequential, {len(picks)} of them): "
+          + ", ".join(f"{k} {sum(v) / len(v):.2f} s" for k, v in naive_times.items())
+          + f"; mix-weighted {naive_per_sub:.2f} s per submission")
+    print(f"speed-up over naive: {naive_per_sub / per_sub_wall:.2f}x wall "
+          f"({naive_per_sub / (per_sub_wall * args.jobs):.2f}x per core)")
+    projected = per_sub_wall * GOAL_N
+    verdict = "meets" if projected <= GOAL_SECONDS else "misses"
+    print(f"extrapolated to {GOAL_N}: {projected / 60:.1f} min with --jobs {args.jobs} ({verdict} the goal of "
+          f"{GOAL_SECONDS // 60} min); naive: {naive_per_sub * GOAL_N / 60:.1f} min")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

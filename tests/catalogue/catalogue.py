@@ -1,0 +1,538 @@
+"""A catalogue of buggy and correct submissions, written as patches of the reference solution.
+
+Every :class:`Entry` is a full submission: ``solutions/{loss_scaler,amp_step,answers}.py``
+with textual patches applied (and, where a rewrite is clearer than a patch, whole files
+taken from ``tests/catalogue/{bugs,variants}/<name>/``).  Each patch's old text must occur
+exactly once in the file at the time it is applied, so the catalogue breaks loudly when
+the reference solution changes instead of silently grading the wrong code.
+
+A *bug* says which rubric rows must lose points (``must_fail``) and the range its total
+must fall in (``band``); a *variant* is a correct rewrite that must get full marks.  An entry
+with ``known_gap`` documents a grader gap reported to staff (its test is a strict xfail).
+``tests/test_catalogue.py`` grades them all in one ``python -m autograder grade`` run.
+
+To look at the submissions by hand::
+
+    .venv/bin/python tests/catalogue/catalogue.py materialize /tmp/catalogue
+    .venv/bin/python -m autograder grade /tmp/catalogue/* --out /tmp/catalogue-grades
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+SOLUTIONS = ROOT / "solutions"
+CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
+
+S, A, Q = "loss_scaler.py", "amp_step.py", "answers.py"
+
+#: Every Task-1 row: what the delegation gate (1.17) must zero.
+TASK1 = frozenset(f"1.{i}" for i in range(1, 17)) | {"1.17"}
+
+
+@dataclass(frozen=True)
+class Patch:
+    file: str  # one of CONTRACT
+    old: str  # must occur exactly once
+    new: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    description: str
+    kind: str  # "bug" or "variant"
+    patches: tuple[Patch, ...] = ()
+    #: contract file -> path (relative to this folder) of a whole replacement file
+    files: tuple[tuple[str, str], ...] = ()
+    #: rubric numbers that must score below their maximum
+    must_fail: frozenset[str] = frozenset()
+    #: inclusive range of the total score (CPU part, out of rubric.max_points())
+    band: tuple[float, float] = (0.0, 90.0)
+    #: set when the grader is known not to catch this bug yet (the test xfails strictly)
+    known_gap: str | None = None
+
+    @property
+    def folder_name(self) -> str:
+        return f"{self.kind}-{self.name}"
+
+    @property
+    def touched(self) -> frozenset[str]:
+        """The contract files this entry changes."""
+        return frozenset({p.file for p in self.patches} | {f for f, _ in self.files})
+
+
+def bug(name: str, description: str, *patches: Patch, fail: set[str] | frozenset[str], band: tuple[float, float],
+        files: dict[str, str] | None = None, known_gap: str | None = None) -> Entry:
+    return Entry(name, description, "bug", tuple(patches), tuple(sorted((files or {}).items())),
+                 frozenset(fail), band, known_gap)
+
+
+def variant(name: str, description: str, *patches: Patch, files: dict[str, str] | None = None,
+            known_gap: str | None = None) -> Entry:
+    return Entry(name, description, "variant", tuple(patches), tuple(sorted((files or {}).items())),
+                 known_gap=known_gap)
+
+
+def materialize(entry: Entry, dest: Path) -> Path:
+    """Write ``entry``'s three contract files into ``dest`` (created); return ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    texts = {name: (SOLUTIONS / name).read_text(encoding="utf-8") for name in CONTRACT}
+    for name, relative in entry.files:
+        assert name in CONTRACT, f"{entry.name}: {name} is not a contract file"
+        texts[name] = (HERE / relative).read_text(encoding="utf-8")
+    for patch in entry.patches:
+        assert patch.file in CONTRACT, f"{entry.name}: {patch.file} is not a contract file"
+        count = texts[patch.file].count(patch.old)
+        assert count == 1, (f"catalogue entry {entry.name!r}: the patch's old text occurs {count} times in "
+                            f"{patch.file} (expected exactly once); did the solution change?\n{patch.old}")
+        texts[patch.file] = texts[patch.file].replace(patch.old, patch.new)
+    for name, text in texts.items():
+        (dest / name).write_text(text, encoding="utf-8")
+    return dest
+
+
+# ============================================================================ bugs
+
+# Reference lines that many patches touch.
+UPDATE_BACKOFF = """\
+            if any(state["found_inf"] for state in self._per_optimizer_states.values()):
+                self._scale = _round_to_float32(self._scale * self._backoff_factor)
+                self._growth_tracker = 0
+"""
+UPDATE_GROWTH = """\
+            elif self._growth_tracker + 1 == self._growth_interval:
+                grown = _round_to_float32(self._scale * self._growth_factor)
+                if math.isfinite(grown):
+                    self._scale = grown
+                self._growth_tracker = 0
+            else:
+                self._growth_tracker += 1
+"""
+FOUND_INF_LINE = "            found_inf = found_inf or not bool(torch.isfinite(grad).all())\n"
+UNSCALE_LOOP = """\
+        found_inf = False
+        for grad in grads:
+            found_inf = found_inf or not bool(torch.isfinite(grad).all())
+            grad.mul_(torch.tensor(inv_scale, dtype=torch.float32, device=grad.device))
+"""
+WITH_BLOCK = """\
+    with torch.autocast(device_type=device_type, dtype=dtype):
+        outputs = model(inputs)
+        loss = loss_fn(outputs, targets)
+"""
+CLIP_BLOCK = """\
+        scaler.unscale_(optimizer)
+        params = [param for group in optimizer.param_groups for param in group["params"]]
+        torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+"""
+
+# Score bands.  Task 1 is 50 points, Task 2 30, Task 3 10 (90 in all).  A scaler-only bug
+# keeps Tasks 2 and 3 except 2.9/2.10 (5 points), which run the student's scaler.
+FULL = 90.0
+
+UPDATE_RULE_BUGS = [
+    bug("growth_off_by_one",
+        "Compares the tracker with growth_interval before counting this step: grows one clean step late.",
+        Patch(S, "            elif self._growth_tracker + 1 == self._growth_interval:\n",
+              "            elif self._growth_tracker == self._growth_interval:\n"),
+        fail={"1.5", "1.6", "1.7"}, band=(55, 85)),
+    bug("tracker_not_reset_on_backoff",
+        "Backs off but keeps counting clean steps from where the tracker was.",
+        Patch(S, UPDATE_BACKOFF, UPDATE_BACKOFF.replace("                self._growth_tracker = 0\n", "")),
+        fail={"1.5", "1.6", "1.7"}, band=(55, 85)),
+    bug("tracker_not_reset_after_growth",
+        "Grows but never resets the tracker, so it grows again after every later clean step.",
+        Patch(S, UPDATE_GROWTH, UPDATE_GROWTH.replace(
+            "                    self._scale = grown\n                self._growth_tracker = 0\n",
+            "                    self._scale = grown\n")),
+        fail={"1.5", "1.6", "1.7"}, band=(50, 85)),
+    bug("tracker_counts_skipped_steps",
+        "Counts every update() towards growth, overflowing ones included (the tracker is never reset on backoff "
+        "and may pass growth_interval).",
+        Patch(S, UPDATE_BACKOFF + UPDATE_GROWTH, """\
+            self._growth_tracker += 1
+            if any(state["found_inf"] for state in self._per_optimizer_states.values()):
+                self._scale = _round_to_float32(self._scale * self._backoff_factor)
+            elif self._growth_tracker >= self._growth_interval:
+                grown = _round_to_float32(self._scale * self._growth_factor)
+                if math.isfinite(grown):
+                    self._scale = grown
+                self._growth_tracker = 0
+"""),
+        fail={"1.5", "1.6", "1.7"}, band=(50, 85)),
+    bug("backoff_divides",
+        "Divides by backoff_factor instead of multiplying: the scale grows on overflow.",
+        Patch(S, "_round_to_float32(self._scale * self._backoff_factor)",
+              "_round_to_float32(self._scale / self._backoff_factor)"),
+        fail={"1.5", "1.6", "1.7", "1.10", "2.9"}, band=(30, 80)),
+    bug("growth_to_inf",
+        "No finite guard: growth may overflow the scale to inf.",
+        Patch(S, "                if math.isfinite(grown):\n                    self._scale = grown\n",
+              "                self._scale = grown\n"),
+        fail={"1.8"}, band=(86, 88)),
+    bug("new_scale_resets_tracker",
+        "update(new_scale) also resets the growth tracker.",
+        Patch(S, "            self._scale = _round_to_float32(float(new_scale))\n",
+              "            self._scale = _round_to_float32(float(new_scale))\n            self._growth_tracker = 0\n"),
+        fail={"1.9"}, band=(86, 89)),
+    bug("backoff_per_overflowing_grad",
+        "Counts the overflowing gradients and backs off once per overflowing gradient.",
+        Patch(S, UNSCALE_LOOP, UNSCALE_LOOP.replace("found_inf = False", "found_inf = 0").replace(
+            FOUND_INF_LINE, "            found_inf += int(not bool(torch.isfinite(grad).all()))\n")),
+        Patch(S, UPDATE_BACKOFF, """\
+            overflows = sum(state["found_inf"] for state in self._per_optimizer_states.values())
+            if overflows:
+                for _ in range(overflows):
+                    self._scale = _round_to_float32(self._scale * self._backoff_factor)
+                self._growth_tracker = 0
+"""),
+        fail={"1.10", "2.9"}, band=(55, 88)),
+    bug("backoff_per_overflowing_optimizer",
+        "Backs off once per optimizer that overflowed instead of once per update().",
+        Patch(S, UPDATE_BACKOFF, """\
+            overflowed = [state for state in self._per_optimizer_states.values() if state["found_inf"]]
+            if overflowed:
+                for _ in overflowed:
+                    self._scale = _round_to_float32(self._scale * self._backoff_factor)
+                self._growth_tracker = 0
+"""),
+        fail={"1.6", "1.10"}, band=(55, 88)),
+    bug("no_float32_rounding",
+        "Keeps the scale as a float64 product (never rounded to float32), so growth never overflows either.",
+        Patch(S, "_round_to_float32(self._scale * self._backoff_factor)", "self._scale * self._backoff_factor"),
+        Patch(S, "_round_to_float32(self._scale * self._growth_factor)", "self._scale * self._growth_factor"),
+        fail={"1.7", "1.8"}, band=(75, 88)),
+    bug("new_scale_keeps_optimizer_state",
+        "update(new_scale) returns early, before clearing the per-optimizer state: the next step() raises.",
+        Patch(S, "            self._scale = _round_to_float32(float(new_scale))\n",
+              "            self._scale = _round_to_float32(float(new_scale))\n            return\n"),
+        fail={"1.9"}, band=(80, 89)),
+    bug("init_scale_not_rounded",
+        "Keeps init_scale as given (float64) instead of rounding it to float32.",
+        Patch(S, "        self._scale = scale\n", "        self._scale = float(init_scale)\n"),
+        fail={"1.7"}, band=(80, 89)),
+]
+
+DETECTION_BUGS = [
+    bug("nan_ignored",
+        "Looks for inf only (torch.isinf): NaN gradients are stepped on.",
+        Patch(S, FOUND_INF_LINE, "            found_inf = found_inf or bool(torch.isinf(grad).any())\n"),
+        fail={"1.4", "1.10", "1.12"}, band=(55, 88)),
+    bug("only_last_grad_checked",
+        "Overwrites found_inf in the loop, so only the last gradient counts.",
+        Patch(S, FOUND_INF_LINE, "            found_inf = not bool(torch.isfinite(grad).all())\n"),
+        fail={"1.4", "1.10", "1.12"}, band=(55, 88)),
+    bug("only_first_grad_checked",
+        "Checks only the first gradient for inf/NaN.",
+        Patch(S, "        found_inf = False\n        for grad in grads:\n" + FOUND_INF_LINE,
+              "        found_inf = bool(grads) and not bool(torch.isfinite(grads[0]).all())\n"
+              "        for grad in grads:\n"),
+        fail={"1.4"}, band=(55, 88)),
+    bug("only_first_param_group",
+        "Unscales and checks only optimizer.param_groups[0].",
+        Patch(S, "            for group in optimizer.param_groups\n            for param in group[\"params\"]\n",
+              "            for param in optimizer.param_groups[0][\"params\"]\n"),
+        fail={"1.11"}, band=(55, 89)),
+    bug("crash_on_none_grads",
+        "Does not skip parameters whose .grad is None (AttributeError).",
+        Patch(S, "            if param.grad is not None\n", ""),
+        fail={"1.3", "1.12"}, band=(55, 88)),
+    bug("checks_inf_after_unscale",
+        "Looks for inf/NaN after unscaling: a huge finite gradient times a reciprocal above 1 overflows and the "
+        "step is wrongly skipped.",
+        Patch(S, UNSCALE_LOOP, """\
+        found_inf = False
+        for grad in grads:
+            grad.mul_(torch.tensor(inv_scale, dtype=torch.float32, device=grad.device))
+            found_inf = found_inf or not bool(torch.isfinite(grad).all())
+"""),
+        fail={"1.12"}, band=(80, 89)),
+    bug("inf_check_via_sum",
+        "Detects inf/NaN through the sum of each gradient (as old apex did): finite gradients whose sum "
+        "overflows float32 skip a step that torch takes.",
+        Patch(S, FOUND_INF_LINE, "            found_inf = found_inf or not math.isfinite(float(grad.sum()))\n"),
+        fail={"1.12"}, band=(80, 89)),
+]
+
+UNSCALE_STEP_BUGS = [
+    bug("unscale_multiplies_by_scale",
+        "Multiplies the gradients by the scale instead of its reciprocal.",
+        Patch(S, "        inv_scale = _round_to_float32(1.0 / self._scale)\n", "        inv_scale = self._scale\n"),
+        fail={"1.3", "1.11", "1.12", "2.10"}, band=(20, 80)),
+    bug("unscale_not_in_place",
+        "Replaces each .grad with a new tensor instead of unscaling in place.",
+        Patch(S, UNSCALE_LOOP, """\
+        found_inf = False
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                if param.grad is not None:
+                    found_inf = found_inf or not bool(torch.isfinite(param.grad).all())
+                    param.grad = param.grad * inv_scale
+"""),
+        fail={"1.3", "1.12"}, band=(55, 88)),
+    bug("step_unscales_twice",
+        "step() unscales again even after an explicit unscale_() (gradients divided by the scale twice).",
+        Patch(S, "        if state[\"stage\"] is _Stage.READY:\n            self.unscale_(optimizer)\n",
+              "        state[\"stage\"] = _Stage.READY  # step always unscales\n        self.unscale_(optimizer)\n"),
+        fail={"1.11", "1.12"}, band=(55, 88)),
+    bug("double_unscale_no_error",
+        "A second unscale_() in the same iteration silently unscales again.",
+        Patch(S, "        if state[\"stage\"] is _Stage.UNSCALED:\n            raise RuntimeError(\"unscale_() has "
+                 "already been called on this optimizer since the last update()\")\n", ""),
+        fail={"1.13"}, band=(85, 89)),
+    bug("update_without_step_no_error",
+        "update() without any step()/unscale_() since the last update counts a clean step instead of raising.",
+        Patch(S, "            if not self._per_optimizer_states:\n                raise RuntimeError(\"update() called "
+                 "without any unscale_()/step() since the last update()\")\n", ""),
+        fail={"1.13"}, band=(85, 89)),
+    bug("steps_on_inf",
+        "step() calls optimizer.step() even when a gradient is inf/NaN.",
+        Patch(S, "        result = None if state[\"found_inf\"] else optimizer.step(*args, **kwargs)\n",
+              "        result = optimizer.step(*args, **kwargs)\n"),
+        fail={"1.4", "1.10", "1.12", "2.9"}, band=(40, 85)),
+    bug("state_never_cleared",
+        "update() never clears the per-optimizer state: the next iteration's step() raises.",
+        Patch(S, "        self._per_optimizer_states = {}\n        # END SOLUTION\n", "        # END SOLUTION\n"),
+        fail={"1.4", "1.5", "1.13", "2.9", "2.10"}, band=(10, 75)),
+    bug("update_looks_at_last_optimizer",
+        "update() looks only at the optimizer stepped last.",
+        Patch(S, "            if any(state[\"found_inf\"] for state in self._per_optimizer_states.values()):\n",
+              "            if list(self._per_optimizer_states.values())[-1][\"found_inf\"]:\n"),
+        fail={"1.6"}, band=(55, 88)),
+    bug("float16_grads_not_rejected",
+        "unscale_() accepts float16 gradients.",
+        Patch(S, "        if any(grad.dtype == torch.float16 for grad in grads):\n            raise ValueError("
+                 "\"Attempting to unscale float16 gradients; keep parameters in float32\")\n", ""),
+        fail={"1.14"}, band=(89, 89)),
+]
+
+SCALE_STATE_BUGS = [
+    bug("scale_python_float",
+        "scale() multiplies by the Python float: a float16 loss stays float16 and overflows above 65504/scale.",
+        Patch(S, "            return outputs * torch.tensor(self._scale, dtype=torch.float32, device=outputs.device)\n",
+              "            return outputs * self._scale\n"),
+        fail={"1.2", "1.11", "1.15"}, band=(40, 85)),
+    bug("scale_tuple_becomes_list",
+        "scale() returns a list for a tuple.",
+        Patch(S, "            return type(outputs)(self.scale(value) for value in outputs)\n",
+              "            return [self.scale(value) for value in outputs]\n"),
+        fail={"1.2", "1.15"}, band=(80, 89)),
+    bug("load_state_dict_drops_tracker",
+        "load_state_dict() restores everything but the growth tracker.",
+        Patch(S, "        self._growth_tracker = int(state_dict[\"_growth_tracker\"])\n", ""),
+        fail={"1.16"}, band=(85, 89)),
+    bug("state_dict_wrong_key",
+        "state_dict() names the tracker 'growth_tracker' (torch's key is '_growth_tracker').",
+        Patch(S, "            \"_growth_tracker\": self._growth_tracker,\n",
+              "            \"growth_tracker\": self._growth_tracker,\n"),
+        fail={"1.16"}, band=(85, 89)),
+    bug("constructor_accepts_growth_factor_one",
+        "The constructor accepts growth_factor == 1.",
+        Patch(S, "growth_factor > 1.0 and", "growth_factor >= 1.0 and"),
+        fail={"1.1"}, band=(85, 89)),
+]
+
+AMP_STEP_BUGS = [
+    bug("backward_inside_autocast",
+        "Calls backward() inside the autocast block.",
+        Patch(A, "        loss = loss_fn(outputs, targets)\n    scaler.scale(loss).backward()\n",
+              "        loss = loss_fn(outputs, targets)\n        scaler.scale(loss).backward()\n"),
+        fail={"2.2"}, band=(85, 89)),
+    bug("no_zero_grad",
+        "Never zeroes the gradients: they accumulate across calls.",
+        Patch(A, "    optimizer.zero_grad(set_to_none=True)\n", ""),
+        fail={"2.4", "2.9"}, band=(70, 89)),
+    bug("zero_grad_after_backward",
+        "Zeroes the gradients after backward() (the step sees no gradients).",
+        Patch(A, "    optimizer.zero_grad(set_to_none=True)\n", ""),
+        Patch(A, "    scaler.scale(loss).backward()\n",
+              "    scaler.scale(loss).backward()\n    optimizer.zero_grad(set_to_none=True)\n"),
+        fail={"2.4", "2.5", "2.10"}, band=(55, 85)),
+    bug("optimizer_step_direct",
+        "Calls optimizer.step() instead of scaler.step(optimizer) (update() then raises).",
+        Patch(A, "    scaler.step(optimizer)\n", "    optimizer.step()\n"),
+        fail={"2.5", "2.6", "2.10"}, band=(55, 85)),
+    bug("unscale_then_optimizer_step",
+        "Unscales, then calls optimizer.step() directly: steps even when gradients overflowed.",
+        Patch(A, "    if max_grad_norm is not None:\n" + CLIP_BLOCK + "    scaler.step(optimizer)\n",
+              "    scaler.unscale_(optimizer)\n    if max_grad_norm is not None:\n"
+              "        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)\n    optimizer.step()\n"),
+        fail={"2.5", "2.6", "2.9"}, band=(70, 88)),
+    bug("update_before_step",
+        "Calls scaler.update() before scaler.step(optimizer).",
+        Patch(A, "    scaler.step(optimizer)\n    scaler.update()\n", "    scaler.update()\n    scaler.step(optimizer)\n"),
+        fail={"2.5", "2.6"}, band=(55, 85)),
+    bug("no_update",
+        "Never calls scaler.update() (the next step() raises).",
+        Patch(A, "    scaler.update()\n", ""),
+        fail={"2.4", "2.6", "2.9", "2.10"}, band=(60, 85)),
+    bug("clip_before_unscale",
+        "Clips the scaled gradients, then unscales.",
+        Patch(A, CLIP_BLOCK, """\
+        params = [param for group in optimizer.param_groups for param in group["params"]]
+        torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+        scaler.unscale_(optimizer)
+"""),
+        fail={"2.7"}, band=(85, 88)),
+    bug("clip_without_unscale",
+        "Clips without ever calling unscale_ (clips the scaled gradients).",
+        Patch(A, CLIP_BLOCK, CLIP_BLOCK.replace("        scaler.unscale_(optimizer)\n", "")),
+        fail={"2.7"}, band=(85, 88)),
+    bug("model_half",
+        "Calls model.half() instead of using autocast (float16 gradients cannot be unscaled).",
+        Patch(A, WITH_BLOCK, """\
+    model.half()
+    outputs = model(inputs.half())
+    loss = loss_fn(outputs.float(), targets)
+"""),
+        fail={"2.1", "2.2", "2.3", "2.5", "2.10"}, band=(55, 80)),
+    bug("unscaled_backward",
+        "Calls loss.backward() on the unscaled loss.",
+        Patch(A, "    scaler.scale(loss).backward()\n", "    loss.backward()\n"),
+        fail={"2.3", "2.7", "2.10"}, band=(75, 87)),
+    bug("no_autocast",
+        "Runs forward and loss without autocast.",
+        Patch(A, WITH_BLOCK, "    outputs = model(inputs)\n    loss = loss_fn(outputs, targets)\n"),
+        fail={"2.1"}, band=(84, 87)),
+    bug("hardcoded_cuda",
+        "Hard-codes device_type=\"cuda\" (autocast is off on a CPU run).",
+        Patch(A, "torch.autocast(device_type=device_type, dtype=dtype)", "torch.autocast(device_type=\"cuda\", dtype=dtype)"),
+        fail={"2.1"}, band=(84, 87)),
+    bug("hardcoded_dtype",
+        "Hard-codes dtype=torch.float16 (ignores bfloat16).",
+        Patch(A, "torch.autocast(device_type=device_type, dtype=dtype)",
+              "torch.autocast(device_type=device_type, dtype=torch.float16)"),
+        fail={"2.1"}, band=(85, 89)),
+    bug("returns_scaled_loss",
+        "Returns the scaled loss.",
+        Patch(A, "    scaler.scale(loss).backward()\n", "    loss = scaler.scale(loss)\n    loss.backward()\n"),
+        fail={"2.8"}, band=(80, 88)),
+    bug("returns_attached_loss",
+        "Returns the loss still attached to the graph.",
+        Patch(A, "    return loss.detach()\n", "    return loss\n"),
+        fail={"2.8"}, band=(85, 88)),
+    bug("returns_python_float",
+        "Returns loss.item() instead of a tensor.",
+        Patch(A, "    return loss.detach()\n", "    return loss.item()\n"),
+        fail={"2.8"}, band=(85, 88)),
+]
+
+CHEATS = [
+    bug("delegate_subclass", "Subclasses torch.amp.GradScaler.",
+        files={S: "bugs/delegate_subclass/loss_scaler.py"}, fail=TASK1, band=(35, 40)),
+    bug("delegate_wrapper", "Wraps torch.amp.GradScaler (composition, imported under another name).",
+        files={S: "bugs/delegate_wrapper/loss_scaler.py"}, fail=TASK1, band=(35, 40)),
+    bug("delegate_kernels", "Calls torch's private AMP kernels to unscale and to update the scale.",
+        Patch(S, UNSCALE_LOOP, """\
+        found = torch.zeros(1)
+        torch._amp_foreach_non_finite_check_and_unscale_(grads, found, torch.full((1,), inv_scale))
+        found_inf = bool(found.item())
+"""),
+        fail=TASK1, band=(35, 40)),
+    bug("delegate_obfuscated", "Reaches torch.amp.GradScaler through getattr with a computed name.",
+        files={S: "bugs/delegate_obfuscated/loss_scaler.py"}, fail=TASK1, band=(35, 40)),
+]
+
+QUICK_CHECK_BUGS = [
+    bug("quick_check_backward_inside", "Q2: puts backward inside autocast.",
+        Patch(Q, 'Q2 = "B"  # SOLUTION', 'Q2 = "C"'), fail={"3.2"}, band=(88, 88)),
+    bug("quick_check_wrong_and_skipped", "Q4 skipped (...), Q5 wrong.",
+        Patch(Q, 'Q4 = "A"  # SOLUTION', "Q4 = ..."), Patch(Q, 'Q5 = "B"  # SOLUTION', 'Q5 = "A"'),
+        fail={"3.4", "3.5"}, band=(86, 86)),
+    bug("quick_check_not_letters", "Answers given as numbers and words.",
+        Patch(Q, 'Q1 = "B"  # SOLUTION', "Q1 = 2"), Patch(Q, 'Q3 = "B"  # SOLUTION', 'Q3 = "B. unscale_"'),
+        fail={"3.1", "3.3"}, band=(86, 86)),
+]
+
+BUGS: list[Entry] = UPDATE_RULE_BUGS + DETECTION_BUGS + UNSCALE_STEP_BUGS + SCALE_STATE_BUGS + AMP_STEP_BUGS \
+    + CHEATS + QUICK_CHECK_BUGS
+
+# ============================================================================ variants
+
+VARIANTS: list[Entry] = [
+    variant("tensor_scale_lazy",
+            "Scale as a lazily created 0-dim float32 tensor, dataclass state, tensor found_inf, _foreach_mul_.",
+            files={S: "variants/tensor_scale_lazy/loss_scaler.py"}),
+    variant("plain_style",
+            "No type hints, boolean flags, struct rounding, div_ by the Python scale, helpers, other messages.",
+            files={S: "variants/plain_style/loss_scaler.py"}),
+    variant("div_by_scale_tensor", "Unscales with grad.div_(scale as a float32 tensor).",
+            Patch(S, "            grad.mul_(torch.tensor(inv_scale, dtype=torch.float32, device=grad.device))\n",
+                  "            grad.div_(torch.tensor(self._scale, dtype=torch.float32, device=grad.device))\n")),
+    variant("foreach_python_reciprocal", "torch._foreach_mul_ with a Python float; found_inf from one stacked tensor.",
+            Patch(S, UNSCALE_LOOP, """\
+        found_inf = bool(grads) and not bool(torch.stack([torch.isfinite(g).all() for g in grads]).all())
+        if grads:
+            torch._foreach_mul_(grads, inv_scale)
+""")),
+    variant("isinf_or_isnan", "Detects overflow with isinf(...).any() | isnan(...).any().",
+            Patch(S, FOUND_INF_LINE, "            found_inf |= bool((torch.isinf(grad) | torch.isnan(grad)).any())\n")),
+    variant("tracker_increment_then_compare", "Counts first, then compares with >=; growth guard via FLOAT32 max.",
+            Patch(S, UPDATE_GROWTH, """\
+            else:
+                self._growth_tracker += 1
+                if self._growth_tracker >= self._growth_interval:
+                    self._growth_tracker = 0
+                    grown = _round_to_float32(self._scale * self._growth_factor)
+                    if grown <= _FLOAT32_MAX:
+                        self._scale = grown
+""")),
+    variant("round_direct_float32", "Rounds with torch.tensor(value, dtype=torch.float32) directly.",
+            Patch(S, "    return torch.tensor(value, dtype=torch.float64).to(torch.float32).item()\n",
+                  "    return float(torch.tensor(value, dtype=torch.float32))\n")),
+    variant("amp_zero_grad_keep_tensors", "zero_grad(set_to_none=False).",
+            Patch(A, "optimizer.zero_grad(set_to_none=True)", "optimizer.zero_grad(set_to_none=False)")),
+    variant("amp_clip_model_parameters", "Clips model.parameters() instead of the optimizer's parameters.",
+            Patch(A, CLIP_BLOCK, "        scaler.unscale_(optimizer)\n"
+                                 "        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)\n")),
+    variant("amp_manual_clip", "Clips by hand (total norm, then one coefficient) instead of clip_grad_norm_.",
+            Patch(A, CLIP_BLOCK, """\
+        scaler.unscale_(optimizer)
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        total = torch.sqrt(sum((g.detach().float() ** 2).sum() for g in grads))
+        coefficient = max_grad_norm / (float(total) + 1e-6)
+        if coefficient < 1.0:
+            for g in grads:
+                g.mul_(coefficient)
+""")),
+    variant("amp_model_zero_grad", "Zeroes the gradients with model.zero_grad() (the same parameters).",
+            Patch(A, "    optimizer.zero_grad(set_to_none=True)\n", "    model.zero_grad(set_to_none=True)\n")),
+    variant("amp_style", "torch.amp.autocast with positional device type, returns a detached clone.",
+            Patch(A, "    with torch.autocast(device_type=device_type, dtype=dtype):\n",
+                  "    with torch.amp.autocast(device_type, dtype=dtype):\n"),
+            Patch(A, "    return loss.detach()\n", "    return loss.detach().clone()\n")),
+    variant("answers_lowercase", "Lower-case and padded answers.",
+            Patch(Q, 'Q1 = "B"  # SOLUTION', 'Q1 = "b"'), Patch(Q, 'Q4 = "A"  # SOLUTION', "Q4 = ' A '")),
+]
+
+ENTRIES: list[Entry] = BUGS + VARIANTS
+
+
+def _main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    make = sub.add_parser("materialize", help="write every entry as a submission folder")
+    make.add_argument("out", type=Path)
+    sub.add_parser("list", help="list the entries")
+    args = parser.parse_args(argv)
+    if args.command == "list":
+        for entry in ENTRIES:
+            print(f"{entry.folder_name:45} {entry.description}")
+        return 0
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    for entry in ENTRIES:
+        materialize(entry, args.out / entry.folder_name)
+    print(f"wrote {len(ENTRIES)} submissions under {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

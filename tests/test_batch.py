@@ -1,0 +1,472 @@
+"""Batch grading (``python -m autograder grade DIR --out OUT --jobs N``): inputs, gradebook,
+identity columns, summary, resume after ``kill -9``, worker deaths, content hashes, Slurm.
+
+The end-to-end tests start the CLI as a subprocess, as a TA would.  They grade few
+submissions (grading a correct one takes a few seconds) and share one graded batch.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder import inputs, rubric, summary
+from autograder.ledger import Entry, Ledger
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions"
+ASSIGNMENT = ROOT / "assignment"
+CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
+TOP = rubric.max_points()
+SCALER_POINTS = sum(item.points for item in rubric.ITEMS if item.task == "scaler")
+QUICK_POINTS = sum(item.points for item in rubric.ITEMS if item.task == "quick_check")
+METADATA = """\
+submission_101:
+  :submitters:
+  - :name: Ada Lovelace
+    :sid: '1815'
+    :email: ada@example.edu
+  :created_at: 2024-03-01 10:00:00.000000000 -08:00
+  :score: !ruby/object:BigDecimal 18:0.0
+  :status: processed
+submission_102:
+  :submitters:
+  - :name: Alan Turing
+    :sid: '1912'
+    :email: alan@example.edu
+  - :name: Grace Hopper
+    :sid: 1906
+    :email: grace@example.edu
+  :created_at: 2024-03-01 11:00:00.000000000 -08:00
+"""
+
+
+def copy_contract(source: Path, target: Path, files: tuple[str, ...] = CONTRACT) -> Path:
+    target.mkdir(parents=True, exist_ok=True)
+    for name in files:
+        shutil.copy(source / name, target / name)
+    return target
+
+
+def grade(*args: object, env: dict[str, str] | None = None, timeout: float = 400) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m autograder grade ARGS`` like a TA would (stdout not a terminal)."""
+    return subprocess.run([sys.executable, "-m", "autograder", "grade", *map(str, args)], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def read_gradebook(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as stream:
+        return list(csv.DictReader(stream))
+
+
+def ledger_count(path: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
+            return int(db.execute("SELECT COUNT(*) FROM graded").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+# --------------------------------------------------------------------------- the mixed batch
+
+
+@pytest.fixture(scope="module")
+def batch_inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A folder of assorted submissions, and a Gradescope export zip."""
+    root = tmp_path_factory.mktemp("batch-inputs")
+    mixed = root / "mixed"
+    copy_contract(SOLUTIONS, mixed / "correct")
+    copy_contract(ASSIGNMENT, mixed / "skeleton")
+    broken = copy_contract(SOLUTIONS, mixed / "broken", ("amp_step.py", "answers.py"))
+    (broken / "loss_scaler.py").write_text("class ToyLossScaler(:\n    pass\n")
+    hostile = copy_contract(SOLUTIONS, mixed / "hostile", ("loss_scaler.py",))
+    (hostile / "amp_step.py").write_text("while True:\n    pass\n")
+    (hostile / "answers.py").write_text("import os\nprint('bye')\nos._exit(3)\n")
+    copy_contract(SOLUTIONS, mixed / "nested" / "homework" / "src")
+    (mixed / "nested" / "notes.txt").write_text("not a submission file\n")
+    with zipfile.ZipFile(mixed / "zipped.zip", "w") as bundle:
+        for name in CONTRACT:
+            bundle.write(SOLUTIONS / name, f"hw3/{name}")
+    (mixed / "garbage.zip").write_bytes(b"this is not a zip archive")
+    export = root / "export.zip"
+    with zipfile.ZipFile(export, "w") as bundle:
+        bundle.writestr("assignment_42_export/submission_metadata.yml", METADATA)
+        for name in CONTRACT:
+            bundle.write(ASSIGNMENT / name, f"assignment_42_export/submission_101/{name}")
+        bundle.write(SOLUTIONS / "answers.py", "assignment_42_export/submission_102/answers.py")
+    return mixed, export
+
+
+BATCH_FLAGS = ("--jobs", "2", "--import-timeout", "3")
+
+
+@pytest.fixture(scope="module")
+def graded(batch_inputs: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The mixed batch graded once, uninterrupted: (OUT, stdout)."""
+    out = tmp_path_factory.mktemp("batch-out") / "out"
+    done = grade(*batch_inputs, "--out", out, *BATCH_FLAGS)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out, done.stdout
+
+
+def test_mixed_folder_gives_the_expected_gradebook(graded: tuple[Path, str]) -> None:
+    out, stdout = graded
+    rows = read_gradebook(out / "gradebook.csv")
+    names = [row["submission"] for row in rows]
+    assert names == ["broken", "correct", "garbage", "hostile", "nested", "skeleton", "submission_101",
+                     "submission_102", "zipped"]
+    header = list(rows[0])
+    assert header[:6] == ["submission", "name", "sid", "email", "score", "max_score"]
+    assert header[6:] == [f"{item.number} {item.test}" for item in rubric.ITEMS]
+    score = {row["submission"]: float(row["score"]) for row in rows}
+    assert {name: score[name] for name in ("correct", "nested", "zipped")} == {n: TOP for n in ("correct", "nested", "zipped")}
+    assert score["skeleton"] == score["submission_101"] == 0
+    assert score["garbage"] == 0
+    assert score["submission_102"] == QUICK_POINTS  # only answers.py, all right
+    assert score["hostile"] == SCALER_POINTS  # its hanging amp_step and exiting answers cost only their tests
+    broken = next(row for row in rows if row["submission"] == "broken")
+    assert QUICK_POINTS <= score["broken"] < TOP
+    for item in rubric.ITEMS:
+        if item.task == "scaler":
+            assert float(broken[f"{item.number} {item.test}"]) == 0, item.number
+        if item.task == "quick_check":
+            assert float(broken[f"{item.number} {item.test}"]) == item.points
+    for row in rows:
+        assert float(row["max_score"]) == TOP
+        tests = [float(row[f"{item.number} {item.test}"]) for item in rubric.ITEMS]
+        assert sum(tests) == pytest.approx(float(row["score"]))
+    # every submission has its results.json (Gradescope format) and a feedback file
+    for name in names:
+        data = json.loads((out / name / "results.json").read_text())
+        assert data["score"] == score[name]
+        assert {"score", "tests", "output", "visibility"} <= set(data)
+        feedback = (out / name / "feedback.md").read_text()
+        assert feedback.startswith(f"# Feedback: {name}\n")
+    assert "not a readable zip" in (out / "garbage" / "feedback.md").read_text()
+    assert "did not finish within" in (out / "hostile" / "feedback.md").read_text()
+    assert "9 submission(s): 0 already graded, 9 to grade with 2 worker(s)." in stdout
+    assert "Grades (CPU part" in stdout  # the summary table
+
+
+def test_identity_columns_come_from_submission_metadata(graded: tuple[Path, str]) -> None:
+    rows = {row["submission"]: row for row in read_gradebook(graded[0] / "gradebook.csv")}
+    assert (rows["submission_101"]["name"], rows["submission_101"]["sid"], rows["submission_101"]["email"]) == (
+        "Ada Lovelace", "1815", "ada@example.edu")
+    assert rows["submission_102"]["name"] == "Alan Turing; Grace Hopper"
+    assert rows["submission_102"]["sid"] == "1912; 1906"
+    assert rows["submission_102"]["email"] == "alan@example.edu; grace@example.edu"
+    assert rows["correct"]["name"] == rows["correct"]["sid"] == rows["correct"]["email"] == ""
+    assert "Submitted by: Alan Turing, Grace Hopper" in (graded[0] / "submission_102" / "feedback.md").read_text()
+
+
+def test_summary_files_agree_with_the_gradebook(graded: tuple[Path, str]) -> None:
+    out = graded[0]
+    rows = read_gradebook(out / "gradebook.csv")
+    data = json.loads((out / "summary.json").read_text())
+    scores = [float(row["score"]) for row in rows]
+    assert data["submissions"] == len(rows) == 9
+    assert data["errored"] == 1 and data["not_graded"][0]["submission"] == "garbage"
+    assert "not a readable zip" in data["not_graded"][0]["reason"]
+    assert data["graded"] == 8 and data["full_marks"] == sum(s == TOP for s in scores) == 3
+    assert data["score"]["mean"] == pytest.approx(sum(scores) / len(scores), abs=1e-3)
+    assert data["score"]["min"] == min(scores) and data["score"]["max"] == max(scores)
+    assert sum(data["histogram"]["counts"]) == len(rows)
+    assert data["histogram"]["counts"][-1] == 3 and data["histogram"]["counts"][0] == 3  # 90s; 0s
+    by_number = {test["number"]: test for test in data["tests"]}
+    assert set(by_number) == {item.number for item in rubric.ITEMS}
+    for item in rubric.ITEMS:
+        if item.points:
+            passed = sum(float(row[f"{item.number} {item.test}"]) >= item.points for row in rows)
+            assert by_number[item.number]["passed"] == passed, item.number
+    rates = [test["pass_rate"] for test in data["tests"]]
+    assert rates == sorted(rates)  # most failed first
+    problems = {problem["kind"]: problem["submissions"] for problem in data["problems"]}
+    assert "hostile" in problems["time limit"]
+    assert "hostile" in problems["crash, exit or memory limit"]
+    assert problems["not graded"] == ["garbage"]
+    assert "broken" in problems["import error"]
+    assert data["hit_a_limit"] == 1
+    text = (out / "summary.md").read_text()
+    assert "## Tests, most failed first" in text and "garbage" in text and "score_histogram.png" in text
+    assert (out / "score_histogram.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_rerun_grades_nothing_and_gives_identical_files(graded: tuple[Path, str], batch_inputs: tuple[Path, Path]) -> None:
+    out = graded[0]
+    before = {name: (out / name).read_bytes() for name in ("gradebook.csv", "summary.json", "summary.md",
+                                                          "score_histogram.png")}
+    again = grade(*batch_inputs, "--out", out, *BATCH_FLAGS, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "9 submission(s): 9 already graded, 0 to grade." in again.stdout
+    assert {name: (out / name).read_bytes() for name in before} == before
+
+
+def test_kill_9_mid_run_then_resume_gives_the_same_gradebook(graded: tuple[Path, str], batch_inputs: tuple[Path, Path],
+                                                             tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-m", "autograder", "grade", *map(str, batch_inputs), "--out", str(out),
+                                *BATCH_FLAGS], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while ledger_count(out / "ledger.sqlite") < 1:
+        assert process.poll() is None, "the run ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    recorded = ledger_count(out / "ledger.sqlite")
+    assert 1 <= recorded < 9
+    assert not (out / "gradebook.csv").exists()  # never a partial gradebook
+    # its workers die with it (and their student processes with them)
+    deadline = time.monotonic() + 20
+    while _processes_mentioning(str(out)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _processes_mentioning(str(out))
+
+    resumed = grade(*batch_inputs, "--out", out, *BATCH_FLAGS)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    first_line = resumed.stdout.splitlines()[0]
+    already = int(first_line.split(": ")[1].split(" already")[0])
+    assert already >= recorded and f"{9 - already} to grade" in first_line
+    assert (out / "gradebook.csv").read_bytes() == (graded[0] / "gradebook.csv").read_bytes()
+    assert ledger_count(out / "ledger.sqlite") == 9
+    with sqlite3.connect(out / "ledger.sqlite") as db:
+        names = [name for (name,) in db.execute("SELECT name FROM graded")]
+    assert len(names) == len(set(names)) == 9
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if text.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+# --------------------------------------------------------------------------- smaller runs
+
+
+@pytest.fixture()
+def small_batch(tmp_path: Path) -> Path:
+    folder = tmp_path / "subs"
+    copy_contract(ASSIGNMENT, folder / "skeleton")
+    copy_contract(SOLUTIONS, folder / "answers_only", ("answers.py",))
+    return folder
+
+
+def test_changed_files_are_regraded_and_force_regrades_all(small_batch: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    first = grade(small_batch, "--out", out, "--jobs", "2")
+    assert first.returncode == 0, first.stderr
+    assert {r["submission"]: float(r["score"]) for r in read_gradebook(out / "gradebook.csv")} == {
+        "answers_only": QUICK_POINTS, "skeleton": 0}
+    shutil.copy(ASSIGNMENT / "answers.py", small_batch / "answers_only" / "answers.py")  # a late resubmission
+    second = grade(small_batch, "--out", out, "--jobs", "2")
+    assert second.returncode == 0, second.stderr
+    assert "1 changed since their last grading" in second.stdout.splitlines()[0]
+    if "another version of the grader" not in second.stdout:  # files of the grader edited meanwhile
+        assert second.stdout.startswith("2 submission(s): 1 already graded, 1 to grade (1 changed")
+    assert {r["submission"]: float(r["score"]) for r in read_gradebook(out / "gradebook.csv")} == {
+        "answers_only": 0, "skeleton": 0}
+    third = grade(small_batch, "--out", out, "--jobs", "2", "--force")
+    assert third.stdout.startswith("2 submission(s): 0 already graded, 2 to grade (2 forced) with 2 worker(s).")
+
+
+def test_a_worker_that_dies_is_replaced_and_its_submission_recorded(small_batch: Path, tmp_path: Path) -> None:
+    from autograder.worker import DIE_ON_ENV
+
+    out = tmp_path / "out"
+    done = grade(small_batch, "--out", out, "--jobs", "1", env={DIE_ON_ENV: "skeleton"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {r["submission"]: float(r["score"]) for r in read_gradebook(out / "gradebook.csv")}
+    assert rows == {"answers_only": QUICK_POINTS, "skeleton": 0}
+    data = json.loads((out / "summary.json").read_text())
+    assert data["not_graded"] == [{"submission": "skeleton",
+                                   "reason": "the grading worker died twice while grading it (exit status 70)"}]
+    with sqlite3.connect(out / "ledger.sqlite") as db:
+        assert db.execute("SELECT attempts FROM graded WHERE name = 'skeleton'").fetchone() == (2,)
+
+
+def test_slurm_executor_with_submitits_local_cluster(small_batch: Path, tmp_path: Path) -> None:
+    pytest.importorskip("submitit")
+    out = tmp_path / "out"
+    done = grade(small_batch, "--out", out, "--executor", "slurm", "--slurm-cluster", "local", "--slurm-chunk", "1",
+                 "--slurm-poll", "0.5")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 to grade on Slurm" in done.stdout
+    assert {r["submission"]: float(r["score"]) for r in read_gradebook(out / "gradebook.csv")} == {
+        "answers_only": QUICK_POINTS, "skeleton": 0}
+    assert len(list((out / ".submitit").rglob("*_result.pkl"))) == 2  # two array tasks, one per chunk
+    assert not list((out / ".inbox").glob("*.json"))  # all gathered into the ledger
+
+
+def test_bad_arguments_exit_2(tmp_path: Path) -> None:
+    missing = grade(tmp_path / "nope", "--out", tmp_path / "out")
+    assert missing.returncode == 2 and "no such file or folder" in missing.stderr
+    zero_jobs = grade(ASSIGNMENT, "--out", tmp_path / "out", "--jobs", "0")
+    assert zero_jobs.returncode == 2
+    (tmp_path / "file").write_text("x")
+    out_is_file = grade(ASSIGNMENT, "--out", tmp_path / "file")
+    assert out_is_file.returncode == 2 and "is a file" in out_is_file.stderr
+
+
+# --------------------------------------------------------------------------- units (no grading)
+
+
+def test_contract_names_and_internal_message_match_the_grader() -> None:
+    from checks.harness import CONTRACT_FILES
+
+    from autograder import judge
+
+    assert set(inputs.CONTRACT_FILES) == set(CONTRACT_FILES.values())
+    assert judge.INTERNAL.startswith(summary.INTERNAL_PREFIX)
+
+
+def test_parse_metadata_reads_gradescope_yaml() -> None:
+    people = inputs.parse_metadata(METADATA)
+    assert people["submission_101"] == (inputs.Submitter("Ada Lovelace", "1815", "ada@example.edu"),)
+    assert [p.sid for p in people["submission_102"]] == ["1912", "1906"]
+    with pytest.raises(ValueError):
+        inputs.parse_metadata("- just\n- a list\n")
+    with pytest.raises(ValueError):
+        inputs.parse_metadata("a: [unclosed\n")
+    assert inputs.parse_metadata("submission_1:\n  :submitters: !ruby/object:Weird\n    x: 1\n") == {}
+
+
+def _zip(path: Path, members: dict[str, str]) -> Path:
+    with zipfile.ZipFile(path, "w") as bundle:
+        for name, text in members.items():
+            bundle.writestr(name, text)
+    return path
+
+
+def test_discover_tells_one_submission_from_a_batch(tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    single = copy_contract(ASSIGNMENT, tmp_path / "alice")
+    wrapped = copy_contract(ASSIGNMENT, tmp_path / "bob" / "hw" / "src")
+    batch = tmp_path / "batch"
+    copy_contract(ASSIGNMENT, batch / "carol")
+    copy_contract(ASSIGNMENT, batch / "dave" / "deep")
+    _zip(batch / "erin.zip", {"erin/loss_scaler.py": "x = 1\n"})
+    (batch / ".hidden").mkdir()
+    (batch / "__MACOSX").mkdir()
+    (batch / "notes.txt").write_text("ignored")
+    one_zip = _zip(tmp_path / "frank.zip", {"frank/hw/loss_scaler.py": "x = 1\n", "frank/hw/amp_step.py": ""})
+    batch_zip = _zip(tmp_path / "many.zip", {"many/gina/loss_scaler.py": "", "many/hank.zip": "not really",
+                                              "__MACOSX/many/._gina": ""})
+    found = inputs.discover([single, wrapped.parent.parent, batch, one_zip, batch_zip], scratch,
+                            reserved=summary.RESERVED)
+    names = [s.name for s in found.submissions]
+    assert names == ["alice", "bob", "carol", "dave", "erin", "frank", "gina", "hank"]
+    by_name = {s.name: s for s in found.submissions}
+    assert by_name["bob"].path == (tmp_path / "bob").resolve()
+    assert by_name["frank"].path == one_zip.resolve()
+    assert by_name["gina"].path.is_relative_to(scratch.resolve())
+    assert by_name["gina"].source == f"{batch_zip}:many/gina"
+    assert by_name["carol"].source == f"{batch}/carol"
+    again = inputs.discover([batch_zip], scratch)  # unpacked once, reused
+    assert [s.path for s in again.submissions] == [by_name["gina"].path, by_name["hank"].path]
+
+
+def test_discover_names_are_unique_and_never_clash_with_outputs(tmp_path: Path) -> None:
+    batch = tmp_path / "batch"
+    copy_contract(ASSIGNMENT, batch / "gradebook.csv")
+    copy_contract(ASSIGNMENT, batch / "x")
+    _zip(batch / "x.zip", {"loss_scaler.py": ""})
+    found = inputs.discover([batch, batch], tmp_path / "scratch", reserved=summary.RESERVED)
+    assert [s.name for s in found.submissions] == ["gradebook.csv-2", "x", "x-2"]
+    assert any("given twice" in note for note in found.notes)
+
+
+def test_discover_skips_the_output_folder(tmp_path: Path) -> None:
+    batch = tmp_path / "batch"
+    copy_contract(ASSIGNMENT, batch / "a")
+    copy_contract(ASSIGNMENT, batch / "b")
+    (batch / "out").mkdir()
+    found = inputs.discover([batch], tmp_path / "scratch", exclude=[batch / "out"])
+    assert [s.name for s in found.submissions] == ["a", "b"]
+
+
+def test_batch_zip_extraction_is_safe(tmp_path: Path) -> None:
+    archive = tmp_path / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.writestr("a/loss_scaler.py", "ok")
+        bundle.writestr("../escape.py", "no")
+        bundle.writestr("/abs.py", "no")
+        link = zipfile.ZipInfo("b/link")
+        link.external_attr = (0o120777 << 16)
+        bundle.writestr(link, "/etc/passwd")
+        bundle.writestr("b/amp_step.py", "ok")
+    target = inputs.extract_batch_zip(archive, tmp_path / "x" / "evil")
+    files = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file())
+    assert files == [".complete", "a/loss_scaler.py", "b/amp_step.py"]
+    assert not (tmp_path / "x" / "escape.py").exists() and not (tmp_path / "escape.py").exists()
+
+
+def test_content_digest_follows_content(tmp_path: Path) -> None:
+    folder = copy_contract(ASSIGNMENT, tmp_path / "s")
+    first = inputs.content_digest(folder)
+    assert inputs.content_digest(folder) == first
+    shutil.copytree(folder, tmp_path / "copy")
+    assert inputs.content_digest(tmp_path / "copy") == first  # names and bytes, not paths or times
+    (folder / "answers.py").write_text("Q1 = 'changed'\n")
+    assert inputs.content_digest(folder) != first
+    (folder / "__pycache__").mkdir()
+    second = inputs.content_digest(folder)
+    (folder / "__pycache__" / "x.pyc").write_bytes(b"junk")
+    assert inputs.content_digest(folder) == second
+
+
+def test_ledger_records_once_per_name_and_survives_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    results = {"score": 1.0, "tests": []}
+    with Ledger(path) as ledger:
+        ledger.record(Entry("a", "d1", "g", "graded", 1.0, 90.0, results))
+        ledger.record(Entry("a", "d2", "g", "graded", 2.0, 90.0, {**results, "score": 2.0}))
+        ledger.record(Entry("b", "d3", "g", "errored", 0.0, 90.0, results, reason="bad zip"))
+    with Ledger(path) as ledger:
+        assert len(ledger) == 2
+        assert ledger.keys() == {"a": ("d2", "g"), "b": ("d3", "g")}
+        assert ledger.get("a").results["score"] == 2.0  # type: ignore[union-attr]
+        assert ledger.get("b").reason == "bad zip"  # type: ignore[union-attr]
+        assert ledger.get("c") is None
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_summary_of_synthetic_entries() -> None:
+    def entry(name: str, score: float, failed: dict[str, str], status: str = "graded") -> tuple[inputs.Submission, Entry]:
+        tests = [{"number": item.number, "score": 0.0 if item.number in failed else float(item.points),
+                  "max_score": item.points, "status": "failed" if item.number in failed else "passed",
+                  "output": failed.get(item.number, "Passed.")} for item in rubric.ITEMS]
+        return (inputs.Submission(name, Path(name), name),
+                Entry(name, "d", "g", status, score, TOP, {"score": score, "tests": tests}, reason="why"))
+
+    first = rubric.ITEMS[0]
+    rows = [entry("a", TOP, {}), entry("b", TOP - first.points, {first.number: "your code did not finish within 20 s"}),
+            entry("c", 0.0, {item.number: "x" for item in rubric.ITEMS}, "errored")]
+    data = summary.summarize(rows)
+    assert data["tests"][0]["number"] == first.number and data["tests"][0]["passed"] == 1
+    assert data["histogram"]["counts"][0] == 1 and data["histogram"]["counts"][-1] == 2
+    assert data["hit_a_limit"] == 1 and data["errored"] == 1 and data["full_marks"] == 1
+    assert {p["kind"]: p["submissions"] for p in data["problems"]} == {"time limit": ["b"], "not graded": ["c"]}
+    text = summary.feedback_markdown(rows[1][0], rows[1][1])
+    assert "did not finish within" in text and "**failed**" in text
+    assert summary._fence("a ```` b") == "`````"

@@ -1,0 +1,181 @@
+"""Grades the catalogue of buggy and correct submissions (tests/catalogue) and checks the verdicts.
+
+* every bug loses points on each rubric row it names (``must_fail``) and its total lies in
+  its band, and rows of tasks whose files it leaves alone stay at full marks;
+* every correct variant gets full marks;
+* together the bugs catch every row of Tasks 1 and 2.
+
+All entries are graded by one ``python -m autograder grade`` run (a session-scoped fixture;
+its few worker processes import torch once each).  Entries marked ``known_gap`` are grader gaps reported
+to staff: they are strict xfails, so fixing the grader turns them into failures that ask
+for the mark to be removed.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autograder import rubric
+from conftest import ROOT, grade
+
+
+def _load_catalogue() -> Any:
+    """tests/catalogue/catalogue.py, loaded by path (tests/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("amp_catalogue", ROOT / "tests" / "catalogue" / "catalogue.py")
+    assert spec is not None and spec.loader is not None
+    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
+    if not hasattr(module, "ENTRIES"):
+        spec.loader.exec_module(module)
+    return module
+
+
+catalogue = _load_catalogue()
+BUGS, VARIANTS, ENTRIES = catalogue.BUGS, catalogue.VARIANTS, catalogue.ENTRIES
+CONTRACT, SOLUTIONS, Entry, materialize = catalogue.CONTRACT, catalogue.SOLUTIONS, catalogue.Entry, catalogue.materialize
+MAX = rubric.max_points()
+ITEMS = {item.number: item for item in rubric.ITEMS}
+#: Task-2 rows whose tests run the submission's own ToyLossScaler (so a Task-1 bug may cost them).
+USES_STUDENT_SCALER = {"2.9", "2.10"}
+GRADE_TIMEOUT_S = 1800
+#: Debugging aid: grade into this folder, or reuse the grades already there (never set in CI).
+REUSE_ENV = "AMP_CATALOGUE_GRADES"
+
+
+def _param(entry: Entry) -> Any:
+    marks = [pytest.mark.xfail(strict=True, reason=f"known grader gap: {entry.known_gap}")] if entry.known_gap else []
+    return pytest.param(entry, id=entry.name, marks=marks)
+
+
+@pytest.fixture(scope="session")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """results.json of every entry, by entry name (one grading command for all)."""
+    reuse = os.environ.get(REUSE_ENV)
+    if reuse and (Path(reuse) / "gradebook.csv").is_file():  # debugging: read an earlier run's grades
+        out, log = Path(reuse), f"(grades reused from {reuse})"
+    else:
+        base = tmp_path_factory.mktemp("catalogue")
+        paths = [materialize(entry, base / "submissions" / entry.folder_name) for entry in ENTRIES]
+        out = Path(reuse) if reuse else base / "grades"
+        started = time.monotonic()
+        proc = grade(paths, out, timeout=GRADE_TIMEOUT_S, env={"PYTHONDONTWRITEBYTECODE": "1"})
+        log = proc.stdout[-4000:] + "\n" + proc.stderr[-4000:]
+        assert proc.returncode == 0, f"grading failed ({proc.returncode}):\n{log}"
+        print(f"\ngraded {len(ENTRIES)} catalogue submissions in {time.monotonic() - started:.0f} s")
+    results = {}
+    for entry in ENTRIES:
+        path = out / entry.folder_name / "results.json"
+        assert path.is_file(), f"no results.json for {entry.folder_name}:\n{log}"
+        results[entry.name] = json.loads(path.read_text(encoding="utf-8"))
+    return results
+
+
+def rows(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The graded rubric rows of one results.json, by number (informational rows dropped)."""
+    return {test["number"]: test for test in results["tests"] if test.get("number") in ITEMS}
+
+
+def lost(row: dict[str, Any]) -> bool:
+    """Whether a row lost points (a 0-point gate row reports its failure through its status)."""
+    return row["score"] < row["max_score"] or row["status"] != "passed"
+
+
+def summary(results: dict[str, Any]) -> str:
+    lost_rows = [f"{n} {r['score']:g}/{r['max_score']:g}" for n, r in rows(results).items() if lost(r)]
+    return f"total {results['score']:g}/{MAX:g}; lost points on: {', '.join(lost_rows) or 'nothing'}"
+
+
+def may_lose(entry: Entry, number: str) -> bool:
+    """Whether ``entry``'s changes can plausibly cost points on row ``number``."""
+    task = ITEMS[number].task
+    if task == "quick_check":
+        return "answers.py" in entry.touched
+    if task == "scaler":
+        return "loss_scaler.py" in entry.touched
+    if number in USES_STUDENT_SCALER:
+        return bool({"amp_step.py", "loss_scaler.py"} & entry.touched)
+    return "amp_step.py" in entry.touched
+
+
+# --------------------------------------------------------------------------- the catalogue itself (fast)
+
+
+def test_catalogue_is_well_formed(tmp_path: Path) -> None:
+    names = [entry.name for entry in ENTRIES]
+    assert len(names) == len(set(names)), "duplicate entry names"
+    assert len(BUGS) >= 30 and len(VARIANTS) >= 10
+    solution = {name: (SOLUTIONS / name).read_text(encoding="utf-8") for name in CONTRACT}
+    for entry in ENTRIES:
+        folder = materialize(entry, tmp_path / entry.folder_name)  # asserts each patch applies exactly once
+        texts = {name: (folder / name).read_text(encoding="utf-8") for name in CONTRACT}
+        for name, text in texts.items():
+            ast.parse(text, filename=f"{entry.name}/{name}")
+        assert texts != solution, f"{entry.name} is the reference solution unchanged"
+        assert entry.kind in ("bug", "variant")
+        assert entry.must_fail <= ITEMS.keys(), f"{entry.name}: unknown rubric numbers {entry.must_fail - ITEMS.keys()}"
+        if entry.kind == "bug":
+            assert entry.must_fail, f"{entry.name}: a bug must name the rows it fails"
+            low, high = entry.band
+            assert 0 <= low <= high < MAX, f"{entry.name}: band {entry.band} must lie below {MAX:g}"
+            assert all(may_lose(entry, n) for n in entry.must_fail), \
+                f"{entry.name}: must_fail names rows its files cannot affect"
+        else:
+            assert not entry.must_fail
+
+
+def test_bugs_cover_every_row_of_tasks_1_and_2() -> None:
+    caught = set().union(*(entry.must_fail for entry in BUGS if not entry.known_gap))
+    missing = [f"{item.number} {item.test}" for item in rubric.ITEMS
+               if item.task in ("scaler", "amp_step") and item.number not in caught]
+    assert not missing, f"no catalogue bug is caught by: {missing}"
+
+
+# --------------------------------------------------------------------------- graded
+
+
+@pytest.mark.parametrize("entry", [_param(entry) for entry in BUGS])
+def test_bug_is_caught(graded: dict[str, dict[str, Any]], entry: Entry) -> None:
+    results = graded[entry.name]
+    graded_rows = rows(results)
+    assert graded_rows.keys() == ITEMS.keys()
+    problems = []
+    for number in sorted(entry.must_fail):
+        row = graded_rows[number]
+        if not lost(row):
+            problems.append(f"row {number} ({ITEMS[number].test}) should lose points but scored "
+                            f"{row['score']:g}/{row['max_score']:g}")
+    for number, row in graded_rows.items():
+        if not may_lose(entry, number) and lost(row):
+            problems.append(f"row {number} lost points although {entry.name} leaves its file alone:\n{row['output']}")
+    low, high = entry.band
+    if not low <= results["score"] <= high:
+        problems.append(f"total {results['score']:g} outside the band [{low:g}, {high:g}]")
+    assert not problems, f"{entry.name} ({entry.description}): {summary(results)}\n- " + "\n- ".join(problems)
+
+
+@pytest.mark.parametrize("entry", [_param(entry) for entry in VARIANTS])
+def test_variant_gets_full_marks(graded: dict[str, dict[str, Any]], entry: Entry) -> None:
+    results = graded[entry.name]
+    failed = {n: r["output"] for n, r in rows(results).items() if lost(r)}
+    assert results["score"] == MAX and not failed, \
+        f"correct variant {entry.name} ({entry.description}): {summary(results)}\n" + \
+        "\n".join(f"--- {n}:\n{text}" for n, text in failed.items())
+
+
+def test_every_row_of_tasks_1_and_2_catches_some_bug(graded: dict[str, dict[str, Any]]) -> None:
+    """Coverage on the actual verdicts: each Task-1/2 row fails at least one catalogue bug."""
+    uncaught = []
+    for item in rubric.ITEMS:
+        if item.task not in ("scaler", "amp_step"):
+            continue
+        if not any(lost(rows(graded[entry.name])[item.number]) for entry in BUGS if not entry.known_gap):
+            uncaught.append(f"{item.number} {item.test}")
+    assert not uncaught, f"rows that no catalogue bug fails: {uncaught}"

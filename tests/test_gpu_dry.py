@@ -1,0 +1,147 @@
+"""The GPU part in dry mode (CPU): the real grader path, the benchmark and the gradebook merge.
+
+The GPU checks (assignment/checks/test_gpu.py) run here exactly as staff run them on a
+GPU, through ``python -m autograder grade-gpu --dry``: same sandboxed student process,
+same scenarios, CPU autocast instead of CUDA and no speed assertion.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from conftest import ROOT
+
+GPU_TESTS = ("4.1 test_gpu_amp_reaches_fp32_loss_sooner", "4.2 test_gpu_underflow_needs_the_scaler",
+             "4.3 test_gpu_toy_scaler_matches_cuda_gradscaler")
+
+
+def run(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None,
+        timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
+
+
+def read_csv(path: Path) -> dict[str, dict[str, str]]:
+    with path.open(newline="") as stream:
+        return {row["submission"]: row for row in csv.DictReader(stream)}
+
+
+def never_scales(folder: Path) -> Path:
+    """The solution with a plain ``loss.backward()``: no loss scaling at all."""
+    folder.mkdir()
+    for name in ("loss_scaler.py", "amp_step.py", "answers.py"):
+        (folder / name).write_text((ROOT / "solutions" / name).read_text())
+    source = (folder / "amp_step.py").read_text()
+    line = "    scaler.scale(loss).backward()\n"
+    assert source.count(line) == 1
+    (folder / "amp_step.py").write_text(source.replace(line, "    loss.backward()\n"))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ``grade-gpu --dry`` run over the solution, the skeleton and a never-scaling amp_step.
+
+    A CPU gradebook already sits in the output folder, so the run also writes the merged one.
+    """
+    tmp = tmp_path_factory.mktemp("gpu-dry")
+    out = tmp / "out"
+    out.mkdir()
+    (out / "gradebook.csv").write_text("submission,score,max_score,1.1 test_x\n"
+                                       "solutions,90,90,3\nassignment,0,90,0\nnever_scales,87,90,3\ncpu_only,50,90,1\n")
+    done = run("-m", "autograder", "grade-gpu", "solutions", "assignment", str(never_scales(tmp / "never_scales")),
+               "--dry", "--out", str(out))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return out
+
+
+def test_solution_gets_every_gpu_point_and_skeleton_none(graded: Path) -> None:
+    book = read_csv(graded / "gpu_gradebook.csv")
+    assert list(next(iter(book.values())).keys()) == ["submission", "gpu_score", "gpu_max", *GPU_TESTS, "gpu_device"]
+    assert float(book["solutions"]["gpu_score"]) == float(book["solutions"]["gpu_max"]) == 10
+    assert float(book["assignment"]["gpu_score"]) == 0
+    results = json.loads((graded / "assignment" / "gpu_results.json").read_text())
+    assert results["mode"] == "dry" and len(results["tests"]) == 3
+    assert all("NotImplementedError" in test["output"] for test in results["tests"])
+
+
+def test_amp_step_without_scaling_fails_the_underflow_check(graded: Path) -> None:
+    book = read_csv(graded / "gpu_gradebook.csv")
+    assert float(book["never_scales"]["4.2 test_gpu_underflow_needs_the_scaler"]) == 0
+    assert float(book["never_scales"]["4.3 test_gpu_toy_scaler_matches_cuda_gradscaler"]) == 2  # the scaler is fine
+    rows = json.loads((graded / "never_scales" / "gpu_results.json").read_text())["tests"]
+    message = next(test["output"] for test in rows if test["number"] == "4.2")
+    assert "stalls" in message and "below 1e-12" in message
+
+
+def test_grading_again_resumes_and_merges(graded: Path) -> None:
+    merged = read_csv(graded / "merged_gradebook.csv")
+    assert float(merged["solutions"]["total"]) == 100 and float(merged["solutions"]["total_max"]) == 100
+    assert float(merged["assignment"]["total"]) == 0
+    assert merged["cpu_only"]["gpu_score"] == "" and float(merged["cpu_only"]["total"]) == 50
+    again = run("-m", "autograder", "grade-gpu", "solutions", "--dry", "--out", str(graded))
+    assert again.returncode == 0 and "already graded" in again.stdout
+
+
+def test_merge_joins_on_submission_and_warns_about_missing_rows(tmp_path: Path) -> None:
+    from autograder import gpu_grading
+
+    cpu, gpu, out = tmp_path / "cpu.csv", tmp_path / "gpu.csv", tmp_path / "merged.csv"
+    cpu.write_text("submission,name,score,max_score,1.1 t\nalice,Alice,80,90,3\nbob,Bob,90,90,3\n")
+    gpu.write_text("submission,gpu_score,gpu_max,4.1 t\nbob,7.5,10,5\ncarol,10,10,5\n")
+    warnings = gpu_grading.merge_gradebooks(cpu, gpu, out)
+    assert warnings == ["alice: no GPU grade (total is the CPU score only)", "carol: GPU grade but no CPU grade"]
+    rows = read_csv(out)
+    assert list(rows["bob"].keys()) == ["submission", "name", "score", "max_score", "1.1 t", "gpu_score", "gpu_max",
+                                        "4.1 t", "total", "total_max"]
+    assert float(rows["bob"]["total"]) == 97.5 and float(rows["alice"]["total"]) == 80
+    assert rows["carol"]["gpu_score"] == "10"
+    with pytest.raises(ValueError, match="right gradebook"):
+        gpu_grading.merge_gradebooks(gpu, cpu, out)
+
+
+def test_merge_command(tmp_path: Path) -> None:
+    cpu, gpu, out = tmp_path / "cpu.csv", tmp_path / "gpu.csv", tmp_path / "merged.csv"
+    cpu.write_text("submission,score,max_score\nbob,90,90\n")
+    gpu.write_text("submission,gpu_score,gpu_max\nbob,7.5,10\n")
+    done = run("-m", "autograder", "merge", str(cpu), str(gpu), "--out", str(out))
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    assert float(read_csv(out)["bob"]["total"]) == 97.5
+
+
+def test_bench_dry_prints_the_table_and_writes_the_png(tmp_path: Path) -> None:
+    png, data = tmp_path / "bench.png", tmp_path / "bench.json"
+    done = run("benchmarks/gpu_bench.py", "--dry", "--plot", str(png), "--json", str(data))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report: dict[str, Any] = json.loads(data.read_text())
+    assert [run["label"] for run in report["runs"]] == ["fp32 (TF32 off)", "fp16 + GradScaler", "bf16"]
+    assert all(run["time_to_target_ms"] is not None for run in report["runs"])
+    assert report["tf32"]["float32_matmul_precision"] == "highest"
+    for text in ("TF32 off", "speed-up", "TFLOP/s", "peak memory"):
+        assert text in done.stdout
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available: the GPU checks run instead of skipping")
+def test_gpu_checks_skip_with_a_reason_without_cuda() -> None:
+    done = run("-m", "pytest", "checks/test_gpu.py", "-rs", cwd=ROOT / "assignment",
+               env={"AMP_SUBMISSION": str(ROOT / "solutions"), "AMP_GPU_DRY": ""})
+    assert done.returncode == 0 and "3 skipped" in done.stdout, done.stdout[-2000:]
+    assert "needs an NVIDIA GPU with CUDA" in done.stdout and "AMP_GPU_DRY=1" in done.stdout
+
+
+def test_zygote_preloads_the_gpu_scenarios_without_touching_cuda() -> None:
+    code = ("import torch\nfrom autograder import sandbox\nfrom checks import harness\n"
+            "assert 'gpu_' in harness.SCENARIO_FAMILIES\nassert not torch.cuda.is_initialized()\n"
+            "assert set(sandbox.SCENARIO_NEEDS) >= {'gpu_speed', 'gpu_underflow', 'gpu_scaler_ops'}\n")
+    done = run("-c", code, env={"PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'assignment'}"})
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -1,0 +1,230 @@
+"""The otter path gives the grader's scores: ``otter run -a otter-autograder.zip`` vs ``python -m autograder grade``.
+
+* ``test_otter_cases_mirror_the_rubric`` / ``test_case_verdicts_reproduce_row_scores``:
+  the generated otter test files (no kernel, no judge): one case per rubric row or
+  pytest case, same points and visibility; and, fed a results.json, their cases score
+  exactly the rows' scores (partial credit of parametrized rows and the delegation
+  gate included).
+* ``test_otter_run_matches_the_grader``: end to end, without Docker, on the bundled
+  examples and a few catalogue entries (a parametrized row half lost, the delegation
+  gate); ``AMP_OTTER_PARITY=all`` runs every catalogue entry (about 10 s each).
+
+Skipped when otter-grader is not installed (``pip install -e ".[otter]"``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+otter = pytest.importorskip("otter", reason='otter-grader is not installed: pip install -e ".[otter]"')
+
+from autograder import otter_build, rubric  # noqa: E402
+from conftest import EXAMPLES, ROOT, grade, load_results  # noqa: E402
+
+FULL = os.environ.get("AMP_OTTER_PARITY") == "all"
+#: Catalogue entries checked by default: 2.1 half lost, 2.9 half lost, the delegation gate.
+SAMPLE = ("bug-hardcoded_dtype", "bug-backoff_divides", "bug-delegate_subclass")
+
+
+def _catalogue() -> Any:
+    path = ROOT / "tests" / "catalogue" / "catalogue.py"
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location("amp_catalogue_for_otter", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception:  # the catalogue's own tests report its problems
+        return None
+    return module
+
+
+CATALOGUE = _catalogue()
+ENTRIES = {e.folder_name: e for e in CATALOGUE.ENTRIES} if CATALOGUE else {}
+CHOSEN = sorted(ENTRIES) if FULL else [name for name in SAMPLE if name in ENTRIES]
+
+
+@pytest.fixture(scope="module")
+def cases() -> list[otter_build.Case]:
+    return otter_build.collect_cases()
+
+
+@pytest.fixture(scope="module")
+def otter_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("otter") / "otter-autograder.zip"
+    done = subprocess.run([sys.executable, "-m", "autograder.otter_build", "--out", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return path
+
+
+@pytest.fixture(scope="module")
+def catalogue_reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """The chosen catalogue entries as folders, graded in one ``python -m autograder grade`` run."""
+    if not CHOSEN:
+        return {}
+    base = tmp_path_factory.mktemp("catalogue")
+    folders = [CATALOGUE.materialize(ENTRIES[name], base / "subs" / name) for name in CHOSEN]
+    done = grade(folders, base / "out")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {name: (folder, load_results(base / "out", name)) for name, folder in zip(CHOSEN, folders)}
+
+
+def _task_totals(results: dict[str, Any]) -> dict[str, float]:
+    by_number = {item.number: item.task for item in rubric.ITEMS}
+    totals = {task: 0.0 for task in otter_build.QUESTIONS}
+    for row in results["tests"]:
+        if row.get("number") in by_number:
+            totals[by_number[row["number"]]] += float(row["score"])
+    return {otter_build.QUESTIONS[task][0]: round(total, 4) for task, total in totals.items()}
+
+
+def _otter_run(otter_zip: Path, folder: Path, work: Path) -> dict[str, Any]:
+    """What a student uploads (the folder's files at the top level of a zip), graded by ``otter run``."""
+    work.mkdir(parents=True)
+    upload = work / f"{folder.name}.zip"
+    with zipfile.ZipFile(upload, "w") as bundle:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                bundle.write(path, path.relative_to(folder).as_posix())
+    command = [sys.executable, "-m", "otter", "run", "-a", str(otter_zip), "-o", str(work), "--no-logo", str(upload)]
+    done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=900, env=otter_build.otter_env())
+    assert done.returncode == 0 and (work / "results.json").is_file(), done.stdout[-3000:] + done.stderr[-3000:]
+    return json.loads((work / "results.json").read_text())
+
+
+def _compare(got: dict[str, Any], reference: dict[str, Any]) -> None:
+    scores = {row["name"]: row.get("score") for row in got["tests"]}
+    assert "Autograder Failed" not in scores, got
+    otter_totals = {question: round(float(scores[question]), 4) for question, _ in otter_build.QUESTIONS.values()}
+    assert otter_totals == _task_totals(reference)
+    assert sum(otter_totals.values()) == pytest.approx(reference["score"], abs=1e-6)
+
+
+def test_otter_cases_mirror_the_rubric(cases: list[otter_build.Case], tmp_path: Path) -> None:
+    from otter.test_files import ExceptionTestFile
+
+    for path in otter_build.write_tests(tmp_path, cases):
+        test_file = ExceptionTestFile.from_file(str(path))
+        task = next(t for t, (q, _) in otter_build.QUESTIONS.items() if q == test_file.name)
+        items = [item for item in rubric.ITEMS if item.task == task]
+        assert test_file.possible == pytest.approx(rubric.max_points(tuple(items)))
+        for item in items:
+            mine = [tc for tc in test_file.test_cases if tc.name.startswith(f"{item.number} {item.title}")]
+            assert mine, item
+            assert sum(tc.points for tc in mine) == pytest.approx(item.points)
+            assert {tc.hidden for tc in mine} == {item.suite != rubric.PUBLIC}
+    public = otter_build.write_tests(tmp_path / "public", cases, public_only=True)
+    for path in public:
+        assert "hidden=True" not in path.read_text()
+
+
+def _fake_results(rows: dict[str, tuple[float, str]]) -> dict[str, Any]:
+    tests = []
+    for item in rubric.ITEMS:
+        score, message = rows.get(item.number, (item.points, ""))
+        tests.append({"number": item.number, "score": score, "max_score": item.points,
+                      "status": "passed" if score >= item.points else "failed", "output": message or "Passed."})
+    return {"score": sum(t["score"] for t in tests), "tests": tests, "output": "Graded."}
+
+
+SCENARIOS = {
+    "all passed": {},
+    "2.1 half lost": {"2.1": (2.0, "[bfloat16] bf16 went wrong\n\nmore detail")},
+    "2.9 half lost, unlabelled": {"2.9": (1.0, "something")},
+    "2.1 all lost": {"2.1": (0.0, "[bfloat16] a\n\n[float16] b")},
+    "gate": {**{f"1.{i}": (0.0, "Scored 0: see test 1.17 (gate).") for i in range(1, 17)},
+             "1.17": (0.0, "You used GradScaler.")},
+    "answers": {"3.2": (0.0, "Q2 is wrong."), "3.4": (0.0, "Q4 is unanswered")},
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_case_verdicts_reproduce_row_scores(cases: list[otter_build.Case], tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch, scenario: str) -> None:
+    from otter import Notebook
+    from otter.test_files import ExceptionTestFile
+
+    results = _fake_results(SCENARIOS[scenario])
+    monkeypatch.setattr(Notebook, "_grading_mode", True, raising=False)
+    for path in otter_build.write_tests(tmp_path, cases):
+        test_file = ExceptionTestFile.from_file(str(path))
+        for tc in test_file.test_cases:
+            tc.body.test_func.__globals__["amp_judge_results"] = lambda: results
+        test_file.run({})
+        assert round(test_file.score, 4) == _task_totals(results)[test_file.name], test_file.summary()
+        for tcr in test_file.test_case_results:  # a failing case shows its own part of the row's message
+            if not tcr.passed and "[float16]" in tcr.test_case.name:
+                assert "[float16] b" in tcr.message and "[bfloat16] a" not in tcr.message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_otter_run_matches_the_grader_on_the_examples(name: str, otter_zip: Path, tmp_path: Path,
+                                                       graded_examples: dict[str, dict[str, Any]]) -> None:
+    _compare(_otter_run(otter_zip, EXAMPLES[name], tmp_path / "run"), graded_examples[name])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CHOSEN, reason="the buggy-submission catalogue (tests/catalogue) is not there")
+@pytest.mark.parametrize("name", CHOSEN)
+def test_otter_run_matches_the_grader(name: str, otter_zip: Path, tmp_path: Path,
+                                      catalogue_reference: dict[str, tuple[Path, dict[str, Any]]]) -> None:
+    folder, reference = catalogue_reference[name]
+    _compare(_otter_run(otter_zip, folder, tmp_path / "run"), reference)
+
+
+@pytest.mark.slow
+def test_submitted_modules_cannot_reach_otters_kernel(otter_zip: Path, tmp_path: Path,
+                                                      graded_examples: dict[str, dict[str, Any]]) -> None:
+    """Otter's kernel runs in the submission folder: a submitted otter.py / json.py / .OTTER_LOG would be
+    imported or unpickled by otter itself; the quarantine plugin moves them out of its way first."""
+    folder = tmp_path / "hostile"
+    shutil.copytree(EXAMPLES["solutions"], folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("otter.py", "json.py", "pickle.py"):
+        (folder / name).write_text('raise SystemExit("a submitted module ran in otter\'s kernel")\n')
+    (folder / ".OTTER_LOG").write_bytes(b"not a pickle")
+    (folder / "amp_homework.ipynb").write_text("{}")  # replaced by the stand-in, never executed
+    _compare(_otter_run(otter_zip, folder, tmp_path / "run"), graded_examples["solutions"])
+
+
+def test_quarantine_moves_what_was_submitted(tmp_path: Path) -> None:
+    from autograder.otter_plugin import QUARANTINE, quarantine
+
+    for name in ("tests", "sub"):
+        (tmp_path / name).mkdir()
+    for name in ("amp_grader.zip", "amp_homework.ipynb", "__init__.py", "loss_scaler.py", "otter.py", ".OTTER_LOG",
+                 "sub/amp_step.py"):
+        (tmp_path / name).write_text("" if name == "__init__.py" else "x")
+    assert quarantine(tmp_path) == [".OTTER_LOG", "loss_scaler.py", "otter.py", "sub"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["tests", "amp_grader.zip", "amp_homework.ipynb", "__init__.py", QUARANTINE])
+    assert (tmp_path / QUARANTINE / "sub" / "amp_step.py").is_file()
+
+
+def test_the_zip_holds_the_grader_and_the_stand_in(otter_zip: Path) -> None:
+    """Otter executes the stand-in notebook (one markdown cell), never submitted code; CPU torch; no solutions."""
+    with zipfile.ZipFile(otter_zip) as bundle:
+        names = set(bundle.namelist())
+        driver = json.loads(bundle.read(f"files/{otter_build.DRIVER_NAME}"))
+        env = bundle.read("environment.yml").decode()
+        with zipfile.ZipFile(bundle.open(f"files/{otter_build.GRADER_ZIP_NAME}")) as grader:
+            inside = grader.namelist()
+    assert {f"tests/{q}.py" for q, _ in otter_build.QUESTIONS.values()} <= names
+    assert [c["cell_type"] for c in driver["cells"]] == ["markdown"]
+    assert "torch==2.13.0+cpu" in env and "download.pytorch.org/whl/cpu" in env
+    assert "autograder/hidden/test_hidden_scaler.py" in inside and "assignment/checks/harness.py" in inside
+    assert not any(n.startswith("solutions/") or n.rsplit("/", 1)[-1] in ("loss_scaler.py", "amp_step.py", "answers.py")
+                   for n in inside)
