@@ -142,7 +142,7 @@ def _from_zip(archive: Path, staged: Staged) -> None:
             _choose(candidates, staged, read)
     except IntakeError:
         raise
-    except Exception as exc:  # noqa: BLE001 - zlib.error, lzma.LZMAError, struct.error, BadZipFile...: all hostile input
+    except Exception as exc:  # noqa: BLE001 - BadZipFile, zlib.error, lzma.LZMAError, struct.error...: hostile input
         raise IntakeError(f"{archive.name} is not a readable zip archive ({type(exc).__name__}: {exc}).") from None
 
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import ast
 
-FORBIDDEN_NAMES = ("GradScaler", "grad_scaler", "_amp_update_scale_", "_amp_foreach_non_finite_check_and_unscale_")
+FORBIDDEN_NAMES = (
+    "GradScaler", "grad_scaler", "_amp_update_scale_", "_amp_foreach_non_finite_check_and_unscale_",
+    # Ways around the run-time check: raw bindings, the grader's own reference, stack introspection.
+    "_VariableFunctions", "torch_scaler", "_getframe", "f_globals", "f_back",
+)
 
 
 def _mentions(text: str) -> str | None:

@@ -6,10 +6,13 @@ outside its sandbox and leave no process behind.
 
 The cases are graded by ``python -m autograder grade`` itself, in three runs started
 side by side: the sandbox cases (``--jobs 2``), the archive/intake cases, and
-``deep_folders`` alone (it once crashed a whole run).  Short per-call limits come
+``deep_folders`` alone (it can crash a whole run).  Short per-call limits come
 through ``AMP_SANDBOX_LIMITS``: a hang costs ``call_seconds``, not the production 20 s.
 After the runs, ``/proc`` must hold no process of the student uids their workers
 were given, and the world-writable folders no file those uids own.
+
+A zip of submissions with a corrupt member gets its own run (the grader unpacks such
+zips itself).
 
 Needs root on Linux: only then does the sandbox drop to a separate uid, which both the
 isolation and these checks rely on.
@@ -36,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402
 
 ROOT = hostile.ROOT
-LIMITS = {"call_seconds": 2, "import_seconds": 3, "max_call_seconds": 4}
+LIMITS = {"call_seconds": 2, "import_seconds": 4, "max_call_seconds": 4}  # legit calls take < 0.3 s here
 RUN_TIMEOUT = 600
 WRITABLE = ["/tmp", "/var/tmp", "/dev/shm", "/run/lock", str(ROOT)]
 
@@ -119,7 +122,6 @@ class Graded:
     cases: dict[str, hostile.Case]
     runs: list[Run]
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
-    run_of: dict[str, Run] = field(default_factory=dict)
     survivors: list[str] = field(default_factory=list)
     owned_files: list[str] = field(default_factory=list)
     network: list[bytes] = field(default_factory=list)
@@ -127,7 +129,7 @@ class Graded:
     seconds: float = 0.0
 
 
-GROUPS = {"sandbox": 2, "archives": 1, "deep": 1}  # group -> --jobs
+GROUPS = {"sandbox": 2, "archives": 1, "deep": 1}  # group (hostile.Case.group) -> --jobs of its run
 
 
 def _ticks() -> float:
@@ -152,9 +154,9 @@ def worker_uids(cli: int) -> set[int]:
             args = (entry / "cmdline").read_bytes().split(b"\0") if entry.name.isdigit() else []
         except OSError:
             continue
-        if b"autograder.worker" in args and b"--parent" in args and args[args.index(b"--parent") + 1] == str(cli).encode():
-            if b"--uid" in args:
-                uids.add(int(args[args.index(b"--uid") + 1]))
+        mine = b"autograder.worker" in args and b"--parent" in args and args[args.index(b"--parent") + 1] == b"%d" % cli
+        if mine and b"--uid" in args:
+            uids.add(int(args[args.index(b"--uid") + 1]))
     return uids
 
 
@@ -172,14 +174,19 @@ def processes_of(uids: set[int], started_before: float) -> list[str]:
     return found
 
 
-def files_of(uids: set[int]) -> list[str]:
-    """Files owned by ``uids`` in the world-writable folders, the repository and near the top of the tree."""
+def files_of(uids: set[int], since: float, until: float) -> list[str]:
+    """Files owned by ``uids`` in the world-writable folders, the repository and near the top of the tree.
+
+    Only those changed between ``since`` and ``until`` (epoch seconds): other runs held the same uids before
+    (a killed worker may leave its scratch folder) and may hold them again by now.
+    """
     owner = [arg for uid in sorted(uids) for arg in ("-o", "-uid", str(uid))][1:]
-    deep = subprocess.run(["find", *[d for d in WRITABLE if os.path.isdir(d)], "(", *owner, ")", "-print"],
-                          capture_output=True, text=True).stdout.split()
+    show = ["-printf", "%C@ %p\n"]
+    deep = subprocess.run(["find", *[d for d in WRITABLE if os.path.isdir(d)], "(", *owner, ")", *show],
+                          capture_output=True, text=True).stdout.splitlines()
     top = subprocess.run(["find", "/", "-maxdepth", "3", "(", "-path", "/proc", "-o", "-path", "/sys", ")", "-prune",
-                          "-o", "(", *owner, ")", "-print"], capture_output=True, text=True).stdout.split()
-    return sorted(set(deep + top))
+                          "-o", "(", *owner, ")", *show], capture_output=True, text=True).stdout.splitlines()
+    return sorted({line.split(" ", 1)[1] for line in deep + top if since <= float(line.split(" ", 1)[0]) <= until})
 
 
 def grade_runs(runs: list[Run]) -> None:
@@ -229,9 +236,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Any:
     try:
         cases = hostile.build(base / "submissions", ctx)
         runs = [Run(group, [c for c in cases if c.group == group], outs[group], jobs) for group, jobs in GROUPS.items()]
-        started = time.monotonic()
+        started, started_at = time.monotonic(), time.time()
         grade_runs(runs)
-        ended = _ticks()
+        ended, ended_at = _ticks(), time.time()
         data = Graded(ctx, {c.name: c for c in cases}, runs, seconds=time.monotonic() - started)
         data.network = listener.close()
         uids = set().union(*(run.uids for run in runs))
@@ -241,14 +248,13 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Any:
             if not data.survivors or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
-        data.owned_files = files_of(uids)
+        data.owned_files = files_of(uids, started_at, ended_at)
         if not autograder_existed and Path("/autograder").exists():
             data.owned_files.append("/autograder (created during grading)")
         data.canary_text = canary.read_text()
         for run in runs:
             for case in run.cases:
                 for name in case.results or (case.name,):
-                    data.run_of[name] = run
                     path = run.out / name / "results.json"
                     if path.is_file():
                         data.results[name] = json.loads(path.read_text())
@@ -409,3 +415,14 @@ def test_network_is_unreachable(graded: Graded) -> None:
     assert graded.network == [], graded.network
     output = graded.results["network"]["output"]
     assert "tcp-localhost:" in output and "tcp-localhost: ok" not in output
+
+
+def test_corrupt_batch_zip_is_refused_cleanly(tmp_path: Path) -> None:
+    """A zip of submissions is unpacked by the grader itself: a corrupt member must not crash the run."""
+    archive = hostile.corrupt_batch_zip(tmp_path / "in")
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(archive), "--out", str(tmp_path / "out"),
+                           "--jobs", "1", "--no-progress"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "AMP_SANDBOX_LIMITS": json.dumps(LIMITS)})
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.returncode in (0, 2), done.stderr[-3000:]
+    assert "corrupt_batch.zip" in done.stdout + done.stderr

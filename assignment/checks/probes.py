@@ -233,42 +233,56 @@ def _holds_grad_scaler(value: Any, depth: int = 0) -> bool:
     return isinstance(attributes, dict) and any(_holds_grad_scaler(v, depth + 1) for v in attributes.values())
 
 
+DELEGATION_COUNTS: dict[str, int] = {}
+
+
+def _install_delegation_counters() -> None:
+    """Route torch's private AMP kernels and GradScaler's constructor through counters, once.
+
+    This runs when the sandbox preloads this module, before any student code is
+    imported, so a submission that grabs these objects at import time grabs the
+    counting versions.
+    """
+    if DELEGATION_COUNTS:
+        return
+    for name in PRIVATE_KERNELS:
+        original = getattr(torch, name)
+
+        def call(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
+            DELEGATION_COUNTS[_name] += 1
+            return _original(*args, **kwargs)
+
+        setattr(torch, name, call)
+        DELEGATION_COUNTS[name] = 0
+    original_init = torch.amp.GradScaler.__init__
+
+    def counting_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        DELEGATION_COUNTS["GradScaler.__init__"] += 1
+        original_init(self, *args, **kwargs)
+
+    torch.amp.GradScaler.__init__ = counting_init  # type: ignore[method-assign]
+    DELEGATION_COUNTS["GradScaler.__init__"] = 0
+
+
+_install_delegation_counters()
+
+
 def run_delegation_probe(make_scaler: Callable[..., Any], root: Path | None = None) -> dict[str, Json]:
-    """Drive a short scaler run while counting uses of torch's GradScaler and its private kernels.
+    """Drive a short scaler run and report how often it used torch's GradScaler or private kernels.
 
     Complements the static check, which an obfuscated name (``getattr(torch.amp, "Grad" + "Scaler")``)
     slips past.  Only the counts are reported; a broken scaler simply counts nothing.
     """
-    counts = {name: 0 for name in PRIVATE_KERNELS}
-    counts["GradScaler.__init__"] = 0
-    originals = {name: getattr(torch, name) for name in PRIVATE_KERNELS}
-    original_init = torch.amp.GradScaler.__init__
     made: list[Any] = []
-
-    def counting(name: str) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            counts[name] += 1
-            return originals[name](*args, **kwargs)
-        return call
-
-    def counting_init(self: Any, *args: Any, **kwargs: Any) -> None:
-        counts["GradScaler.__init__"] += 1
-        original_init(self, *args, **kwargs)
 
     def factory(**kwargs: Any) -> Any:
         made.append(make_scaler(**kwargs))
         return made[-1]
 
-    try:
-        for name in PRIVATE_KERNELS:
-            setattr(torch, name, counting(name))
-        torch.amp.GradScaler.__init__ = counting_init  # type: ignore[method-assign]
-        run_scaler_ops(DELEGATION_OPS, factory, root)
-    finally:
-        for name, original in originals.items():
-            setattr(torch, name, original)
-        torch.amp.GradScaler.__init__ = original_init  # type: ignore[method-assign]
-    return {"counts": counts, "holds_grad_scaler": any(_holds_grad_scaler(scaler) for scaler in made)}
+    for name in DELEGATION_COUNTS:
+        DELEGATION_COUNTS[name] = 0
+    run_scaler_ops(DELEGATION_OPS, factory, root)
+    return {"counts": dict(DELEGATION_COUNTS), "holds_grad_scaler": any(_holds_grad_scaler(s) for s in made)}
 
 
 # --------------------------------------------------------------------------- registration

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from checks import expect, scenarios
+from checks.harness import SubmissionFault
 from autograder.static_checks import forbidden_delegation
 
 
@@ -180,7 +181,10 @@ def test_no_forbidden_delegation(student: Any) -> None:
     if source is None:
         expect.fail("loss_scaler.py is missing.")
     problems = forbidden_delegation(source)
-    used = student.run("delegation", {})
+    try:
+        used = student.run("delegation", {})
+    except SubmissionFault:  # a crash or hang is no evidence of delegation; the tests it breaks say so
+        used = {"counts": {}, "holds_grad_scaler": False}
     problems += [f"{name} (called {count} times while we ran your scaler)"
                  for name, count in used["counts"].items() if count]
     if used["holds_grad_scaler"]:

@@ -248,9 +248,9 @@ _checked = 0
 for _r in ["/work", "/autograder", "/srv", "/home", "/opt", "/tmp", "/var/tmp", "/root", "/mnt"]:
     for _top, _dirs, _names in _os.walk(_r):
         _dirs[:] = [d for d in _dirs if d not in ("site-packages", "dist-packages", ".venv", "venv", "node_modules")
-                    and _top.count("/") < 12]
+                    and _top.count("/") < 12 and _time.monotonic() - _T0 < 1.0]
         for _n in _names:
-            if _time.monotonic() - _T0 > 1.5:
+            if _time.monotonic() - _T0 > 1.0:
                 break
             if _n.endswith((".py", ".pyc", ".zip", ".log", ".json", ".txt")) or "/.git/objects/" in _top + "/":
                 _checked += 1
@@ -308,6 +308,42 @@ class ToyLossScaler:
         while frame is not None and "torch_scaler" not in frame.f_globals:
             frame = frame.f_back
         return frame.f_globals["torch_scaler"](*args, **kwargs)
+'''
+
+PROBE_EVASION = '''
+import torch as _torch
+
+_G = getattr(_torch.amp, "Grad" + "Scal" + "er")  # no forbidden name in the source
+_INIT = _G.__init__  # captured at import, before the delegation probe patches it
+_KERNELS = {n: getattr(_torch, n) for n in dir(_torch) if n.startswith("_amp_")}
+
+
+def _pristine(method):
+    def call(*args, **kwargs):
+        patched = {n: getattr(_torch, n) for n in _KERNELS}
+        for n, f in _KERNELS.items():
+            setattr(_torch, n, f)
+        try:
+            return method(*args, **kwargs)
+        finally:
+            for n, f in patched.items():
+                setattr(_torch, n, f)
+    return call
+
+
+class _Facade:
+    pass
+
+
+def ToyLossScaler(**kwargs):
+    inner = _G.__new__(_G)
+    _INIT(inner, "cpu", **kwargs)
+    inner._lazy_init_scale_growth_tracker(_torch.device("cpu"))
+    facade = _Facade()  # holds closures only: no GradScaler among its attributes
+    for name in ("scale", "unscale_", "step", "update", "get_scale", "state_dict", "load_state_dict"):
+        setattr(facade, name, _pristine(getattr(inner, name)))
+    facade.get_growth_tracker = _pristine(inner._get_growth_tracker)
+    return facade
 '''
 
 PATCH_TORCH = '''
@@ -452,16 +488,22 @@ def _zip_bomb(path: Path, member: str, size: int, lie: bool) -> Path:
     return path
 
 
-def _corrupt_member_zip(path: Path) -> Path:
-    """A zip whose directory is intact but whose deflated data is garbage."""
+def _corrupt_member_zip(path: Path, member: str = "answers.py", others: tuple[str, ...] = ()) -> Path:
+    """A zip whose directory is intact but whose first member's deflated data is garbage."""
     text = solution("answers.py").encode() * 20
-    _zip(path, [("answers.py", text)])
+    _zip(path, [(member, text)] + [(other, text) for other in others])
     data = bytearray(path.read_bytes())
-    start = 30 + len("answers.py")
+    start = 30 + len(member)
     for offset in range(start + 10, start + 200):
         data[offset] ^= 0x5A
     path.write_bytes(bytes(data))
     return path
+
+
+def corrupt_batch_zip(dest: Path) -> Path:
+    """A zip of two submissions (a batch, which the grader unpacks itself) whose first member is corrupt."""
+    dest.mkdir(parents=True, exist_ok=True)
+    return _corrupt_member_zip(dest / "corrupt_batch.zip", "alice/answers.py", ("bob/answers.py",))
 
 
 # --------------------------------------------------------------------------- the cases
@@ -485,7 +527,7 @@ class Kit:
     name: str = ""
 
     def __post_init__(self) -> None:
-        self.scaler, self.amp, self.answers = solution("loss_scaler.py"), solution("amp_step.py"), solution("answers.py")
+        self.scaler, self.amp, self.answers = (solution(name) for name in FILES)
         self.wrong_q1 = patch(self.answers, 'Q1 = "B"  # SOLUTION', 'Q1 = "A"')
 
     def folder(self, files: dict[str, str | bytes], **expect: Any) -> Case:
@@ -506,7 +548,8 @@ class Kit:
 
 
 LOOP = "while True:\n    pass"
-NO_UPDATE = ("1.1", "1.2", "1.3", "1.14", "1.15")  # scaler tests that never call update()
+# A fault in one scaler method: the other tests still run (without the run-time delegation gate, which probes the
+# whole scaler, 1.1-1.3, 1.14 and 1.15 would pass too: 47 points), so only bounds are asserted for Task 1.
 
 
 # -- faults in the student process: the other tests must still score
@@ -519,8 +562,8 @@ def loop_at_import(kit: Kit) -> Case:
 
 @case
 def loop_in_update(kit: Kit) -> Case:
-    return kit.folder(kit.solution(loss_scaler=kit.in_update(LOOP)), full=AMP_TORCH_SCALER + QUICK + NO_UPDATE,
-                      zero=tuple(f"1.{i}" for i in range(4, 14)) + ("1.16", "2.10"), score=47.0,
+    return kit.folder(kit.solution(loss_scaler=kit.in_update(LOOP)), full=AMP_TORCH_SCALER + QUICK,
+                      zero=tuple(f"1.{i}" for i in range(4, 14)) + ("1.16", "2.10"), max_score=47.0,
                       messages={"1.5": "did not finish within"}, max_seconds=120)
 
 
@@ -538,8 +581,8 @@ def sys_exit_at_import(kit: Kit) -> Case:
 
 @case
 def os_exit_in_step(kit: Kit) -> Case:
-    return kit.folder(kit.solution(loss_scaler=kit.in_step("import os\nos._exit(0)")),
-                      full=AMP_TORCH_SCALER + QUICK + ("1.2",), zero=("1.4",), messages={"1.4": "ended the process"})
+    return kit.folder(kit.solution(loss_scaler=kit.in_step("import os\nos._exit(0)")), full=AMP_TORCH_SCALER + QUICK,
+                      zero=("1.4",), max_score=47.0, messages={"1.4": "ended the process"})
 
 
 @case
@@ -550,8 +593,8 @@ def sys_exit_in_amp_step(kit: Kit) -> Case:
 
 @case
 def segfault_in_step(kit: Kit) -> Case:
-    return kit.folder(kit.solution(loss_scaler=kit.in_step(SEGFAULT)), full=AMP_TORCH_SCALER + QUICK + ("1.2",),
-                      zero=("1.4",), messages={"1.4": "ended the process"})
+    return kit.folder(kit.solution(loss_scaler=kit.in_step(SEGFAULT)), full=AMP_TORCH_SCALER + QUICK, zero=("1.4",),
+                      max_score=47.0, messages={"1.4": "ended the process"})
 
 
 @case
@@ -602,11 +645,20 @@ def patch_harness(kit: Kit) -> Case:
 
 @case
 def frame_walk_delegation(kit: Kit) -> Case:
+    """Hands the harness its own torch scaler (found on the stack): the run-time delegation probe must see it."""
     return kit.folder({"loss_scaler.py": FRAME_WALK, "amp_step.py": kit.amp, "answers.py": kit.answers},
-                      zero=SCALER, known_hole=(
-                          "the student process computes its own observations: code that finds the harness's objects "
-                          "(stack frames, gc) can hand it torch's scaler; only the static gate (which knows names, "
-                          "not behaviour) stands in the way"))
+                      zero=SCALER, full=QUICK)
+
+
+@case
+def probe_evading_delegation(kit: Kit) -> Case:
+    """Captures torch's GradScaler and kernels at import and hides them in closures.
+
+    The sandbox installs the delegation counters before any student code is imported, so
+    what it captures are the counting versions.
+    """
+    return kit.folder({"loss_scaler.py": PROBE_EVASION, "amp_step.py": kit.amp, "answers.py": kit.answers},
+                      zero=SCALER, full=QUICK)
 
 
 @case
@@ -724,7 +776,8 @@ def corrupt_zip(kit: Kit) -> Case:
 
 @case
 def truncated_zip(kit: Kit) -> Case:
-    path = _zip(kit.dest / "truncated_zip.zip", [("answers.py", kit.answers.encode()), ("amp_step.py", kit.amp.encode())])
+    path = _zip(kit.dest / "truncated_zip.zip", [("answers.py", kit.answers.encode()),
+                                                 ("amp_step.py", kit.amp.encode())])
     path.write_bytes(path.read_bytes()[:700])
     return Case(kit.name, path, error=True, group="archives")
 
@@ -792,5 +845,5 @@ def remove(dest: Path) -> None:
 def hidden_markers() -> list[str]:
     """Lines of the hidden tests' code (not their messages) that no results file may contain."""
     starts = ("def ", "KEY =", "result = student.run(", "for ", "runs = ", "ops = ", "args = ", "from ", "import ")
-    return sorted({line.strip() for path in HIDDEN.glob("*.py") for line in path.read_text(encoding="utf-8").splitlines()
-                   if len(line.strip()) >= 24 and line.strip().startswith(starts)})
+    lines = [line.strip() for path in HIDDEN.glob("*.py") for line in path.read_text(encoding="utf-8").splitlines()]
+    return sorted({line for line in lines if len(line) >= 24 and line.startswith(starts)})
