@@ -62,3 +62,12 @@ otter: $(OTTER_STAMP) ## build dist/otter-autograder.zip (otter-grader; otter ru
 
 notebook: $(OTTER_STAMP) ## rebuild assignment/amp_homework.ipynb with otter assign (after make student)
 	$(PY) -m autograder.notebook_build
+
+.PHONY: mutation
+MUTATION_STAMP := $(VENV)/.mutation-installed
+$(MUTATION_STAMP): $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[mutation]"
+	touch $@
+
+mutation: $(MUTATION_STAMP) ## mutation score of the hidden suite over solutions/ (cosmic-ray; ~10+ min; not in CI)
+	$(PY) mutation/run.py --out out/mutation $(if $(JOBS),--jobs $(JOBS)) $(if $(LIMIT),--limit $(LIMIT))

@@ -524,6 +524,9 @@ def _sweep_temporary_files(out: Path) -> None:
 
 def run(paths: Sequence[Path], options: Options) -> int:
     """Grade everything named by ``paths`` into ``options.out``; the process exit status."""
+    missing = [str(path) for path in paths if not Path(path).exists()]
+    if missing:
+        raise UsageError(f"no such file or folder: {', '.join(missing)}")
     out = options.out.resolve()
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {options.out} is a file")

@@ -8,7 +8,7 @@
   contract's file, so the notebook and ``.py`` submissions are graded by the same grader).
   Each ``# BEGIN SOLUTION`` block gets, as otter's prompt, the ``raise NotImplementedError``
   line of :mod:`autograder.release`, so a student's cells hold exactly ``assignment/*.py``;
-* the test cells: the otter cases of :mod:`autograder.otter_build` (one per rubric row);
+* the test cells: one per rubric row (points, visibility), for :mod:`autograder.otter_build`'s tests;
 * cells showing which dtypes autocast picks, the underflow demo with its loss plot
   (``underflow_demo.py``, which ``make student`` copies next to the notebook), the same
   demo with the student's scaler and ``amp_step``, and a GPU cell timing fp32 against
@@ -305,15 +305,19 @@ def master_cell_source(source: str, filename: str) -> str:
     return "\n".join(out)
 
 
-def test_cell_source(case: otter_build.Case) -> str:
-    hidden = "true" if case.item.suite != rubric.PUBLIC else "false"
-    return (f'""" # BEGIN TEST CONFIG\npoints: {otter_build._num(case.points)}\nhidden: {hidden}\n'
-            f'""" # END TEST CONFIG\n'
-            f"def {case.function}():\n"
-            f"    amp_verdict({case.item.number!r}, {tuple(case.params)!r}, {case.index}, AMP_NODE_IDS)")
+def test_cell_source(row: otter_build.Row) -> str:
+    """A master-notebook test cell for one rubric row: its points and visibility for otter assign.
+
+    otter assign needs a test cell per case to write the question's tests and check cell; the
+    test code it writes is then replaced by otter_build's test file (see :func:`finish`).
+    """
+    return (f'""" # BEGIN TEST CONFIG\npoints: {otter_build._num(row.item.points)}\n'
+            f'hidden: {"true" if row.hidden else "false"}\n""" # END TEST CONFIG\n'
+            f"def {row.function}():\n"
+            f"    pass  # rubric row {row.item.number}: replaced by autograder/otter_build.py's test file")
 
 
-def master_notebook(cases: list[otter_build.Case]) -> Any:
+def master_notebook(rows: list[otter_build.Row]) -> Any:
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
 
@@ -335,16 +339,16 @@ def master_notebook(cases: list[otter_build.Case]) -> Any:
               new_code_cell(LOAD_HELPER)]
     for task, filename in TASK_FILES.items():
         question, _ = otter_build.QUESTIONS[task]
-        mine = [c for c in cases if c.item.task == task]
+        mine = [r for r in rows if r.item.task == task]
         source = (ROOT / "solutions" / filename).read_text(encoding="utf-8")
         cells += [new_markdown_cell(task_section(sections, task)),
                   new_raw_cell(f"# BEGIN QUESTION\nname: {question}\n"
-                               f"points: {otter_build._num(sum(c.points for c in mine))}"),
+                               f"points: {otter_build._num(sum(r.item.points for r in mine))}"),
                   new_raw_cell("# BEGIN SOLUTION"),
                   new_code_cell(master_cell_source(source, filename)),
                   new_raw_cell("# END SOLUTION"),
                   new_raw_cell("# BEGIN TESTS")]
-        cells += [new_code_cell(test_cell_source(case)) for case in mine]
+        cells += [new_code_cell(test_cell_source(row)) for row in mine]
         cells += [new_raw_cell("# END TESTS"), new_raw_cell("# END QUESTION")]
         if task == "quick_check":
             cells.append(new_markdown_cell("The Quick Check has no public check: the autograder's hidden tests "
@@ -358,7 +362,7 @@ def master_notebook(cases: list[otter_build.Case]) -> Any:
         "language_info": {"name": "python"}})
 
 
-def finish(nb: Any, cases: list[otter_build.Case]) -> Any:
+def finish(nb: Any, rows: list[otter_build.Row]) -> Any:
     """Our public test files in the metadata, deterministic cell ids, no outputs."""
     nb = copy.deepcopy(nb)
     tests = nb["metadata"]["otter"]["tests"]
@@ -366,7 +370,7 @@ def finish(nb: Any, cases: list[otter_build.Case]) -> Any:
     if set(tests) != set(expected):
         raise RuntimeError(f"otter assign wrote tests for {sorted(tests)}, expected {sorted(expected)}")
     for question, task in expected.items():
-        tests[question] = otter_build.render_test_file(task, cases, public_only=True)
+        tests[question] = otter_build.render_test_file(task, rows, public_only=True)
     nb["cells"] = [cell for cell in nb["cells"] if cell["source"].strip()]  # otter's empty last cell
     for index, cell in enumerate(nb["cells"]):
         cell["id"] = f"cell-{index:03d}"
@@ -379,8 +383,8 @@ def build(out: Path, *, master_out: Path | None = None, solution_out: Path | Non
     import nbformat
 
     otter_build.check_otter_version()
-    cases = otter_build.collect_cases()
-    master = master_notebook(cases)
+    rows = otter_build.rubric_rows()
+    master = master_notebook(rows)
     with tempfile.TemporaryDirectory(prefix="amp-notebook-") as tmp:
         stage = Path(tmp)
         for name in TASK_FILES.values():  # otter assign checks that export files exist
@@ -390,8 +394,8 @@ def build(out: Path, *, master_out: Path | None = None, solution_out: Path | Non
                                NOTEBOOK, "dist"], cwd=stage, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"otter assign failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-        student = finish(nbformat.read(stage / "dist" / "student" / NOTEBOOK, as_version=4), cases)
-        solution = finish(nbformat.read(stage / "dist" / "autograder" / NOTEBOOK, as_version=4), cases)
+        student = finish(nbformat.read(stage / "dist" / "student" / NOTEBOOK, as_version=4), rows)
+        solution = finish(nbformat.read(stage / "dist" / "autograder" / NOTEBOOK, as_version=4), rows)
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(student, out)
     if master_out:

@@ -52,9 +52,6 @@ AMP_MISSING_HINT = ("If you worked in the notebook: submit the zip its last cell
                     "that the %%writefile cells wrote), or upload those .py files.")
 
 
-_amp_told = []  # rows of this test file whose message already carries the submission's notes
-
-
 def _amp_cache():
     """A dict shared by every test file loaded in this Python process."""
     module = _amp_sys.modules.get("_amp_otter_cache")
@@ -183,64 +180,78 @@ def _amp_public_outcomes(node_ids):
     return cache[key]
 
 
-def _amp_case_part(message, cases, index):
-    """The part of a parametrized row's message about case ``cases[index]`` (the judge labels them ``[id] ``)."""
-    def starts(case):
-        label = f"[{case}] "
-        return [i for i in range(len(message))
-                if message.startswith(label, i) and (i == 0 or message[:i].endswith("\n\n"))]
-
-    mine = starts(cases[index])
-    if not mine:
-        return message
-    begin = mine[0]
-    others = [i for k, case in enumerate(cases) if k != index for i in starts(case) if i > begin]
-    head = message[:message.find("[")] if message.startswith("Scored 0") else ""
-    return (head + message[begin:min(others, default=len(message))]).rstrip()
+def _amp_fail(message):
+    def case():
+        raise AssertionError(message)
+    return case
 
 
-def amp_verdict(number, cases, index, node_ids):
-    """Pass, or raise ``AssertionError`` with the grader's message, for one case of rubric row ``number``.
+def _amp_pass():
+    def case():
+        return None
+    return case
 
-    ``cases`` are the parameter ids of the row's pytest cases (``("",)`` if it has one),
-    ``index`` this case's position among them, and ``node_ids`` the public checks of
-    the whole question (``node_ids[number]`` lists this row's, empty for a hidden row).
+
+def _amp_public_check(node, every):
+    def case():
+        outcomes = _amp_public_outcomes(every)
+        base = node.split("::", 1)[1]
+        found = [o for name, o in outcomes.items() if name == base or name.startswith(base + "[")]
+        if not found:
+            raise AssertionError(f"The public check {node} did not run (see the output of python -m pytest).")
+        problems = [message for passed, message in found if not passed]
+        if problems:
+            raise AssertionError("\n\n".join(problems))
+    return case
+
+
+def _amp_judge_cases(rows):
+    """(name, points, hidden, function) per row from the judge's results; a partly passed row gives two."""
+    try:
+        data = amp_judge_results()
+    except Exception as exc:  # no verdicts: every row fails with the reason
+        reason = str(exc) or repr(exc)
+        return [(f"{number} {title}", points, hidden, _amp_fail(reason)) for number, title, points, hidden, _ in rows]
+    by_number = {t.get("number"): t for t in data.get("tests", [])}
+    notes = data.get("output", "")
+    told = False
+    cases = []
+    for number, title, points, hidden, _ in rows:
+        name, row = f"{number} {title}", by_number.get(number)
+        if row is None:
+            cases.append((name, points, hidden, _amp_fail(f"Autograder error: no result for test {number}. "
+                                                          "Please tell the staff.")))
+            continue
+        if row.get("status") == "passed":
+            cases.append((name, points, hidden, _amp_pass()))
+            continue
+        message = row.get("output", "") or "Failed."
+        if notes.startswith("About your submission") and "Missing:" in notes and not told:
+            told = True  # once per question
+            message = f"{message}\n\n{notes.split(chr(10) + chr(10))[0]}\n{AMP_MISSING_HINT}"
+        score = float(row.get("score", 0.0))
+        if 0.0 < score < points:  # partial credit (some cases of the row failed): keep the judge's score
+            cases.append((f"{name} (passed part: {score:g} of {points:g} points)", score, hidden, _amp_pass()))
+            cases.append((f"{name} (failed part: {points - score:g} of {points:g} points)", points - score, hidden,
+                          _amp_fail(message)))
+        else:
+            cases.append((name, points, hidden, _amp_fail(message)))
+    return cases
+
+
+def amp_define_cases(namespace, test_case, rows):
+    """Define this test file's otter cases in ``namespace`` for ``rows``.
+
+    ``rows``: ``(number, title, points, hidden, public check node id or "")`` per rubric row.
+    In otter's grading kernel the cases carry the judge's verdicts (computed now, once per
+    submission); elsewhere (``grader.check`` in a student's notebook) each public row's case
+    runs its public check, and a hidden row has no case.
     """
     if _amp_grading_mode():
-        data = amp_judge_results()
-        row = next((t for t in data.get("tests", []) if t.get("number") == number), None)
-        if row is None:
-            raise AssertionError(f"Autograder error: no result for test {number}. Please tell the staff.")
-        if row.get("status") == "passed":
-            return
-        score, maximum = float(row.get("score", 0.0)), float(row.get("max_score", 0.0))
-        message = row.get("output", "") or "Failed."
-        if 0.0 < score < maximum and len(cases) > 1:  # a parametrized row that lost some of its cases
-            failed = {case for case in cases if f"[{case}] " in message}
-            passing = round(score / maximum * len(cases))
-            if len(failed) == len(cases) - passing:
-                if cases[index] not in failed:
-                    return
-            elif index < passing:
-                return
-        if len(cases) > 1:
-            message = _amp_case_part(message, cases, index)
-        notes = data.get("output", "")
-        if notes.startswith("About your submission") and "Missing:" in notes and not _amp_told:
-            _amp_told.append(number)  # once per question (test file)
-            message = f"{message}\n\n{notes.split(chr(10) + chr(10))[0]}\n{AMP_MISSING_HINT}"
-        raise AssertionError(message)
-    mine = node_ids.get(number, ())
-    if not mine:
-        raise AssertionError(f"Test {number} is hidden: only the autograder runs it.")
-    every = sorted({node for nodes in node_ids.values() for node in nodes})
-    outcomes = _amp_public_outcomes(every)
-    wanted = cases[index]
-    base = mine[0].split("::", 1)[1].split("[", 1)[0]
-    name = f"{base}[{wanted}]" if wanted else base
-    found = [(n, o) for n, o in outcomes.items() if n == name or (not wanted and n.startswith(base + "["))]
-    if not found:
-        raise AssertionError(f"The public check {name} did not run (see the output of python -m pytest).")
-    problems = [message for _, (passed, message) in found if not passed]
-    if problems:
-        raise AssertionError("\n\n".join(problems))
+        cases = _amp_judge_cases(rows)
+    else:
+        every = sorted({row[4] for row in rows if row[4]})
+        cases = [(f"{number} {title}", points, hidden, _amp_public_check(node, every))
+                 for number, title, points, hidden, node in rows if node]
+    for index, (name, points, hidden, function) in enumerate(cases):
+        namespace[f"amp_case_{index:02d}"] = test_case(name=name, points=points, hidden=hidden)(function)

@@ -3,11 +3,11 @@
 ``python -m autograder.otter_build`` (``make otter``) generates one otter question per
 graded task of :mod:`autograder.rubric` (``q_scaler``, ``q_amp_step``, ``q_quick_check``)
 in otter's exception-based test format: one test case per rubric row, with the row's
-points and visibility (public row -> public case, hidden row -> hidden case); a
-parametrized row is split into its pytest cases, which share its points as the
-judge's partial credit does.  The cases do not test anything inside otter's kernel:
-they ask the isolated judge (see :mod:`autograder.otter_bridge`), so isolation,
-counterexamples and determinism are the same as with ``python -m autograder grade``.
+points and visibility (a visible row is a public case, a hidden one a hidden case).  The
+cases test nothing inside otter's kernel: they take the verdicts of the isolated judge
+(:mod:`autograder.otter_bridge`), so isolation, messages with counterexamples and
+determinism are those of ``python -m autograder grade``, and so is partial credit (a row
+partly passed becomes two cases, its passed and its failed part, with the judge's score).
 
 The zip is made by ``otter generate`` with:
 
@@ -15,25 +15,26 @@ The zip is made by ``otter generate`` with:
 * ``files/amp_grader.zip``: the grader (``autograder/`` with the hidden tests, and
   ``assignment/checks/``), extracted to a temporary folder when grading;
 * ``files/amp_homework.ipynb``: a stand-in notebook.  Otter grades one notebook, or one
-  ``.py`` file, per submission; this assignment's submissions are three ``.py``
-  files.  Otter copies ``files/`` into the submission folder, so the stand-in is
-  always the one notebook there (it replaces a submitted ``amp_homework.ipynb``)
-  and otter executes it, not the student's code; its tests then grade the ``.py``
-  files (which the notebook edition's ``%%writefile`` cells produce);
+  ``.py`` file, per submission; this assignment's submissions are three ``.py`` files.
+  Otter copies ``files/`` into the submission folder, so the stand-in is always the one
+  notebook there (it replaces a submitted ``amp_homework.ipynb``) and otter executes it,
+  never submitted code; its tests then grade the ``.py`` files (which the notebook
+  edition's ``%%writefile`` cells produce);
 * ``requirements.txt``: CPU torch and the grader's pinned dependencies (from
-  ``pyproject.toml``), on top of otter's own;
+  ``pyproject.toml``), on top of otter's own; Python 3.11;
 * ``otter_config.json``: hidden rows shown after publication unless
-  ``AMP_HIDDEN_VISIBILITY=hidden``.
+  ``AMP_HIDDEN_VISIBILITY=hidden``, and the plugin below;
 
-``--tests-only DIR`` writes just the test files (``--public-only`` drops the hidden
-cases, as in a student's copy).
+and, added at the zip's root, ``autograder/otter_plugin.py`` (:mod:`autograder.otter_plugin`),
+which moves the submitted files out of otter's kernel's way before grading.
+
+``--tests-only DIR`` writes just the test files (``--public-only`` drops the hidden rows,
+as in a student's copy).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import keyword
 import re
@@ -72,68 +73,35 @@ QUESTIONS = {task: (f"q_{task}", TITLES.get(task, f"Task {task}"))
 
 
 @dataclass(frozen=True)
-class Case:
-    """One otter test case: one pytest case of one rubric row."""
+class Row:
+    """One rubric row, as an otter test case."""
 
     item: rubric.Item
-    param: str  # pytest parameter id, "" if the row is not parametrized
-    index: int
-    params: tuple[str, ...]
     public_node: str  # "checks/test_public_x.py::test_name" for a public row, else ""
 
     @property
-    def name(self) -> str:
-        suffix = f" [{self.param}]" if self.param else ""
-        return f"{self.item.number} {self.item.title}{suffix}"
-
-    @property
-    def points(self) -> float:
-        return self.item.points / len(self.params)
+    def hidden(self) -> bool:
+        return self.item.visibility != "visible"
 
     @property
     def function(self) -> str:
-        slug = re.sub(r"\W+", "_", f"{self.item.number}_{self.param}".replace(".", "_")).strip("_")
-        name = f"test_{slug}"
+        name = "test_" + re.sub(r"\W+", "_", self.item.number)
         return name + "_" if keyword.iskeyword(name) else name
 
 
-class _Collector:
-    def __init__(self) -> None:
-        self.found: list[tuple[str, str, str]] = []
+def public_node(item: rubric.Item) -> str:
+    """``checks/<file>::<test>`` of a public row (where ``grader.check`` finds it next to the notebook)."""
+    if item.suite != rubric.PUBLIC:
+        return ""
+    checks = ROOT / "assignment" / "checks"
+    found = [p for p in sorted(checks.glob("test_*.py")) if re.search(rf"^def {item.test}\(", p.read_text(), re.M)]
+    if len(found) != 1:
+        raise RuntimeError(f"public rubric row {item.number}: {item.test} is defined in {len(found)} files of {checks}")
+    return f"checks/{found[0].name}::{item.test}"
 
-    def pytest_collection_modifyitems(self, items: list) -> None:  # type: ignore[type-arg]
-        self.found = [(getattr(i, "originalname", i.name), i.name, str(i.path)) for i in items]
 
-
-def collect_cases() -> list[Case]:
-    """Every rubric row's pytest cases, collected from the public and hidden suites."""
-    import pytest
-
-    from autograder import judge
-
-    collector = _Collector()
-    for folder in (str(judge.PUBLIC_DIR.parent), str(judge.ROOT)):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
-    args = [str(judge.PUBLIC_DIR), str(judge.HIDDEN_DIR), "-c", str(judge.INI), "--rootdir", str(judge.ROOT),
-            "-p", "checks.plugin", "-p", "no:cacheprovider", "--collect-only", "-q", "--no-header",
-            "--continue-on-collection-errors"]
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-        pytest.main(args, plugins=[collector])
-    cases: list[Case] = []
-    for item in rubric.ITEMS:
-        found = [(name, path) for test, name, path in collector.found if test == item.test]
-        if not found:
-            raise RuntimeError(f"rubric row {item.number} ({item.test}) matches no collected test:\n"
-                               f"{buffer.getvalue()[-4000:]}")
-        params = tuple(name.split("[", 1)[1][:-1] if "[" in name else "" for name, _ in found)
-        node = ""
-        if item.suite == rubric.PUBLIC:
-            relative = Path(found[0][1]).resolve().relative_to(judge.PUBLIC_DIR.parent)
-            node = f"{relative.as_posix()}::{item.test}"
-        cases += [Case(item, param, index, params, node) for index, param in enumerate(params)]
-    return cases
+def rubric_rows() -> list[Row]:
+    return [Row(item, public_node(item)) for item in rubric.ITEMS]
 
 
 def bridge_source() -> str:
@@ -151,19 +119,21 @@ def _py(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def render_test_file(task: str, cases: list[Case], *, public_only: bool = False) -> str:
-    """The otter exception-based test file of one task."""
+def render_test_file(task: str, rows: list[Row], *, public_only: bool = False) -> str:
+    """The otter exception-based test file of one task: its rows, defined by the bridge when loaded."""
     question, title = QUESTIONS[task]
-    chosen = [c for c in cases if c.item.task == task and not (public_only and c.item.suite != rubric.PUBLIC)]
-    points = sum(c.points for c in chosen)
-    node_ids = {c.item.number: [c.public_node] for c in chosen if c.public_node}
+    chosen = [r for r in rows if r.item.task == task and not (public_only and r.hidden)]
+    points = sum(r.item.points for r in chosen)
+    table = "".join(f"    ({_py(r.item.number)}, {_py(r.item.title)}, {_num(r.item.points)}, {r.hidden}, "
+                    f"{_py(r.public_node)}),\n" for r in chosen)
     lines = [
-        f'"""{title}: otter test file, {points:g} points.',
+        f'"""{title}: otter test file, {_num(points)} points.',
         "",
         "Generated by autograder/otter_build.py from autograder/rubric.py: do not edit.  One case per",
-        "rubric row (a parametrized row: per pytest case).  In otter's grading run the cases read the",
-        "verdicts of the isolated judge (python -m autograder grade); in a student's notebook they run",
-        'the public checks in checks/ with pytest.  See autograder/otter_bridge.py.',
+        "rubric row (number, title, points, hidden, public check), defined when otter loads this file:",
+        "in otter's grading run from the verdicts of the isolated judge (python -m autograder grade; a",
+        "partly passed row becomes its passed and its failed part), in a student's notebook by running",
+        "the public checks in checks/ with pytest.  See autograder/otter_bridge.py.",
         '"""',
         "",
         "from otter.test_files import test_case",
@@ -171,32 +141,26 @@ def render_test_file(task: str, cases: list[Case], *, public_only: bool = False)
         "OK_FORMAT = False",
         "",
         f"name = {_py(question)}",
-        f"points = {_num(points)}",
+        f"# points: {_num(points)}, the sum of the rows' (not set as `points`, which would be checked against a",
+        "# float sum of a partly passed row's two parts)",
         "",
         bridge_source().rstrip(),
         "",
         "",
-        f"AMP_NODE_IDS = {_py(node_ids)}",
-        "",
+        "AMP_ROWS = [",
+        table.rstrip("\n"),
+        "]",
+        "amp_define_cases(globals(), test_case, AMP_ROWS)",
     ]
-    for case in chosen:
-        hidden = case.item.suite != rubric.PUBLIC
-        lines += [
-            "",
-            f"@test_case(name={_py(case.name)}, points={_num(case.points)}, hidden={hidden})",
-            f"def {case.function}():",
-            f"    amp_verdict({_py(case.item.number)}, {tuple(case.params)!r}, {case.index}, AMP_NODE_IDS)",
-            "",
-        ]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_tests(out: Path, cases: list[Case], *, public_only: bool = False) -> list[Path]:
+def write_tests(out: Path, rows: list[Row], *, public_only: bool = False) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for task, (question, _) in QUESTIONS.items():
         path = out / f"{question}.py"
-        path.write_text(render_test_file(task, cases, public_only=public_only), encoding="utf-8")
+        path.write_text(render_test_file(task, rows, public_only=public_only), encoding="utf-8")
         written.append(path)
     return written
 
@@ -285,12 +249,12 @@ def check_otter_version() -> None:
 def build(out: Path) -> Path:
     """Write the otter autograder zip to ``out`` with ``otter generate``."""
     check_otter_version()
-    cases = collect_cases()
+    rows = rubric_rows()
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="amp-otter-build-") as tmp:
         stage = Path(tmp)
-        write_tests(stage / "tests", cases)
+        write_tests(stage / "tests", rows)
         grader_zip(stage / GRADER_ZIP_NAME)
         (stage / DRIVER_NAME).write_text(driver_notebook(), encoding="utf-8")
         (stage / "requirements.txt").write_text(requirements(), encoding="utf-8")
@@ -309,10 +273,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "dist" / "otter-autograder.zip")
     parser.add_argument("--tests-only", type=Path, metavar="DIR", help="only write the otter test files to DIR")
-    parser.add_argument("--public-only", action="store_true", help="with --tests-only: leave out hidden cases")
+    parser.add_argument("--public-only", action="store_true", help="with --tests-only: leave out hidden rows")
     args = parser.parse_args(argv)
     if args.tests_only:
-        for path in write_tests(args.tests_only, collect_cases(), public_only=args.public_only):
+        for path in write_tests(args.tests_only, rubric_rows(), public_only=args.public_only):
             print(f"wrote {path}")
         return 0
     path = build(args.out)

@@ -49,7 +49,8 @@ ITEMS: tuple[Item, ...] = (
     Item("1.13", "test_misuse_raises_runtime_error", "Misuse raises RuntimeError", 3, "scaler"),
     Item("1.14", "test_float16_grads_rejected", "float16 gradients raise ValueError", 1, "scaler"),
     Item("1.15", "test_scale_lists_and_tuples", "scale() of lists and tuples", 1, "scaler"),
-    Item("1.16", "test_state_dict_round_trip", "state_dict / load_state_dict", 3, "scaler"),
+    Item("1.16", "test_state_dict_round_trip", "state_dict / load_state_dict", 2, "scaler"),
+    Item("1.18", "test_defaults_and_restored_state", "Defaults; update() from a restored state", 1, "scaler"),
     Item("1.17", "test_no_forbidden_delegation", "No delegation to torch's GradScaler (gate)", 0, "scaler",
          always_visible=True),
     # Task 2: amp_step (30)

@@ -166,7 +166,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
     from autograder import sandbox  # torch, the harness: what student processes may hold
 
     if args.uid is not None and os.geteuid() == 0:
-        sandbox._kill_uid(args.uid)  # leftovers of a worker of this slot killed in an earlier run
+        sandbox._kill_uid(args.uid)  # leftovers of a killed run that held this uid before us
     sandbox.start_zygote()
     channel = os.dup(1)  # created after the zygote forked: no student process can inherit it
     os.dup2(2, 1)  # stray prints go to the worker's log, never into the channel

@@ -105,7 +105,7 @@ def main() -> int:
     kinds = generate(work / "subs", args.n)
     mix = collections.Counter(kinds.values())
     print(f"{args.n} synthetic submissions: " + ", ".join(f"{mix[k]} {k}" for k, _ in MIX)
-          + f"; limits {' '.join(LIMITS)}; {os.cpu_count()} cores")
+          + f"; limits {' '.join(LIMITS)}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}")
 
     batch_seconds = grade([work / "subs"], work / "out", args.jobs)
     with sqlite3.connect(work / "out" / "ledger.sqlite") as db:
@@ -145,6 +145,7 @@ def main() -> int:
     verdict = "meets" if projected <= GOAL_SECONDS else "misses"
     print(f"extrapolated to {GOAL_N}: {projected / 60:.1f} min with --jobs {args.jobs} ({verdict} the goal of "
           f"{GOAL_SECONDS // 60} min); naive: {naive_per_sub * GOAL_N / 60:.1f} min")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} (other work on the machine slows every number above)")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -8,6 +8,7 @@ submissions (grading a correct one takes a few seconds) and share one graded bat
 from __future__ import annotations
 
 import csv
+import fcntl
 import json
 import os
 import shutil
@@ -325,6 +326,12 @@ def test_bad_arguments_exit_2(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     out_is_file = grade(ASSIGNMENT, "--out", tmp_path / "file")
     assert out_is_file.returncode == 2 and "is a file" in out_is_file.stderr
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    with open(busy / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another run holds this output folder
+        second = grade(ASSIGNMENT, "--out", busy)
+    assert second.returncode == 2 and "another grading run is using" in second.stderr
 
 
 # --------------------------------------------------------------------------- units (no grading)

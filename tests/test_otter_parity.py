@@ -1,13 +1,13 @@
 """The otter path gives the grader's scores: ``otter run -a otter-autograder.zip`` vs ``python -m autograder grade``.
 
-* ``test_otter_cases_mirror_the_rubric`` / ``test_case_verdicts_reproduce_row_scores``:
-  the generated otter test files (no kernel, no judge): one case per rubric row or
-  pytest case, same points and visibility; and, fed a results.json, their cases score
-  exactly the rows' scores (partial credit of parametrized rows and the delegation
-  gate included).
-* ``test_otter_run_matches_the_grader``: end to end, without Docker, on the bundled
-  examples and a few catalogue entries (a parametrized row half lost, the delegation
-  gate); ``AMP_OTTER_PARITY=all`` runs every catalogue entry (about 10 s each).
+* ``test_otter_cases_mirror_the_rubric`` / ``test_case_verdicts_reproduce_row_scores``: the
+  generated otter test files, loaded as otter's grading kernel loads them but with a stand-in
+  judge that returns a given results.json: one case per rubric row with its points and
+  visibility, and the cases score exactly the rows' scores (partial credit and the delegation
+  gate included); in a student's notebook, one case per public row.
+* ``test_otter_run_matches_the_grader*``: end to end, ``otter run`` without Docker, on the
+  bundled examples and a few catalogue entries (partial credit, the delegation gate);
+  ``AMP_OTTER_PARITY=all`` runs every catalogue entry (about 15 s each).
 
 Skipped when otter-grader is not installed (``pip install -e ".[otter]"``).
 """
@@ -57,8 +57,8 @@ CHOSEN = sorted(ENTRIES) if FULL else [name for name in SAMPLE if name in ENTRIE
 
 
 @pytest.fixture(scope="module")
-def cases() -> list[otter_build.Case]:
-    return otter_build.collect_cases()
+def rows() -> list[otter_build.Row]:
+    return otter_build.rubric_rows()
 
 
 @pytest.fixture(scope="module")
@@ -108,66 +108,106 @@ def _otter_run(otter_zip: Path, folder: Path, work: Path) -> dict[str, Any]:
 def _compare(got: dict[str, Any], reference: dict[str, Any]) -> None:
     scores = {row["name"]: row.get("score") for row in got["tests"]}
     assert "Autograder Failed" not in scores, got
-    otter_totals = {question: round(float(scores[question]), 4) for question, _ in otter_build.QUESTIONS.values()}
-    assert otter_totals == _task_totals(reference)
+    otter_totals = {question: float(scores[question]) for question, _ in otter_build.QUESTIONS.values()}
+    assert otter_totals == pytest.approx(_task_totals(reference), abs=1e-6)
     assert sum(otter_totals.values()) == pytest.approx(reference["score"], abs=1e-6)
 
 
-def test_otter_cases_mirror_the_rubric(cases: list[otter_build.Case], tmp_path: Path) -> None:
-    from otter.test_files import ExceptionTestFile
-
-    for path in otter_build.write_tests(tmp_path, cases):
-        test_file = ExceptionTestFile.from_file(str(path))
-        task = next(t for t, (q, _) in otter_build.QUESTIONS.items() if q == test_file.name)
-        items = [item for item in rubric.ITEMS if item.task == task]
-        assert test_file.possible == pytest.approx(rubric.max_points(tuple(items)))
-        for item in items:
-            mine = [tc for tc in test_file.test_cases if tc.name.startswith(f"{item.number} {item.title}")]
-            assert mine, item
-            assert sum(tc.points for tc in mine) == pytest.approx(item.points)
-            assert {tc.hidden for tc in mine} == {item.suite != rubric.PUBLIC}
-    public = otter_build.write_tests(tmp_path / "public", cases, public_only=True)
-    for path in public:
-        assert "hidden=True" not in path.read_text()
-
-
-def _fake_results(rows: dict[str, tuple[float, str]]) -> dict[str, Any]:
+def _fake_results(rows: dict[str, tuple[float, str]], notes: str = "Graded.") -> dict[str, Any]:
     tests = []
     for item in rubric.ITEMS:
         score, message = rows.get(item.number, (item.points, ""))
         tests.append({"number": item.number, "score": score, "max_score": item.points,
                       "status": "passed" if score >= item.points else "failed", "output": message or "Passed."})
-    return {"score": sum(t["score"] for t in tests), "tests": tests, "output": "Graded."}
+    return {"score": sum(t["score"] for t in tests), "tests": tests, "output": notes}
+
+
+def _load_graded(tests: list[Path], folder: Path, results: dict[str, Any] | None,
+                 monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Load and run the test files as otter's grading kernel does, in ``folder``, with a stand-in judge
+    (an ``amp_grader.zip`` whose ``python -m autograder grade`` writes ``results``, or fails if None)."""
+    from otter import Notebook
+    from otter.test_files import ExceptionTestFile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "loss_scaler.py").write_text("# submitted\n")
+    main = ("import json, sys\nfrom pathlib import Path\nout = Path(sys.argv[sys.argv.index('--out') + 1])\n"
+            "(out / 'submission').mkdir(parents=True)\n"
+            f"(out / 'submission' / 'results.json').write_text({json.dumps(json.dumps(results))})\n"
+            if results is not None else "import sys\nprint('the judge broke')\nsys.exit(3)\n")
+    with zipfile.ZipFile(folder / "amp_grader.zip", "w") as bundle:
+        bundle.writestr("autograder/__init__.py", "")
+        bundle.writestr("autograder/__main__.py", main)
+    monkeypatch.chdir(folder)
+    monkeypatch.setattr(Notebook, "_grading_mode", True, raising=False)
+    loaded = []
+    for path in tests:
+        test_file = ExceptionTestFile.from_file(str(path))
+        test_file.run({})
+        loaded.append(test_file)
+    return loaded
+
+
+def test_otter_cases_mirror_the_rubric(rows: list[otter_build.Row], tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from otter.test_files import ExceptionTestFile
+
+    tests = otter_build.write_tests(tmp_path / "tests", rows)
+    for test_file in _load_graded(tests, tmp_path / "graded", _fake_results({}), monkeypatch):
+        task = next(t for t, (q, _) in otter_build.QUESTIONS.items() if q == test_file.name)
+        items = [item for item in rubric.ITEMS if item.task == task]
+        assert [tc.name for tc in test_file.test_cases] == [f"{i.number} {i.title}" for i in items]
+        assert [tc.points for tc in test_file.test_cases] == [i.points for i in items]
+        assert [tc.hidden for tc in test_file.test_cases] == [i.visibility != "visible" for i in items]
+        assert test_file.score == test_file.possible == rubric.max_points(tuple(items))
+    monkeypatch.setattr("otter.Notebook._grading_mode", False)
+    for path in otter_build.write_tests(tmp_path / "public", rows, public_only=True):  # a student's copy
+        test_file = ExceptionTestFile.from_file(str(path))
+        public = [i for i in rubric.ITEMS if i.suite == rubric.PUBLIC and test_file.name == f"q_{i.task}"]
+        assert [tc.name for tc in test_file.test_cases] == [f"{i.number} {i.title}" for i in public]
+        assert "True" not in path.read_text().split("AMP_ROWS = [", 1)[1]  # no hidden row in it
 
 
 SCENARIOS = {
     "all passed": {},
+    "1.1 partly lost": {"1.1": (2.8333, "[init_scale=0.0] should raise ValueError")},
     "2.1 half lost": {"2.1": (2.0, "[bfloat16] bf16 went wrong\n\nmore detail")},
-    "2.9 half lost, unlabelled": {"2.9": (1.0, "something")},
     "2.1 all lost": {"2.1": (0.0, "[bfloat16] a\n\n[float16] b")},
-    "gate": {**{f"1.{i}": (0.0, "Scored 0: see test 1.17 (gate).") for i in range(1, 17)},
-             "1.17": (0.0, "You used GradScaler.")},
+    "gate": {**{item.number: (0.0, "Scored 0: see test 1.17 (gate).") for item in rubric.ITEMS
+                if item.task == "scaler"}, "1.17": (0.0, "You used GradScaler.")},
     "answers": {"3.2": (0.0, "Q2 is wrong."), "3.4": (0.0, "Q4 is unanswered")},
 }
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_case_verdicts_reproduce_row_scores(cases: list[otter_build.Case], tmp_path: Path,
+def test_case_verdicts_reproduce_row_scores(rows: list[otter_build.Row], tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch, scenario: str) -> None:
-    from otter import Notebook
-    from otter.test_files import ExceptionTestFile
-
     results = _fake_results(SCENARIOS[scenario])
-    monkeypatch.setattr(Notebook, "_grading_mode", True, raising=False)
-    for path in otter_build.write_tests(tmp_path, cases):
-        test_file = ExceptionTestFile.from_file(str(path))
-        for tc in test_file.test_cases:
-            tc.body.test_func.__globals__["amp_judge_results"] = lambda: results
-        test_file.run({})
-        assert round(test_file.score, 4) == _task_totals(results)[test_file.name], test_file.summary()
-        for tcr in test_file.test_case_results:  # a failing case shows its own part of the row's message
-            if not tcr.passed and "[float16]" in tcr.test_case.name:
-                assert "[float16] b" in tcr.message and "[bfloat16] a" not in tcr.message
+    tests = otter_build.write_tests(tmp_path / "tests", rows)
+    for test_file in _load_graded(tests, tmp_path / "graded", results, monkeypatch):
+        assert test_file.score == pytest.approx(_task_totals(results)[test_file.name], abs=1e-9), test_file.summary()
+        assert test_file.possible == pytest.approx(_task_totals(_fake_results({}))[test_file.name], abs=1e-9)
+        for tcr in test_file.test_case_results:  # a failing case shows the row's message
+            number = tcr.test_case.name.split()[0]
+            if not tcr.passed:
+                assert SCENARIOS[scenario][number][1] in tcr.message
+
+
+def test_a_broken_judge_fails_every_row_with_its_reason(rows: list[otter_build.Row], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    tests = otter_build.write_tests(tmp_path / "tests", rows)
+    for test_file in _load_graded(tests, tmp_path / "graded", None, monkeypatch):
+        assert test_file.score == 0 and test_file.possible > 0
+        assert all("the judge broke" in tcr.message for tcr in test_file.test_case_results)
+
+
+def test_missing_files_are_explained_once_per_question(rows: list[otter_build.Row], tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    notes = "About your submission:\n- Missing: loss_scaler.py, amp_step.py. The tests that need them score 0."
+    results = _fake_results({item.number: (0.0, "file missing") for item in rubric.ITEMS}, notes)
+    tests = otter_build.write_tests(tmp_path / "tests", rows)
+    for test_file in _load_graded(tests, tmp_path / "graded", results, monkeypatch):
+        assert sum("%%writefile" in tcr.message for tcr in test_file.test_case_results) == 1
 
 
 @pytest.mark.slow

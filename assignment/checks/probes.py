@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 import torch
 
-from checks.harness import (SCENARIOS, Json, RecordingSGD, Submission, guarded, run_scaler_ops, tensor_values,
-                            torch_scaler)
+from checks.harness import (SCENARIOS, Json, RecordingSGD, Submission, guarded, run_scaler_ops, seed_cpu,
+                            tensor_values, torch_scaler)
 
 
 class _BackwardProbe(torch.autograd.Function):
@@ -124,7 +124,7 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
     ``device_type``, ``dtype``, ``max_grad_norm``, ``inject_inf_at`` (iterations whose
     gradients get an inf), ``scaler_kwargs``, ``seed``, ``same_batch``.
     """
-    torch.manual_seed(int(args.get("seed", 0)))
+    seed_cpu(int(args.get("seed", 0)))
     log: list[dict[str, Json]] = []
     sizes = list(args.get("sizes", [8, 16, 4]))
     model = AmpProbe(sizes, args.get("device_type", "cpu"), log)
@@ -145,10 +145,14 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
         before = [tensor_values(p) for p in model.parameters()]
 
         def call() -> Json:
-            returned = amp_step(model, inputs, targets, model.loss, optimizer, scaler,
-                                device_type=args.get("device_type", "cpu"),
-                                dtype=getattr(torch, args.get("dtype", "float16")),
-                                max_grad_norm=args.get("max_grad_norm"))
+            keywords = {"device_type": args.get("device_type", "cpu"), "dtype": getattr(torch, args.get("dtype", "float16")),
+                        "max_grad_norm": args.get("max_grad_norm")}
+            positional = (model, inputs, targets, model.loss, optimizer, scaler)
+            if args.get("by_keyword"):  # the contract's parameter names
+                names = ("model", "inputs", "targets", "loss_fn", "optimizer", "scaler")
+                returned = amp_step(**dict(zip(names, positional)), **keywords)
+            else:
+                returned = amp_step(*positional, **keywords)
             if not isinstance(returned, torch.Tensor):
                 return {"type": type(returned).__name__}
             return {"type": "Tensor", "requires_grad": returned.requires_grad, "numel": returned.numel(),
@@ -172,7 +176,7 @@ def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, ma
     With ``amp_step``/``make_scaler`` None the run is the unscaled baseline.  ``args["device"]``
     (default "cpu") places data and model; the data are drawn on the CPU whatever the device.
     """
-    torch.manual_seed(int(args.get("seed", 0)))
+    seed_cpu(int(args.get("seed", 0)))
     n, d = int(args.get("n", 4096)), int(args.get("d", 16))
     x = torch.randn(n, d)
     y = x @ torch.randn(d, 1) * float(args.get("target_scale", 1e-4))

@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from checks import expect, scenarios
 
 
-@given(kwargs=scenarios.bad_constructor_kwargs)
+@pytest.mark.parametrize("kwargs", scenarios.BAD_CONSTRUCTOR_KWARGS, ids=lambda kw: expect._kwargs(kw))
 def test_constructor_rejects_bad_arguments(student: Any, kwargs: dict[str, Any]) -> None:
     args = {"world": scenarios.world([[[1]]]), "ops": [{"op": "new", "kwargs": kwargs}]}
     [result] = student.run("scaler_ops", args)

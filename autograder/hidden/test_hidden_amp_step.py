@@ -100,11 +100,15 @@ def test_amp_step_returns_unscaled_detached_loss(student: Any) -> None:
         expect.fail(f"amp_step must return the unscaled loss {true_loss:.6g}, but returned {returned['value']:.6g}.")
 
 
-@pytest.mark.parametrize("scaler", ["student", "torch"])
-def test_amp_step_works_with_both_scalers(student: Any, scaler: str) -> None:
+@pytest.mark.parametrize("scaler,by_keyword", [("student", False), ("torch", False), ("torch", True)])
+def test_amp_step_works_with_both_scalers(student: Any, scaler: str, by_keyword: bool) -> None:
     name = "your ToyLossScaler" if scaler == "student" else "torch.amp.GradScaler('cpu')"
-    result = student.run("amp_probe", {"dtype": "float16", "scaler": scaler, "steps": 2, "inject_inf_at": [0]})
-    first_call_ok(result, FP16_CALL + f"  # with {name}")
+    call = (FP16_CALL.replace("model, inputs, targets, loss_fn, optimizer, scaler",
+                              "model=model, inputs=inputs, targets=targets, loss_fn=loss_fn, optimizer=optimizer, "
+                              "scaler=scaler") if by_keyword else FP16_CALL)
+    result = student.run("amp_probe", {"dtype": "float16", "scaler": scaler, "steps": 2, "inject_inf_at": [0],
+                                       "by_keyword": by_keyword})
+    first_call_ok(result, call + f"  # with {name}")
     stepped = [bool([e for e in call if e["event"] == "optimizer.step"]) for call in per_call(result)]
     scales = [step["scale_after"] for step in result["steps"]]
     if stepped != [False, True] or scales != [32768.0, 32768.0]:

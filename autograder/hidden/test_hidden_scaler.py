@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -174,6 +175,28 @@ def test_state_dict_round_trip(student: Any, kwargs: dict[str, Any], overflows: 
     expect.check_results(args, expected, student.run("scaler_ops", args), only=["state_dict", "observe", "load_state_dict"],
                          what="state_dict() returns torch's five keys; load_state_dict() restores all of them, "
                               "tracker included (a state saved by torch.amp.GradScaler loads too).")
+
+
+# A restored tracker already past growth_interval is left out on purpose: only an inconsistent state
+# dict reaches it, and the contract ("when it reaches growth_interval") allows both == and >= there.
+RESTORED_STATES = {
+    "defaults": None,
+    "tracker one short of a long interval": {"growth_interval": 2000, "_growth_tracker": 1999},
+}
+
+
+@pytest.mark.parametrize("case", sorted(RESTORED_STATES))
+def test_defaults_and_restored_state(student: Any, case: str) -> None:
+    state = RESTORED_STATES[case]
+    ops: list[dict[str, Any]] = [{"op": "new", "kwargs": {}}, {"op": "state_dict"}]
+    if state is not None:
+        ops.append({"op": "load_state_dict",
+                    "state": {"scale": 1024.0, "growth_factor": 2.0, "backoff_factor": 0.5, **state}})
+    args = {"world": scenarios.world([[[2]]]), "ops": ops}
+    args["ops"] += scenarios.iteration_ops(1, [], [[2]]) + [{"op": "state_dict"}]
+    expect.check_results(args, scenarios.torch_results(args), student.run("scaler_ops", args),
+                         what=f"{case}: the constructor's defaults are torch's (2**16, 2.0, 0.5, 2000), and the next "
+                              "update() continues from a restored tracker exactly as torch.amp.GradScaler does.")
 
 
 def test_no_forbidden_delegation(student: Any) -> None:

@@ -218,6 +218,10 @@ UPDATE_RULE_BUGS = [
         "Keeps init_scale as given (float64) instead of rounding it to float32.",
         Patch(S, "        self._scale = scale\n", "        self._scale = float(init_scale)\n"),
         fail={"1.7"}, band=(80, 89)),
+    bug("wrong_default_interval",
+        "Defaults growth_interval to 1000 instead of torch's 2000.",
+        Patch(S, "        growth_interval: int = 2000,\n", "        growth_interval: int = 1000,\n"),
+        fail={"1.18"}, band=(85, 89)),
 ]
 
 DETECTION_BUGS = [
@@ -336,7 +340,7 @@ SCALE_STATE_BUGS = [
     bug("constructor_accepts_growth_factor_one",
         "The constructor accepts growth_factor == 1.",
         Patch(S, "growth_factor > 1.0 and", "growth_factor >= 1.0 and"),
-        fail={"1.1"}, band=(85, 89)),
+        fail={"1.1"}, band=(85, 89.9)),
 ]
 
 AMP_STEP_BUGS = [
