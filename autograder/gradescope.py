@@ -81,8 +81,14 @@ def run(root: Path) -> int:
                 if private.exists():
                     private.chmod(0o700)
         start_zygote()
+        import gc
+
+        from autograder import judge  # noqa: F401 - pytest and hypothesis, before the freeze below
         from autograder.cli import grade_one
         from autograder.results import write_json_atomic
+
+        gc.collect()
+        gc.freeze()  # torch's heap out of the collector's sight: grading allocates a lot (see worker._freeze_heap)
 
         data = grade_one(root / "submission", root / "results", extra_private=(root / "source" / "autograder",))
         staff_log = data.pop("_staff_log", "")
