@@ -24,9 +24,12 @@ import os
 import shutil
 import stat
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
+
+from autograder import intake
 
 #: The contract's file names (``checks.harness.CONTRACT_FILES``; a test keeps them equal).
 CONTRACT_FILES = ("loss_scaler.py", "amp_step.py", "answers.py")
@@ -170,7 +173,9 @@ def content_digest(path: Path) -> str:
         _hash_file(digest, path, path.stat())
         return digest.hexdigest()
     for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED)
+        depth = len(Path(dirpath).relative_to(path).parts)
+        # Intake does not look deeper either; os.walk recurses and a 1000-level tree would crash it.
+        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED) if depth < intake.MAX_DEPTH else []
         for filename in sorted(filenames):
             file = Path(dirpath) / filename
             relative = file.relative_to(path).as_posix()
@@ -308,7 +313,8 @@ def extract_batch_zip(archive: Path, into: Path) -> Path:
                         if written > MAX_BATCH_BYTES:
                             raise InputError(f"{archive} unpacks to more than {MAX_BATCH_BYTES // 2**30} GiB.")
                         sink.write(block)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, RuntimeError,
+            zlib.error) as exc:  # zlib.error: a corrupt deflate stream inside a member
         shutil.rmtree(partial, ignore_errors=True)
         raise InputError(f"{archive} cannot be unpacked ({type(exc).__name__}: {exc}).") from None
     except BaseException:

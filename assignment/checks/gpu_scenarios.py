@@ -5,7 +5,7 @@ Three scenarios check the lesson's promise on a real GPU with the student's own 
 * ``gpu_speed``: the same model, data and seed trained in float32 (TF32 *off*) and
   with the student's ``amp_step`` + ``torch.amp.GradScaler``; reports the time each
   run takes to reach a target loss, per-step times, final losses, peak memory...
-* ``gpu_underflow``: the underflow task of :func:`checks.harness.run_underflow` on the
+* ``gpu_underflow``: the underflow task of :func:`checks.probes.run_underflow` on the
   device, through the student's ``amp_step`` with torch's ``GradScaler``;
 * ``gpu_scaler_ops``: :func:`checks.harness.run_scaler_ops` on CUDA tensors, against
   the student's ``ToyLossScaler`` (the judge compares with ``GradScaler("cuda")``).
@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import torch
 
-from checks import harness
+from checks import harness, probes
 
 Json = Any
 DRY_ENV = "AMP_GPU_DRY"
@@ -414,7 +414,7 @@ def run_gpu_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None
     make = torch_scaler_factory(device) if amp_step is not None else None
     with warnings.catch_warnings():  # the baseline reads float(loss) of a tensor that requires grad
         warnings.filterwarnings("ignore", message="Converting a tensor with requires_grad=True to a scalar")
-        run = harness.run_underflow(args, amp_step, make, root)
+        run = probes.run_underflow(args, amp_step, make, root)
     return {**run, "device_info": device_info(device)}
 
 

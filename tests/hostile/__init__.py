@@ -554,6 +554,10 @@ LOOP = "while True:\n    pass"
 
 # -- faults in the student process: the other tests must still score
 
+#: The most a scaler that crashes in step() can earn: Task 1's constructor/scale/unscale rows, the amp_step rows
+#: that use torch's scaler (2.9 has two torch-scaler cases out of three) and the Quick Check.
+TORCH_SCALER_SHARE = 47.0 + 1 / 3
+
 @case
 def loop_at_import(kit: Kit) -> Case:
     return kit.folder(kit.solution(loss_scaler=at_import(kit.scaler, LOOP)), full=AMP_TORCH_SCALER + QUICK,
@@ -582,7 +586,7 @@ def sys_exit_at_import(kit: Kit) -> Case:
 @case
 def os_exit_in_step(kit: Kit) -> Case:
     return kit.folder(kit.solution(loss_scaler=kit.in_step("import os\nos._exit(0)")), full=AMP_TORCH_SCALER + QUICK,
-                      zero=("1.4",), max_score=47.0, messages={"1.4": "ended the process"})
+                      zero=("1.4",), max_score=TORCH_SCALER_SHARE, messages={"1.4": "ended the process"})
 
 
 @case
@@ -594,7 +598,7 @@ def sys_exit_in_amp_step(kit: Kit) -> Case:
 @case
 def segfault_in_step(kit: Kit) -> Case:
     return kit.folder(kit.solution(loss_scaler=kit.in_step(SEGFAULT)), full=AMP_TORCH_SCALER + QUICK, zero=("1.4",),
-                      max_score=47.0, messages={"1.4": "ended the process"})
+                      max_score=TORCH_SCALER_SHARE, messages={"1.4": "ended the process"})
 
 
 @case
