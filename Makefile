@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+OTTER_STAMP := $(VENV)/.otter-installed
 OUT ?= out/grade
 DIR ?= assignment
 EXAMPLES := solutions assignment examples/partially_correct
@@ -20,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[slurm]"
 	touch $@
 
-test: setup ## run the project's own tests (what CI runs)
+test: setup $(OTTER_STAMP) ## run the project's own tests (what CI runs; installs the otter extra for parity tests)
 	$(PY) -m pytest tests
 
 student: setup ## regenerate assignment/*.py from solutions/
@@ -52,7 +53,6 @@ bench-gpu: setup ## on a GPU machine: fp32 vs fp16+GradScaler vs bf16 (table + o
 	$(PY) benchmarks/gpu_bench.py --plot out/gpu_bench.png --json out/gpu_bench.json $(if $(DRY),--dry)
 
 .PHONY: otter notebook
-OTTER_STAMP := $(VENV)/.otter-installed
 $(OTTER_STAMP): $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[otter]"
 	touch $@
