@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from autograder import inputs, rubric, summary
+from autograder.files import kill_uid
 from autograder.inputs import Submission
 from autograder.ledger import Entry, Ledger
 from autograder.worker import claim_uid
@@ -109,21 +110,6 @@ def grader_fingerprint(limits: dict[str, Any]) -> str:
         pass
     digest.update(json.dumps(settings, sort_keys=True).encode())
     return digest.hexdigest()
-
-
-def kill_uid(uid: int) -> None:
-    """Kill every process of ``uid`` (root only): the student processes of a dead worker."""
-    if os.geteuid() != 0:
-        return
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgid(uid)
-            os.setuid(uid)
-            os.kill(-1, signal.SIGKILL)
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
 
 
 def _worker_env() -> dict[str, str]:

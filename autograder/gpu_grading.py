@@ -36,18 +36,17 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import io
 import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
 from autograder import rubric
+from autograder.files import csv_text, write_text_atomic
 
 RESULTS_FILE, STAFF_FILE = "gpu_results.json", "gpu_staff.log"
 GRADEBOOK, MERGED = "gpu_gradebook.csv", "merged_gradebook.csv"
@@ -147,22 +146,6 @@ def grade_gpu_submission(name: str, path: Path, hide: Sequence[str], limits: Any
 # --------------------------------------------------------------------------- files
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` via a temporary file and a rename (``autograder.results`` has the same, but
-    importing it imports pytest and torch: merging gradebooks stays light without it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_submission_result(out: Path, name: str, outcome: dict[str, Any]) -> None:
     """``out/<name>/gpu_results.json`` (and gpu_staff.log), atomically."""
     data = {**outcome["results"], "status": outcome["status"], "reason": outcome["reason"],
@@ -185,14 +168,6 @@ def gradebook_rows(graded: Sequence[tuple[str, dict[str, Any]]]) -> list[list[An
         rows.append([name, data.get("score", 0.0), gpu_max_points()]
                     + [scores.get(item.number, 0.0) for item in rubric.GPU_ITEMS] + [data.get("device", "")])
     return rows
-
-
-def csv_text(header: list[str], rows: list[list[Any]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    return buffer.getvalue()
 
 
 def collect(out: Path) -> Path:

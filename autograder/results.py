@@ -5,13 +5,10 @@ Written atomically: a reader sees either the previous file or the complete new o
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from autograder import rubric
+from autograder.files import write_json_atomic, write_text_atomic  # noqa: F401 - re-exported
 from autograder.judge import Report
 
 OUTPUT_LIMIT = 8000
@@ -70,21 +67,3 @@ def error_results(message: str) -> dict[str, Any]:
             "stdout_visibility": "hidden", "tests": rows + informational_rows()}
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` so that no reader ever sees a partial file."""
-    write_text_atomic(path, json.dumps(data, indent=2, allow_nan=False) + "\n")
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and an atomic rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

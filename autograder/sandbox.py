@@ -50,6 +50,8 @@ import torch
 from checks import gpu_scenarios, probes  # noqa: F401 - preloaded into the zygote; no CUDA at import
 from checks import harness
 
+from autograder.files import kill_uid
+
 IMPORT_ORDER = ("answers", "loss_scaler", "amp_step")
 SCENARIO_NEEDS = {
     "scaler_ops": ("loss_scaler",),
@@ -349,19 +351,6 @@ class _OutputDrain(threading.Thread):
         os.close(self.fd)
 
 
-def _kill_uid(uid: int) -> None:
-    """Kill every process owned by ``uid`` (root only): catches escapes from the process group."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgid(uid)
-            os.setuid(uid)
-            os.kill(-1, signal.SIGKILL)
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
-
-
 class SandboxRunner:
     """Runs scenarios against one submission in isolated student processes.
 
@@ -439,7 +428,7 @@ class SandboxRunner:
             except ProcessLookupError:
                 pass
         if self.uid is not None and os.geteuid() == 0:  # even when the process ended by itself: its
-            _kill_uid(self.uid)  # daemons (setsid, double fork) outlive it
+            kill_uid(self.uid)  # daemons (setsid, double fork) outlive it
         for fd in (self._request_fd, self._reply_fd, self._pidfd):
             if fd >= 0:
                 try:

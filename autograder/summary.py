@@ -15,7 +15,6 @@ Every file is written atomically, and only when its content changes.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import os
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from autograder import rubric
+from autograder.files import csv_text
 from autograder.inputs import Submission
 from autograder.ledger import Entry
 
@@ -127,14 +127,6 @@ def gradebook_rows(rows: Sequence[Row], with_identity: bool) -> list[list[Any]]:
                      + [entry.results.get("score", 0.0), rubric.max_points()]
                      + [scores.get(item.number, 0.0) for item in rubric.ITEMS])
     return table
-
-
-def csv_text(header: list[str], rows: list[list[Any]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    return buffer.getvalue()
 
 
 # --------------------------------------------------------------------------- feedback

@@ -163,10 +163,10 @@ def serve(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_terminate)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the batch decides when workers stop
 
-    from autograder import sandbox  # torch, the harness: what student processes may hold
+    from autograder import files, sandbox  # torch, the harness: what student processes may hold
 
     if args.uid is not None and os.geteuid() == 0:
-        sandbox._kill_uid(args.uid)  # leftovers of a killed run that held this uid before us
+        files.kill_uid(args.uid)  # leftovers of a killed run that held this uid before us
     sandbox.start_zygote()
     channel = os.dup(1)  # created after the zygote forked: no student process can inherit it
     os.dup2(2, 1)  # stray prints go to the worker's log, never into the channel
