@@ -68,6 +68,10 @@ LIMITS_ENV = "AMP_SANDBOX_LIMITS"
 REPO_ROOT = Path(__file__).resolve().parent.parent  # covered when it is a checkout (not site-packages)
 _COVER_REPO = (REPO_ROOT / "pyproject.toml").is_file() or (REPO_ROOT / ".git").exists()
 SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # the usual world-writable folders
+#: Where other copies of the grader (another checkout, a CI clone, /autograder/source) may sit readable
+#: by anyone: covered too, keeping only the interpreter, the submission and the scratch folder.
+PRIVATE_TOPS = ("/work", "/home", "/root", "/srv", "/mnt", "/opt", "/autograder", "/workspace", "/data", "/media",
+                str(REPO_ROOT.parent))
 OUTPUT_KEEP_BYTES = 7 * 1024  # with the "more bytes not shown" notice, within results.OUTPUT_LIMIT
 
 _CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWUSER = 0x00020000, 0x40000000, 0x10000000
@@ -181,6 +185,9 @@ def _isolate(request: SpawnRequest) -> None:
         libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None)
         keep = [os.path.realpath(p) for p in (request.submission, request.scratch, sys.prefix, sys.base_prefix,
                                               os.path.dirname(torch.__file__))]
+        for path in PRIVATE_TOPS:
+            if os.path.realpath(path) != "/":
+                _cover(libc, os.path.realpath(path), keep, b"mode=0755,size=64k")
         for path in SHARED_TMP:
             _cover(libc, os.path.realpath(path), keep, b"mode=1777,size=64m")
         for path in (str(REPO_ROOT),) * _COVER_REPO + request.hide:
