@@ -85,7 +85,7 @@ def run(root: Path) -> int:
 
         from autograder import judge  # noqa: F401 - pytest and hypothesis, before the freeze below
         from autograder.cli import grade_one
-        from autograder.results import write_json_atomic
+        from autograder.files import write_json_atomic
 
         gc.collect()
         gc.freeze()  # torch's heap out of the collector's sight: grading allocates a lot (see worker._freeze_heap)
@@ -99,7 +99,8 @@ def run(root: Path) -> int:
     except BaseException:  # noqa: BLE001 - results.json must exist whatever happened
         trace = traceback.format_exc()
         print(trace, file=sys.stderr)
-        from autograder.results import error_results, write_json_atomic
+        from autograder.files import write_json_atomic
+        from autograder.results import error_results
 
         write_json_atomic(results_path, error_results(
             "The autograder failed while grading this submission (not your fault). Staff have the details; "

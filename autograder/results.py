@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from autograder import rubric
-from autograder.files import write_json_atomic, write_text_atomic  # noqa: F401 - re-exported
 from autograder.judge import Report
 
 OUTPUT_LIMIT = 8000

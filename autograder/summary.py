@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
 from autograder import rubric
-from autograder.files import csv_text
+from autograder.files import csv_text, write_bytes_atomic
 from autograder.inputs import Submission
 from autograder.ledger import Entry
 
@@ -53,22 +51,6 @@ Row = tuple[Submission, Entry]
 # --------------------------------------------------------------------------- small helpers
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a synced temporary file and a rename: never half written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_if_changed(path: Path, data: str | bytes) -> bool:
     """Atomically write ``data`` to ``path`` unless it already holds exactly that."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -77,7 +59,7 @@ def write_if_changed(path: Path, data: str | bytes) -> bool:
             return False
     except OSError:
         pass
-    write_atomic(path, raw)
+    write_bytes_atomic(path, raw)
     return True
 
 

@@ -219,7 +219,7 @@ def grade_chunk(tasks: list[dict[str, Any]], inbox: str, hide: list[str], limits
 
     sandbox.start_zygote()
     from autograder import judge  # noqa: F401 - after the fork, as in a local worker
-    from autograder.results import write_json_atomic
+    from autograder.files import write_json_atomic
 
     claim = claim_uid(uid or 0)  # several array tasks may share a node
     uid = claim[0] if claim else None
