@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import torch
 from hypothesis import strategies as st
 
-from checks import harness
+from checks import expect, harness
 
 Json = Any
 SPECIALS = (math.inf, -math.inf, math.nan)
@@ -40,6 +40,24 @@ def model_update(scale: float, tracker: int, found_inf: bool, kwargs: dict[str, 
         grown = float32(scale * kwargs.get("growth_factor", 2.0))
         return (grown if math.isfinite(grown) else scale), 0
     return scale, tracker + 1
+
+
+def check_update_rule(args: dict[str, Json], results: Sequence[dict[str, Json]], kwargs: dict[str, Json],
+                      found_inf: Sequence[bool], what: str) -> None:
+    """Fail unless every ``observe`` of a run matches :func:`model_update` (the first one: the initial scale).
+
+    ``found_inf[i]`` says whether the iteration before observation ``i + 1`` overflowed.
+    """
+    __tracebackhide__ = True
+    expect.no_errors(args, results, what)
+    scale, tracker = float32(kwargs["init_scale"]), 0
+    for position, (index, result) in enumerate(observations(args, results)):
+        if position > 0:  # the first observation is before any update: the float32-rounded init_scale
+            scale, tracker = model_update(scale, tracker, found_inf[position - 1], kwargs)
+        if not expect.close({"scale": scale, "tracker": tracker}, result.get("ok")):
+            expect.fail(f"{what}\nAfter running:\n{expect.snippet(args, index)}\n"
+                        f"expected (scale, tracker) = ({expect.number(scale)}, {tracker}) "
+                        f"but your scaler {expect.describe(result)}")
 
 
 # --------------------------------------------------------------------------- op builders

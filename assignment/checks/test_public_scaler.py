@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pytest
@@ -62,17 +61,7 @@ def test_step_is_skipped_on_inf_or_nan(student: Any, special: float, where: int)
 @given(kwargs=scenarios.scaler_kwargs(), overflows=scenarios.overflow_runs)
 def test_update_rule_one_optimizer(student: Any, kwargs: dict[str, Any], overflows: list[bool]) -> None:
     args = scenarios.run_args(kwargs, overflows)
-    results = student.run("scaler_ops", args)
-    expect.no_errors(args, results)
-    observed = scenarios.observations(args, results)
-    scale, tracker = kwargs["init_scale"], 0
-    for (index, result), overflow in zip(observed[1:], overflows):
-        scale, tracker = scenarios.model_update(scale, tracker, overflow, kwargs)
-        want = {"ok": {"scale": scale, "tracker": tracker}}
-        if not expect.close(want["ok"], result.get("ok")):
-            expect.fail(
-                "update() must back off (scale * backoff_factor, tracker = 0) after an overflow, and grow "
-                "(scale * growth_factor, tracker = 0) after growth_interval clean steps in a row.\n"
-                f"After running:\n{expect.snippet(args, index)}\n"
-                f"expected (scale, tracker) = ({expect.number(scale)}, {tracker}) but your scaler {expect.describe(result)}")
-    assert not math.isnan(scale)
+    scenarios.check_update_rule(
+        args, student.run("scaler_ops", args), kwargs, overflows,
+        "update() must back off (scale * backoff_factor, tracker = 0) after an overflow, and grow "
+        "(scale * growth_factor, tracker = 0) after growth_interval clean steps in a row.")

@@ -13,20 +13,6 @@ from checks.harness import SubmissionFault
 from autograder.static_checks import forbidden_delegation
 
 
-def _check_against_model(args: dict[str, Any], results: list[Any], kwargs: dict[str, Any],
-                         found_inf: list[bool], what: str) -> None:
-    expect.no_errors(args, results, what)
-    scale, tracker = scenarios.float32(kwargs["init_scale"]), 0
-    observed = scenarios.observations(args, results)
-    for position, (index, result) in enumerate(observed):
-        if position > 0:  # the first observation is before any update: the float32-rounded init_scale
-            scale, tracker = scenarios.model_update(scale, tracker, found_inf[position - 1], kwargs)
-        if not expect.close({"scale": scale, "tracker": tracker}, result.get("ok")):
-            expect.fail(f"{what}\nAfter running:\n{expect.snippet(args, index)}\n"
-                        f"expected (scale, tracker) = ({expect.number(scale)}, {tracker}) "
-                        f"but your scaler {expect.describe(result)}")
-
-
 @given(kwargs=scenarios.scaler_kwargs(), data=st.data())
 def test_update_rule_properties(student: Any, kwargs: dict[str, Any], data: st.DataObject) -> None:
     opts = data.draw(st.integers(1, 3))
@@ -37,7 +23,7 @@ def test_update_rule_properties(student: Any, kwargs: dict[str, Any], data: st.D
     for overflow_in in runs:
         ops += scenarios.iteration_ops(opts, overflow_in, sizes)
     args = {"world": w, "ops": ops}
-    _check_against_model(args, student.run("scaler_ops", args), kwargs, [bool(r) for r in runs],
+    scenarios.check_update_rule(args, student.run("scaler_ops", args), kwargs, [bool(r) for r in runs],
                          "update() must back off on any inf/NaN (in any optimizer) and grow after exactly "
                          "growth_interval clean updates in a row, resetting the tracker each time.")
 
@@ -45,7 +31,7 @@ def test_update_rule_properties(student: Any, kwargs: dict[str, Any], data: st.D
 @given(kwargs=scenarios.scaler_kwargs(powers_of_two=False), overflows=scenarios.overflow_runs)
 def test_update_rule_non_power_of_two_factors(student: Any, kwargs: dict[str, Any], overflows: list[bool]) -> None:
     args = scenarios.run_args(kwargs, overflows)
-    _check_against_model(args, student.run("scaler_ops", args), kwargs, overflows,
+    scenarios.check_update_rule(args, student.run("scaler_ops", args), kwargs, overflows,
                          "Each new scale is the float64 product rounded to float32, as torch stores it.")
 
 
@@ -53,7 +39,7 @@ def test_update_rule_non_power_of_two_factors(student: Any, kwargs: dict[str, An
 def test_growth_skipped_when_float32_would_overflow(student: Any, exponent: int, growth: float) -> None:
     kwargs = {"init_scale": 2.0**exponent, "growth_factor": growth, "growth_interval": 1}
     args = scenarios.run_args(kwargs, [False] * 4)
-    _check_against_model(args, student.run("scaler_ops", args), kwargs, [False] * 4,
+    scenarios.check_update_rule(args, student.run("scaler_ops", args), kwargs, [False] * 4,
                          "Growth that would overflow float32 must be skipped (the scale stays finite) while "
                          "the tracker still resets.")
 
