@@ -46,9 +46,11 @@ from autograder.ledger import Entry, Ledger
 from autograder.worker import claim_uid
 
 ROOT = Path(__file__).resolve().parent.parent
-GRADER_FILES = ("judge.py", "sandbox.py", "intake.py", "results.py", "rubric.py", "static_checks.py", "worker.py",
+GRADER_FILES = ("judge.py", "sandbox.py", "guard.py", "replies.py", "intake.py", "results.py", "rubric.py",
+                "static_checks.py", "worker.py",
                 "judge.ini")
-GRADER_ENV = ("AMP_HIDDEN_VISIBILITY", "AMP_GPU_POINTS", "AMP_PUBLIC_TESTS", "AMP_HIDDEN_TESTS", "AMP_SANDBOX_LIMITS")
+GRADER_ENV = ("AMP_HIDDEN_VISIBILITY", "AMP_GPU_POINTS", "AMP_PUBLIC_TESTS", "AMP_HIDDEN_TESTS", "AMP_SANDBOX_LIMITS",
+              "AMP_STATIC_RULES")
 
 Finish = Callable[[Submission, str, dict[str, Any], int], None]
 

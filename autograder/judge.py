@@ -56,6 +56,7 @@ class Row:
     score: float
     message: str
     passed: bool
+    output: str = ""  # what the student's code printed during this test
 
     @property
     def status(self) -> str:
@@ -110,7 +111,7 @@ class JudgePlugin:
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         begin = getattr(self.runner, "begin_test", None)
         if begin:
-            begin(item.nodeid)
+            begin(getattr(item, "originalname", item.name))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
@@ -196,5 +197,24 @@ def grade_staged(runner: Any, items: tuple[rubric.Item, ...] = rubric.ITEMS, not
     started = time.monotonic()
     outcomes, pytest_output = run_suites(runner, items)
     rows, staff = score(outcomes, items)
-    output = getattr(runner, "captured_output", lambda: "")()
-    return Report(rows, list(notes or []), output, (staff + "\n\n" + pytest_output).strip(), time.monotonic() - started)
+    visible = route_output(rows, getattr(runner, "output_by_test", dict)())
+    return Report(rows, list(notes or []), visible, (staff + "\n\n" + pytest_output).strip(), time.monotonic() - started)
+
+
+def route_output(rows: list[Row], printed: dict[str, str]) -> str:
+    """Attach what each test printed to its row; return the output students may see at once.
+
+    Output printed during a hidden test stays with that test's row, which shares the
+    test's visibility (after the due date, by default): printing a hidden scenario's
+    inputs or a comparison made in the student's process reveals nothing before then.
+    Only output from visible tests (and from outside any test) goes to the top level.
+    """
+    by_test = {row.item.test: row for row in rows}
+    visible: list[str] = []
+    for test, text in printed.items():
+        row = by_test.get(test)
+        if row is None or row.item.visibility == "visible":
+            visible.append(text)
+        else:
+            row.output += text
+    return "".join(visible)

@@ -22,7 +22,7 @@ def gradescope_results(report: Report, name: str = "") -> dict[str, Any]:
             "score": row.score,
             "max_score": row.item.points,
             "status": row.status,
-            "output": row.message[:OUTPUT_LIMIT] if row.message else "Passed.",
+            "output": _row_output(row),
             "visibility": row.item.visibility,
             "tags": [row.item.task],
         }
@@ -42,6 +42,14 @@ def gradescope_results(report: Report, name: str = "") -> dict[str, Any]:
         "stdout_visibility": "hidden",
         "tests": tests,
     }
+
+
+def _row_output(row: Any) -> str:
+    """The row's message, then (bounded) what the student's code printed during that test."""
+    text = row.message or "Passed."
+    if row.output.strip():
+        text += "\n\nOutput printed by your code during this test:\n" + row.output[: OUTPUT_LIMIT // 2]
+    return text[:OUTPUT_LIMIT]
 
 
 def informational_rows() -> list[dict[str, Any]]:

@@ -48,16 +48,18 @@ from typing import Any, NoReturn
 import torch
 
 from checks import gpu_scenarios, probes  # noqa: F401 - preloaded into the zygote; no CUDA at import
-from checks import harness
+from checks import harness, rules
 
+from autograder import guard, replies
 from autograder.files import kill_uid
 
-IMPORT_ORDER = ("answers", "loss_scaler", "amp_step")
+IMPORT_ORDER = ("loss_scaler", "amp_step")  # answers.py is never imported: it is parsed
+#: The contract files each scenario's process imports (the student's scaler is added for Task 2
+#: scenarios unless they use torch's, see :meth:`SandboxRunner.needs`).
 SCENARIO_NEEDS = {
     "scaler_ops": ("loss_scaler",),
-    "answers": ("answers",),
     "amp_probe": ("amp_step",),
-    "underflow": ("amp_step", "loss_scaler"),
+    "underflow": ("amp_step",),
     "delegation": ("loss_scaler",),
     "gpu_speed": ("amp_step",),
     "gpu_underflow": ("amp_step",),
@@ -65,6 +67,7 @@ SCENARIO_NEEDS = {
 }
 MAX_REPLY_BYTES = 16 * 2**20
 LIMITS_ENV = "AMP_SANDBOX_LIMITS"
+RULES_ENV = "AMP_STATIC_RULES"
 REPO_ROOT = Path(__file__).resolve().parent.parent  # covered when it is a checkout (not site-packages)
 _COVER_REPO = (REPO_ROOT / "pyproject.toml").is_file() or (REPO_ROOT / ".git").exists()
 SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # the usual world-writable folders
@@ -107,10 +110,11 @@ class SpawnRequest:
 
     submission: str
     scratch: str
-    skip: tuple[str, ...]
+    modules: tuple[str, ...]  # the contract modules this process imports, in order
     uid: int | None
     hide: tuple[str, ...]
     limits: Limits = field(default_factory=Limits)
+    static_rules: bool = True
 
 
 # --------------------------------------------------------------------------- inside the child
@@ -219,7 +223,12 @@ def _send(fd: int, message: dict[str, Any]) -> None:
 
 
 def _child_main(request: SpawnRequest, fds: list[int]) -> None:
-    """Body of a student process; never returns."""
+    """Body of a student process; never returns.
+
+    It imports only ``request.modules`` (one student file per process where the tests
+    allow it), with the runtime guard armed first and, when ``loss_scaler.py`` is among
+    them, torch's GradScaler and private AMP kernels disabled.
+    """
     request_fd, reply_fd, output_fd = fds
     try:
         os.setsid()
@@ -238,17 +247,18 @@ def _child_main(request: SpawnRequest, fds: list[int]) -> None:
         torch.set_num_threads(1)
         for name in [name for name in sys.modules if name.split(".")[0] in ("checks", "autograder")]:
             del sys.modules[name]  # student code cannot simply import and patch the harness we run
-        submission = harness.Submission(Path(request.submission))
-        for name in IMPORT_ORDER:
-            if name in request.skip:
-                continue
+        if "loss_scaler" in request.modules:
+            guard.refuse_reference_scaler(harness.DELEGATION_REFUSALS)
+        harness.set_trusted_section(guard.install(request.submission, request.scratch))
+        submission = harness.Submission(Path(request.submission), enforce_rules=request.static_rules)
+        for name in request.modules:
             try:
                 submission.module(name)
                 fault = None
             except harness.SubmissionFault as exc:
                 fault = str(exc)
-            _send(reply_fd, {"imported": name, "fault": fault})
-        _send(reply_fd, {"ready": True})
+            _flush_and_send(reply_fd, {"imported": name, "fault": fault})
+        _flush_and_send(reply_fd, {"ready": True})
         with open(request_fd, "rb", closefd=False) as requests:
             for line in requests:
                 message = json.loads(line)
@@ -259,9 +269,19 @@ def _child_main(request: SpawnRequest, fds: list[int]) -> None:
                     reply = {"fault": str(exc)}
                 except BaseException as exc:  # noqa: BLE001 - e.g. SystemExit from student code
                     reply = {"fault": f"the scenario stopped with {type(exc).__name__}: {exc}"[:2000]}
-                _send(reply_fd, {"id": message["id"], **reply})
+                _flush_and_send(reply_fd, {"id": message["id"], **reply})
     finally:
         os._exit(0)
+
+
+def _flush_and_send(fd: int, message: dict[str, Any]) -> None:
+    """Send ``message`` after the output so far, so the judge can tell which call printed what."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a student may have replaced or closed them
+            pass
+    _send(fd, message)
 
 
 class Zygote:
@@ -293,7 +313,7 @@ class Zygote:
                     break
                 fields = json.loads(data)
                 fields["limits"] = Limits(**fields["limits"])
-                fields["skip"], fields["hide"] = tuple(fields["skip"]), tuple(fields["hide"])
+                fields["modules"], fields["hide"] = tuple(fields["modules"]), tuple(fields["hide"])
                 request = SpawnRequest(**fields)
                 pid = os.fork()
                 if pid == 0:
@@ -336,82 +356,96 @@ def start_zygote() -> Zygote:
 # --------------------------------------------------------------------------- the judge's side
 
 
-class _OutputDrain(threading.Thread):
-    """Reads a student process's stdout/stderr, keeping only the first few KiB."""
+class _StudentProcess:
+    """One live student process that imported a fixed set of contract modules: pipes, pid, replies."""
 
-    def __init__(self, fd: int, sink: bytearray, counter: list[int]) -> None:
-        super().__init__(daemon=True)
-        self.fd, self.sink, self.counter = fd, sink, counter
+    def __init__(self, pid: int, request_fd: int, reply_fd: int, output_fd: int) -> None:
+        self.pid: int | None = pid
+        self.request_fd, self.reply_fd, self.output_fd = request_fd, reply_fd, output_fd
+        os.set_blocking(output_fd, False)
+        try:  # readable once the process ends, even while a child of it still holds the reply pipe open
+            self.pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):  # before Linux 5.3, or the process is gone already
+            self.pidfd = -1
+        self.buffer = b""
 
-    def run(self) -> None:
-        while True:
+    def close(self) -> None:
+        if self.pid is not None:
             try:
-                chunk = os.read(self.fd, 1 << 16)
-            except OSError:
-                break
-            if not chunk:
-                break
-            self.counter[0] += len(chunk)
-            room = OUTPUT_KEEP_BYTES - len(self.sink)
-            if room > 0:
-                self.sink.extend(chunk[:room])
-        os.close(self.fd)
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for fd in (self.request_fd, self.reply_fd, self.pidfd, self.output_fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.pid, self.request_fd, self.reply_fd, self.pidfd, self.output_fd = None, -1, -1, -1, -1
 
 
 class SandboxRunner:
     """Runs scenarios against one submission in isolated student processes.
 
     This is the grader's implementation of the ``student`` fixture used by the tests.
+    Each scenario runs in a process that imported only the files it needs
+    (:data:`SCENARIO_NEEDS`): ``loss_scaler.py`` alone for Task 1, ``amp_step.py``
+    (with ``loss_scaler.py`` only when the student's scaler is used) for Task 2;
+    ``answers.py`` is never run (its answers are parsed here).  A file that breaks the
+    static rules (:mod:`checks.rules`) is never imported.  Every reply is validated
+    (:mod:`autograder.replies`) before a test sees it.  What the student's code prints
+    is recorded per test (:meth:`output_by_test`), so the judge can keep the output of
+    hidden tests out of what students see before the due date.
     """
 
     def __init__(self, submission: Path, *, limits: Limits | None = None, hide: tuple[str, ...] = (),
-                 uid: int | None = None, zygote: Zygote | None = None) -> None:
+                 uid: int | None = None, zygote: Zygote | None = None, static_rules: bool | None = None) -> None:
         self.submission = submission
         self.limits = limits or default_limits()
         self.hide = hide
         self.zygote = zygote or start_zygote()
         self.uid = uid if uid is not None or os.geteuid() != 0 else 61000 + os.getpid() % 4000
+        # Off only to test the layers behind the static rules (the project's hostile suite): AMP_STATIC_RULES=off.
+        self.static_rules = static_rules if static_rules is not None else os.environ.get(RULES_ENV, "").lower() != "off"
         self.import_faults: dict[str, str] = {}
-        self.output = bytearray()
-        self.output_total = [0]
+        self.output: dict[str, bytearray] = {}
+        self.output_total = 0
         self.started = time.monotonic()
         self._scratch = Path(tempfile.mkdtemp(prefix="amp-scratch-"))
-        self._pid: int | None = None
-        self._request_fd = self._reply_fd = self._pidfd = -1
-        self._reply_buffer = b""
+        self._processes: dict[tuple[str, ...], _StudentProcess] = {}
         self._next_id = 0
+        self._test = ""
         self._test_fault: str | None = None
         self.hangs: dict[str, int] = {}  # contract module -> calls that timed out while needing it
 
     def begin_test(self, name: str) -> None:
         """A new test starts: forget the previous test's hang or crash (see :meth:`run`)."""
+        self._test = name
         self._test_fault = None
 
     # -- lifecycle
 
-    def _start(self) -> None:
+    def _spawn(self, modules: tuple[str, ...]) -> _StudentProcess:
         if self.uid is not None:
             os.chown(self._scratch, self.uid, self.uid)
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
         output_r, output_w = os.pipe()
-        request = SpawnRequest(str(self.submission), str(self._scratch), tuple(self.import_faults), self.uid,
-                               self.hide, self.limits)
-        self._pid = self.zygote.spawn(request, [request_r, reply_w, output_w])
+        request = SpawnRequest(str(self.submission), str(self._scratch), modules, self.uid, self.hide, self.limits,
+                               self.static_rules)
+        pid = self.zygote.spawn(request, [request_r, reply_w, output_w])
         for fd in (request_r, reply_w, output_w):
             os.close(fd)
-        self._request_fd, self._reply_fd, self._reply_buffer = request_w, reply_r, b""
-        try:  # readable once the process ends, even while a child of it still holds the reply pipe open
-            self._pidfd = os.pidfd_open(self._pid)
-        except (AttributeError, OSError):  # before Linux 5.3, or the process is gone already
-            self._pidfd = -1
-        _OutputDrain(output_r, self.output, self.output_total).start()
-        for name in IMPORT_ORDER:
-            if name in self.import_faults:
-                continue
-            message = self._read(self.limits.import_seconds)
+        return _StudentProcess(pid, request_w, reply_r, output_r)
+
+    def _start(self, wanted: tuple[str, ...]) -> _StudentProcess:
+        """A process that imported ``wanted`` (minus faulty files); import faults are recorded per file."""
+        modules = tuple(name for name in IMPORT_ORDER if name in wanted and name not in self.import_faults)
+        process = self._spawn(modules)
+        for name in modules:
+            message = self._read(process, self.limits.import_seconds)
             if message is None:
-                alive = self._pid is not None
+                alive = process.pid is not None
                 self.import_faults[name] = (
                     f"importing {harness.CONTRACT_FILES[name]} did not finish within "
                     f"{self.limits.import_seconds:.0f} s (an infinite loop at module level?)"
@@ -419,72 +453,91 @@ class SandboxRunner:
                     f"importing {harness.CONTRACT_FILES[name]} ended the process "
                     "(sys.exit/os._exit/a crash at module level?)"
                 )
-                self._kill()
-                return self._start()
+                self._kill_all()
+                return self._start(wanted)
             if message.get("imported") == name and message.get("fault"):
-                self.import_faults[name] = message["fault"]
-        ready = self._read(self.limits.import_seconds)
+                self.import_faults[name] = str(message["fault"])[:4000]
+        ready = self._read(process, self.limits.import_seconds)
         if not (ready and ready.get("ready")):
-            self._kill()
+            self._kill_all()
             raise harness.SubmissionFault("the submission's process did not start properly")
+        self._processes[wanted] = process
+        return process
 
-    def _kill(self) -> None:
-        if self._pid is not None:
-            try:
-                os.killpg(self._pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        if self.uid is not None and os.geteuid() == 0:  # even when the process ended by itself: its
+    def _kill_all(self) -> None:
+        """End every student process of this submission (they share a uid: killing one kills all)."""
+        for process in self._processes.values():
+            self._drain_output(process)
+            process.close()
+        self._processes.clear()
+        if self.uid is not None and os.geteuid() == 0:  # even when a process ended by itself: its
             kill_uid(self.uid)  # daemons (setsid, double fork) outlive it
-        for fd in (self._request_fd, self._reply_fd, self._pidfd):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        self._pid, self._request_fd, self._reply_fd, self._pidfd = None, -1, -1, -1
 
     def close(self) -> None:
-        self._kill()
+        self._kill_all()
         shutil.rmtree(self._scratch, ignore_errors=True)
 
     # -- protocol
 
-    def _read(self, timeout: float) -> dict[str, Any] | None:
-        """Next reply line, or None on timeout / end of stream (then ``_pid`` tells which)."""
+    def _drain_output(self, process: _StudentProcess) -> None:
+        """Move what the process printed so far into the current test's output (bounded)."""
+        sink = self.output.setdefault(self._test, bytearray())
+        while process.output_fd >= 0:
+            try:
+                chunk = os.read(process.output_fd, 1 << 16)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                os.close(process.output_fd)
+                process.output_fd = -1
+                return
+            self.output_total += len(chunk)
+            room = OUTPUT_KEEP_BYTES - len(sink)
+            if room > 0:
+                sink.extend(chunk[:room])
+
+    def _read(self, process: _StudentProcess, timeout: float) -> dict[str, Any] | None:
+        """Next reply line, or None on timeout / end of stream (then ``process.pid`` tells which).
+
+        Output is drained first at every wake-up: the process flushes it before each
+        reply, so what a call printed is attributed to the test that made the call.
+        """
         deadline = time.monotonic() + timeout
-        while b"\n" not in self._reply_buffer:
+        while b"\n" not in process.buffer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            ready, _, _ = select.select([self._reply_fd] + [self._pidfd] * (self._pidfd >= 0), [], [], remaining)
-            if not ready:
+            watched = [process.reply_fd] + [fd for fd in (process.pidfd, process.output_fd) if fd >= 0]
+            ready, _, _ = select.select(watched, [], [], remaining)
+            self._drain_output(process)
+            if not ready or ready == [process.output_fd]:
+                continue
+            if process.reply_fd not in ready:  # it ended; what it wrote before would be readable
+                self._gone(process)
                 return None
-            if self._reply_fd not in ready:  # it ended; what it wrote before would be readable
-                self._pid_gone()
-                return None
-            chunk = os.read(self._reply_fd, 1 << 20)
+            chunk = os.read(process.reply_fd, 1 << 20)
             if not chunk:
-                self._pid_gone()
+                self._gone(process)
                 return None
-            self._reply_buffer += chunk
-            if len(self._reply_buffer) > MAX_REPLY_BYTES:
+            process.buffer += chunk
+            if len(process.buffer) > MAX_REPLY_BYTES:
                 return {"fault": "the submission's process sent an oversized reply"}
-        line, self._reply_buffer = self._reply_buffer.split(b"\n", 1)
+        line, process.buffer = process.buffer.split(b"\n", 1)
         try:
             message = json.loads(line)
         except (ValueError, RecursionError):
             return {"fault": "the submission's process sent an unreadable reply (did it write to the grader's pipe?)"}
         return message if isinstance(message, dict) else {"fault": "the submission's process sent a malformed reply"}
 
-    def _pid_gone(self) -> None:
-        pid, self._pid = self._pid, None
+    def _gone(self, process: _StudentProcess) -> None:
+        pid, process.pid = process.pid, None
         if pid is not None:
             try:
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            self._pid = None
 
     # -- the runner API used by the tests
 
@@ -496,25 +549,41 @@ class SandboxRunner:
 
     def needs(self, scenario: str, args: dict[str, Any]) -> tuple[str, ...]:
         needed = SCENARIO_NEEDS[scenario]
-        if scenario == "amp_probe" and args.get("scaler") != "torch":
+        if scenario in ("amp_probe", "underflow") and args.get("scaler") != "torch":
             needed += ("loss_scaler",)
-        return needed
+        return tuple(name for name in IMPORT_ORDER if name in needed)
+
+    def rule_fault(self, module: str) -> str | None:
+        """Why ``module``'s file may not run (the static rules), or None; read here, never executed."""
+        if not self.static_rules or module in self.import_faults:
+            return self.import_faults.get(module)
+        filename = harness.CONTRACT_FILES[module]
+        source = self.source(module)
+        violations = rules.check_source(source, filename) if source is not None else []
+        if violations:
+            self.import_faults[module] = rules.explain(filename, violations)
+        return self.import_faults.get(module)
 
     def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
-        """Run ``scenario`` in the student process; raise SubmissionFault if it cannot."""
+        """Run ``scenario`` in a student process; raise SubmissionFault if it cannot, or if the reply is malformed."""
+        if scenario == "answers":  # never run: read as literal data
+            return rules.parse_answers(self.source("answers"))
         if self._test_fault:  # one hang or crash per test: hypothesis must not wait for every example to time out
             self._fault(self._test_fault)
         if time.monotonic() - self.started > self.limits.submission_seconds:
             self._fault(f"the submission used up its total time budget of {self.limits.submission_seconds:.0f} s")
-        for name in self.needs(scenario, args):
-            if name in self.import_faults:
-                self._fault(self.import_faults[name])
+        needed = self.needs(scenario, args)
+        for name in needed:
+            fault = self.rule_fault(name)
+            if fault:
+                self._fault(fault)
             if self.hangs.get(name, 0) >= self.limits.hangs_per_module:
                 self._fault(f"your code hung {self.hangs[name]} times in earlier tests that use "
                             f"{harness.CONTRACT_FILES[name]}; the remaining ones are not run (they score 0)")
-        if self._pid is None:
+        process = self._processes.get(needed)
+        if process is None:
             try:
-                self._start()
+                self._start(needed)
             except harness.SubmissionFault as exc:
                 self._test_fault = str(exc)
                 self._fault(self._test_fault)
@@ -522,31 +591,35 @@ class SandboxRunner:
         self._next_id += 1
         payload = (json.dumps({"id": self._next_id, "scenario": scenario, "args": args}) + "\n").encode()
         try:
-            os.write(self._request_fd, payload)
+            os.write(process.request_fd, payload)
             written = True
         except OSError:
             written = False
         if not written:
-            self._kill()
+            self._kill_all()
             self._fault("the submission's process ended unexpectedly")
         limit = min(timeout, self.limits.max_call_seconds) if timeout else self.limits.call_seconds
-        reply = self._read(limit)
+        reply = self._read(process, limit)
         if reply is None:
-            hung = self._pid is not None
-            self._kill()
+            hung = process.pid is not None
+            self._kill_all()
             if hung:
-                for name in self.needs(scenario, args):
+                for name in needed:
                     self.hangs[name] = self.hangs.get(name, 0) + 1
             self._test_fault = (  # the rest of this test fails at once: no restart per hypothesis example
                 f"your code did not finish within {limit:.0f} s (an infinite loop?); it was stopped" if hung else
                 "your code ended the process while it ran (sys.exit, os._exit, a crash or a memory limit)")
             self._fault(self._test_fault)
         if reply.get("id") != self._next_id or ("ok" not in reply and "fault" not in reply):
-            self._kill()
+            self._kill_all()
             self._test_fault = str(reply.get("fault") or "the submission's process sent an unexpected reply")
             self._fault(self._test_fault)
         if "fault" in reply:
-            self._fault(str(reply["fault"]))
+            self._fault(str(reply["fault"])[:4000])
+        problem = replies.problem(scenario, args, reply["ok"])
+        if problem:
+            self._fault(f"your code's process returned something malformed ({problem}); "
+                        "the grader only accepts what its own checking code reports")
         return reply["ok"]
 
     def source(self, module: str) -> str | None:
@@ -557,7 +630,11 @@ class SandboxRunner:
         except OSError:
             return None
 
+    def output_by_test(self) -> dict[str, str]:
+        """What the student's code printed during each test (node id -> text; "" before any test)."""
+        return {test: bytes(data).decode("utf-8", errors="replace") for test, data in self.output.items() if data}
+
     def captured_output(self) -> str:
-        text = bytes(self.output).decode("utf-8", errors="replace")
-        extra = self.output_total[0] - len(self.output)
+        text = "".join(self.output_by_test().values())
+        extra = self.output_total - sum(len(data) for data in self.output.values())
         return text + (f"\n… ({extra} more bytes of output not shown)" if extra > 0 else "")

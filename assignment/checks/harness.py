@@ -18,6 +18,7 @@ into the sandbox before any student code runs.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 import sys
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
+
+from checks import rules
 
 Json = Any
 CONTRACT_FILES = {"loss_scaler": "loss_scaler.py", "amp_step": "amp_step.py", "answers": "answers.py"}
@@ -49,9 +52,22 @@ class SubmissionFault(Exception):
 # --------------------------------------------------------------------------- loading
 
 
+#: Counts of refused calls to torch's GradScaler and private AMP kernels, kept by the grader's
+#: runtime guard in the process that runs loss_scaler.py (empty elsewhere, e.g. locally).
+DELEGATION_REFUSALS: dict[str, int] = {}
+_trusted_section: Callable[[], Any] = contextlib.nullcontext
+
+
+def set_trusted_section(factory: Callable[[], Any]) -> None:
+    """Install the grader's runtime guard's ``trusted()`` (reading tracebacks needs frame attributes)."""
+    global _trusted_section
+    _trusted_section = factory
+
+
 def student_frames(exc: BaseException, root: Path | None = None) -> str:
     """Format ``exc``'s traceback keeping only frames from the submission's own files."""
-    frames = traceback.extract_tb(exc.__traceback__)
+    with _trusted_section():
+        frames = traceback.extract_tb(exc.__traceback__)
     names = set(CONTRACT_FILES.values())
     kept = [f for f in frames if Path(f.filename).name in names and (root is None or Path(f.filename).parent == root)]
     lines = [f'  {Path(f.filename).name}, line {f.lineno}, in {f.name}\n    {f.line or ""}' for f in kept]
@@ -66,8 +82,9 @@ class Submission:
     ``__main__``, so a submission's ``if __name__ == "__main__":`` block does not run.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, enforce_rules: bool = True) -> None:
         self.root = root.resolve()
+        self.enforce_rules = enforce_rules  # the static rules of checks.rules: a file that breaks them is not run
         self._modules: dict[str, Any] = {}
 
     def module(self, name: str) -> Any:
@@ -80,6 +97,9 @@ class Submission:
             path.read_bytes().decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SubmissionFault(f"{path.name} is not valid UTF-8 text (byte {exc.start}): save it as UTF-8.") from None
+        violations = rules.check_source(path.read_text(encoding="utf-8"), path.name) if self.enforce_rules else []
+        if violations:
+            raise SubmissionFault(rules.explain(path.name, violations))
         if str(self.root) not in sys.path:
             sys.path.insert(0, str(self.root))
         spec = importlib.util.spec_from_file_location(name, path)
@@ -287,12 +307,10 @@ def run_scaler_ops(args: dict[str, Json], make_scaler: Callable[..., Any], root:
 
 
 def read_answers(submission: Submission) -> dict[str, Json]:
-    module = submission.module("answers")
-    answers: dict[str, Json] = {}
-    for name in QUESTIONS:
-        value = getattr(module, name, None)
-        answers[name] = value if isinstance(value, str) else (None if value in (None, ...) else repr(value)[:100])
-    return answers
+    """The Quick Check answers, read as literal data from answers.py (never imported, never run)."""
+    path = submission.root / CONTRACT_FILES["answers"]
+    source = path.read_bytes().decode("utf-8", errors="replace") if path.is_file() else None
+    return rules.parse_answers(source)
 
 
 # --------------------------------------------------------------------------- dispatch

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import torch
 
-from checks.harness import (SCENARIOS, Json, RecordingSGD, Submission, guarded, run_scaler_ops, seed_cpu,
+from checks.harness import (DELEGATION_REFUSALS, SCENARIOS, Json, RecordingSGD, Submission, guarded, run_scaler_ops, seed_cpu,
                             tensor_values, torch_scaler)
 
 
@@ -213,7 +213,6 @@ def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, ma
 # --------------------------------------------------------------------------- delegation
 
 
-PRIVATE_KERNELS = ("_amp_update_scale_", "_amp_foreach_non_finite_check_and_unscale_")
 DELEGATION_OPS = {
     "world": {"optimizers": [{"groups": [[2]], "lr": 0.1}], "seed": 0},
     "ops": [{"op": "new", "kwargs": {"init_scale": 4.0, "growth_interval": 1}},
@@ -224,69 +223,17 @@ DELEGATION_OPS = {
 }
 
 
-def _holds_grad_scaler(value: Any, depth: int = 0) -> bool:
-    if isinstance(value, torch.amp.GradScaler):
-        return True
-    if depth >= 2:
-        return False
-    if isinstance(value, dict):
-        return any(_holds_grad_scaler(v, depth + 1) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_holds_grad_scaler(v, depth + 1) for v in value)
-    attributes = getattr(value, "__dict__", None)
-    return isinstance(attributes, dict) and any(_holds_grad_scaler(v, depth + 1) for v in attributes.values())
-
-
-DELEGATION_COUNTS: dict[str, int] = {}
-
-
-def _install_delegation_counters() -> None:
-    """Route torch's private AMP kernels and GradScaler's constructor through counters, once.
-
-    This runs when the sandbox preloads this module, before any student code is
-    imported, so a submission that grabs these objects at import time grabs the
-    counting versions.
-    """
-    if DELEGATION_COUNTS:
-        return
-    for name in PRIVATE_KERNELS:
-        original = getattr(torch, name)
-
-        def call(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
-            DELEGATION_COUNTS[_name] += 1
-            return _original(*args, **kwargs)
-
-        setattr(torch, name, call)
-        DELEGATION_COUNTS[name] = 0
-    original_init = torch.amp.GradScaler.__init__
-
-    def counting_init(self: Any, *args: Any, **kwargs: Any) -> None:
-        DELEGATION_COUNTS["GradScaler.__init__"] += 1
-        original_init(self, *args, **kwargs)
-
-    torch.amp.GradScaler.__init__ = counting_init  # type: ignore[method-assign]
-    DELEGATION_COUNTS["GradScaler.__init__"] = 0
-
-
-_install_delegation_counters()
-
-
 def run_delegation_probe(make_scaler: Callable[..., Any], root: Path | None = None) -> dict[str, Json]:
-    """Drive a short scaler run and report how often it used torch's GradScaler or private kernels.
+    """Drive a short scaler run and report how often it reached torch's GradScaler or private kernels.
 
-    Complements the static check, which an obfuscated name (``getattr(torch.amp, "Grad" + "Scaler")``)
-    slips past.  Only the counts are reported; a broken scaler simply counts nothing.
+    In the grader these are disabled in the process that runs loss_scaler.py (they raise, and
+    the grader's guard counts each attempt in ``DELEGATION_REFUSALS``); this probe reports the
+    counts, complementing the static check.  A broken scaler simply counts nothing.
     """
-    made: list[Any] = []
-
-    def factory(**kwargs: Any) -> Any:
-        made.append(make_scaler(**kwargs))
-        return made[-1]
-
-    for name in DELEGATION_COUNTS:
-        DELEGATION_COUNTS[name] = 0
-    run_scaler_ops(DELEGATION_OPS, factory, root)
-    return {"counts": dict(DELEGATION_COUNTS), "holds_grad_scaler": any(_holds_grad_scaler(s) for s in made)}
+    for name in DELEGATION_REFUSALS:
+        DELEGATION_REFUSALS[name] = 0
+    run_scaler_ops(DELEGATION_OPS, make_scaler, root)
+    return {"counts": dict(DELEGATION_REFUSALS), "holds_grad_scaler": False}
 
 
 # --------------------------------------------------------------------------- registration

@@ -1,0 +1,152 @@
+"""What a student process may answer: the judge checks every reply before a test reads it.
+
+The student process runs the grader's own observation code, but the judge trusts
+nothing that crosses the pipe: a reply must have exactly the shape the scenario's
+runner produces (:mod:`checks.harness`, :mod:`checks.probes`): one result per
+op, in order, with the keys and JSON types of that op kind.  :func:`problem`
+names the first mismatch; the runner then fails the test with "your code's
+process returned something malformed".  A mismatch never passes a test and never
+counts as a grader fault.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+Json = Any
+Check = Callable[[Json], "str | None"]
+
+
+def _is_float(value: Json) -> bool:
+    return isinstance(value, float)
+
+
+def _floats(value: Json) -> bool:
+    return isinstance(value, list) and all(_is_float(v) for v in value)
+
+
+def _error(value: Json) -> str | None:
+    if not (isinstance(value, dict) and set(value) == {"type", "mro", "message", "trace"}):
+        return "an error record without exactly type, mro, message and trace"
+    if not (isinstance(value["type"], str) and isinstance(value["message"], str) and isinstance(value["trace"], str)
+            and isinstance(value["mro"], list) and all(isinstance(m, str) for m in value["mro"])):
+        return "an error record with wrong types"
+    return None
+
+
+def _none(value: Json) -> str | None:
+    return None if value is None else "a value where the op returns nothing"
+
+
+def _grads(value: Json) -> bool:
+    return isinstance(value, list) and all(v is None or _floats(v) for v in value)
+
+
+def _scale(value: Json) -> str | None:
+    if not (isinstance(value, dict) and set(value) == {"container", "items"} and isinstance(value["container"], str)
+            and isinstance(value["items"], list)):
+        return "a scale() record of the wrong shape"
+    for item in value["items"]:
+        if not (isinstance(item, dict) and set(item) == {"dtype", "values"} and isinstance(item["dtype"], str)
+                and _floats(item["values"])):
+            return "a scale() item of the wrong shape"
+    return None
+
+
+def _unscale(value: Json) -> str | None:
+    ok = isinstance(value, dict) and set(value) == {"in_place", "grads"} and isinstance(value["in_place"], bool)
+    return None if ok and _grads(value["grads"]) else "an unscale_() record of the wrong shape"
+
+
+def _step(value: Json) -> str | None:
+    ok = (isinstance(value, dict) and set(value) == {"called", "returned"} and isinstance(value["called"], bool)
+          and (value["returned"] is None or _is_float(value["returned"])))
+    return None if ok else "a step() record of the wrong shape"
+
+
+def _observe(value: Json) -> str | None:
+    ok = (isinstance(value, dict) and set(value) == {"scale", "tracker"} and _is_float(value["scale"])
+          and type(value["tracker"]) is int)
+    return None if ok else "an observation of the wrong shape"
+
+
+def _state(value: Json) -> str | None:
+    ok = isinstance(value, dict) and all(isinstance(k, str) and (v is None or type(v) in (int, float, bool, str))
+                                         for k, v in value.items())
+    return None if ok else "a state_dict record of the wrong shape"
+
+
+OP_RESULTS: dict[str, Check] = {
+    "new": _none, "grads": _none, "update": _none, "load_state_dict": _none,
+    "params": lambda v: None if isinstance(v, list) and all(_floats(p) for p in v) else "a params record of the wrong shape",
+    "grads_of": lambda v: None if _grads(v) else "a gradients record of the wrong shape",
+    "clip": lambda v: None if _is_float(v) else "a clip_grad_norm_ result that is not a float",
+    "scale": _scale, "unscale_": _unscale, "step": _step, "observe": _observe, "state_dict": _state,
+}
+
+
+def _scaler_ops(args: dict[str, Json], reply: Json) -> str | None:
+    ops = args["ops"]
+    if not isinstance(reply, list):
+        return "not a list of results"
+    if len(reply) != len(ops):
+        return f"{len(reply)} results for {len(ops)} calls"
+    for index, (op, result) in enumerate(zip(ops, reply)):
+        if not (isinstance(result, dict) and len(result) == 1 and set(result) <= {"ok", "error"}):
+            return f"result {index} is neither a value nor an error"
+        found = _error(result["error"]) if "error" in result else OP_RESULTS[op["op"]](result["ok"])
+        if found:
+            return f"result {index} ({op['op']}): {found}"
+    return None
+
+
+def _outcome(value: Json, extra: set[str]) -> str | None:
+    """A guarded call's record: ``ok`` or ``error``, plus the keys ``extra``."""
+    if not isinstance(value, dict) or not ({"ok", "error"} & set(value)) or not set(value) <= {"ok", "error"} | extra:
+        return "a call record of the wrong shape"
+    return _error(value["error"]) if "error" in value else None
+
+
+def _amp_probe(_args: dict[str, Json], reply: Json) -> str | None:
+    if not (isinstance(reply, dict) and set(reply) == {"log", "steps"} and isinstance(reply["log"], list)
+            and isinstance(reply["steps"], list)):
+        return "a probe record of the wrong shape"
+    if not all(isinstance(e, dict) and isinstance(e.get("event"), str) for e in reply["log"]):
+        return "a probe log entry of the wrong shape"
+    for step in reply["steps"]:
+        found = _outcome(step, {"params_changed", "scale_after"})
+        if found or not isinstance(step.get("params_changed"), bool) or not (
+                step.get("scale_after") is None or _is_float(step.get("scale_after"))):
+            return found or "a probe step of the wrong shape"
+    return None
+
+
+def _underflow(_args: dict[str, Json], reply: Json) -> str | None:
+    found = _outcome(reply, {"losses"})
+    return found or (None if _floats(reply.get("losses")) else "a list of losses of the wrong shape")
+
+
+def _delegation(_args: dict[str, Json], reply: Json) -> str | None:
+    ok = (isinstance(reply, dict) and set(reply) == {"counts", "holds_grad_scaler"}
+          and isinstance(reply["holds_grad_scaler"], bool) and isinstance(reply["counts"], dict)
+          and all(isinstance(k, str) and type(v) is int for k, v in reply["counts"].items()))
+    return None if ok else "a delegation record of the wrong shape"
+
+
+def _plain_record(_args: dict[str, Json], reply: Json) -> str | None:
+    return None if isinstance(reply, dict) else "not a record"
+
+
+SCENARIOS: dict[str, Callable[[dict[str, Json], Json], "str | None"]] = {
+    "scaler_ops": _scaler_ops, "amp_probe": _amp_probe, "underflow": _underflow, "delegation": _delegation,
+    "gpu_scaler_ops": _scaler_ops,
+}
+
+
+def problem(scenario: str, args: dict[str, Json], reply: Json) -> str | None:
+    """The first way ``reply`` differs from what ``scenario``'s runner produces for ``args``, or None."""
+    check = SCENARIOS.get(scenario, _plain_record)
+    try:
+        return check(args, reply)
+    except (KeyError, TypeError, AttributeError):
+        return "a reply of the wrong shape"
