@@ -8,7 +8,7 @@ sandbox has dropped privileges and before the first line of student code:
 * :func:`install` adds a PEP 578 audit hook.  Audit hooks cannot be removed, so
   nothing imported later can turn it off.  It refuses object walks (``gc``),
   tracing and new audit hooks, ``ctypes``, sockets, subprocesses and ``fork``,
-  frame attributes (``f_back``, ``tb_frame``, ``gi_frame``...), swapping a
+  the audited ways into a frame (``tb_frame``, ``gi_frame``...), swapping a
   function's ``__code__``, and opening files outside the submission, the scratch
   folder and the interpreter's own folders (writes: scratch only).  A refused call
   raises :class:`Refused`, whose message names the call; the scenario then fails
@@ -48,10 +48,10 @@ REFUSED_EVENTS = frozenset({
     "cpython.run_command", "cpython.run_file", "cpython.run_module", "cpython.run_startup",
 })
 REFUSED_PREFIXES = ("ctypes.", "socket.", "winreg.", "_posixsubprocess.")
-#: Attributes whose reads and writes are refused (the audit event ``object.__getattr__``
-#: reports these; ``__code__`` reads are left alone because ``dataclasses`` makes them).
-FRAME_ATTRIBUTES = frozenset({"f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "tb_frame",
-                              "gi_frame", "cr_frame", "ag_frame", "gi_code", "cr_code", "ag_code"})
+#: Frame attributes whose reads are refused.  Of the ways into a frame only these (and ``f_code``, which
+#: torch itself reads) raise an audit event; ``f_back``/``f_globals`` raise none, which is why the static
+#: rules refuse them by name.
+FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 REFUSED_SETATTR = frozenset({"__code__", "__globals__", "__closure__", "__builtins__", "f_trace"})
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 

@@ -126,6 +126,9 @@ def check_results(args: dict[str, Json], expected: Sequence[dict[str, Json]], go
     or a subclass).  ``only`` restricts the comparison to some op kinds.
     """
     __tracebackhide__ = True
+    if len(got) != len(args["ops"]) or len(expected) != len(args["ops"]):
+        fail(f"{len(got)} results came back for {len(args['ops'])} calls: your code's process returned something "
+             "malformed")
     kinds = set(only) if only is not None else None
     for index, (op, want, have) in enumerate(zip(args["ops"], expected, got)):
         unexpected_error = "error" in have and "error" not in want  # always a failure, whatever ``only`` says

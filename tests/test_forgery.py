@@ -1,0 +1,272 @@
+"""Forgery attempts (issue 10): each earns no more than the honest code it contains.
+
+A student who has read ``checks/`` knows every name the harness uses.  These
+submissions try to change what the judge observes instead of implementing
+anything: patching the harness through ``gc``, a method's ``__globals__``, frames
+or a generator's frame; reusing torch's GradScaler or its private kernels by any
+path; printing hidden inputs; answering with malformed data.  Each is graded by
+``python -m autograder grade`` (one batch for the cases that meet the static
+rules, one with ``AMP_STATIC_RULES=off`` for the runtime layers behind them).
+
+The honest content of every attack below is the untouched skeleton (0 points on
+Tasks 1-2) plus, where stated, the correct Quick Check answers (10 points).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, grade, load_results
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")]
+
+SKELETON = {name: (ROOT / "assignment" / name).read_text() for name in ("loss_scaler.py", "amp_step.py")}
+SOLUTION = {name: (ROOT / "solutions" / name).read_text() for name in ("loss_scaler.py", "amp_step.py", "answers.py")}
+ANSWERS = SOLUTION["answers.py"]
+
+#: Replaces the harness's scenario runner with one that answers Task 1 with torch's own scaler.
+PATCH_HARNESS = '''
+def _forge(harness):
+    def run_scenario(name, args, submission):
+        return harness.run_scaler_ops(args, harness.torch_scaler, submission.root)
+    harness.run_scenario = run_scenario
+'''
+
+GC_WALK = PATCH_HARNESS + '''
+import gc
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "module" and getattr(_obj, "__name__", "") == "checks.harness":
+        _forge(_obj)
+'''
+
+FRAME_WALK = PATCH_HARNESS + '''
+import sys
+_frame = sys._getframe()
+while _frame is not None:
+    if _frame.f_globals.get("__name__") == "checks.harness":
+        _frame.f_globals["run_scaler_ops"] = lambda *a, **k: []
+        break
+    _frame = _frame.f_back
+'''
+
+GLOBALS_VIA_OPTIMIZER = '''
+    def unscale_(self, optimizer):
+        harness = type(optimizer).step.__globals__
+        harness["run_scenario"] = None
+'''
+
+GENERATOR_FRAME = '''
+def _peek():
+    yield 1
+_g = _peek()
+next(_g)
+_outer = _g.gi_frame.f_back
+'''
+
+ATEN_GETATTR = '''
+_kernel = getattr(torch.ops.aten, "_amp_" + "update_scale_")
+'''
+
+#: A complete scaler that delegates to torch's private kernels through torch.ops.aten.
+ATEN_DELEGATION = '''
+import torch
+
+
+class ToyLossScaler:
+    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+        self._s = torch.full((), float(init_scale))
+        self._t = torch.zeros((), dtype=torch.int32)
+        self._f = torch.zeros(())
+        self.g, self.b, self.i = growth_factor, backoff_factor, growth_interval
+
+    def scale(self, outputs):
+        return outputs * self._s
+
+    def unscale_(self, optimizer):
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        torch.ops.aten._amp_foreach_non_finite_check_and_unscale_(grads, self._f, self._s.reciprocal())
+
+    def step(self, optimizer):
+        self.unscale_(optimizer)
+        return None if self._f.item() else optimizer.step()
+
+    def update(self, new_scale=None):
+        torch.ops.aten._amp_update_scale_(self._s, self._t, self._f, self.g, self.b, self.i)
+        self._f.zero_()
+
+    def get_scale(self):
+        return float(self._s)
+
+    def get_growth_tracker(self):
+        return int(self._t)
+'''
+
+CTYPES_AND_FILES = '''
+import ctypes
+_libc = ctypes.CDLL(None)
+'''
+
+WRITE_OUTSIDE = '''
+with open("/tmp/forgery-was-here", "w") as _f:
+    _f.write("x")
+'''
+
+PRINT_EVERYTHING = '''
+    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000) -> None:
+        print("FORGERY-SEES", init_scale, growth_factor, backoff_factor, growth_interval)
+        self._real_init(init_scale, growth_factor, backoff_factor, growth_interval)
+'''
+
+
+def with_module_code(text: str, code: str) -> str:
+    """``code`` appended at module level of ``text``."""
+    return text + "\n\n" + code
+
+
+def method_replaced(text: str, code: str) -> str:
+    """``code`` (an indented method) added at the end of class ToyLossScaler of ``text``."""
+    return text.rstrip() + "\n" + code
+
+
+def printing_solution() -> str:
+    text = SOLUTION["loss_scaler.py"].replace("    def __init__(\n", "    def _real_init(\n", 1)
+    return method_replaced(text, PRINT_EVERYTHING)
+
+
+CASES: dict[str, dict[str, str]] = {
+    # static rules on
+    "answers_gc_walk": {**SKELETON, "answers.py": with_module_code(ANSWERS, GC_WALK)},
+    "scaler_gc_walk": {**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": with_module_code(SKELETON["loss_scaler.py"], GC_WALK)},
+    "scaler_frame_walk": {**SKELETON, "answers.py": ANSWERS,
+                          "loss_scaler.py": with_module_code(SKELETON["loss_scaler.py"], FRAME_WALK)},
+    "scaler_globals_via_optimizer": {**SKELETON, "answers.py": ANSWERS,
+                                     "loss_scaler.py": method_replaced(SKELETON["loss_scaler.py"], GLOBALS_VIA_OPTIMIZER)},
+    "scaler_generator_frame": {**SKELETON, "answers.py": ANSWERS,
+                               "loss_scaler.py": with_module_code(SKELETON["loss_scaler.py"], GENERATOR_FRAME)},
+    "scaler_aten_getattr": {**SKELETON, "answers.py": ANSWERS,
+                            "loss_scaler.py": with_module_code(SKELETON["loss_scaler.py"], ATEN_GETATTR)},
+    "amp_step_gc_walk": {**SKELETON, "answers.py": ANSWERS, "amp_step.py": with_module_code(SKELETON["amp_step.py"], GC_WALK)},
+    "printing_solution": {**SOLUTION, "loss_scaler.py": printing_solution()},
+}
+RUNTIME_CASES: dict[str, dict[str, str]] = {
+    # static rules off: the runtime guard and the reply validation alone
+    "rt_scaler_gc_walk": CASES["scaler_gc_walk"],
+    "rt_answers_gc_walk": CASES["answers_gc_walk"],
+    "rt_aten_delegation": {**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": ATEN_DELEGATION},
+    "rt_frame_walk_short_replies": CASES["scaler_frame_walk"],
+    "rt_ctypes": {**SKELETON, "answers.py": ANSWERS,
+                  "loss_scaler.py": with_module_code(SKELETON["loss_scaler.py"], CTYPES_AND_FILES)},
+    "rt_write_outside": {**SKELETON, "answers.py": ANSWERS,
+                         "loss_scaler.py": with_module_code(SKELETON["loss_scaler.py"], WRITE_OUTSIDE)},
+}
+HONEST_WITH_ANSWERS = 10.0  # the skeleton with the right Quick Check answers
+
+
+def _write(root: Path, cases: dict[str, dict[str, str]]) -> list[Path]:
+    folders = []
+    for name, files in cases.items():
+        folder = root / name
+        folder.mkdir(parents=True)
+        for filename, text in files.items():
+            (folder / filename).write_text(text)
+        folders.append(folder)
+    return folders
+
+
+def _rows(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {test["number"]: test for test in results["tests"] if test.get("max_score")}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    root = tmp_path_factory.mktemp("forgery")
+    out = root / "out"
+    done = grade(_write(root / "in", CASES), out, "--jobs", "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {name: load_results(out, name) for name in CASES}
+
+
+@pytest.fixture(scope="module")
+def graded_runtime(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    root = tmp_path_factory.mktemp("forgery-runtime")
+    out = root / "out"
+    done = grade(_write(root / "in", RUNTIME_CASES), out, "--jobs", "2", env={"AMP_STATIC_RULES": "off"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {name: load_results(out, name) for name in RUNTIME_CASES}
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if n != "printing_solution"])
+def test_forgery_earns_no_more_than_its_honest_code(graded: dict[str, dict[str, Any]], name: str) -> None:
+    assert graded[name]["score"] <= HONEST_WITH_ANSWERS, {n: r["score"] for n, r in _rows(graded[name]).items() if r["score"]}
+
+
+@pytest.mark.parametrize("name, file, construct", [
+    ("scaler_gc_walk", "loss_scaler.py", "import gc"),
+    ("scaler_frame_walk", "loss_scaler.py", "import sys"),
+    ("scaler_globals_via_optimizer", "loss_scaler.py", ".__globals__"),
+    ("scaler_generator_frame", "loss_scaler.py", ".gi_frame"),
+    ("scaler_aten_getattr", "loss_scaler.py", "getattr() with a computed name"),
+    ("amp_step_gc_walk", "amp_step.py", "import gc"),
+])
+def test_refused_construct_is_named_in_the_feedback(graded: dict[str, dict[str, Any]], name: str, file: str,
+                                                    construct: str) -> None:
+    task = "1." if file == "loss_scaler.py" else "2."
+    outputs = [row["output"] for number, row in _rows(graded[name]).items() if number.startswith(task)]
+    assert outputs and all(f"{file} was not run" in text for text in outputs)
+    assert any(construct in text for text in outputs), outputs[0][:800]
+
+
+def test_answers_file_is_read_not_run(graded: dict[str, dict[str, Any]]) -> None:
+    results = graded["answers_gc_walk"]
+    assert results["score"] == HONEST_WITH_ANSWERS  # the answers count; the code around them never ran
+    assert all(row["score"] == 0 for number, row in _rows(results).items() if number[0] in "12")
+
+
+def test_hidden_test_output_stays_with_hidden_rows(graded: dict[str, dict[str, Any]]) -> None:
+    results = graded["printing_solution"]
+    assert results["score"] == 90
+    hidden = [row for row in _rows(results).values() if row["visibility"] != "visible"]
+    shown_late = "\n".join(row["output"] for row in hidden)
+    assert "Output printed by your code during this test" in shown_late and "FORGERY-SEES" in shown_late
+    visible_lines = {line for line in results["output"].splitlines() if "FORGERY-SEES" in line}
+    hidden_only = {line for line in shown_late.splitlines() if "FORGERY-SEES" in line} - visible_lines
+    assert hidden_only, "the hidden tests should construct scalers the public ones do not"
+    assert not hidden_only & set(results["output"].splitlines())
+
+
+def test_runtime_guard_refuses_gc_walks_and_ctypes(graded_runtime: dict[str, dict[str, Any]]) -> None:
+    for name in ("rt_scaler_gc_walk", "rt_ctypes"):
+        outputs = " ".join(row["output"] for number, row in _rows(graded_runtime[name]).items() if number.startswith("1."))
+        assert "is not allowed while the grader runs your code" in outputs, outputs[:600]
+        assert graded_runtime[name]["score"] <= HONEST_WITH_ANSWERS
+    assert graded_runtime["rt_answers_gc_walk"]["score"] == HONEST_WITH_ANSWERS
+
+
+def test_private_kernels_are_disabled_whatever_the_path(graded_runtime: dict[str, dict[str, Any]]) -> None:
+    results = graded_runtime["rt_aten_delegation"]
+    task1 = {number: row for number, row in _rows(results).items() if number.startswith("1.")}
+    assert sum(row["score"] for row in task1.values()) == 0
+    assert "is not allowed in Task 1" in " ".join(row["output"] for row in task1.values())
+
+
+def test_short_replies_are_malformed_never_passing(graded_runtime: dict[str, dict[str, Any]]) -> None:
+    """Frame attributes are invisible to audit hooks, so with the static rules off this submission does make
+    its process answer ``[]``: the judge must fail every such test, and never as a grader fault."""
+    results = graded_runtime["rt_frame_walk_short_replies"]
+    assert results["score"] <= HONEST_WITH_ANSWERS
+    task1 = [row for number, row in _rows(results).items() if number.startswith("1.") and number != "1.17"]
+    assert any("returned something malformed" in row["output"] for row in task1)
+    assert not any("internal problem" in row["output"] for row in task1)
+
+
+def test_nothing_written_outside_scratch(graded_runtime: dict[str, dict[str, Any]]) -> None:
+    assert not Path("/tmp/forgery-was-here").exists()
+    outputs = " ".join(row["output"] for row in _rows(graded_runtime["rt_write_outside"]).values())
+    assert "writing '/tmp/forgery-was-here'" in outputs
