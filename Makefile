@@ -9,7 +9,7 @@ EXAMPLES := solutions assignment examples/partially_correct
 SUBMISSIONS ?= $(EXAMPLES)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test student check demo grade autograder bench
+.PHONY: help setup test student check demo grade autograder bench profile
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -41,6 +41,9 @@ autograder: setup ## build dist/autograder.zip for Gradescope
 
 bench: setup ## time grading one submission against the python+torch floor
 	$(PY) benchmarks/grading_speed.py
+
+profile: setup ## where one submission's grading time goes (correct and buggy): calls, reference, hypothesis, pytest
+	$(PY) benchmarks/profile_grading.py
 
 bench-batch: setup ## time batch grading (synthetic submissions, --jobs 2) against a naive baseline
 	$(PY) benchmarks/batch_speed.py

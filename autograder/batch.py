@@ -46,11 +46,14 @@ from autograder.ledger import Entry, Ledger
 from autograder.worker import claim_uid
 
 ROOT = Path(__file__).resolve().parent.parent
-GRADER_FILES = ("judge.py", "sandbox.py", "guard.py", "replies.py", "intake.py", "results.py", "rubric.py",
+GRADER_FILES = ("judge.py", "sandbox.py", "guard.py", "replies.py", "plan.py", "intake.py", "results.py", "rubric.py",
                 "static_checks.py", "worker.py",
                 "judge.ini")
 GRADER_ENV = ("AMP_HIDDEN_VISIBILITY", "AMP_GPU_POINTS", "AMP_PUBLIC_TESTS", "AMP_HIDDEN_TESTS", "AMP_SANDBOX_LIMITS",
               "AMP_STATIC_RULES")
+
+#: A worker records the call plan (autograder/plan.py) when it will grade at least this many submissions.
+PLAN_MIN_PER_WORKER = 3
 
 Finish = Callable[[Submission, str, dict[str, Any], int], None]
 
@@ -306,6 +309,8 @@ class LocalPool:
                          + max(float(merged["call_seconds"]), float(merged.get("max_call_seconds") or 0)) + 60)
 
     def run(self, todo: Sequence[tuple[Submission, str]], finish: Finish) -> None:
+        if len(todo) >= PLAN_MIN_PER_WORKER * self.jobs:  # recording the call plan costs about one grading
+            self.config = json.dumps({**json.loads(self.config), "plan": True})
         queue = collections.deque(todo)
         attempts: collections.Counter[str] = collections.Counter()
         failures: collections.Counter[int] = collections.Counter()

@@ -111,7 +111,7 @@ class JudgePlugin:
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         begin = getattr(self.runner, "begin_test", None)
         if begin:
-            begin(getattr(item, "originalname", item.name))
+            begin(item.name)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
@@ -193,9 +193,15 @@ def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...]) -> tuple[list
 
 
 def grade_staged(runner: Any, items: tuple[rubric.Item, ...] = rubric.ITEMS, notes: list[str] | None = None) -> Report:
-    """Grade one staged submission through ``runner``."""
+    """Grade one staged submission through ``runner``: every test in pytest."""
     started = time.monotonic()
     outcomes, pytest_output = run_suites(runner, items)
+    return build_report(runner, items, outcomes, pytest_output, notes, started)
+
+
+def build_report(runner: Any, items: tuple[rubric.Item, ...], outcomes: list[Outcome], pytest_output: str,
+                 notes: list[str] | None, started: float) -> Report:
+    """Rows, routed output and the staff log from the outcomes of one submission's tests."""
     rows, staff = score(outcomes, items)
     visible = route_output(rows, getattr(runner, "output_by_test", dict)())
     return Report(rows, list(notes or []), visible, (staff + "\n\n" + pytest_output).strip(), time.monotonic() - started)
@@ -211,8 +217,8 @@ def route_output(rows: list[Row], printed: dict[str, str]) -> str:
     """
     by_test = {row.item.test: row for row in rows}
     visible: list[str] = []
-    for test, text in printed.items():
-        row = by_test.get(test)
+    for case, text in printed.items():
+        row = by_test.get(case.split("[", 1)[0])
         if row is None or row.item.visibility == "visible":
             visible.append(text)
         else:

@@ -41,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -262,14 +263,15 @@ def _child_main(request: SpawnRequest, fds: list[int]) -> None:
         with open(request_fd, "rb", closefd=False) as requests:
             for line in requests:
                 message = json.loads(line)
-                try:
-                    harness.seed_cpu(0)
-                    reply = {"ok": harness.run_scenario(message["scenario"], message["args"], submission)}
-                except harness.SubmissionFault as exc:
-                    reply = {"fault": str(exc)}
-                except BaseException as exc:  # noqa: BLE001 - e.g. SystemExit from student code
-                    reply = {"fault": f"the scenario stopped with {type(exc).__name__}: {exc}"[:2000]}
-                _flush_and_send(reply_fd, {"id": message["id"], **reply})
+                for index, call in enumerate(message.get("batch") or [message]):  # a batch: one reply per call
+                    try:
+                        harness.seed_cpu(0)
+                        reply = {"ok": harness.run_scenario(call["scenario"], call["args"], submission)}
+                    except harness.SubmissionFault as exc:
+                        reply = {"fault": str(exc)}
+                    except BaseException as exc:  # noqa: BLE001 - e.g. SystemExit from student code
+                        reply = {"fault": f"the scenario stopped with {type(exc).__name__}: {exc}"[:2000]}
+                    _flush_and_send(reply_fd, {"id": message["id"] + index, **reply})
     finally:
         os._exit(0)
 
@@ -356,6 +358,15 @@ def start_zygote() -> Zygote:
 # --------------------------------------------------------------------------- the judge's side
 
 
+def _canonical(value: Any) -> str:
+    """JSON text replies are compared by (NaN equals NaN; key order does not matter)."""
+    return json.dumps(value, sort_keys=True, allow_nan=True)
+
+
+def _call_key(scenario: str, args: dict[str, Any]) -> str:
+    return _canonical([scenario, args])
+
+
 class _StudentProcess:
     """One live student process that imported a fixed set of contract modules: pipes, pid, replies."""
 
@@ -416,6 +427,8 @@ class SandboxRunner:
         self._next_id = 0
         self._test = ""
         self._test_fault: str | None = None
+        #: test case -> canonical [scenario, args] -> replies fetched ahead (see :meth:`prefetch`), used once each
+        self._prefetched: dict[str, dict[str, deque[dict[str, Any]]]] = {}
         self.hangs: dict[str, int] = {}  # contract module -> calls that timed out while needing it
 
     def begin_test(self, name: str) -> None:
@@ -564,55 +577,72 @@ class SandboxRunner:
             self.import_faults[module] = rules.explain(filename, violations)
         return self.import_faults.get(module)
 
-    def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
-        """Run ``scenario`` in a student process; raise SubmissionFault if it cannot, or if the reply is malformed."""
-        if scenario == "answers":  # never run: read as literal data
-            return rules.parse_answers(self.source("answers"))
+    def _blocked(self, needed: tuple[str, ...]) -> str | None:
+        """Why a call needing ``needed`` fails before it runs (this test's fault, the budget, a file), or None."""
         if self._test_fault:  # one hang or crash per test: hypothesis must not wait for every example to time out
-            self._fault(self._test_fault)
+            return self._test_fault
         if time.monotonic() - self.started > self.limits.submission_seconds:
-            self._fault(f"the submission used up its total time budget of {self.limits.submission_seconds:.0f} s")
-        needed = self.needs(scenario, args)
+            return f"the submission used up its total time budget of {self.limits.submission_seconds:.0f} s"
         for name in needed:
             fault = self.rule_fault(name)
             if fault:
-                self._fault(fault)
+                return fault
             if self.hangs.get(name, 0) >= self.limits.hangs_per_module:
-                self._fault(f"your code hung {self.hangs[name]} times in earlier tests that use "
-                            f"{harness.CONTRACT_FILES[name]}; the remaining ones are not run (they score 0)")
+                return (f"your code hung {self.hangs[name]} times in earlier tests that use "
+                        f"{harness.CONTRACT_FILES[name]}; the remaining ones are not run (they score 0)")
+        return None
+
+    def _process_for(self, needed: tuple[str, ...]) -> _StudentProcess:
+        """The live process that imported ``needed``, started if need be (a start failure fails the test)."""
         process = self._processes.get(needed)
         if process is None:
             try:
-                self._start(needed)
+                process = self._start(needed)
             except harness.SubmissionFault as exc:
                 self._test_fault = str(exc)
                 self._fault(self._test_fault)
-            return self.run(scenario, args, timeout=timeout)
-        self._next_id += 1
-        payload = (json.dumps({"id": self._next_id, "scenario": scenario, "args": args}) + "\n").encode()
+        return process
+
+    def _limit(self, timeout: float | None) -> float:
+        return min(timeout, self.limits.max_call_seconds) if timeout else self.limits.call_seconds
+
+    def _send_calls(self, process: _StudentProcess, calls: list[dict[str, Any]]) -> int | None:
+        """Send one request holding ``calls``; the id of the first reply, or None (then every process is gone)."""
+        first = self._next_id + 1
+        self._next_id += len(calls)
+        message = {"id": first, "batch": calls} if len(calls) > 1 else {"id": first, **calls[0]}
         try:
-            os.write(process.request_fd, payload)
-            written = True
+            os.write(process.request_fd, (json.dumps(message) + "\n").encode())
+            return first
         except OSError:
-            written = False
-        if not written:
             self._kill_all()
-            self._fault("the submission's process ended unexpectedly")
-        limit = min(timeout, self.limits.max_call_seconds) if timeout else self.limits.call_seconds
+            return None
+
+    def _receive(self, process: _StudentProcess, expected_id: int, limit: float) -> dict[str, Any]:
+        """The reply with ``expected_id``, or a marker: ``{"lost": hung?}`` or ``{"unexpected": why}``."""
         reply = self._read(process, limit)
         if reply is None:
             hung = process.pid is not None
             self._kill_all()
-            if hung:
+            return {"lost": hung}
+        if reply.get("id") != expected_id or ("ok" not in reply and "fault" not in reply):
+            self._kill_all()
+            return {"unexpected": str(reply.get("fault") or "the submission's process sent an unexpected reply")}
+        return reply
+
+    def _accept(self, scenario: str, args: dict[str, Any], needed: tuple[str, ...], limit: float,
+                reply: dict[str, Any]) -> Any:
+        """What one call returned, validated; or the SubmissionFault it stands for."""
+        if "lost" in reply:
+            if reply["lost"]:
                 for name in needed:
                     self.hangs[name] = self.hangs.get(name, 0) + 1
             self._test_fault = (  # the rest of this test fails at once: no restart per hypothesis example
-                f"your code did not finish within {limit:.0f} s (an infinite loop?); it was stopped" if hung else
-                "your code ended the process while it ran (sys.exit, os._exit, a crash or a memory limit)")
+                f"your code did not finish within {limit:.0f} s (an infinite loop?); it was stopped" if reply["lost"]
+                else "your code ended the process while it ran (sys.exit, os._exit, a crash or a memory limit)")
             self._fault(self._test_fault)
-        if reply.get("id") != self._next_id or ("ok" not in reply and "fault" not in reply):
-            self._kill_all()
-            self._test_fault = str(reply.get("fault") or "the submission's process sent an unexpected reply")
+        if "unexpected" in reply:
+            self._test_fault = reply["unexpected"]
             self._fault(self._test_fault)
         if "fault" in reply:
             self._fault(str(reply["fault"])[:4000])
@@ -621,6 +651,65 @@ class SandboxRunner:
             self._fault(f"your code's process returned something malformed ({problem}); "
                         "the grader only accepts what its own checking code reports")
         return reply["ok"]
+
+    def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
+        """Run ``scenario`` in a student process; raise SubmissionFault if it cannot, or if the reply is malformed."""
+        if scenario == "answers":  # never run: read as literal data
+            return rules.parse_answers(self.source("answers"))
+        needed = self.needs(scenario, args)
+        blocked = self._blocked(needed)
+        if blocked:
+            self._fault(blocked)
+        limit = self._limit(timeout)
+        waiting = self._prefetched.get(self._test, {}).get(_call_key(scenario, args))
+        if waiting:
+            return self._accept(scenario, args, needed, limit, waiting.popleft())
+        process = self._process_for(needed)
+        first = self._send_calls(process, [{"scenario": scenario, "args": args}])
+        if first is None:
+            self._fault("the submission's process ended unexpectedly")
+        return self._accept(scenario, args, needed, limit, self._receive(process, first, limit))
+
+    def prefetch(self, calls: list[tuple[str, dict[str, Any], float | None]]) -> list[str | None]:
+        """Run ``calls`` for the current test case ahead of time, one request per process.
+
+        Each reply is kept for the first :meth:`run` of the same call in this test case
+        (and used once); the canonical text of each reply is returned for comparison
+        (None where a call was not made: a file that cannot run, a hang or crash before it).
+        A hang or crash stops its process's batch there; it is charged only if the test
+        reaches that call, exactly as a live call would be.
+        """
+        answers: list[str | None] = [None] * len(calls)
+        store = self._prefetched.setdefault(self._test, {})
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for index, (scenario, args, _timeout) in enumerate(calls):
+            if scenario == "answers":
+                answers[index] = _canonical({"ok": self.run(scenario, args)})
+            else:
+                groups.setdefault(self.needs(scenario, args), []).append(index)
+        for needed, indices in groups.items():
+            if self._blocked(needed):
+                continue
+            try:
+                process = self._process_for(needed)
+            except harness.SubmissionFault:
+                self._test_fault = None  # charged when the test itself reaches the call
+                continue
+            first = self._send_calls(process, [{"scenario": calls[i][0], "args": calls[i][1]} for i in indices])
+            if first is None:
+                continue
+            for offset, index in enumerate(indices):
+                scenario, args, timeout = calls[index]
+                reply = self._receive(process, first + offset, self._limit(timeout))
+                store.setdefault(_call_key(scenario, args), deque()).append(reply)
+                if "lost" in reply or "unexpected" in reply:
+                    break
+                answers[index] = _canonical({key: reply[key] for key in ("ok", "fault") if key in reply})
+        return answers
+
+    def forget_prefetched(self, case: str) -> None:
+        """Drop what :meth:`prefetch` kept for ``case`` (it passed without running its test)."""
+        self._prefetched.pop(case, None)
 
     def source(self, module: str) -> str | None:
         """The text of one contract file (read by the judge, never executed), or None."""

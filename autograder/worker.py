@@ -80,13 +80,17 @@ def limits_from(fields: dict[str, Any] | None) -> Any:
     return dataclasses.replace(base, **{k: v for k, v in (fields or {}).items() if k in known and v is not None})
 
 
-def grade_submission(name: str, path: Path, hide: Sequence[str], limits: Any, uid: int | None) -> dict[str, Any]:
+def grade_submission(name: str, path: Path, hide: Sequence[str], limits: Any, uid: int | None,
+                     call_plan: Any = None) -> dict[str, Any]:
     """Grade one folder/zip in a sandboxed student process; never raises for the submission's faults.
+
+    With ``call_plan`` (:mod:`autograder.plan`) the tests whose answers match the reference's pass
+    without running; grades are the same either way.
 
     Returns ``status`` ("graded" or "errored"), ``reason`` (why it could not be graded),
     ``results`` (results.json), ``staff_log`` and ``seconds``.
     """
-    from autograder import intake, judge, results
+    from autograder import intake, plan, results
     from autograder.sandbox import SandboxRunner
 
     started = time.monotonic()
@@ -100,7 +104,7 @@ def grade_submission(name: str, path: Path, hide: Sequence[str], limits: Any, ui
         _CURRENT["staged"] = staged.folder
         runner = SandboxRunner(staged.folder, limits=limits, hide=tuple(hide), uid=uid)
         _CURRENT["runner"] = runner
-        report = judge.grade_staged(runner, notes=staged.notes)
+        report = plan.grade_with_plan(runner, call_plan, notes=staged.notes)
         data = results.gradescope_results(report, name)
         json.dumps(data, allow_nan=False)  # what the ledger will store
         return {"status": "graded", "reason": "", "results": data, "staff_log": report.staff_log,
@@ -174,6 +178,12 @@ def serve(argv: Sequence[str] | None = None) -> int:
 
     limits = limits_from(config.get("limits"))
     hide = tuple(config.get("hide", ()))
+    call_plan = None
+    if config.get("plan"):  # worth it when this worker grades several submissions: it costs one grading
+        from autograder import plan
+        from autograder.sandbox import SandboxRunner
+
+        call_plan = plan.current_plan(lambda folder: SandboxRunner(folder, limits=limits, hide=hide, uid=args.uid))
     _freeze_heap()
     _send(channel, {"kind": "ready", "pid": os.getpid(), "slot": args.slot})
     graded = 0
@@ -183,7 +193,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
             break
         if os.environ.get(DIE_ON_ENV) and os.environ[DIE_ON_ENV] == task["name"]:
             os._exit(70)
-        outcome = grade_submission(task["name"], Path(task["path"]), hide, limits, args.uid)
+        outcome = grade_submission(task["name"], Path(task["path"]), hide, limits, args.uid, call_plan)
         _send(channel, {"kind": "result", "task": task["task"], "name": task["name"], **outcome})
         graded += 1
         if graded == 1:

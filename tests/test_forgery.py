@@ -107,6 +107,18 @@ class ToyLossScaler:
         return int(self._t)
 '''
 
+#: An amp_step that does no training and writes the probe's observations itself.
+PROBE_LOG_FORGERY = '''
+import torch
+
+
+def amp_step(model, inputs, targets, loss_fn, optimizer, scaler, device_type="cuda", dtype=torch.float16,
+             max_grad_norm=None):
+    model._log.append({"event": "forward", "autocast": True, "dtype": "float16"})
+    model._log.append({"event": "loss", "autocast": True, "dtype": "float16", "value": 0.0})
+    return torch.zeros(())
+'''
+
 CTYPES_AND_FILES = '''
 import ctypes
 _libc = ctypes.CDLL(None)
@@ -153,6 +165,7 @@ CASES: dict[str, dict[str, str]] = {
     "scaler_aten_getattr": {**SKELETON, "answers.py": ANSWERS,
                             "loss_scaler.py": with_module_code(SKELETON["loss_scaler.py"], ATEN_GETATTR)},
     "amp_step_gc_walk": {**SKELETON, "answers.py": ANSWERS, "amp_step.py": with_module_code(SKELETON["amp_step.py"], GC_WALK)},
+    "amp_step_probe_log": {**SKELETON, "answers.py": ANSWERS, "amp_step.py": PROBE_LOG_FORGERY},
     "printing_solution": {**SOLUTION, "loss_scaler.py": printing_solution()},
 }
 RUNTIME_CASES: dict[str, dict[str, str]] = {
@@ -214,6 +227,7 @@ def test_forgery_earns_no_more_than_its_honest_code(graded: dict[str, dict[str, 
     ("scaler_generator_frame", "loss_scaler.py", ".gi_frame"),
     ("scaler_aten_getattr", "loss_scaler.py", "getattr() with a computed name"),
     ("amp_step_gc_walk", "amp_step.py", "import gc"),
+    ("amp_step_probe_log", "amp_step.py", "._log"),
 ])
 def test_refused_construct_is_named_in_the_feedback(graded: dict[str, dict[str, Any]], name: str, file: str,
                                                     construct: str) -> None:
@@ -270,3 +284,27 @@ def test_nothing_written_outside_scratch(graded_runtime: dict[str, dict[str, Any
     assert not Path("/tmp/forgery-was-here").exists()
     outputs = " ".join(row["output"] for row in _rows(graded_runtime["rt_write_outside"]).values())
     assert "writing '/tmp/forgery-was-here'" in outputs
+
+
+#: Answers the GPU speed scenario itself with a fabricated 33x speed-up (the attack found in review).
+GPU_FORGERY = '''
+import gc
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "module" and getattr(_obj, "__name__", "") == "checks.gpu_scenarios":
+        _obj.run_speed = lambda *a, **k: {"amp": {"time_to_target_ms": 1.0, "losses": [0.0]}}
+'''
+
+
+def test_gpu_part_cannot_be_forged_in_dry_mode(tmp_path: Path) -> None:
+    import subprocess
+
+    folder = tmp_path / "gpu_forgery"
+    _write(tmp_path, {"gpu_forgery": {**SKELETON, "answers.py": ANSWERS,
+                                       "amp_step.py": with_module_code(SKELETON["amp_step.py"], GPU_FORGERY)}})
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade-gpu", str(folder), "--out", str(tmp_path / "out"),
+                           "--dry"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads((tmp_path / "out" / "gpu_forgery" / "gpu_results.json").read_text())
+    assert results["score"] == 0
+    assert any("amp_step.py was not run" in test["output"] for test in results["tests"])

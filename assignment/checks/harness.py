@@ -156,22 +156,26 @@ def guarded(call: Callable[[], Json], root: Path | None) -> dict[str, Json]:
 
 
 class RecordingSGD(torch.optim.SGD):
-    """SGD that records each ``step`` call and returns a recognisable token."""
+    """SGD that records each ``step`` call and returns a recognisable token.
+
+    Its bookkeeping is private (``_log``...): the static rules refuse private attributes of
+    objects other than ``self``, so code under test cannot rewrite what is recorded.
+    """
 
     def __init__(self, params: Any, lr: float) -> None:
         super().__init__(params, lr=lr)
-        self.step_calls = 0
-        self.inside_scaler_step = False
-        self.log: list[dict[str, Json]] | None = None
+        self._step_calls = 0
+        self._inside_scaler_step = False
+        self._log: list[dict[str, Json]] | None = None
 
     def step(self, closure: Any = None) -> Any:  # type: ignore[override]
-        self.step_calls += 1
-        if self.log is not None:
+        self._step_calls += 1
+        if self._log is not None:
             grads = [p.grad for group in self.param_groups for p in group["params"] if p.grad is not None]
             norm = math.sqrt(sum(float(g.double().pow(2).sum()) for g in grads)) if grads else 0.0
-            self.log.append({"event": "optimizer.step", "via_scaler": self.inside_scaler_step, "grad_norm": norm})
+            self._log.append({"event": "optimizer.step", "via_scaler": self._inside_scaler_step, "grad_norm": norm})
         super().step(closure)
-        return 1000.0 + self.step_calls
+        return 1000.0 + self._step_calls
 
 
 def build_optimizers(world: dict[str, Json]) -> list[RecordingSGD]:
@@ -233,9 +237,9 @@ def _unscale_op(scaler: Any, optimizer: RecordingSGD) -> Json:
 
 
 def _step_op(scaler: Any, optimizer: RecordingSGD) -> Json:
-    calls = optimizer.step_calls
+    calls = optimizer._step_calls
     returned = scaler.step(optimizer)
-    return {"called": optimizer.step_calls > calls, "returned": returned if isinstance(returned, float) else None}
+    return {"called": optimizer._step_calls > calls, "returned": returned if isinstance(returned, float) else None}
 
 
 def grads_of(optimizer: torch.optim.Optimizer) -> list[Json]:

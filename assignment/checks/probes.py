@@ -27,28 +27,32 @@ class _BackwardProbe(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> Any:  # type: ignore[override]
         probe: AmpProbe = ctx.probe
-        true_grad = probe.true_output_grad
+        true_grad = probe._true_output_grad
         ratio = float((grad.double() * true_grad).sum() / true_grad.pow(2).sum()) if true_grad is not None else 0.0
         # The probe sits at the output, so this runs before any parameter gradient of this backward.
         clear = all(p.grad is None or not bool(p.grad.any()) for p in probe.parameters())
-        probe.log.append({"event": "backward", "autocast": probe.autocast_on(), "grad_ratio": ratio,
+        probe._log.append({"event": "backward", "autocast": probe.autocast_on(), "grad_ratio": ratio,
                           "grads_clear": clear})
-        if probe.inject_inf:
+        if probe._inject_inf:
             grad = grad.clone()
             grad.view(-1)[0] = float("inf")
         return grad, None
 
 
 class AmpProbe(torch.nn.Module):
-    """A small MLP whose forward, loss and backward report what they see to ``log``."""
+    """A small MLP whose forward, loss and backward report what they see to ``log``.
+
+    What it records lives in private attributes, which the static rules keep code under test
+    from touching (``model._log`` is refused; ``self._log`` in the probe's own methods is not).
+    """
 
     def __init__(self, sizes: list[int], device_type: str, log: list[dict[str, Json]]) -> None:
         super().__init__()
         self.layers = torch.nn.ModuleList(torch.nn.Linear(a, b) for a, b in zip(sizes, sizes[1:]))
         self.device_type = device_type
-        self.log = log
-        self.inject_inf = False
-        self.true_output_grad: torch.Tensor | None = None
+        self._log = log
+        self._inject_inf = False
+        self._true_output_grad: torch.Tensor | None = None
 
     def autocast_on(self) -> bool:
         return bool(torch.is_autocast_enabled(self.device_type))
@@ -57,7 +61,7 @@ class AmpProbe(torch.nn.Module):
         return str(torch.get_autocast_dtype(self.device_type)).replace("torch.", "") if self.autocast_on() else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.log.append({"event": "forward", "autocast": self.autocast_on(), "dtype": self.autocast_dtype()})
+        self._log.append({"event": "forward", "autocast": self.autocast_on(), "dtype": self.autocast_dtype()})
         for index, layer in enumerate(self.layers):
             x = layer(x)
             if index + 1 < len(self.layers):
@@ -68,8 +72,8 @@ class AmpProbe(torch.nn.Module):
         """Mean squared error that also records the true gradient w.r.t. ``outputs``."""
         value = torch.nn.functional.mse_loss(outputs, targets)
         diff = outputs.detach().double() - targets.double()
-        self.true_output_grad = 2.0 * diff / diff.numel()
-        self.log.append(
+        self._true_output_grad = 2.0 * diff / diff.numel()
+        self._log.append(
             {"event": "loss", "autocast": self.autocast_on(), "dtype": self.autocast_dtype(), "value": float(value.detach())}
         )
         return value
@@ -92,14 +96,14 @@ class ScalerProbe:
 
     def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
         self._log.append({"event": "scaler.step"})
-        flag = getattr(optimizer, "inside_scaler_step", None)
+        flag = getattr(optimizer, "_inside_scaler_step", None)
         if flag is not None:
-            optimizer.inside_scaler_step = True
+            optimizer._inside_scaler_step = True
         try:
             return self._inner.step(optimizer, *args, **kwargs)
         finally:
             if flag is not None:
-                optimizer.inside_scaler_step = False
+                optimizer._inside_scaler_step = False
 
     def update(self, new_scale: Any = None) -> None:
         self._log.append({"event": "update"})
@@ -111,8 +115,8 @@ class ScalerProbe:
 
 class _LoggingSGD(RecordingSGD):
     def zero_grad(self, set_to_none: bool = True) -> None:
-        if self.log is not None:
-            self.log.append({"event": "zero_grad"})
+        if self._log is not None:
+            self._log.append({"event": "zero_grad"})
         super().zero_grad(set_to_none=set_to_none)
 
 
@@ -129,7 +133,7 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
     sizes = list(args.get("sizes", [8, 16, 4]))
     model = AmpProbe(sizes, args.get("device_type", "cpu"), log)
     optimizer = _LoggingSGD(model.parameters(), lr=float(args.get("lr", 0.01)))
-    optimizer.log = log
+    optimizer._log = log
     made = guarded(lambda: make_scaler(**args.get("scaler_kwargs", {})), root)
     if "error" in made:
         return {"log": log, "steps": [{**made, "params_changed": False, "scale_after": None}]}
@@ -140,7 +144,7 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
     for index in range(int(args.get("steps", 1))):
         if not args.get("same_batch", True):
             inputs, targets = torch.randn(batch, sizes[0]), torch.randn(batch, sizes[-1])
-        model.inject_inf = index in args.get("inject_inf_at", [])
+        model._inject_inf = index in args.get("inject_inf_at", [])
         log.append({"event": "call", "step": index})
         before = [tensor_values(p) for p in model.parameters()]
 

@@ -190,6 +190,9 @@ def test_no_forbidden_delegation(student: Any) -> None:
     if source is None:
         expect.fail("loss_scaler.py is missing.")
     problems = forbidden_delegation(source)
+    refused = getattr(student, "rule_fault", lambda module: None)("loss_scaler")
+    if refused:  # not run at all: the gate cannot tell delegation apart, and Task 1 scores 0 either way
+        expect.fail(refused)
     try:
         used = student.run("delegation", {})
     except SubmissionFault:  # a crash or hang is no evidence of delegation; the tests it breaks say so

@@ -1,0 +1,141 @@
+"""Where one submission's grading time goes: start-up, student calls, reference, hypothesis, pytest, results.
+
+Grades a correct submission and a buggy one (catalogue bugs) in this process, the way a batch
+worker does, with light instrumentation:
+
+* **start-up**: ``import torch`` and the sandbox zygote (paid once per worker);
+* **student calls**: wall time inside ``SandboxRunner.run`` (round trips to the student process,
+  including process starts and the student's own work);
+* **reference**: wall time inside the judge's reference runs (``scenarios.torch_results``);
+* **pytest**: collection and hook overhead (pytest's own time outside test bodies);
+* **hypothesis + test bodies**: the rest of the test time (example generation, shrinking, assertions);
+* **results**: building and serialising results.json.
+
+Shares are what to read (machines here are shared and noisy).  ``make profile``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "assignment"), str(ROOT / "tests" / "catalogue")]
+
+started = time.perf_counter()
+import torch  # noqa: E402
+
+TORCH_IMPORT_S = time.perf_counter() - started
+
+from autograder import sandbox  # noqa: E402
+
+BUGS = ("growth_off_by_one", "backoff_divides", "no_float32_rounding")
+
+
+class Clock:
+    """Accumulates wall time per label; nested measurements of the same label are not double-counted."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        self._depth: dict[str, int] = defaultdict(int)
+
+    @contextlib.contextmanager
+    def measure(self, label: str) -> Iterator[None]:
+        self._depth[label] += 1
+        begin = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._depth[label] -= 1
+            if not self._depth[label]:
+                self.seconds[label] += time.perf_counter() - begin
+                self.calls[label] += 1
+
+    def wrap(self, owner: Any, name: str, label: str) -> None:
+        original: Callable[..., Any] = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            with self.measure(label):
+                return original(*args, **kwargs)
+
+        setattr(owner, name, timed)
+
+
+def grade_profiled(folder: Path, clock: Clock) -> dict[str, float]:
+    from autograder import judge, results
+
+    test_time: list[float] = []
+
+    import pytest
+
+    class Timer:
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_call(self, item: Any) -> Iterator[None]:
+            begin = time.perf_counter()
+            yield
+            test_time.append(time.perf_counter() - begin)
+
+    runner = sandbox.SandboxRunner(folder)
+    base = {label: clock.seconds[label] for label in ("student calls", "reference")}
+    original_main = pytest.main
+    pytest.main = lambda args, plugins=(): original_main(args, plugins=[*plugins, Timer()])  # type: ignore[assignment]
+    begin = time.perf_counter()
+    try:
+        report = judge.grade_staged(runner)
+    finally:
+        pytest.main = original_main  # type: ignore[assignment]
+        runner.close()
+    judged = time.perf_counter() - begin
+    begin = time.perf_counter()
+    json.dumps(results.gradescope_results(report, folder.name))
+    written = time.perf_counter() - begin
+    calls = clock.seconds["student calls"] - base["student calls"]
+    reference = clock.seconds["reference"] - base["reference"]
+    tests = sum(test_time)
+    return {"score": report.score, "student calls": calls, "reference": reference,
+            "hypothesis + test bodies": max(tests - calls - reference, 0.0), "pytest": judged - tests,
+            "results": written, "total": judged + written}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bugs", nargs="*", default=list(BUGS), help="catalogue bugs to profile as 'buggy'")
+    args = parser.parse_args()
+    clock = Clock()
+    begin = time.perf_counter()
+    sandbox.start_zygote()
+    zygote_s = time.perf_counter() - begin
+    from checks import scenarios
+
+    clock.wrap(sandbox.SandboxRunner, "run", "student calls")
+    clock.wrap(scenarios, "torch_results", "reference")
+    import catalogue
+
+    with tempfile.TemporaryDirectory() as tmp:
+        profiles = {"correct (solutions/)": grade_profiled(ROOT / "solutions", clock)}
+        for name in args.bugs:
+            entry = next((e for e in catalogue.ENTRIES if e.name == name), None)
+            if entry is None:
+                print(f"(no catalogue entry {name!r}; skipped)")
+                continue
+            profiles[f"buggy ({name})"] = grade_profiled(catalogue.materialize(entry, Path(tmp) / name), clock)
+    print(f"start-up (once per worker): import torch {TORCH_IMPORT_S:.2f} s, zygote {zygote_s:.2f} s")
+    labels = ("student calls", "reference", "hypothesis + test bodies", "pytest", "results")
+    print(f"{'submission':34} {'score':>6} {'total s':>8}  " + "  ".join(f"{label:>24}" for label in labels))
+    for name, profile in profiles.items():
+        total = profile["total"]
+        shares = "  ".join(f"{profile[label]:7.2f} s {100 * profile[label] / total:5.1f} %{'':7}" for label in labels)
+        print(f"{name:34} {profile['score']:6g} {total:8.2f}  {shares}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
