@@ -36,9 +36,11 @@ def grade_one(path: Path, out: Path, extra_private: Sequence[Path] = ()) -> dict
     Used by Gradescope's entry point.  The caller must have started the zygote
     (``sandbox.start_zygote()``) before importing pytest.
     """
+    from autograder import plan
     from autograder.worker import grade_submission, limits_from
 
-    outcome = grade_submission(path.name, path, private_paths(out, extra_private), limits_from({}), None)
+    outcome = grade_submission(path.name, path, private_paths(out, extra_private), limits_from({}), None,
+                               plan.shipped_plan())
     data = outcome["results"]
     data["_staff_log"] = outcome["staff_log"]
     return data

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from autograder import rubric
 
@@ -38,6 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_DIR = Path(os.environ.get("AMP_PUBLIC_TESTS", ROOT / "assignment" / "checks"))
 HIDDEN_DIR = Path(os.environ.get("AMP_HIDDEN_TESTS", Path(__file__).resolve().parent / "hidden"))
 INI = Path(__file__).resolve().parent / "judge.ini"
+#: Examples per hidden property test (``AMP_HIDDEN_EXAMPLES``); the public checks keep their 25.
+HIDDEN_EXAMPLES = int(os.environ.get("AMP_HIDDEN_EXAMPLES", "100"))
 INTERNAL = "The grader hit an internal problem in this test (not your fault); staff can see the details."
 
 
@@ -70,6 +73,7 @@ class Report:
     output: str = ""
     staff_log: str = ""
     seconds: float = 0.0
+    scenarios: int = 0  # scenario calls the submission's code answered
 
     @property
     def score(self) -> float:
@@ -106,6 +110,11 @@ class JudgePlugin:
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         items[:] = [item for item in items if getattr(item, "originalname", item.name) in self.tests]
+        for item in items:  # hidden property tests explore more examples than the public ones (25)
+            function = getattr(item, "obj", None)
+            current = getattr(function, "_hypothesis_internal_use_settings", None)
+            if current is not None and HIDDEN_DIR in Path(str(item.fspath)).parents:
+                item.obj = settings(current, max_examples=HIDDEN_EXAMPLES)(function)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -204,7 +213,8 @@ def build_report(runner: Any, items: tuple[rubric.Item, ...], outcomes: list[Out
     """Rows, routed output and the staff log from the outcomes of one submission's tests."""
     rows, staff = score(outcomes, items)
     visible = route_output(rows, getattr(runner, "output_by_test", dict)())
-    return Report(rows, list(notes or []), visible, (staff + "\n\n" + pytest_output).strip(), time.monotonic() - started)
+    return Report(rows, list(notes or []), visible, (staff + "\n\n" + pytest_output).strip(), time.monotonic() - started,
+                  getattr(runner, "scenarios_run", 0))
 
 
 def route_output(rows: list[Row], printed: dict[str, str]) -> str:

@@ -179,3 +179,25 @@ def test_every_row_of_tasks_1_and_2_catches_some_bug(graded: dict[str, dict[str,
         if not any(lost(rows(graded[entry.name])[item.number]) for entry in BUGS if not entry.known_gap):
             uncaught.append(f"{item.number} {item.test}")
     assert not uncaught, f"rows that no catalogue bug fails: {uncaught}"
+
+
+@pytest.mark.slow
+def test_call_plan_grades_exactly_like_running_every_test(graded: dict[str, dict[str, Any]],
+                                                           tmp_path: Path) -> None:
+    """Issue 13: the call plan (autograder/plan.py) is only a shortcut. Grading every entry again with it
+    switched off (AMP_PLAN=off: every test in pytest, every call live) gives byte-identical results."""
+    if os.environ.get(REUSE_ENV):
+        pytest.skip("grades reused from an earlier run")
+    paths = [materialize(entry, tmp_path / "submissions" / entry.folder_name) for entry in ENTRIES]
+    proc = grade(paths, tmp_path / "live", timeout=GRADE_TIMEOUT_S, env={"AMP_PLAN": "off"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    different = []
+    for entry in ENTRIES:
+        live = json.loads((tmp_path / "live" / entry.folder_name / "results.json").read_text(encoding="utf-8"))
+        planned = dict(graded[entry.name])
+        for data in (live, planned):
+            data.pop("execution_time", None)
+            data.pop("extra_data", None)  # the scenario count differs: that is the point
+        if live != planned:
+            different.append(entry.name)
+    assert not different, f"the call plan changed the grades of: {different}"
