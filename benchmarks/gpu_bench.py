@@ -13,7 +13,7 @@ a fixed pool of batches built beforehand, the target read from the loss curve af
 the run (a running mean over 5 steps), median of ``--repeats`` runs.
 
 Usage:  python benchmarks/gpu_bench.py [--preset auto|large|small] [--plot out/gpu_bench.png]
-        [--json out/gpu_bench.json] [--dry]
+        [--json out/gpu_bench.json] [--dry [VALUE]]   (VALUE: 1/true/yes dry, 0/false/no real)
 """
 
 from __future__ import annotations

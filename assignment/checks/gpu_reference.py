@@ -74,7 +74,8 @@ class ReferenceProcess:
         self._buffer = b""
 
     def _start(self) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(CHECKS_PARENT), os.environ.get("PYTHONPATH", "")]),
+        path = [str(CHECKS_PARENT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path),
                "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
         self._buffer = b""
         return subprocess.Popen([sys.executable, "-m", "checks.gpu_reference"], stdin=subprocess.PIPE,
