@@ -105,8 +105,8 @@ def speed_summary(reference: dict[str, Any], amp: dict[str, Any], dry: bool) -> 
 
 def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str, reference: Any) -> None:
     cfg = gpu_scenarios.speed_config(device)
-    reference = reference.call("fp32", cfg)  # trusted: no student code involved
-    fp32 = reference.get("fp32", {})
+    baseline = reference.call("fp32", cfg)  # trusted: no student code involved
+    fp32 = baseline.get("fp32", {})
     if fp32.get("time_to_target_ms") is None:
         raise RuntimeError(f"the fp32 reference run did not reach its own target: {str(fp32)[:500]}")
     kind = gpu_scenarios.device_type(device)
@@ -114,17 +114,17 @@ def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str, reference: 
     call = (f"amp_step(model, inputs, targets, F.mse_loss, adam, torch.amp.GradScaler({kind!r}), "
             f"device_type={kind!r}, dtype=torch.float16)")
     what = (f"We trained a {cfg['depth']}-hidden-layer MLP (width {cfg['width']}, batch {cfg['batch']}) for "
-            f"{cfg['steps']} steps, {cfg['repeats']} times, on {reference['device_info']['name']} with\n    {call}\n")
+            f"{cfg['steps']} steps, {cfg['repeats']} times, on {baseline['device_info']['name']} with\n    {call}\n")
     started = time.monotonic()
-    got = answered(student.run("gpu_speed", {**cfg, "modes": ["amp"], "target": reference["target"]},
+    got = answered(student.run("gpu_speed", {**cfg, "modes": ["amp"], "target": baseline["target"]},
                                timeout=SPEED_TIMEOUT_S))
     outer_s = time.monotonic() - started
     amp = got.get("amp", {"error": {"type": "RuntimeError", "message": "no AMP result came back", "trace": ""}})
     expect.ok_or_fail(amp if "error" in amp else {"ok": amp}, what)
-    summary = speed_summary(reference, amp, dry)
+    summary = speed_summary(baseline, amp, dry)
     print(f"\n{summary}\n(the AMP call took {outer_s:.1f} s in all, warm-up and repeats included)")
     if amp["time_to_target_ms"] is None:
-        expect.fail(f"{what}but the loss never reached the target {reference['target']:.4g} that the float32 run "
+        expect.fail(f"{what}but the loss never reached the target {baseline['target']:.4g} that the float32 run "
                     f"reaches in {fp32['steps_to_target']} steps. Does the optimizer step through the scaler, once per "
                     f"call, with the gradients zeroed first?\n\n{summary}")
     tolerance = max(FINAL_REL_TOL * fp32["final_loss"], FINAL_TOL_OF_INITIAL * fp32["initial_loss"])
