@@ -388,7 +388,7 @@ class SandboxRunner:
     def __init__(self, submission: Path, *, limits: Limits | None = None, hide: tuple[str, ...] = (),
                  uid: int | None = None, zygote: Zygote | None = None, device: DeviceAccess | None = None) -> None:
         self.submission = submission
-        self.device = device
+        self.device_access = device  # not "device": the GPU tests read runner.device as a device string
         self.limits = limits or default_limits()
         self.hide = hide
         self.zygote = zygote or start_zygote()
@@ -418,7 +418,7 @@ class SandboxRunner:
         reply_r, reply_w = os.pipe()
         output_r, output_w = os.pipe()
         request = SpawnRequest(str(self.submission), str(self._scratch), tuple(self.import_faults), self.uid,
-                               self.hide, self.limits, self.device)
+                               self.hide, self.limits, self.device_access)
         self._pid = self.zygote.spawn(request, [request_r, reply_w, output_w])
         for fd in (request_r, reply_w, output_w):
             os.close(fd)
