@@ -48,12 +48,20 @@ profile: setup ## where one submission's grading time goes (correct and buggy): 
 bench-batch: setup ## time batch grading (synthetic submissions, --jobs 2) against a naive baseline
 	$(PY) benchmarks/batch_speed.py
 
-.PHONY: grade-gpu bench-gpu
-grade-gpu: setup ## on a GPU machine: grade the GPU part of SUBMISSIONS into OUT (gpu_gradebook.csv; DRY=1: CPU dry run)
-	$(PY) -m autograder grade-gpu $(SUBMISSIONS) --out $(OUT) $(if $(DRY),--dry)
+.PHONY: grade-gpu bench-gpu gpu-check
+# DRY=1/true/yes: the CPU dry run; DRY=0/false/no: the real GPU run; unset: $$AMP_GPU_DRY decides (real if unset).
+# The value goes to the one parser (assignment/checks/gpu_mode.py): a typo is an error, not a dry run.
+DRY_FLAG = $(if $(DRY),--dry "$(DRY)")
+GPU_CHECK_OUT = $(if $(filter command line environment,$(origin OUT)),$(OUT),out/gpu-check)
+
+grade-gpu: setup ## on a GPU machine: preflight, canary, then the GPU part of SUBMISSIONS into OUT (DRY=1: CPU dry run)
+	$(PY) -m autograder grade-gpu $(SUBMISSIONS) --out $(OUT) $(DRY_FLAG)
 
 bench-gpu: setup ## on a GPU machine: fp32 vs fp16+GradScaler vs bf16 (table + out/gpu_bench.png; DRY=1: CPU)
-	$(PY) benchmarks/gpu_bench.py --plot out/gpu_bench.png --json out/gpu_bench.json $(if $(DRY),--dry)
+	$(PY) benchmarks/gpu_bench.py --plot out/gpu_bench.png --json out/gpu_bench.json $(DRY_FLAG)
+
+gpu-check: setup ## on a GPU machine: preflight, GPU tests, bench, grade-gpu -> OUT/report.md (DRY=1: CPU dry run)
+	$(PY) -m autograder.gpu_check --out $(GPU_CHECK_OUT) $(DRY_FLAG)
 
 .PHONY: otter notebook
 $(OTTER_STAMP): $(VENV)/.installed pyproject.toml

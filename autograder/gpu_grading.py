@@ -1,6 +1,6 @@
 """Grading the GPU part (staff, on a machine with an NVIDIA GPU).
 
-``python -m autograder grade-gpu SUBMISSION... --out DIR [--dry]`` runs only the GPU
+``python -m autograder grade-gpu SUBMISSION... --out DIR [--dry [VALUE]]`` runs only the GPU
 tests (:data:`autograder.rubric.GPU_ITEMS`, ``assignment/checks/test_gpu.py``) against
 each submission, in the same sandboxed student process as the CPU grading but with
 GPU-friendly limits (:func:`gpu_limits`: no address-space limit, which breaks CUDA;
@@ -8,7 +8,9 @@ longer calls), and writes
 
 * ``DIR/<submission>/gpu_results.json``: score, rows (Gradescope's test format), device;
 * ``DIR/gpu_gradebook.csv``: ``submission``, ``gpu_score``, ``gpu_max``, one column per
-  GPU test, ``gpu_device``;
+  GPU test, ``gpu_device``, ``gpu_status`` ("graded", or "could not be graded: why", with
+  empty score cells: never a zero);
+* ``DIR/gpu_preflight.json``: what the preflight found (device, compute mode, the line);
 * ``DIR/merged_gradebook.csv`` when ``DIR/gradebook.csv`` (the CPU gradebook) is there,
   or ``--merge-with CPU.csv`` names one: see :func:`merge_gradebooks` and
   ``python -m autograder merge CPU.csv GPU.csv --out merged.csv``.
@@ -16,7 +18,8 @@ longer calls), and writes
 Submissions are found as the CPU batch finds them (:func:`autograder.inputs.discover`),
 so both gradebooks name them alike and merge row by row.  A submission whose
 ``gpu_results.json`` exists is not graded again (rerun after an interruption), unless
-``--force``.  ``--dry`` (or ``AMP_GPU_DRY=1``) runs the same path on the CPU, tiny and
+``--force`` (one that could not be graded is graded again).  ``--dry`` (or ``--dry 1``,
+``AMP_GPU_DRY=1``; ``0``/``false``/``no`` mean the real run, see :mod:`checks.gpu_mode`) runs the same path on the CPU, tiny and
 without the speed assertion: CI uses it; its scores say nothing about speed.
 
 Slurm: one GPU grades submissions one after another (timings must not share a GPU).
@@ -29,12 +32,20 @@ each running ``grade-gpu`` into its own ``--out``, then ``merge``.
 
 Import order: the sandbox's zygote is started before pytest is imported (as in the
 CPU grading), and nothing here touches CUDA before it forks.
+
+Before anyone is graded: a preflight (:mod:`autograder.gpu_preflight`: CUDA works in a
+sandboxed student process, its uid can open the device nodes, the library folders are
+visible, the compute mode allows it) and a canary (``solutions/`` graded through the same
+sandbox must get full marks).  Either failing stops the run with one clear line.  A
+device failure on the grader's side (CUDA initialisation error, out of memory, "CUDA
+error" outside the student's frames) marks the submission "could not be graded" with the
+staff traceback -- never a zero.  The judge holds no CUDA context: the references run in a
+separate trusted process (:mod:`checks.gpu_reference`).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import json
 import os
@@ -46,53 +57,81 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from autograder import rubric
-from autograder.files import csv_text, write_text_atomic
+from autograder.files import write_text_atomic
+from autograder.gpu_gradebook import (GRADEBOOK, MERGED, RESULTS_FILE, STAFF_FILE, UNGRADED,  # noqa: F401 - API
+                                      collect, gpu_max_points, merge_gradebooks, write_submission_result)
+from checks.gpu_mode import DRY_ENV, dry_from_env, parse_dry
 
-RESULTS_FILE, STAFF_FILE = "gpu_results.json", "gpu_staff.log"
-GRADEBOOK, MERGED = "gpu_gradebook.csv", "merged_gradebook.csv"
-DRY_ENV = "AMP_GPU_DRY"  # checks.gpu_scenarios.DRY_ENV (not imported here: it imports torch)
+PREFLIGHT_FILE = "gpu_preflight.json"
+CANARY = ".gpu-canary"  # OUT/.gpu-canary/gpu_results.json: the canary's grades (not in the gradebook)
+SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
+FAULT_MESSAGE = ("The grader could not grade the GPU part because of an internal problem (not your fault); "
+                 "staff will regrade it.")
 #: Limits of a GPU student process: CUDA needs a large address space (no RLIMIT_AS), threads and
-#: files; the speed check asks for one long call.  ``$AMP_SANDBOX_LIMITS`` still overrides them.
+#: files; the speed check asks for one long call.  ``$AMP_SANDBOX_LIMITS`` overrides them, except
+#: :data:`GPU_FIXED` (an address-space limit stops CUDA from starting).
 GPU_LIMITS: dict[str, Any] = {
     "memory_bytes": None, "call_seconds": 120.0, "max_call_seconds": 900.0, "import_seconds": 60.0,
     "submission_seconds": 1800.0, "cpu_seconds": 3600, "processes": 512, "file_bytes": 256 * 2**20,
     "open_files": 1024,
 }
+GPU_FIXED = ("memory_bytes",)
+
+
+def _env_limits() -> dict[str, Any]:
+    return json.loads(os.environ.get("AMP_SANDBOX_LIMITS", "").strip() or "{}")
 
 
 def gpu_limits(**overrides: Any) -> Any:
-    """``sandbox.Limits`` for GPU grading: :data:`GPU_LIMITS`, then ``$AMP_SANDBOX_LIMITS``, then ``overrides``."""
+    """``sandbox.Limits`` for GPU grading: :data:`GPU_LIMITS`, then ``$AMP_SANDBOX_LIMITS``, then ``overrides``;
+    :data:`GPU_FIXED` fields keep their GPU value whatever the environment says (see :func:`limit_warnings`)."""
     from autograder import sandbox
 
-    env = json.loads(os.environ.get("AMP_SANDBOX_LIMITS", "").strip() or "{}")
     known = {f.name for f in dataclasses.fields(sandbox.Limits)}
-    fields = {k: v for k, v in {**GPU_LIMITS, **env, **overrides}.items() if k in known}
+    fields = {k: v for k, v in {**GPU_LIMITS, **_env_limits(), **overrides}.items() if k in known}
+    fields.update({k: GPU_LIMITS[k] for k in GPU_FIXED})
     return sandbox.Limits(**fields)
 
 
-def gpu_max_points() -> float:
-    return rubric.max_points(rubric.GPU_ITEMS)
+def limit_warnings() -> list[str]:
+    """Fields of ``$AMP_SANDBOX_LIMITS`` that GPU grading ignores, in words."""
+    return [f"AMP_SANDBOX_LIMITS sets {name}, which GPU grading ignores (an address-space limit stops CUDA "
+            "from starting)" for name in GPU_FIXED if _env_limits().get(name) is not None]
 
 
-def _device_name(dry: bool) -> str:
-    import torch
-
-    if dry:
-        return "cpu (dry mode)"
-    if torch.cuda.is_available():  # the judge process: the zygote has long been forked
-        return torch.cuda.get_device_name()
-    return "no CUDA"
+def resolve_dry(flag: bool | None) -> bool:
+    """``--dry VALUE`` when given (already parsed), else ``$AMP_GPU_DRY``, through :func:`checks.gpu_mode.parse_dry`."""
+    return dry_from_env() if flag is None else flag
 
 
-def gpu_results(report: Any, dry: bool, name: str = "") -> dict[str, Any]:
+class GpuRunner:
+    """The judge's runner for the GPU part: a sandbox runner that also says which device the checks
+    use and where the trusted references run.  In an exclusive compute mode the student's process
+    ends after every call, so that it and the reference process take turns on the GPU."""
+
+    def __init__(self, inner: Any, device: str, reference: Any, exclusive: bool) -> None:
+        self.inner, self.device, self.reference, self.exclusive = inner, device, reference, exclusive
+
+    def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
+        try:
+            return self.inner.run(scenario, args, timeout=timeout)
+        finally:
+            if self.exclusive:
+                self.inner.release()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def gpu_results(report: Any, setup: Any, name: str = "") -> dict[str, Any]:
     """The gpu_results.json object of one graded submission (rows as in Gradescope's results)."""
     from autograder import results
 
     data = results.gradescope_results(report, name)
     data["tests"] = [test for test in data["tests"] if test.get("number") in {i.number for i in rubric.GPU_ITEMS}]
     data["max_score"] = gpu_max_points()
-    data["mode"] = "dry" if dry else "cuda"
-    data["device"] = _device_name(dry)
+    data["mode"] = "dry" if setup.dry else "cuda"
+    data["device"] = setup.device_name
     return data
 
 
@@ -103,143 +142,106 @@ def error_gpu_results(message: str, dry: bool) -> dict[str, Any]:
             "mode": "dry" if dry else "cuda", "device": ""}
 
 
+def _errored(reason: str, dry: bool, staff_log: str, started: float, message: str = FAULT_MESSAGE) -> dict[str, Any]:
+    return {"status": "errored", "reason": reason[:500], "results": error_gpu_results(message, dry),
+            "staff_log": staff_log, "seconds": round(time.monotonic() - started, 3)}
+
+
 def grade_gpu_submission(name: str, path: Path, hide: Sequence[str], limits: Any = None, uid: int | None = None,
-                         *, dry: bool | None = None) -> dict[str, Any]:
+                         *, dry: bool | None = None, setup: Any = None, reference: Any = None) -> dict[str, Any]:
     """Grade the GPU part of one folder/zip; never raises for the submission's faults.
 
     Same shape as ``autograder.worker.grade_submission``: ``status`` ("graded" or
-    "errored"), ``reason``, ``results`` (the gpu_results.json object), ``staff_log``,
-    ``seconds``.  The caller must have started the zygote before importing pytest.
+    "errored": could not be graded), ``reason``, ``results`` (the gpu_results.json object),
+    ``staff_log``, ``seconds``.  ``setup`` comes from a passed preflight (run here when
+    missing); ``reference`` is where the trusted references run (a ``ReferenceProcess``
+    made here when missing).  The caller must have started the zygote before importing pytest.
     """
     from autograder import intake, judge
+    from autograder.gpu_preflight import PreflightFailed, preflight
     from autograder.sandbox import SandboxRunner
+    from checks.gpu_reference import ReferenceProcess
 
-    dry = dry if dry is not None else os.environ.get(DRY_ENV, "") not in ("", "0")
-    if dry:
-        os.environ[DRY_ENV] = "1"  # read by the GPU tests, in this (the judge's) process
     started = time.monotonic()
+    dry = resolve_dry(dry) if setup is None else setup.dry
+    limits = limits or gpu_limits()
+    try:
+        setup = setup or preflight(dry, limits, uid, hide)
+    except PreflightFailed as exc:
+        return _errored(f"GPU preflight failed: {exc}", dry, "", started)
     try:
         staged = intake.stage(path)
     except intake.IntakeError as exc:
-        return {"status": "errored", "reason": str(exc), "results": error_gpu_results(str(exc), dry),
-                "staff_log": "", "seconds": round(time.monotonic() - started, 3)}
+        return {**_errored(str(exc), dry, "", started, str(exc))}
     runner = None
+    own_reference = reference is None
+    reference = reference or ReferenceProcess(one_call=setup.exclusive)
     try:
-        runner = SandboxRunner(staged.folder, limits=limits or gpu_limits(), hide=tuple(hide), uid=uid)
+        inner = SandboxRunner(staged.folder, limits=limits, hide=tuple(hide), uid=uid, device=setup.access)
+        runner = GpuRunner(inner, setup.device, reference, setup.exclusive)
         report = judge.grade_staged(runner, items=rubric.GPU_ITEMS, notes=staged.notes)
-        data = gpu_results(report, dry, name)
+        internal = [row.item.number for row in report.rows if judge.INTERNAL in row.message]
+        if internal:  # the grader's side failed (device, reference process...): not the student's zero
+            return _errored(f"grader fault in test {', '.join(internal)} (see {STAFF_FILE})", dry, report.staff_log,
+                            started)
+        data = gpu_results(report, setup, name)
         json.dumps(data, allow_nan=False)
         return {"status": "graded", "reason": "", "results": data, "staff_log": report.staff_log,
                 "seconds": round(time.monotonic() - started, 3)}
     except Exception as exc:  # noqa: BLE001 - a grader fault must not stop the batch
-        message = ("The grader could not grade the GPU part because of an internal problem (not your fault); "
-                   "staff will regrade it.")
-        return {"status": "errored", "reason": f"grader fault ({type(exc).__name__}: {exc})"[:500],
-                "results": error_gpu_results(message, dry), "staff_log": traceback.format_exc(),
-                "seconds": round(time.monotonic() - started, 3)}
+        return _errored(f"grader fault ({type(exc).__name__}: {exc})", dry, traceback.format_exc(), started)
     finally:
         if runner is not None:
-            runner.close()
+            runner.inner.close()
+        if own_reference:
+            reference.close()
         shutil.rmtree(staged.folder, ignore_errors=True)
-
-
-# --------------------------------------------------------------------------- files
-
-
-def write_submission_result(out: Path, name: str, outcome: dict[str, Any]) -> None:
-    """``out/<name>/gpu_results.json`` (and gpu_staff.log), atomically."""
-    data = {**outcome["results"], "status": outcome["status"], "reason": outcome["reason"],
-            "seconds": outcome["seconds"]}
-    write_text_atomic(out / name / RESULTS_FILE, json.dumps(data, indent=2, allow_nan=False) + "\n")
-    if outcome.get("staff_log"):
-        write_text_atomic(out / name / STAFF_FILE, outcome["staff_log"])
-
-
-def gradebook_header() -> list[str]:
-    return (["submission", "gpu_score", "gpu_max"] + [f"{item.number} {item.test}" for item in rubric.GPU_ITEMS]
-            + ["gpu_device"])
-
-
-def gradebook_rows(graded: Sequence[tuple[str, dict[str, Any]]]) -> list[list[Any]]:
-    """Rows of gpu_gradebook.csv from (submission name, gpu_results object), sorted by name."""
-    rows = []
-    for name, data in sorted(graded, key=lambda pair: pair[0]):
-        scores = {test.get("number"): test.get("score", 0.0) for test in data.get("tests", [])}
-        rows.append([name, data.get("score", 0.0), gpu_max_points()]
-                    + [scores.get(item.number, 0.0) for item in rubric.GPU_ITEMS] + [data.get("device", "")])
-    return rows
-
-
-def collect(out: Path) -> Path:
-    """Write ``out/gpu_gradebook.csv`` from every ``out/*/gpu_results.json``; return its path."""
-    graded = [(path.parent.name, json.loads(path.read_text(encoding="utf-8")))
-              for path in sorted(out.glob(f"*/{RESULTS_FILE}"))]
-    target = out / GRADEBOOK
-    write_text_atomic(target, csv_text(gradebook_header(), gradebook_rows(graded)))
-    return target
-
-
-def _read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    with path.open(newline="", encoding="utf-8") as stream:
-        reader = csv.DictReader(stream)
-        return list(reader.fieldnames or []), list(reader)
-
-
-def _number(text: str | None) -> float:
-    try:
-        return float(text) if text not in (None, "") else 0.0
-    except ValueError:
-        return 0.0
-
-
-def merge_gradebooks(cpu_csv: Path, gpu_csv: Path, out_csv: Path) -> list[str]:
-    """Join the CPU gradebook and the GPU one on ``submission``; return warnings for the TA.
-
-    The merged file has the CPU columns, then the GPU columns, then ``total`` and
-    ``total_max`` (CPU score + GPU score).  A CPU row without a GPU row keeps empty GPU
-    cells (its total is the CPU score alone, and a warning says so); GPU rows without a
-    CPU row are appended, also with a warning.
-    """
-    cpu_header, cpu_rows = _read_csv(cpu_csv)
-    gpu_header, gpu_rows = _read_csv(gpu_csv)
-    for header, path, needed in ((cpu_header, cpu_csv, ("submission", "score", "max_score")),
-                                 (gpu_header, gpu_csv, ("submission", "gpu_score", "gpu_max"))):
-        missing = [column for column in needed if column not in header]
-        if missing:
-            raise ValueError(f"{path} has no column {', '.join(missing)}: is it the right gradebook?")
-    gpu_columns = [column for column in gpu_header if column not in cpu_header]
-    by_name = {row["submission"]: row for row in gpu_rows}
-    warnings: list[str] = []
-    merged: list[list[Any]] = []
-    gpu_max = max((_number(row["gpu_max"]) for row in gpu_rows), default=gpu_max_points())
-    for row in cpu_rows:
-        gpu = by_name.pop(row["submission"], None)
-        if gpu is None:
-            warnings.append(f"{row['submission']}: no GPU grade (total is the CPU score only)")
-        total = _number(row["score"]) + (_number(gpu["gpu_score"]) if gpu else 0.0)
-        merged.append([row.get(c, "") for c in cpu_header] + [gpu.get(c, "") if gpu else "" for c in gpu_columns]
-                      + [round(total, 4), _number(row["max_score"]) + gpu_max])
-    for name, gpu in sorted(by_name.items()):
-        warnings.append(f"{name}: GPU grade but no CPU grade")
-        merged.append([gpu["submission"] if c == "submission" else "" for c in cpu_header]
-                      + [gpu.get(c, "") for c in gpu_columns] + [round(_number(gpu["gpu_score"]), 4), ""])
-    header = cpu_header + gpu_columns + ["total", "total_max"]
-    write_text_atomic(out_csv, csv_text(header, merged))
-    return warnings
 
 
 # --------------------------------------------------------------------------- commands
 
 
+def run_canary(out: Path, hide: Sequence[str], limits: Any, uid: int | None, setup: Any, reference: Any) -> str:
+    """Grade ``solutions/`` through the same sandbox; return a one-line verdict, or raise PreflightFailed."""
+    from autograder.gpu_preflight import PreflightFailed
+
+    if not (SOLUTIONS / "amp_step.py").is_file():
+        raise PreflightFailed(f"no reference solution at {SOLUTIONS} to grade as the canary")
+    outcome = grade_gpu_submission("solutions", SOLUTIONS, hide, limits, uid, setup=setup, reference=reference)
+    write_submission_result(out, CANARY, outcome)
+    data, where = outcome["results"], out / CANARY / RESULTS_FILE
+    if outcome["status"] != "graded":
+        raise PreflightFailed(f"the canary (solutions/) could not be graded: {outcome['reason']} (see {where})")
+    if data["score"] < gpu_max_points():
+        lost = next(test for test in data["tests"] if test.get("status") != "passed")
+        first = (lost.get("output") or "").strip().splitlines()[:1]
+        raise PreflightFailed(f"the canary (solutions/) scored {data['score']:g} / {gpu_max_points():g}, not full "
+                              f"marks: {lost['name']} failed ({first[0][:200] if first else 'no message'}); see {where}")
+    return f"GPU canary: solutions/ got {data['score']:g} / {gpu_max_points():g} on {data['device']}"
+
+
+def _write_preflight(out: Path, ok: bool, line: str, setup: Any = None) -> None:
+    facts = {"ok": ok, "line": line}
+    if setup is not None:
+        facts.update(device=setup.device_name, compute_mode=setup.compute_mode, exclusive=setup.exclusive,
+                     mode="dry" if setup.dry else "cuda", facts=setup.facts)
+    write_text_atomic(out / PREFLIGHT_FILE, json.dumps(facts, indent=2, default=str) + "\n")
+
+
 def cmd_grade_gpu(args: argparse.Namespace) -> int:
     from autograder import inputs
     from autograder.batch import private_paths
+    from autograder.files import kill_uid
+    from autograder.gpu_preflight import PreflightFailed, preflight
+    from autograder.worker import claim_uid
 
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    dry = bool(args.dry) or os.environ.get(DRY_ENV, "") not in ("", "0")
-    if dry:
-        os.environ[DRY_ENV] = "1"
+    try:
+        dry = resolve_dry(args.dry)
+    except ValueError as exc:  # a bad $AMP_GPU_DRY
+        print(f"error: {DRY_ENV}: {exc}", file=sys.stderr)
+        return 2
     try:
         found = inputs.discover(args.submissions, out / ".inputs", exclude=[out])
     except inputs.InputError as exc:
@@ -249,30 +251,53 @@ def cmd_grade_gpu(args: argparse.Namespace) -> int:
         print(note)
     todo = []
     for submission in found.submissions:
-        if (out / submission.name / RESULTS_FILE).exists() and not args.force:
+        done = out / submission.name / RESULTS_FILE
+        if done.exists() and not args.force and json.loads(done.read_text(encoding="utf-8")).get("status") != "errored":
             print(f"{submission.name}: already graded (use --force to regrade)")
         else:
             todo.append(submission)
-    if todo:
+    if todo or args.preflight_only:
         from autograder.sandbox import start_zygote
+        from checks.gpu_reference import ReferenceProcess
 
         start_zygote()  # before pytest (imported by the judge) and before anything touches CUDA
-        import torch
-
-        if not dry and not torch.cuda.is_available():
-            print("error: no CUDA device here (torch.cuda.is_available() is False). Run this on a GPU machine, "
-                  "or add --dry to exercise the same path on the CPU.", file=sys.stderr)
-            return 2
-    limits = gpu_limits(**({"call_seconds": args.call_timeout} if args.call_timeout else {})) if todo else None
-    hide = private_paths(out)
-    for submission in todo:
-        outcome = grade_gpu_submission(submission.name, submission.path, hide, limits, dry=dry)
-        write_submission_result(out, submission.name, outcome)
-        data = outcome["results"]
-        failed = [t["number"] for t in data["tests"] if t.get("status") == "failed"]
-        print(f"{submission.name}: {data['score']:g} / {gpu_max_points():g} on {data['device']}"
-              + (f" (failed: {', '.join(failed)})" if failed else "")
-              + (f" [{outcome['reason']}]" if outcome["status"] != "graded" else ""), flush=True)
+        for warning in limit_warnings():
+            print(f"warning: {warning}", file=sys.stderr)
+        limits = gpu_limits(**({"call_seconds": args.call_timeout} if args.call_timeout else {}))
+        hide = private_paths(out)
+        claimed = claim_uid(os.getpid())  # machine-wide, as the batch workers claim theirs
+        uid = claimed[0] if claimed else None
+        reference = None
+        try:
+            try:
+                setup = preflight(dry, limits, uid, hide)
+            except PreflightFailed as exc:
+                _write_preflight(out, False, f"GPU preflight failed: {exc}")
+                print(f"GPU preflight failed: {exc}", file=sys.stderr)
+                return 1
+            line = (f"GPU preflight: ok ({setup.device_name}, compute mode {setup.compute_mode}"
+                    + (", one CUDA process at a time" if setup.exclusive else "") + ")")
+            _write_preflight(out, True, line, setup)
+            print(line, flush=True)
+            if args.preflight_only:
+                return 0
+            reference = ReferenceProcess(one_call=setup.exclusive)  # shared: the fp32 reference is computed once
+            try:
+                print(run_canary(out, hide, limits, uid, setup, reference), flush=True)
+            except PreflightFailed as exc:
+                print(f"GPU canary failed, nobody graded: {exc}", file=sys.stderr)
+                return 1
+            for submission in todo:
+                outcome = grade_gpu_submission(submission.name, submission.path, hide, limits, uid, setup=setup,
+                                               reference=reference)
+                write_submission_result(out, submission.name, outcome)
+                _print_outcome(submission.name, outcome)
+        finally:
+            if reference is not None:
+                reference.close()
+            if claimed:
+                kill_uid(claimed[0])
+                claimed[1].close()
     gradebook = collect(out)
     print(f"Wrote {gradebook}" + (" (dry mode: CPU, no speed check; not real GPU grades)" if dry else ""))
     cpu = args.merge_with or (out / "gradebook.csv")
@@ -281,6 +306,23 @@ def cmd_grade_gpu(args: argparse.Namespace) -> int:
             print(f"warning: {warning}", file=sys.stderr)
         print(f"Wrote {out / MERGED}")
     return 0
+
+
+def _print_outcome(name: str, outcome: dict[str, Any]) -> None:
+    data = outcome["results"]
+    if outcome["status"] != "graded":
+        print(f"{name}: {UNGRADED} [{outcome['reason']}]", flush=True)
+        return
+    failed = [t["number"] for t in data["tests"] if t.get("status") == "failed"]
+    print(f"{name}: {data['score']:g} / {gpu_max_points():g} on {data['device']}"
+          + (f" (failed: {', '.join(failed)})" if failed else ""), flush=True)
+
+
+def _dry_flag(text: str) -> bool:
+    try:
+        return parse_dry(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -300,7 +342,10 @@ def add_subcommands(sub: Any) -> None:
     gpu = sub.add_parser("grade-gpu", help="grade the GPU part of submissions (on a GPU machine; --dry on the CPU)")
     gpu.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION")
     gpu.add_argument("--out", type=Path, default=Path("out/grade"), help="output folder (default: out/grade)")
-    gpu.add_argument("--dry", action="store_true", help="run on the CPU, tiny, without the speed assertion (CI)")
+    gpu.add_argument("--dry", nargs="?", const=True, default=None, type=_dry_flag, metavar="VALUE",
+                     help="run on the CPU, tiny, without the speed assertion (CI); --dry 0/false/no: the real GPU run "
+                          "(default: $AMP_GPU_DRY, else real)")
+    gpu.add_argument("--preflight-only", action="store_true", help="check the device (OUT/gpu_preflight.json) and stop")
     gpu.add_argument("--force", action="store_true", help="regrade submissions that already have gpu_results.json")
     gpu.add_argument("--merge-with", type=Path, metavar="CPU.csv",
                      help="CPU gradebook to merge with (default: OUT/gradebook.csv when it exists)")

@@ -65,6 +65,7 @@ SCENARIO_NEEDS = {
     "gpu_speed": ("amp_step",),
     "gpu_underflow": ("amp_step",),
     "gpu_scaler_ops": ("loss_scaler",),
+    "gpu_preflight": (),
 }
 MAX_REPLY_BYTES = 16 * 2**20
 LIMITS_ENV = "AMP_SANDBOX_LIMITS"
@@ -106,6 +107,21 @@ def default_limits() -> Limits:
 
 
 @dataclass(frozen=True)
+class DeviceAccess:
+    """What a GPU student process needs beyond a CPU one (built by :mod:`autograder.gpu_access`).
+
+    ``keep``: folders the covers leave visible (``LD_LIBRARY_PATH``, torch's CUDA libraries, the
+    MPS pipe folder): CUDA loads libraries lazily, at the first CUDA call.  ``groups``: the
+    supplementary gids the unprivileged uid keeps (those of ``/dev/nvidia*``).  With a
+    DeviceAccess no ``RLIMIT_AS`` is set, whatever the limits say: CUDA reserves far more
+    address space than it uses, and fails to start under such a limit.
+    """
+
+    keep: tuple[str, ...] = ()
+    groups: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class SpawnRequest:
     """What the zygote needs to start one student process (plain data)."""
 
@@ -116,6 +132,7 @@ class SpawnRequest:
     hide: tuple[str, ...]
     limits: Limits = field(default_factory=Limits)
     static_rules: bool = True
+    device: DeviceAccess | None = None  # a GPU student process (see DeviceAccess)
 
 
 # --------------------------------------------------------------------------- inside the child
@@ -189,7 +206,8 @@ def _isolate(request: SpawnRequest) -> None:
                     pass
         libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None)
         keep = [os.path.realpath(p) for p in (request.submission, request.scratch, sys.prefix, sys.base_prefix,
-                                              os.path.dirname(torch.__file__))]
+                                              os.path.dirname(torch.__file__),
+                                              *(request.device.keep if request.device else ()))]
         for path in PRIVATE_TOPS:
             if os.path.realpath(path) != "/":
                 _cover(libc, os.path.realpath(path), keep, b"mode=0755,size=64k")
@@ -201,7 +219,7 @@ def _isolate(request: SpawnRequest) -> None:
             _expose_interpreter(libc, request.scratch)
     limits = request.limits
     for name, value in (
-        (resource.RLIMIT_AS, limits.memory_bytes),
+        (resource.RLIMIT_AS, None if request.device else limits.memory_bytes),
         (resource.RLIMIT_CPU, limits.cpu_seconds),
         (resource.RLIMIT_FSIZE, limits.file_bytes),
         (resource.RLIMIT_NOFILE, limits.open_files),
@@ -211,7 +229,7 @@ def _isolate(request: SpawnRequest) -> None:
         if value is not None:
             resource.setrlimit(name, (value, value))
     if request.uid is not None:
-        os.setgroups([])
+        os.setgroups(list(request.device.groups) if request.device else [])  # GPU: keep /dev/nvidia*'s group
         os.setgid(request.uid)
         os.setuid(request.uid)
 
@@ -316,6 +334,8 @@ class Zygote:
                 fields = json.loads(data)
                 fields["limits"] = Limits(**fields["limits"])
                 fields["modules"], fields["hide"] = tuple(fields["modules"]), tuple(fields["hide"])
+                device = fields.get("device")
+                fields["device"] = DeviceAccess(tuple(device["keep"]), tuple(device["groups"])) if device else None
                 request = SpawnRequest(**fields)
                 pid = os.fork()
                 if pid == 0:
@@ -328,7 +348,8 @@ class Zygote:
             os._exit(0)
 
     def spawn(self, request: SpawnRequest, fds: list[int]) -> int:
-        fields = {**request.__dict__, "limits": request.limits.__dict__}
+        fields = {**request.__dict__, "limits": request.limits.__dict__,
+                  "device": request.device.__dict__ if request.device else None}
         with self._lock:
             socket.send_fds(self._socket, [json.dumps(fields).encode()], fds)
             return int(json.loads(self._socket.recv(1 << 16))["pid"])
@@ -410,8 +431,10 @@ class SandboxRunner:
     """
 
     def __init__(self, submission: Path, *, limits: Limits | None = None, hide: tuple[str, ...] = (),
-                 uid: int | None = None, zygote: Zygote | None = None, static_rules: bool | None = None) -> None:
+                 uid: int | None = None, zygote: Zygote | None = None, static_rules: bool | None = None,
+                 device: DeviceAccess | None = None) -> None:
         self.submission = submission
+        self.device_access = device  # not "device": the GPU tests read runner.device as a device string
         self.limits = limits or default_limits()
         self.hide = hide
         self.zygote = zygote or start_zygote()
@@ -447,7 +470,7 @@ class SandboxRunner:
         reply_r, reply_w = os.pipe()
         output_r, output_w = os.pipe()
         request = SpawnRequest(str(self.submission), str(self._scratch), modules, self.uid, self.hide, self.limits,
-                               self.static_rules)
+                               self.static_rules, self.device_access)
         pid = self.zygote.spawn(request, [request_r, reply_w, output_w])
         for fd in (request_r, reply_w, output_w):
             os.close(fd)
@@ -487,6 +510,10 @@ class SandboxRunner:
         self._processes.clear()
         if self.uid is not None and os.geteuid() == 0:  # even when a process ended by itself: its
             kill_uid(self.uid)  # daemons (setsid, double fork) outlive it
+
+    def release(self) -> None:
+        """End the student processes now (their CUDA contexts with them); the next call starts fresh ones."""
+        self._kill_all()
 
     def close(self) -> None:
         self._kill_all()

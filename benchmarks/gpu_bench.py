@@ -13,7 +13,7 @@ a fixed pool of batches built beforehand, the target read from the loss curve af
 the run (a running mean over 5 steps), median of ``--repeats`` runs.
 
 Usage:  python benchmarks/gpu_bench.py [--preset auto|large|small] [--plot out/gpu_bench.png]
-        [--json out/gpu_bench.json] [--dry]
+        [--json out/gpu_bench.json] [--dry [VALUE]]   (VALUE: 1/true/yes dry, 0/false/no real)
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import torch  # noqa: E402
 
 from checks import gpu_scenarios as g  # noqa: E402
 from checks import harness  # noqa: E402
+from checks.gpu_mode import dry_from_env, parse_dry  # noqa: E402
 
 #: Dense peak TFLOP/s by device name (first match wins): (name part, fp16/bf16 tensor cores with
 #: float32 accumulation, plain float32 without TF32; None where the GPU has no bf16 tensor cores).
@@ -50,10 +51,10 @@ PEAKS: tuple[tuple[str, float, float | None, float], ...] = (
 )
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # ~13 TFLOP per step: ~0.25 s in float32 on an H100/H200, ~20 ms with float16 tensor cores.
+    # ~12 TFLOP per step: ~0.25 s in float32 on an H100/H200, ~20 ms with float16 tensor cores.
     "large": {"width": 8192, "depth": 4, "d_out": 512, "teacher_width": 512, "batch": 8192, "pool": 4,
               "steps": 120, "warmup": 3, "repeats": 1},
-    # The GPU check's workload (~1.3 TFLOP per step) for 16-24 GB cards (T4, L4).
+    # The GPU check's workload (~1.1 TFLOP per step) for 16-24 GB cards (T4, L4).
     "small": {"width": 4096, "depth": 3, "d_out": 256, "teacher_width": 256, "batch": 4096, "pool": 4,
               "steps": 120, "warmup": 3, "repeats": 1},
 }
@@ -185,8 +186,9 @@ def plot(report: dict[str, Any], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dry", action="store_true",
-                        help="tiny run on the CPU (exercises the code; timings mean nothing)")
+    parser.add_argument("--dry", nargs="?", const="1", default=None, metavar="VALUE",
+                        help="tiny run on the CPU (exercises the code; timings mean nothing); --dry 0/false/no: the "
+                             "real GPU run (default: $AMP_GPU_DRY, else real)")
     parser.add_argument("--preset", choices=("auto", "large", "small"), default="auto",
                         help="workload size (auto: small on GPUs under 30 GB or with slow float32)")
     parser.add_argument("--repeats", type=int, help="timed runs per mode (median; default 1)")
@@ -194,7 +196,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plot", type=Path, default=ROOT / "out" / "gpu_bench.png", help="PNG to write")
     parser.add_argument("--json", type=Path, help="also write the measurements as JSON")
     args = parser.parse_args(argv)
-    if args.dry:
+    try:
+        dry = dry_from_env() if args.dry is None else parse_dry(args.dry)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if dry:
         device = "cpu"
     elif torch.cuda.is_available():
         device = "cuda"

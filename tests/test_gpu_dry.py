@@ -61,12 +61,15 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = run("-m", "autograder", "grade-gpu", "solutions", "assignment", str(never_scales(tmp / "never_scales")),
                "--dry", "--out", str(out))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "GPU preflight: ok (cpu (dry mode)" in done.stdout and "GPU canary: solutions/ got 10 / 10" in done.stdout
     return out
 
 
 def test_solution_gets_every_gpu_point_and_skeleton_none(graded: Path) -> None:
     book = read_csv(graded / "gpu_gradebook.csv")
-    assert list(next(iter(book.values())).keys()) == ["submission", "gpu_score", "gpu_max", *GPU_TESTS, "gpu_device"]
+    assert list(next(iter(book.values())).keys()) == ["submission", "gpu_score", "gpu_max", *GPU_TESTS, "gpu_device",
+                                                      "gpu_status"]
+    assert {row["gpu_status"] for row in book.values()} == {"graded"}
     assert float(book["solutions"]["gpu_score"]) == float(book["solutions"]["gpu_max"]) == 10
     assert float(book["assignment"]["gpu_score"]) == 0
     results = json.loads((graded / "assignment" / "gpu_results.json").read_text())
@@ -81,6 +84,18 @@ def test_amp_step_without_scaling_fails_the_underflow_check(graded: Path) -> Non
     rows = json.loads((graded / "never_scales" / "gpu_results.json").read_text())["tests"]
     message = next(test["output"] for test in rows if test["number"] == "4.2")
     assert "stalls" in message and "below 1e-12" in message
+
+
+def test_the_canary_and_the_preflight_are_kept_apart_from_the_grades(graded: Path) -> None:
+    canary = json.loads((graded / ".gpu-canary" / "gpu_results.json").read_text())
+    assert canary["score"] == 10 and canary["status"] == "graded"
+    assert ".gpu-canary" not in read_csv(graded / "gpu_gradebook.csv")
+    preflight = json.loads((graded / "gpu_preflight.json").read_text())
+    assert preflight["ok"] and preflight["mode"] == "dry" and preflight["facts"]["rlimit_as"] is None
+    if os.geteuid() == 0:  # a uid claimed as the batch workers claim theirs, not 61000 + pid % 4000
+        from autograder.worker import UID_BASE, UID_COUNT
+
+        assert UID_BASE <= preflight["facts"]["uid"] < UID_BASE + UID_COUNT
 
 
 def test_grading_again_resumes_and_merges(graded: Path) -> None:
@@ -107,6 +122,10 @@ def test_merge_joins_on_submission_and_warns_about_missing_rows(tmp_path: Path) 
     assert rows["carol"]["gpu_score"] == "10"
     with pytest.raises(ValueError, match="right gradebook"):
         gpu_grading.merge_gradebooks(gpu, cpu, out)
+    gpu.write_text("submission,gpu_score,gpu_max,gpu_status\nbob,,10,could not be graded: grader fault\n")
+    warnings = gpu_grading.merge_gradebooks(cpu, gpu, out)
+    assert "bob: GPU part could not be graded: grader fault (total is the CPU score only)" in warnings
+    assert float(read_csv(out)["bob"]["total"]) == 90
 
 
 def test_merge_command(tmp_path: Path) -> None:
@@ -139,9 +158,10 @@ def test_gpu_checks_skip_with_a_reason_without_cuda() -> None:
     assert "needs an NVIDIA GPU with CUDA" in done.stdout and "AMP_GPU_DRY=1" in done.stdout
 
 
-def test_zygote_preloads_the_gpu_scenarios_without_touching_cuda() -> None:
-    code = ("import torch\nfrom autograder import sandbox\nfrom checks import harness\n"
-            "assert 'gpu_' in harness.SCENARIO_FAMILIES\nassert not torch.cuda.is_initialized()\n"
-            "assert set(sandbox.SCENARIO_NEEDS) >= {'gpu_speed', 'gpu_underflow', 'gpu_scaler_ops'}\n")
+def test_zygote_preloads_the_gpu_scenarios() -> None:
+    """(That nothing touches CUDA before the fork: tests/test_gpu_faults.py.)"""
+    code = ("from autograder import sandbox\nfrom checks import harness\n"
+            "assert 'gpu_' in harness.SCENARIO_FAMILIES\n"
+            "assert set(sandbox.SCENARIO_NEEDS) >= {'gpu_speed', 'gpu_underflow', 'gpu_scaler_ops', 'gpu_preflight'}\n")
     done = run("-c", code, env={"PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'assignment'}"})
     assert done.returncode == 0, done.stderr[-2000:]

@@ -14,6 +14,12 @@ Every scenario takes ``args["device"]``: ``"cuda"`` for the real thing, ``"cpu"`
 the *dry mode* (``AMP_GPU_DRY=1``) that runs the same code paths on the CPU with tiny
 sizes (CPU autocast, float16 or bfloat16) and without any speed claim.
 
+Grader faults: a device failure (CUDA could not start, out of memory, "CUDA error") raised
+outside the student's own frames -- building the synthetic task, moving data to the GPU,
+reading the device's properties -- is the grader machine's failure, not the student's:
+:func:`run_scenario` answers ``{"grader_fault": ...}`` with the full traceback, and the
+judge marks the submission "could not be graded" (see ``autograder.gpu_grading``).
+
 Fork safety: nothing here touches CUDA at import time.  The sandbox's zygote
 preloads this module and forks student processes from it; a process that initialised
 CUDA before forking cannot use it in the child.  Only torch and the standard library
@@ -26,8 +32,10 @@ import json
 import math
 import os
 import platform
+import resource
 import statistics
 import time
+import traceback
 import warnings
 from pathlib import Path
 from typing import Any, Callable
@@ -35,12 +43,12 @@ from typing import Any, Callable
 import torch
 
 from checks import harness, probes
+from checks.gpu_mode import DRY_ENV, dry_from_env  # noqa: F401 - DRY_ENV: this module's API since the start
 
 Json = Any
-DRY_ENV = "AMP_GPU_DRY"
 
 #: The timed workload on a GPU: a matmul-bound wide MLP sized for tensor cores (every
-#: dimension a multiple of 64), trained with Adam.  ~1.3 TFLOP of matmuls per step: ~25 ms
+#: dimension a multiple of 64), trained with Adam.  ~1.1 TFLOP of matmuls per step: ~22 ms
 #: in fp32 (TF32 off) on an H100, a few ms with fp16 autocast; the fp32 reference and the
 #: AMP runs together take well under a minute there, and a few minutes on a T4.
 SPEED_CUDA: dict[str, Json] = {
@@ -55,9 +63,13 @@ SPEED_DRY: dict[str, Json] = {
 }
 
 
+class GraderFault(RuntimeError):
+    """The grader's side of a GPU check failed (raised in the judge): the submission is not graded."""
+
+
 def dry_mode() -> bool:
-    """True when ``AMP_GPU_DRY`` asks for the CPU dry run of the GPU checks."""
-    return os.environ.get(DRY_ENV, "").strip().lower() not in ("", "0", "false", "no")
+    """True when ``AMP_GPU_DRY`` asks for the CPU dry run of the GPU checks (see :mod:`checks.gpu_mode`)."""
+    return dry_from_env()
 
 
 def device_type(device: str) -> str:
@@ -213,9 +225,11 @@ def build_model(cfg: dict[str, Json]) -> torch.nn.Sequential:
 
 
 def matmul_flops_per_step(cfg: dict[str, Json]) -> float:
-    """Matmul FLOPs of one training step (forward 2, backward 4 per multiply-add)."""
+    """Matmul FLOPs of one training step: 2 per multiply-add forward, 2 for the weight gradient, and
+    2 for the input gradient of every layer but the first (nothing needs the gradient of the data)."""
     width, depth, d_out, batch = (int(cfg[k]) for k in ("width", "depth", "d_out", "batch"))
-    return 6.0 * batch * (depth * width * width + width * d_out)
+    layers = depth * width * width + width * d_out  # multiply-adds per example, summed over the layers
+    return 2.0 * batch * (3 * layers - width * width)
 
 
 class CountingAdam(torch.optim.Adam):
@@ -223,10 +237,10 @@ class CountingAdam(torch.optim.Adam):
 
     def __init__(self, params: Any, lr: float) -> None:
         super().__init__(params, lr=lr)
-        self.taken = 0
+        self._taken = 0  # private: code under test may not touch it (static rules)
 
     def step(self, closure: Any = None) -> Any:  # type: ignore[override]
-        self.taken += 1
+        self._taken += 1
         return super().step(closure)
 
 
@@ -305,7 +319,7 @@ def train_once(cfg: dict[str, Json], task: SyntheticTask, mode: str, amp_step: C
     wall = time.perf_counter() - started
     values = [float(v) for v in torch.stack(losses).tolist()] if losses else []
     scale = float(scaler.get_scale()) if scaler is not None and scaler.is_enabled() else None
-    return {"losses": values, "elapsed_ms": elapsed, "wall_s": wall, "taken": optimizer.taken, "scale": scale}
+    return {"losses": values, "elapsed_ms": elapsed, "wall_s": wall, "taken": optimizer._taken, "scale": scale}
 
 
 def run_mode(cfg: dict[str, Json], task: SyntheticTask, mode: str, amp_step: Callable[..., Any] | None,
@@ -316,12 +330,11 @@ def run_mode(cfg: dict[str, Json], task: SyntheticTask, mode: str, amp_step: Cal
     """
     device, steps, window = cfg["device"], int(cfg["steps"]), int(cfg["window"])
     train_once(cfg, task, mode, amp_step, int(cfg["warmup"]))  # cuBLAS handles, kernels, allocator
-    release_memory(device)
+    # The warm-up's blocks stay in the caching allocator (no empty_cache() here): emptying it would
+    # put cudaMalloc calls inside the timed region.  run_speed releases the memory at the very end.
+    synchronize(device)
     reset_peak_memory(device)
-    runs = []
-    for _ in range(int(cfg["repeats"])):
-        runs.append(train_once(cfg, task, mode, amp_step, steps))
-        release_memory(device)
+    runs = [train_once(cfg, task, mode, amp_step, steps) for _ in range(int(cfg["repeats"]))]
     first = runs[0]
     if target is None:
         target = choose_target(first["losses"], window, float(cfg["target_fraction"]))
@@ -423,18 +436,81 @@ def torch_scaler_ops(args: dict[str, Json]) -> list[Json]:
     return harness.run_scaler_ops(args, torch_scaler_factory(args["world"].get("device", "cpu")))
 
 
+# --------------------------------------------------------------------------- preflight
+
+
+def _entries(folder: str) -> int:
+    try:
+        return len(os.listdir(folder))
+    except OSError:
+        return -1
+
+
+def run_preflight(args: dict[str, Json]) -> dict[str, Json]:
+    """What a student process sees of the GPU (no student code runs; see ``autograder.gpu_preflight``).
+
+    Args: ``device`` ("cuda", or "cpu" in dry mode), ``folders`` (path -> entries the trusted
+    side sees: each must be as full here), ``nodes`` (device nodes to open read-write).
+    """
+    soft_as = resource.getrlimit(resource.RLIMIT_AS)[0]
+    bad_fork = getattr(torch.cuda, "_is_in_bad_fork", lambda: False)
+    report: dict[str, Json] = {
+        "uid": os.getuid(), "gid": os.getgid(), "groups": sorted(os.getgroups()),
+        "rlimit_as": None if soft_as == resource.RLIM_INFINITY else soft_as,
+        "hidden_folders": sorted(path for path, size in args.get("folders", {}).items() if _entries(path) < size),
+        "nodes": {node: os.access(node, os.R_OK | os.W_OK) for node in args.get("nodes", [])},
+        # Forked from a zygote that had initialised CUDA, this process could not use the GPU at all.
+        "cuda_initialized_at_fork": bool(torch.cuda.is_initialized() or bad_fork()),
+        "torch": torch.__version__, "torch_cuda": torch.version.cuda,
+    }
+    device = args.get("device", "cuda")
+    if not is_cuda(device):
+        return report
+    cuda: dict[str, Json] = {"available": bool(torch.cuda.is_available())}
+    try:  # even when is_available() says no, the first allocation gives the driver's own reason
+        x = torch.ones(256, 256, device=device)
+        cuda["matmul_ok"] = float((x @ x).sum()) == 256.0 ** 3
+        cuda["info"] = device_info(device)
+        cuda["uuid"] = str(getattr(torch.cuda.get_device_properties(torch.device(device)), "uuid", ""))
+    except Exception as exc:  # noqa: BLE001 - reported, not raised: the preflight explains it
+        cuda["error"] = f"{type(exc).__name__}: {exc}"[:1000]
+    report["cuda"] = cuda
+    return report
+
+
 # --------------------------------------------------------------------------- dispatch
 
 
+def grader_fault(exc: BaseException) -> dict[str, Json]:
+    """The reply for a failure of the grader's side: the full traceback, for staff only."""
+    return {"grader_fault": {"type": type(exc).__name__, "message": str(exc)[:2000],
+                             "trace": "".join(traceback.format_exception(exc))[-8000:]}}
+
+
 def run_scenario(name: str, args: dict[str, Json], submission: harness.Submission) -> Json:
-    """Run GPU scenario ``name`` against ``submission`` (called by :func:`checks.harness.run_scenario`)."""
+    """Run GPU scenario ``name`` against ``submission`` (called by :func:`checks.harness.run_scenario`).
+
+    A device failure outside the student's frames answers ``{"grader_fault": ...}`` (see the
+    module's docstring); the student's own exceptions are data, as everywhere else.
+    """
     root = submission.root
-    if name == "gpu_scaler_ops":
-        return harness.run_scaler_ops(args, submission.attribute("loss_scaler"), root)
-    if name == "gpu_speed":
-        return run_speed(args, submission.attribute("amp_step"), root)
-    if name == "gpu_underflow":
-        return run_gpu_underflow(args, submission.attribute("amp_step"), root)
+    try:
+        if name == "gpu_preflight":
+            return run_preflight(args)
+        if name == "gpu_scaler_ops":
+            return harness.run_scaler_ops(args, submission.attribute("loss_scaler"), root)
+        if name == "gpu_speed":
+            return run_speed(args, submission.attribute("amp_step"), root)
+        if name == "gpu_underflow":
+            return run_gpu_underflow(args, submission.attribute("amp_step"), root)
+    except harness.GraderSideError as exc:
+        return grader_fault(exc.__cause__ or exc)
+    except harness.SubmissionFault:
+        raise
+    except Exception as exc:
+        if harness.is_device_failure(exc) and not harness.submission_frames(exc, root):
+            return grader_fault(exc)
+        raise
     raise ValueError(f"unknown scenario {name!r}")
 
 

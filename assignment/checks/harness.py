@@ -64,12 +64,17 @@ def set_trusted_section(factory: Callable[[], Any]) -> None:
     _trusted_section = factory
 
 
+def submission_frames(exc: BaseException, root: Path | None = None) -> list[traceback.FrameSummary]:
+    """The frames of ``exc``'s traceback that lie in the submission's own files."""
+    names = set(CONTRACT_FILES.values())
+    with _trusted_section():  # reading a traceback's frames is refused to student code by the grader's guard
+        frames = traceback.extract_tb(exc.__traceback__)
+    return [f for f in frames if Path(f.filename).name in names and (root is None or Path(f.filename).parent == root)]
+
+
 def student_frames(exc: BaseException, root: Path | None = None) -> str:
     """Format ``exc``'s traceback keeping only frames from the submission's own files."""
-    with _trusted_section():
-        frames = traceback.extract_tb(exc.__traceback__)
-    names = set(CONTRACT_FILES.values())
-    kept = [f for f in frames if Path(f.filename).name in names and (root is None or Path(f.filename).parent == root)]
+    kept = submission_frames(exc, root)
     lines = [f'  {Path(f.filename).name}, line {f.lineno}, in {f.name}\n    {f.line or ""}' for f in kept]
     head = f"{type(exc).__name__}: {exc}"
     return "\n".join(lines + [head]) if lines else head
@@ -142,13 +147,36 @@ def tensor_values(tensor: torch.Tensor) -> list[float]:
     return [float(v) for v in tensor.detach().reshape(-1).to(torch.float64).tolist()]
 
 
+class GraderSideError(Exception):
+    """A device failure (CUDA could not start, out of memory, "CUDA error") raised outside the
+    submission's own code: the grader's machine failed, not the student (see :func:`guarded`)."""
+
+
+#: Words of the errors a broken or exhausted GPU raises (torch's CUDA, cuBLAS, cuDNN and driver messages).
+DEVICE_FAILURE_WORDS = ("cuda", "cublas", "cudnn", "cusolver", "nvidia", "nvml", "out of memory")
+
+
+def is_device_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is what a failing GPU raises (never true for a CPU-only error)."""
+    types = tuple(t for t in (getattr(torch, "OutOfMemoryError", None), getattr(torch, "AcceleratorError", None))
+                  if isinstance(t, type))
+    text = f"{type(exc).__name__}: {exc}".lower()
+    return isinstance(exc, types) or any(word in text for word in DEVICE_FAILURE_WORDS)
+
+
 def guarded(call: Callable[[], Json], root: Path | None) -> dict[str, Json]:
-    """Run one student call; return ``{"ok": result}`` or ``{"error": ...}``."""
+    """Run one student call; return ``{"ok": result}`` or ``{"error": ...}``.
+
+    A device failure raised outside the submission's own frames (the harness building a
+    model on the GPU, say) is no answer of the student's: it is raised as GraderSideError.
+    """
     try:
         return {"ok": call()}
     except SubmissionFault:
         raise
     except Exception as exc:  # noqa: BLE001 - any student exception is data
+        if is_device_failure(exc) and not submission_frames(exc, root):
+            raise GraderSideError(f"{type(exc).__name__}: {exc}") from exc
         return {"error": describe_error(exc, root)}
 
 

@@ -11,6 +11,10 @@ Run them on a machine with CUDA, from ``assignment/``:  ``python -m pytest -m gp
 runs the same code on the CPU (tiny sizes, CPU autocast, no speed claim), and
 ``AMP_GPU_MIN_SPEEDUP`` (default 1.5) sets the speed-up that 4.1 requires on a GPU.
 Staff grade this part on a GPU; on Gradescope it shows as an informational row.
+
+The references (the float32 run, the unscaled baseline, ``GradScaler("cuda")``) never run
+in the process that runs your code: here they run in this process, in the grader in a
+separate trusted process (:mod:`checks.gpu_reference`).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checks import expect, gpu_scenarios, scenarios
+from checks import expect, gpu_reference, gpu_scenarios, scenarios
 
 pytestmark = pytest.mark.gpu
 
@@ -39,14 +43,37 @@ def min_speedup() -> float:
 
 
 @pytest.fixture(scope="module")
-def device() -> str:
-    """"cuda", or "cpu" in dry mode; skips the GPU checks where there is no CUDA."""
+def device(student: Any) -> str:
+    """"cuda", or "cpu" in dry mode; skips the GPU checks where there is no CUDA.
+
+    The grader's runner says which (its preflight checked the device in a student process),
+    so the judge never asks CUDA anything itself.
+    """
+    given = getattr(student, "device", None)
+    if given:
+        return str(given)
     if gpu_scenarios.dry_mode():
         return "cpu"
     if not torch.cuda.is_available():
         pytest.skip("GPU check: needs an NVIDIA GPU with CUDA, and torch.cuda.is_available() is False here. "
                     "Staff grade this part on a GPU. Set AMP_GPU_DRY=1 to run the same code on the CPU (no timing).")
     return "cuda"
+
+
+@pytest.fixture(scope="module")
+def reference(student: Any) -> Any:
+    """Where the trusted references run: the grader's reference process, or this process locally."""
+    return getattr(student, "reference", None) or gpu_reference.InProcessReference()
+
+
+def answered(got: Any) -> Any:
+    """The student process's answer; GraderFault (not the student's failure) when the grader's side of
+    the scenario failed on the device there (see checks.gpu_scenarios)."""
+    if isinstance(got, dict) and "grader_fault" in got:
+        fault = got["grader_fault"]
+        raise gpu_scenarios.GraderFault(f"the grader's side of the scenario failed in the student process "
+                                        f"({fault['type']}: {fault['message']})\n{fault['trace']}")
+    return got
 
 
 def _ms(value: float | None) -> str:
@@ -76,10 +103,10 @@ def speed_summary(reference: dict[str, Any], amp: dict[str, Any], dry: bool) -> 
     return "\n".join(lines)
 
 
-def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str) -> None:
+def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str, reference: Any) -> None:
     cfg = gpu_scenarios.speed_config(device)
-    reference = gpu_scenarios.reference_fp32(cfg)  # in this process: no student code involved
-    fp32 = reference.get("fp32", {})
+    baseline = reference.call("fp32", cfg)  # trusted: no student code involved
+    fp32 = baseline.get("fp32", {})
     if fp32.get("time_to_target_ms") is None:
         raise RuntimeError(f"the fp32 reference run did not reach its own target: {str(fp32)[:500]}")
     kind = gpu_scenarios.device_type(device)
@@ -87,16 +114,17 @@ def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str) -> None:
     call = (f"amp_step(model, inputs, targets, F.mse_loss, adam, torch.amp.GradScaler({kind!r}), "
             f"device_type={kind!r}, dtype=torch.float16)")
     what = (f"We trained a {cfg['depth']}-hidden-layer MLP (width {cfg['width']}, batch {cfg['batch']}) for "
-            f"{cfg['steps']} steps, {cfg['repeats']} times, on {reference['device_info']['name']} with\n    {call}\n")
+            f"{cfg['steps']} steps, {cfg['repeats']} times, on {baseline['device_info']['name']} with\n    {call}\n")
     started = time.monotonic()
-    got = student.run("gpu_speed", {**cfg, "modes": ["amp"], "target": reference["target"]}, timeout=SPEED_TIMEOUT_S)
+    got = answered(student.run("gpu_speed", {**cfg, "modes": ["amp"], "target": baseline["target"]},
+                               timeout=SPEED_TIMEOUT_S))
     outer_s = time.monotonic() - started
     amp = got.get("amp", {"error": {"type": "RuntimeError", "message": "no AMP result came back", "trace": ""}})
     expect.ok_or_fail(amp if "error" in amp else {"ok": amp}, what)
-    summary = speed_summary(reference, amp, dry)
+    summary = speed_summary(baseline, amp, dry)
     print(f"\n{summary}\n(the AMP call took {outer_s:.1f} s in all, warm-up and repeats included)")
     if amp["time_to_target_ms"] is None:
-        expect.fail(f"{what}but the loss never reached the target {reference['target']:.4g} that the float32 run "
+        expect.fail(f"{what}but the loss never reached the target {baseline['target']:.4g} that the float32 run "
                     f"reaches in {fp32['steps_to_target']} steps. Does the optimizer step through the scaler, once per "
                     f"call, with the gradients zeroed first?\n\n{summary}")
     tolerance = max(FINAL_REL_TOL * fp32["final_loss"], FINAL_TOL_OF_INITIAL * fp32["initial_loss"])
@@ -112,9 +140,9 @@ def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str) -> None:
                         f"the GPU (loss.item(), float(loss), printing) on every call?\n\n{summary}")
 
 
-def test_gpu_underflow_needs_the_scaler(student: Any, device: str) -> None:
+def test_gpu_underflow_needs_the_scaler(student: Any, device: str, reference: Any) -> None:
     args = gpu_scenarios.underflow_args(device)
-    baseline = gpu_scenarios.run_gpu_underflow(args, None)  # in this process: no scaler, no student code
+    baseline = reference.call("underflow_baseline", args)  # trusted: no scaler, no student code
     unscaled = baseline["losses"][-1] if baseline.get("losses") else None
     if unscaled is None or not unscaled > 1e-11:
         raise RuntimeError(f"the unscaled float16 baseline did not stall on {device} (final loss {unscaled}): "
@@ -122,7 +150,7 @@ def test_gpu_underflow_needs_the_scaler(student: Any, device: str) -> None:
     kind = gpu_scenarios.device_type(device)
     what = (f"We trained the underflow task (linear regression onto targets x 1e-4, float16 autocast on {kind}) for "
             f"{args['steps']} steps with your amp_step and torch.amp.GradScaler({kind!r}, growth_interval=20)")
-    result = student.run("gpu_underflow", args, timeout=120)
+    result = answered(student.run("gpu_underflow", args, timeout=120))
     expect.ok_or_fail(result, what)
     final = result["losses"][-1] if result["losses"] else float("nan")
     if not final < 1e-12:
@@ -132,12 +160,12 @@ def test_gpu_underflow_needs_the_scaler(student: Any, device: str) -> None:
 
 
 @given(powers_of_two=st.booleans(), data=st.data())
-def test_gpu_toy_scaler_matches_cuda_gradscaler(student: Any, device: str, powers_of_two: bool,
+def test_gpu_toy_scaler_matches_cuda_gradscaler(student: Any, device: str, reference: Any, powers_of_two: bool,
                                                data: st.DataObject) -> None:
     scenario = data.draw(scenarios.generated_scenarios(powers_of_two))
     scenario["world"]["device"] = device
-    expected = gpu_scenarios.torch_scaler_ops(scenario)  # torch's GradScaler, in this process
-    got = student.run("gpu_scaler_ops", scenario)
+    expected = reference.call("scaler_ops", scenario)  # torch's GradScaler, never in the student's process
+    got = answered(student.run("gpu_scaler_ops", scenario))
     kind = gpu_scenarios.device_type(device)
     what = (f"With every parameter, gradient and scaled tensor on {kind!r} (add device={kind!r} to each tensor below), "
             f"your scaler must behave exactly like torch.amp.GradScaler({kind!r}): the same scale, tracker and skipped "

@@ -1,0 +1,155 @@
+"""The trusted references of the GPU checks, computed apart from the student's process.
+
+The GPU checks compare the student's runs with torch's own: the float32 run that sets
+the target loss (4.1), the unscaled float16 baseline that must stall (4.2), and
+``torch.amp.GradScaler("cuda")`` on the same ops as the student's ``ToyLossScaler``
+(4.3).  None of them may run in the student's process (whatever it patched would
+change the reference, and the grader disables GradScaler there), and in the grader
+none runs in the judge either: the judge holds no CUDA context while a student
+process uses the GPU.  So the grader asks a :class:`ReferenceProcess`, a separate
+short-lived Python process that runs only torch and this package.  A student running
+the checks locally gets :class:`InProcessReference` (same answers, computed in place).
+
+``one_call=True`` ends the process after every answer: on a GPU in an exclusive compute
+mode only one process may hold it, so the reference and the student's process take turns.
+
+Protocol: one JSON line per request on stdin (``{"kind", "args"}``), one per answer on
+the original stdout (``{"ok": ...}`` or ``{"error": traceback}``); run as
+``python -m checks.gpu_reference``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+Json = Any
+CHECKS_PARENT = Path(__file__).resolve().parent.parent
+#: Deterministic references worth keeping for the whole grading run (the same for every submission).
+CACHED_KINDS = ("fp32", "underflow_baseline")
+
+
+def _kinds() -> dict[str, Callable[[dict[str, Json]], Json]]:
+    from checks import gpu_scenarios as g
+
+    return {"fp32": g.reference_fp32,
+            "underflow_baseline": lambda args: g.run_gpu_underflow(args, None),
+            "scaler_ops": g.torch_scaler_ops}
+
+
+def compute(kind: str, args: dict[str, Json]) -> Json:
+    """The reference ``kind`` for ``args``, as plain data (JSON round-tripped, as if it came from a process)."""
+    kinds = _kinds()
+    if kind not in kinds:
+        raise ValueError(f"unknown reference {kind!r}")
+    return json.loads(json.dumps(kinds[kind](json.loads(json.dumps(args)))))
+
+
+class InProcessReference:
+    """References computed in this process (a student's local run of the checks)."""
+
+    def call(self, kind: str, args: dict[str, Json]) -> Json:
+        return compute(kind, args)
+
+    def close(self) -> None:
+        pass
+
+
+class ReferenceProcess:
+    """References computed in a separate trusted process (the grader's judge never touches CUDA)."""
+
+    def __init__(self, *, one_call: bool = False, timeout: float = 900.0) -> None:
+        self.one_call = one_call
+        self.timeout = timeout
+        self.calls = 0  # answers computed by a process (not from the cache)
+        self._cache: dict[str, Json] = {}
+        self._process: subprocess.Popen[bytes] | None = None
+        self._buffer = b""
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        path = [str(CHECKS_PARENT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path),
+               "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+        self._buffer = b""
+        return subprocess.Popen([sys.executable, "-m", "checks.gpu_reference"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=str(CHECKS_PARENT))
+
+    def _readline(self, process: subprocess.Popen[bytes]) -> bytes:
+        assert process.stdout is not None
+        deadline = time.monotonic() + self.timeout
+        fd = process.stdout.fileno()
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                raise RuntimeError(f"the reference process gave no answer within {self.timeout:.0f} s")
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                raise RuntimeError(f"the reference process ended (exit status {process.wait()})")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line
+
+    def call(self, kind: str, args: dict[str, Json]) -> Json:
+        key = json.dumps([kind, args], sort_keys=True)
+        if kind in CACHED_KINDS and key in self._cache:
+            return self._cache[key]
+        if self._process is None or self._process.poll() is not None:
+            self._process = self._start()
+        process = self._process
+        assert process.stdin is not None
+        try:
+            process.stdin.write((json.dumps({"kind": kind, "args": args}) + "\n").encode())
+            process.stdin.flush()
+            answer = json.loads(self._readline(process))
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            if self.one_call:
+                self.close()
+        self.calls += 1
+        if "error" in answer:
+            raise RuntimeError(f"the reference {kind!r} failed in the reference process:\n{answer['error']}")
+        if kind in CACHED_KINDS:
+            self._cache[key] = answer["ok"]
+        return answer["ok"]
+
+    def close(self) -> None:
+        """End the process (and its CUDA context); the next call starts a new one."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            if process.stdin is not None:
+                process.stdin.close()
+            process.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def main() -> int:
+    """Serve references: requests on stdin, answers on the original stdout (print() goes to stderr)."""
+    answers = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            answer = {"ok": compute(request["kind"], request["args"])}
+        except Exception:  # noqa: BLE001 - reported to the judge, which marks the submission ungraded
+            answer = {"error": traceback.format_exc()[-8000:]}
+        answers.write(json.dumps(answer) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,314 @@
+"""The GPU part's failures are loud: each simulated on the CPU stops the run at the preflight or
+marks the submission "could not be graded" -- never a silent zero.
+
+Simulated here: CUDA unavailable in the student process, a library folder covered by the
+sandbox, an exclusive compute mode, an address-space limit (``memory_bytes``), a device
+failure in the grader's code inside the student process, and CUDA initialised before the
+zygote forks.  Tests that need the real thing (a GPU) say so and skip.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from conftest import ROOT
+
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's covers and uid drop need root")
+NO_CUDA_ONLY = pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available: this simulates a CPU-only box")
+CUDA_ONLY = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU with CUDA (none here)")
+
+
+def python(code: str, *args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), **(env or {})})
+
+
+def grade_gpu(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "autograder", "grade-gpu", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def zygote() -> Any:
+    """The sandbox's zygote, forked from this test process (the tests below run no judge in it)."""
+    from autograder import sandbox
+
+    return sandbox.start_zygote()
+
+
+# --------------------------------------------------------------------------- preflight: CUDA unavailable
+
+
+@NO_CUDA_ONLY
+def test_cuda_unavailable_in_the_student_process_stops_before_anyone_is_graded(tmp_path: Path) -> None:
+    done = grade_gpu("solutions", "assignment", "--dry", "0", "--out", str(tmp_path))
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("GPU preflight failed: CUDA does not work in the sandboxed "
+                                                   "student process"), done.stderr
+    assert "built without CUDA" in lines[0]
+    assert not list(tmp_path.glob(f"*/gpu_results.json")) and not (tmp_path / "gpu_gradebook.csv").exists()
+    assert json.loads((tmp_path / "gpu_preflight.json").read_text())["ok"] is False
+
+
+@CUDA_ONLY
+def test_preflight_creates_a_cuda_tensor_in_a_forked_student_process(tmp_path: Path) -> None:
+    """On a GPU: the zygote forked before CUDA was touched, so its child can compute on the device."""
+    done = grade_gpu("solutions", "--preflight-only", "--dry", "0", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    facts = json.loads((tmp_path / "gpu_preflight.json").read_text())["facts"]
+    assert facts["cuda"]["matmul_ok"] and not facts["cuda_initialized_at_fork"]
+
+
+# --------------------------------------------------------------------------- preflight: what the child sees
+
+
+@ROOT_ONLY
+def test_library_folders_stay_visible_and_a_covered_one_stops_the_preflight(zygote: Any, tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from autograder import gpu_access, gpu_grading, sandbox
+    from autograder.gpu_preflight import PreflightFailed, preflight
+
+    libs = tmp_path / "cuda" / "lib64"  # under /tmp, which the sandbox covers
+    libs.mkdir(parents=True)
+    (libs / "libcudart.so.12").write_text("")
+    plan = gpu_access.plan_access([str(sandbox.REPO_ROOT)], sandbox.PRIVATE_TOPS + sandbox.SHARED_TMP,
+                                  env={"LD_LIBRARY_PATH": f"{libs}:relative/lib"})
+    assert str(libs.resolve()) in plan.keep and any("relative" in why for why in plan.refused)
+    setup = preflight(True, gpu_grading.gpu_limits(), None, (), plan=plan)
+    assert setup.facts["hidden_folders"] == []
+    monkeypatch.setattr(gpu_access, "device_access", lambda plan: sandbox.DeviceAccess((), tuple(plan.groups)))
+    with pytest.raises(PreflightFailed, match="hides folders that CUDA loads libraries from") as failed:
+        preflight(True, gpu_grading.gpu_limits(), None, (), plan=plan)
+    assert str(libs.resolve()) in str(failed.value) and "\n" not in str(failed.value)
+
+
+def test_folders_holding_the_grader_are_never_kept_visible(tmp_path: Path) -> None:
+    from autograder import gpu_access, sandbox
+
+    env = {"LD_LIBRARY_PATH": os.pathsep.join([str(ROOT), str(ROOT / "autograder"), "/home", ""]),
+           "CUDA_MPS_PIPE_DIRECTORY": str(tmp_path)}
+    plan = gpu_access.plan_access([str(ROOT)], sandbox.PRIVATE_TOPS + sandbox.SHARED_TMP, env=env)
+    assert str(ROOT) not in plan.keep and str(ROOT / "autograder") not in plan.keep and "/home" not in plan.keep
+    assert str(tmp_path.resolve()) in plan.keep  # the MPS pipe folder, under the covered /tmp
+    assert any(str(torch.__file__).startswith(os.path.dirname(folder)) for folder in plan.keep)  # torch/lib
+
+
+def test_memory_bytes_cannot_bring_back_an_address_space_limit(zygote: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from autograder import gpu_access, gpu_grading, sandbox
+    from autograder.gpu_preflight import PreflightFailed, preflight
+
+    monkeypatch.setenv("AMP_SANDBOX_LIMITS", json.dumps({"memory_bytes": 8 * 2**30, "call_seconds": 33}))
+    limits = gpu_grading.gpu_limits()
+    assert limits.memory_bytes is None and limits.call_seconds == 33
+    assert any("memory_bytes" in warning for warning in gpu_grading.limit_warnings())
+    with_limit = sandbox.Limits(**{**limits.__dict__, "memory_bytes": 8 * 2**30})
+    setup = preflight(True, with_limit, None, ())  # a GPU student process never gets RLIMIT_AS...
+    assert setup.facts["rlimit_as"] is None
+    monkeypatch.setattr(gpu_access, "device_access", lambda plan: None)  # ...and if the sandbox applied it:
+    with pytest.raises(PreflightFailed, match=r"address-space limit \(RLIMIT_AS = 8589934592 bytes\)"):
+        preflight(True, with_limit, None, ())
+
+
+def test_exclusive_compute_mode_error_is_one_clear_line() -> None:
+    from autograder import gpu_access
+    from autograder.gpu_preflight import problems
+
+    report = {"torch": "2.13.0", "torch_cuda": "12.8", "rlimit_as": None, "hidden_folders": [], "nodes": {},
+              "cuda": {"available": True, "error": "AcceleratorError: CUDA error: CUDA-capable device(s) is/are "
+                                                   "busy or unavailable"}}
+    found = problems(report, gpu_access.AccessPlan(), "EXCLUSIVE_PROCESS", dry=False)
+    assert len(found) == 1 and "busy or unavailable" in found[0] and "EXCLUSIVE_PROCESS compute mode" in found[0]
+    assert problems({**report, "cuda": {"available": True, "matmul_ok": True}}, gpu_access.AccessPlan(),
+                    "EXCLUSIVE_PROCESS", dry=False) == []
+    assert "PROHIBITED" in problems({**report, "cuda": {"available": True, "matmul_ok": True}},
+                                    gpu_access.AccessPlan(), "PROHIBITED", dry=False)[0]
+    closed = problems({**report, "uid": 65001, "groups": [], "nodes": {"/dev/nvidia0": False}}, gpu_access.AccessPlan(),
+                      "DEFAULT", dry=True)
+    assert len(closed) == 1 and "cannot open /dev/nvidia0" in closed[0]
+
+
+def test_in_an_exclusive_mode_the_student_and_the_reference_take_turns() -> None:
+    from autograder.gpu_grading import GpuRunner
+    from checks.gpu_reference import ReferenceProcess
+
+    class Inner:
+        def __init__(self) -> None:
+            self.events: list[str] = []
+
+        def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
+            self.events.append("run")
+            return 1
+
+        def release(self) -> None:
+            self.events.append("release")
+
+    inner = Inner()
+    assert GpuRunner(inner, "cuda", None, exclusive=True).run("gpu_speed", {}) == 1
+    assert GpuRunner(inner, "cuda", None, exclusive=False).run("gpu_speed", {}) == 1
+    assert inner.events == ["run", "release", "run"]
+    reference = ReferenceProcess(one_call=True)
+    ops = {"world": {"optimizers": [{"groups": [[2]]}], "device": "cpu"},
+           "ops": [{"op": "new", "kwargs": {"init_scale": 8.0}}, {"op": "observe"}]}
+    assert reference.call("scaler_ops", ops) == [{"ok": None}, {"ok": {"scale": 8.0, "tracker": 0}}]
+    assert reference._process is None  # ended: its CUDA context would be gone before the student's next call
+
+
+def test_device_node_groups_keep_only_what_the_nodes_need(tmp_path: Path) -> None:
+    from autograder import gpu_access
+
+    for name, mode, gid in (("nvidia0", 0o660, 44), ("nvidiactl", 0o666, 45), ("nvidia-uvm", 0o660, 0),
+                            ("nvidia1", 0o600, 46)):
+        (tmp_path / name).write_text("")
+        os.chmod(tmp_path / name, mode)
+        if os.geteuid() == 0:
+            os.chown(tmp_path / name, 0, gid)
+    nodes = gpu_access.device_nodes(str(tmp_path))
+    assert [Path(n).name for n in nodes] == ["nvidia-uvm", "nvidia0", "nvidia1", "nvidiactl"]
+    if os.geteuid() == 0:  # world-usable, root's group and group-less nodes add nothing
+        assert gpu_access.node_groups(nodes) == [44]
+
+
+def test_compute_mode_is_read_without_cuda_and_matched_by_uuid() -> None:
+    from autograder import gpu_access
+
+    devices = [{"index": 0, "uuid": "GPU-aaa", "name": "x", "mode": "DEFAULT"},
+               {"index": 1, "uuid": "GPU-bbb", "name": "x", "mode": "EXCLUSIVE_PROCESS"}]
+    assert gpu_access.mode_of(devices, "bbb") == "EXCLUSIVE_PROCESS"
+    assert gpu_access.mode_of(devices, None) == "unknown" and gpu_access.mode_of(None, "aaa") == "unknown"
+    assert gpu_access.compute_modes() is None or all("mode" in d for d in gpu_access.compute_modes() or [])
+
+
+# --------------------------------------------------------------------------- grader faults are not zeros
+
+
+def _submission(tmp_path: Path, amp_step_body: str | None = None) -> Path:
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    for name in ("loss_scaler.py", "amp_step.py", "answers.py"):
+        (folder / name).write_text((ROOT / "solutions" / name).read_text())
+    if amp_step_body:
+        (folder / "amp_step.py").write_text(amp_step_body)
+    return folder
+
+
+@NO_CUDA_ONLY
+def test_a_device_failure_in_the_graders_code_is_a_grader_fault(tmp_path: Path) -> None:
+    from checks import gpu_scenarios, harness
+
+    submission = harness.Submission(_submission(tmp_path))
+    for name, args in (("gpu_speed", {"device": "cuda", "steps": 2}), ("gpu_underflow", {"device": "cuda"}),
+                       ("gpu_scaler_ops", {"world": {"optimizers": [{"groups": [[2]]}], "device": "cuda"},
+                                           "ops": [{"op": "new"}]})):
+        got = gpu_scenarios.run_scenario(name, args, submission)
+        assert set(got) == {"grader_fault"}, (name, got)
+        assert "Torch not compiled with CUDA enabled" in got["grader_fault"]["trace"]
+
+
+def test_a_cuda_error_raised_by_the_students_code_stays_the_students(tmp_path: Path) -> None:
+    from checks import gpu_scenarios, harness
+
+    body = "def amp_step(*args, **kwargs):\n    raise RuntimeError('CUDA error: an illegal memory access')\n"
+    submission = harness.Submission(_submission(tmp_path, body))
+    got = gpu_scenarios.run_scenario("gpu_underflow", gpu_scenarios.underflow_args("cpu", steps=2), submission)
+    assert "grader_fault" not in got and got["error"]["message"] == "CUDA error: an illegal memory access"
+    assert "amp_step.py, line 2" in got["error"]["trace"]
+
+    def graders_own_code() -> None:
+        raise RuntimeError("CUDA error: an illegal memory access")
+
+    with pytest.raises(harness.GraderSideError):  # the same error from the grader's own code is not the student's
+        harness.guarded(graders_own_code, submission.root)
+
+
+@NO_CUDA_ONLY
+def test_a_grader_fault_marks_the_submission_ungraded_never_zero(tmp_path: Path) -> None:
+    """Real mode on a CPU build: the student process cannot start CUDA in the grader's code."""
+    code = f"""
+        import json, sys
+        from pathlib import Path
+        from autograder import sandbox
+        sandbox.start_zygote()
+        from autograder import gpu_grading
+        from autograder.gpu_preflight import Setup
+        from checks import gpu_reference
+
+        class CpuReference:  # the trusted references as on a GPU, computed on the CPU (the 4.1 one faked)
+            def call(self, kind, args):
+                if kind == "fp32":
+                    return {{"fp32": {{"time_to_target_ms": 1.0, "steps_to_target": 1, "final_loss": 0.1,
+                            "initial_loss": 1.0}}, "target": 0.5, "device_info": {{"name": "simulated"}}}}
+                args = json.loads(json.dumps(args).replace('"cuda"', '"cpu"'))
+                return gpu_reference.compute(kind, args)
+            def close(self):
+                pass
+
+        setup = Setup(dry=False, device="cuda", device_name="simulated GPU", access=sandbox.DeviceAccess())
+        out = Path(sys.argv[1])
+        outcome = gpu_grading.grade_gpu_submission("alice", Path("solutions"), (), setup=setup,
+                                                   reference=CpuReference())
+        gpu_grading.write_submission_result(out, "alice", outcome)
+        gpu_grading.collect(out)
+        print(json.dumps(outcome))
+    """
+    done = python(code, str(tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome["status"] == "errored" and "grader fault in test 4.1, 4.2, 4.3" in outcome["reason"]
+    assert "Torch not compiled with CUDA enabled" in outcome["staff_log"] and "GraderFault" in outcome["staff_log"]
+    assert all("not your fault" in test["output"] for test in outcome["results"]["tests"])
+    with (tmp_path / "gpu_gradebook.csv").open(newline="") as stream:
+        row = next(csv.DictReader(stream))
+    assert row["submission"] == "alice" and row["gpu_score"] == "" and row["4.1 test_gpu_amp_reaches_fp32_loss_sooner"] == ""
+    assert row["gpu_status"].startswith("could not be graded: grader fault in test 4.1, 4.2, 4.3")
+
+
+# --------------------------------------------------------------------------- the zygote
+
+
+def test_nothing_touches_cuda_before_the_zygote_forks() -> None:
+    """Records every CUDA entry point (torch.cuda's and torch._C's) called before the fork; the spies are
+    shown to work by a call made after it."""
+    code = """
+        import json
+        import torch
+
+        touched = []
+        def spy(owner, name):
+            original = getattr(owner, name)
+            def wrapper(*args, **kwargs):
+                touched.append(name)
+                return original(*args, **kwargs)
+            setattr(owner, name, wrapper)
+        for owner, name in ((torch.cuda, "_lazy_init"), (torch.cuda, "init"), (torch.cuda, "is_available"),
+                            (torch.cuda, "device_count"), (torch.cuda, "current_device"),
+                            (torch.cuda, "get_device_properties"), (torch.cuda, "synchronize"),
+                            (torch._C, "_cuda_init"), (torch._C, "_cuda_getDeviceCount")):
+            if hasattr(owner, name):
+                spy(owner, name)
+        # what grade-gpu imports and runs before it forks the zygote
+        from autograder import gpu_grading, gpu_preflight, gpu_access, inputs
+        from autograder.batch import private_paths
+        from autograder.worker import claim_uid
+        from autograder import sandbox
+        sandbox.start_zygote()
+        before = list(touched)
+        torch.cuda.is_available()
+        print(json.dumps({"before_fork": before, "after": touched[len(before):]}))
+    """
+    done = python(code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["before_fork"] == []
+    assert seen["after"] and seen["after"][0] == "is_available"  # the spies do record
