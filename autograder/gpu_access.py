@@ -17,6 +17,7 @@ import glob
 import os
 import stat
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -99,6 +100,8 @@ def plan_access(private: Sequence[str], tops: Sequence[str], env: dict[str, str]
     wanted.append(env.get("CUDA_MPS_PIPE_DIRECTORY") or DEFAULT_MPS_PIPE)
     private_real = [os.path.realpath(p) for p in private]
     tops_real = {os.path.realpath(t) for t in tops} | {"/"}
+    # The interpreter's folders are visible to every student process anyway (a venv inside a checkout too).
+    interpreter = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)]
     for entry in wanted:
         if not entry:
             continue
@@ -110,7 +113,8 @@ def plan_access(private: Sequence[str], tops: Sequence[str], env: dict[str, str]
             continue
         if real in tops_real:
             plan.refused.append(f"{entry}: a whole top-level folder the sandbox covers")
-        elif any(_within(real, p) or _within(p, real) for p in private_real):
+        elif any(_within(p, real) for p in private_real) or (
+                any(_within(real, p) for p in private_real) and not any(_within(real, i) for i in interpreter)):
             plan.refused.append(f"{entry}: holds the grader's private files")
         else:
             plan.keep.append(real)

@@ -58,6 +58,11 @@ DELEGATION_REFUSALS: dict[str, int] = {}
 _trusted_section: Callable[[], Any] = contextlib.nullcontext
 
 
+def trusted_section() -> Any:
+    """A context in which the harness may read traceback frames (see :func:`set_trusted_section`)."""
+    return _trusted_section()
+
+
 def set_trusted_section(factory: Callable[[], Any]) -> None:
     """Install the grader's runtime guard's ``trusted()`` (reading tracebacks needs frame attributes)."""
     global _trusted_section
@@ -67,7 +72,7 @@ def set_trusted_section(factory: Callable[[], Any]) -> None:
 def submission_frames(exc: BaseException, root: Path | None = None) -> list[traceback.FrameSummary]:
     """The frames of ``exc``'s traceback that lie in the submission's own files."""
     names = set(CONTRACT_FILES.values())
-    with _trusted_section():  # reading a traceback's frames is refused to student code by the grader's guard
+    with trusted_section():  # reading a traceback's frames is refused to student code by the grader's guard
         frames = traceback.extract_tb(exc.__traceback__)
     return [f for f in frames if Path(f.filename).name in names and (root is None or Path(f.filename).parent == root)]
 
