@@ -1,6 +1,7 @@
 """``similarity.html``: the flagged pairs side by side, matched regions highlighted.
 
-One self-contained page (no script, no external file).  The matched regions come from
+One self-contained page (no script, no external file); unmatched code far from any match
+is cut to "..." so that the matches are what a TA sees.  The matched regions come from
 copydetect's ``compare_files`` (slices mapped back to the unfiltered source) and its
 ``highlight_overlap``, which HTML-escapes the code; every name is escaped here.
 """
@@ -24,6 +25,8 @@ div.side-by-side > div { flex: 1; min-width: 0; }
 pre.code { background: #f6f6f6; padding: 0.5em; overflow-x: auto; font-size: 12px; line-height: 1.35; }
 mark.match { background: #ffb3b3; }
 """
+#: unmatched lines kept around each match (the rest is shown as "...")
+CONTEXT_LINES = 6
 #: pairs shown below the threshold when none reaches it (so the page shows what "normal" looks like)
 CLOSEST_WHEN_NONE = 3
 
@@ -40,7 +43,7 @@ def _sides(pair: "Pair", file: str, report: "Report") -> tuple[str, str]:
             shown.append(html_text(fingerprint.raw_code))
         else:
             code, _ = highlight_overlap(fingerprint.raw_code, slices.astype(int), "<mark class='match'>", "</mark>",
-                                        escape_html=True)
+                                        truncate=CONTEXT_LINES, escape_html=True)
             shown.append(code)
     return shown[0], shown[1]
 
