@@ -465,13 +465,14 @@ class SlurmPool:
             payloads = [[{"name": s.name, "path": str(s.path), "digest": d, "grader": self.grader} for s, d in chunk]
                         for chunk in chunks]
             uids = [k for k in range(len(chunks))]  # hints: each task claims a free uid where it runs
-            try:
-                jobs = executor.map_array(worker.grade_chunk, payloads, [str(self.inbox)] * len(chunks),
-                                          [self.hide] * len(chunks), [self.limits] * len(chunks), uids)
-            except submitit.core.utils.FailedJobError as exc:  # sbatch refused the array
-                from autograder.slurm_errors import rejection_message
+            from autograder.slurm_errors import rejection_message, sbatch_chatter
 
-                raise UsageError(rejection_message(exc, self.parameters)) from None
+            with sbatch_chatter():  # submitit echoes sbatch's stderr; the one-line message below says it
+                try:
+                    jobs = executor.map_array(worker.grade_chunk, payloads, [str(self.inbox)] * len(chunks),
+                                              [self.hide] * len(chunks), [self.limits] * len(chunks), uids)
+                except submitit.core.utils.FailedJobError as exc:  # sbatch refused the array
+                    raise UsageError(rejection_message(exc, self.parameters)) from None
             job_of = {task["name"]: job for job, payload in zip(jobs, payloads) for task in payload}
             try:
                 while not all(job.done() for job in jobs):

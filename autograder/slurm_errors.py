@@ -8,7 +8,10 @@ as a usage error (exit status 2).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import contextlib
+import io
+import sys
+from typing import Any, Iterator, Mapping
 
 #: (words in sbatch's message, the option that changes it); first match wins
 HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -45,3 +48,19 @@ def rejection_message(error: BaseException, parameters: Mapping[str, Any]) -> st
     fix = (f"change {option}" if option else
            "check --slurm-mem-gb, --slurm-cpus, --slurm-time and --slurm-partition against `sinfo -o '%P %m %c %l'`")
     return f"Slurm refused the grading jobs (asked for {what_was_asked(parameters)}): {said}; {fix}."
+
+
+@contextlib.contextmanager
+def sbatch_chatter() -> Iterator[None]:
+    """Hold back what is written to stderr meanwhile: shown again unless a usage error (the one line) ends it."""
+    held = io.StringIO()
+    shown = True
+    try:
+        with contextlib.redirect_stderr(held):
+            yield
+    except Exception as exc:  # noqa: BLE001 - re-raised
+        shown = type(exc).__name__ != "UsageError"
+        raise
+    finally:
+        if shown and held.getvalue():
+            sys.stderr.write(held.getvalue())

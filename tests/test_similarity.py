@@ -22,7 +22,7 @@ import pytest
 
 from autograder import inputs, similarity
 from autograder.report_escape import csv_cell, markdown_text
-from tests.code_transforms import TRANSFORMS, disguise
+from code_transforms import TRANSFORMS, disguise
 
 ROOT = Path(__file__).resolve().parents[1]
 SCALER = "loss_scaler.py"
