@@ -27,7 +27,9 @@ same submissions give the same report.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
 import shutil
 import statistics
 import tempfile
@@ -53,6 +55,8 @@ THRESHOLD_FLOOR, THRESHOLD_CEILING = 0.5, 0.95
 #: pairs shown in similarity.html / summary.md at most
 MAX_REPORTED = 50
 MAX_IN_SUMMARY = 10
+#: distinct files from which fingerprinting is spread over the cores (below: a pool costs more than it saves)
+PARALLEL_FROM = 200
 CSV_NAME, HTML_NAME = "similarity.csv", "similarity.html"
 
 
@@ -211,8 +215,8 @@ class Pair:
     b: Party
     files: dict[str, PairFile]
 
-    @property
-    def score(self) -> float:
+    @functools.cached_property
+    def score(self) -> float:  # read once all files are in
         return max((f.similarity for f in self.files.values()), default=0.0)
 
     @property
@@ -270,6 +274,29 @@ def read_contract_files(path: Path, scratch: Path) -> dict[str, str]:
         shutil.rmtree(staged.folder, ignore_errors=True)
 
 
+def _fingerprint_batch(codes: list[str], boilerplate: np.ndarray) -> list[Fingerprint]:
+    return [fingerprint(code, boilerplate) for code in codes]
+
+
+def fingerprint_all(codes: dict[str, str], boilerplate: np.ndarray) -> dict[str, Fingerprint]:
+    """Fingerprint every code (key -> code); tokenizing dominates, so large sets use every core."""
+    keys = sorted(codes)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    if len(keys) < PARALLEL_FROM or cores < 2:
+        return dict(zip(keys, _fingerprint_batch([codes[k] for k in keys], boilerplate)))
+    import concurrent.futures
+    import multiprocessing
+
+    parts = [keys[i::cores] for i in range(cores)]
+    context = multiprocessing.get_context("forkserver")  # not fork: the batch's process may hold threads
+    with concurrent.futures.ProcessPoolExecutor(cores, mp_context=context) as pool:
+        done = pool.map(_fingerprint_batch, [[codes[k] for k in part] for part in parts], [boilerplate] * cores)
+        return {key: made for part, prints in zip(parts, done) for key, made in zip(part, prints)}
+
+
 def analyse(submissions: Sequence[Submission], references: Sequence[Submission] = (),
             threshold: float | None = None, skeleton: Path = SKELETON) -> Report:
     """Compare every pair of ``submissions`` and each of them with every one of ``references``."""
@@ -285,15 +312,13 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
     prints: dict[tuple[str, str], Fingerprint] = {}
     pairs: dict[tuple[str, str], Pair] = {}
     for file in FILES:
-        boilerplate = boilerplate_for(file, skeleton)
-        cache: dict[str, Fingerprint] = {}  # identical files are fingerprinted once
         holders = [party for party in parties if file in texts[party.key]]
+        digests = {party.key: hashlib.sha256(texts[party.key][file].encode("utf-8", "surrogatepass")).hexdigest()
+                   for party in holders}
+        distinct = {digest: texts[key][file] for key, digest in digests.items()}  # identical files: once
+        made = fingerprint_all(distinct, boilerplate_for(file, skeleton))
         for party in holders:
-            code = texts[party.key][file]
-            digest = hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
-            if digest not in cache:
-                cache[digest] = fingerprint(code, boilerplate)
-            prints[(party.key, file)] = cache[digest]
+            prints[(party.key, file)] = made[digests[party.key]]
         overlap, similarity = all_pairs([prints[(party.key, file)] for party in holders])
         for i, a in enumerate(holders):
             for j in range(i + 1, len(holders)):
@@ -332,7 +357,7 @@ def csv_rows(report: Report) -> list[list[Any]]:
                 rows.append([pair.title, pair.a.key, pair.a.label, pair.b.key, pair.b.label, file, entry.similarity,
                              entry.similarity_a, entry.similarity_b, entry.overlap])
     rows.sort(key=lambda row: (-row[6], row[0], row[5]))
-    return [[csv_cell(cell) for cell in row] for row in rows]
+    return [[*map(csv_cell, row[:5]), *row[5:]] for row in rows]
 
 
 def markdown_section(report: Report, link: str = HTML_NAME) -> str:
