@@ -62,9 +62,13 @@ def cmd_similarity(args: argparse.Namespace) -> int:
         return 2
     for note in found.notes + references.notes:
         print(f"note: {note}", file=sys.stderr)
-    report = similarity.analyse(found.submissions, references.submissions, args.similarity_threshold)
-    out.mkdir(parents=True, exist_ok=True)
-    similarity.write_outputs(out, report)
+    try:
+        report = similarity.analyse(found.submissions, references.submissions, args.similarity_threshold)
+        out.mkdir(parents=True, exist_ok=True)
+        similarity.write_outputs(out, report)
+    except OSError as exc:
+        print(f"error: cannot write the report into {args.out}: {exc}", file=sys.stderr)
+        return 2
     print(similarity.markdown_section(report).strip())
     print(f"\nWrote {out / similarity.CSV_NAME} and {out / similarity.HTML_NAME} ({report.seconds:.1f} s).")
     return 0
