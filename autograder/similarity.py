@@ -246,7 +246,8 @@ def default_threshold(scores: Sequence[float]) -> tuple[float, str]:
     """
     bounds = f"kept within [{THRESHOLD_FLOOR:g}, {THRESHOLD_CEILING:g}]"
     if len(scores) < 8:
-        return THRESHOLD_FLOOR, f"the floor {THRESHOLD_FLOOR:g}: too few pairs ({len(scores)}) to estimate a fence"
+        return THRESHOLD_FLOOR, (f"the floor, as there are too few pairs ({len(scores)}) to estimate the class's "
+                                 "outlier fence")
     q1, _, q3 = statistics.quantiles(scores, n=4, method="inclusive")
     fence = q3 + 1.5 * (q3 - q1)
     chosen = min(THRESHOLD_CEILING, max(THRESHOLD_FLOOR, fence))
