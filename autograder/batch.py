@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from autograder import inputs, rubric, summary
+from autograder import inputs, regrade, rubric, summary
 from autograder.files import kill_uid
 from autograder.inputs import Submission
 from autograder.ledger import Entry, Ledger
@@ -77,6 +77,9 @@ class Options:
     limits: dict[str, float] = field(default_factory=dict)  # sandbox.Limits fields to override
     max_per_worker: int = 200
     slurm: dict[str, Any] = field(default_factory=dict)
+    similarity: bool = True  # similarity.csv/.html and a summary section (autograder.similarity)
+    similarity_threshold: float | None = None  # None: chosen from the pair scores
+    similarity_reference: Sequence[Path] = ()  # earlier submissions to compare against
 
 
 def default_jobs() -> int:
@@ -469,8 +472,14 @@ class SlurmPool:
             payloads = [[{"name": s.name, "path": str(s.path), "digest": d, "grader": self.grader} for s, d in chunk]
                         for chunk in chunks]
             uids = [k for k in range(len(chunks))]  # hints: each task claims a free uid where it runs
-            jobs = executor.map_array(worker.grade_chunk, payloads, [str(self.inbox)] * len(chunks),
-                                      [self.hide] * len(chunks), [self.limits] * len(chunks), uids)
+            from autograder.slurm_errors import rejection_message, sbatch_chatter
+
+            with sbatch_chatter():  # submitit echoes sbatch's stderr; the one-line message below says it
+                try:
+                    jobs = executor.map_array(worker.grade_chunk, payloads, [str(self.inbox)] * len(chunks),
+                                              [self.hide] * len(chunks), [self.limits] * len(chunks), uids)
+                except submitit.core.utils.FailedJobError as exc:  # sbatch refused the array
+                    raise UsageError(rejection_message(exc, self.parameters)) from None
             job_of = {task["name"]: job for job, payload in zip(jobs, payloads) for task in payload}
             try:
                 while not all(job.done() for job in jobs):
@@ -515,9 +524,21 @@ def _sweep_temporary_files(out: Path) -> None:
                 stale.unlink(missing_ok=True)
 
 
+def _similarity_section(out: Path, submissions: Sequence[Submission], options: Options) -> str:
+    """similarity.csv/.html and the summary section; a failure here costs the report, not the grades."""
+    from autograder import similarity
+
+    try:
+        references = inputs.discover(options.similarity_reference, out / ".inputs", exclude=[out]).submissions
+        return similarity.run_for_batch(out, submissions, references, options.similarity_threshold)
+    except Exception as exc:  # noqa: BLE001 - reported in summary.md; the grades are written regardless
+        print(f"warning: the similarity report failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return f"\n## Similarity\n\nThe similarity report failed: {type(exc).__name__}.\n"
+
+
 def run(paths: Sequence[Path], options: Options) -> int:
     """Grade everything named by ``paths`` into ``options.out``; the process exit status."""
-    missing = [str(path) for path in paths if not Path(path).exists()]
+    missing = [str(path) for path in [*paths, *options.similarity_reference] if not Path(path).exists()]
     if missing:
         raise UsageError(f"no such file or folder: {', '.join(missing)}")
     out = options.out.resolve()
@@ -558,6 +579,8 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
         print(f"{len(found.submissions)} submission(s): {len(found.submissions) - len(todo)} already graded, "
               f"{len(todo)} to grade{f' ({reasons})' if reasons else ''}{where}.",
               flush=True)
+        regrade.keep_previous_gradebook(out, any(s.name in known and known[s.name][1] != grader for s, _ in todo),
+                                        grader)
         summary.preload_plotting()  # overlaps with grading
         enabled = sys.stdout.isatty() if options.progress is None else options.progress
         view = ProgressView(len(todo), enabled)
@@ -586,8 +609,11 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
             if entry is None or entry.digest != digests[submission.name]:
                 raise GraderFault(f"{submission.name} was not recorded in the ledger")
             rows.append((submission, entry))
+        sections = [regrade.report_for_batch(out, ledger, rows)]
     finally:
         ledger.close()
-    report = summary.write_outputs(out, rows, found.has_identity)
+    if options.similarity:
+        sections.append(_similarity_section(out, found.submissions, options))
+    report = summary.write_outputs(out, rows, found.has_identity, sections)
     summary.print_report(rows, report, out)
     return 0

@@ -52,10 +52,13 @@ def cmd_grade(args: argparse.Namespace) -> int:
     limits = {key: value for key, value in (("call_seconds", args.call_timeout), ("import_seconds", args.import_timeout),
                                             ("submission_seconds", args.submission_timeout)) if value is not None}
     slurm = {"cluster": args.slurm_cluster, "partition": args.slurm_partition, "time_min": args.slurm_time,
-             "chunk": args.slurm_chunk, "parallelism": args.slurm_parallelism, "poll": args.slurm_poll}
+             "chunk": args.slurm_chunk, "parallelism": args.slurm_parallelism, "poll": args.slurm_poll,
+             "mem_gb": args.slurm_mem_gb, "cpus": args.slurm_cpus}
     options = batch.Options(out=args.out, jobs=args.jobs or 0, force=args.force, retry_errored=args.retry_errored,
                             executor=args.executor, progress=args.progress, limits=limits,
-                            max_per_worker=args.max_per_worker, slurm=slurm)
+                            max_per_worker=args.max_per_worker, slurm=slurm, similarity=args.similarity,
+                            similarity_threshold=args.similarity_threshold,
+                            similarity_reference=args.similarity_reference or ())
     try:
         return batch.run(args.submissions, options)
     except batch.UsageError as exc:
@@ -124,15 +127,22 @@ def build_parser() -> argparse.ArgumentParser:
     slurm.add_argument("--slurm-time", type=_positive_int, default=60, help="minutes per array task (60)")
     slurm.add_argument("--slurm-chunk", type=_positive_int, default=20, help="submissions per array task (20)")
     slurm.add_argument("--slurm-parallelism", type=_positive_int, default=64, help="array tasks at once (64)")
+    slurm.add_argument("--slurm-mem-gb", type=_positive_float, default=8.0,
+                       help="memory per array task, GB (8); lower it on nodes with less")
+    slurm.add_argument("--slurm-cpus", type=_positive_int, default=2, help="CPUs per array task (2)")
     slurm.add_argument("--slurm-cluster", choices=("slurm", "local"), default="slurm",
                        help=argparse.SUPPRESS)  # "local": submitit's local executor (tests)
     slurm.add_argument("--slurm-poll", type=_positive_float, default=5.0, help=argparse.SUPPRESS)
+    from autograder import similarity_cli  # the similarity report (also a section of every batch run)
+
+    similarity_cli.add_batch_options(grade)
     grade.set_defaults(func=cmd_grade)
     show = sub.add_parser("rubric", help="print the tests and their points")
     show.set_defaults(func=cmd_rubric)
     from autograder import gpu_grading  # grade-gpu and merge (the GPU part, graded by staff on a GPU)
 
     gpu_grading.add_subcommands(sub)
+    similarity_cli.add_subcommand(sub)
     return parser
 
 

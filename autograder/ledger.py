@@ -34,6 +34,18 @@ CREATE TABLE IF NOT EXISTS graded (
     seconds     REAL NOT NULL DEFAULT 0,
     attempts    INTEGER NOT NULL DEFAULT 1
 );
+-- verdicts replaced by a later grading of the same name (regrade impact: autograder.regrade)
+CREATE TABLE IF NOT EXISTS replaced (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    name        TEXT NOT NULL,
+    digest      TEXT NOT NULL,
+    grader      TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    score       REAL NOT NULL,
+    max_score   REAL NOT NULL,
+    reason      TEXT NOT NULL DEFAULT '',
+    results     TEXT NOT NULL
+);
 """
 
 
@@ -80,12 +92,15 @@ class Ledger:
         self.close()
 
     def record(self, entry: Entry) -> None:
-        """Record one finished submission (replacing an older row of the same name), atomically."""
+        """Record one finished submission atomically; the row it replaces is kept in ``replaced``."""
         row = (entry.name, entry.digest, entry.grader, entry.status, float(entry.score), float(entry.max_score),
                entry.reason, json.dumps(entry.results, sort_keys=False, allow_nan=False), entry.staff_log,
                entry.source, float(entry.seconds), int(entry.attempts))
         self.db.execute("BEGIN IMMEDIATE")
         try:
+            self.db.execute("INSERT INTO replaced (name, digest, grader, status, score, max_score, reason, results) "
+                            "SELECT name, digest, grader, status, score, max_score, reason, results FROM graded "
+                            "WHERE name = ?", (entry.name,))
             self.db.execute("INSERT OR REPLACE INTO graded (name, digest, grader, status, score, max_score, reason, "
                             "results, staff_log, source, seconds, attempts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", row)
         except BaseException:
@@ -105,6 +120,13 @@ class Ledger:
     def entries(self) -> Iterator[Entry]:
         for found in self.db.execute("SELECT * FROM graded ORDER BY name"):
             yield self._entry(found)
+
+    def replaced(self, name: str) -> Iterator[Entry]:
+        """The verdicts of ``name`` that later gradings replaced, newest first."""
+        for name_, digest, grader, status, score, max_score, reason, results in self.db.execute(
+                "SELECT name, digest, grader, status, score, max_score, reason, results FROM replaced "
+                "WHERE name = ? ORDER BY seq DESC", (name,)):
+            yield Entry(name_, digest, grader, status, score, max_score, json.loads(results), reason)
 
     def __len__(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM graded").fetchone()[0])

@@ -30,7 +30,9 @@ from autograder.ledger import Entry
 IDENTITY_COLUMNS = ("name", "sid", "email")
 HISTOGRAM = "score_histogram.png"
 RESERVED = frozenset({"gradebook.csv", "summary.md", "summary.json", HISTOGRAM, "ledger.sqlite", "ledger.sqlite-wal",
-                      "ledger.sqlite-shm", "logs", "inputs", "inbox", "submitit", "lock"})
+                      "ledger.sqlite-shm", "logs", "inputs", "inbox", "submitit", "lock",
+                      # issue 14's reports (autograder.similarity, autograder.regrade)
+                      "similarity.csv", "similarity.html", "changes.csv", "gradebook.previous.csv"})
 #: judge.INTERNAL starts with this (a test keeps them in step; judge itself imports pytest and torch).
 INTERNAL_PREFIX = "The grader hit an internal problem"
 
@@ -291,14 +293,15 @@ def write_submission_files(out: Path, submission: Submission, entry: Entry) -> N
         (folder / "staff.log").unlink(missing_ok=True)
 
 
-def write_outputs(out: Path, rows: Sequence[Row], with_identity: bool) -> dict[str, Any]:
-    """Every per-submission file, then the gradebook and the summary; returns the summary."""
+def write_outputs(out: Path, rows: Sequence[Row], with_identity: bool, sections: Sequence[str] = ()) -> dict[str, Any]:
+    """Every per-submission file, then the gradebook and the summary (``sections`` appended to
+    summary.md: similarity, regrade impact); returns the summary."""
     for submission, entry in rows:
         write_submission_files(out, submission, entry)
     summary = summarize(rows)
     histogram_png(out / HISTOGRAM, summary)
     write_if_changed(out / "summary.json", json.dumps(summary, indent=2) + "\n")
-    write_if_changed(out / "summary.md", summary_markdown(summary))
+    write_if_changed(out / "summary.md", summary_markdown(summary) + "".join(sections))
     header = gradebook_header(with_identity)
     write_if_changed(out / "gradebook.csv", csv_text(header, gradebook_rows(rows, with_identity)))
     return summary

@@ -9,7 +9,11 @@ submission, sequential, on a subset with the same mix.  Extrapolates to 500.
 Hanging submissions run into the per-call limit: the whole run uses short limits
 (``--call-timeout 3 --submission-timeout 15``) so that they cost seconds, not minutes.
 
-    python benchmarks/batch_speed.py [--n 40] [--jobs 2] [--naive 8] [--keep DIR]
+Then times the similarity report (``python -m autograder similarity``) on 500 distinct
+submissions (goal: under 60 s on 2 cores), against copydetect's one-pair-at-a-time
+``compare_files`` measured on a subset in the same run and extrapolated by the number of pairs.
+
+    python benchmarks/batch_speed.py [--n 40] [--jobs 2] [--naive 8] [--similarity-n 500] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ LIMITS = ("--call-timeout", "3", "--submission-timeout", "15")
 #: (kind, share of the batch); the order is also the order of the naive subset's picks
 MIX = (("correct", 0.50), ("buggy", 0.30), ("crashing", 0.125), ("hanging", 0.075))
 GOAL_SECONDS, GOAL_N = 600, 500
+SIMILARITY_GOAL_SECONDS = 60
+VARIANTS = ROOT / "tests" / "catalogue" / "variants"
 
 
 def _write(folder: Path, kind: str, k: int) -> None:
@@ -91,17 +97,77 @@ def grade(paths: list[Path], out: Path, jobs: int) -> float:
     return elapsed
 
 
+def similarity_inputs(folder: Path, n: int) -> None:
+    """N submissions, every file distinct: the solution's, two rewritten scalers, a buggy one, the skeleton;
+    each with its own identifier suffix and comment (so that no fingerprint is reused between files)."""
+    scalers = [SOLUTIONS / "loss_scaler.py", VARIANTS / "plain_style" / "loss_scaler.py",
+               VARIANTS / "tensor_scale_lazy" / "loss_scaler.py", ASSIGNMENT / "loss_scaler.py"]
+    steps = [SOLUTIONS / "amp_step.py", ASSIGNMENT / "amp_step.py"]
+    for k in range(n):
+        target = folder / f"s{k:03d}"
+        target.mkdir(parents=True)
+        scaler = scalers[k % len(scalers)].read_text().replace("optimizer", f"optimizer_{k}")
+        if k % 7 == 0:
+            scaler = scaler.replace("self._scale * self._backoff_factor", "self._scale * 0.25")
+        (target / "loss_scaler.py").write_text(f"# student {k}\n" + scaler)
+        (target / "amp_step.py").write_text(f"# student {k}\n" + steps[k % 5 == 0].read_text().replace(
+            "optimizer", f"optimizer_{k}"))
+
+
+def similarity_speed(work: Path, n: int, subset: int = 40) -> None:
+    from copydetect.detector import compare_files
+
+    from autograder import inputs, similarity
+
+    similarity_inputs(work / "similar", n)
+    command = [sys.executable, "-m", "autograder", "similarity", str(work / "similar"), "--out", str(work / "sim")]
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"similarity failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    # the comparison step alone: all pairs at once (numpy) vs copydetect's compare_files one pair at a time
+    # (measured on the first `subset` submissions, extrapolated by the number of pairs); same fingerprints
+    subs = inputs.discover([work / "similar"], work / "scratch").submissions
+    report = similarity.analyse(subs)
+    started = time.perf_counter()
+    for file in similarity.FILES:
+        similarity.all_pairs([report.prints[(s.name, file)] for s in subs if (s.name, file) in report.prints])
+    vectorised = time.perf_counter() - started
+    started = time.perf_counter()
+    for file in similarity.FILES:
+        prints = [report.prints[(s.name, file)] for s in subs[:subset] if (s.name, file) in report.prints]
+        for i, first in enumerate(prints):
+            for second in prints[i + 1:]:
+                compare_files(first, second)
+    per_pair = (time.perf_counter() - started) / (subset * (subset - 1) / 2)
+    naive = per_pair * n * (n - 1) / 2
+    verdict = "meets" if seconds <= SIMILARITY_GOAL_SECONDS else "misses"
+    print(f"similarity of {n} submissions (python -m autograder similarity: read, fingerprint, all pairs of both "
+          f"files, CSV, HTML): {seconds:.1f} s ({verdict} the goal of {SIMILARITY_GOAL_SECONDS} s)")
+    print(f"  comparing all pairs: {vectorised:.2f} s at once vs copydetect's compare_files one pair at a time "
+          f"{per_pair * 1000:.2f} ms per pair (measured on {subset}) -> {naive:.0f} s for {n}: "
+          f"{naive / vectorised:.0f}x")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=40, help="synthetic submissions (default 40)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--naive", type=int, default=8, help="submissions in the naive baseline's subset (default 8)")
     parser.add_argument("--keep", type=Path, help="keep the submissions and outputs in this folder")
+    parser.add_argument("--similarity-n", type=int, default=GOAL_N, help="submissions for the similarity timing (500)")
+    parser.add_argument("--only-similarity", action="store_true", help="time only the similarity report")
     args = parser.parse_args()
     work = Path(args.keep or tempfile.mkdtemp(prefix="batch-speed-"))
     shutil.rmtree(work / "subs", ignore_errors=True)
     shutil.rmtree(work / "out", ignore_errors=True)
     shutil.rmtree(work / "naive", ignore_errors=True)
+    for stale in ("similar", "sim", "scratch"):
+        shutil.rmtree(work / stale, ignore_errors=True)
+    if args.only_similarity:
+        similarity_speed(work, args.similarity_n)
+        return 0
     kinds = generate(work / "subs", args.n)
     mix = collections.Counter(kinds.values())
     print(f"{args.n} synthetic submissions: " + ", ".join(f"{mix[k]} {k}" for k, _ in MIX)
@@ -145,6 +211,7 @@ def main() -> int:
     verdict = "meets" if projected <= GOAL_SECONDS else "misses"
     print(f"extrapolated to {GOAL_N}: {projected / 60:.1f} min with --jobs {args.jobs} ({verdict} the goal of "
           f"{GOAL_SECONDS // 60} min); naive: {naive_per_sub * GOAL_N / 60:.1f} min")
+    similarity_speed(work, args.similarity_n)
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (other work on the machine slows every number above)")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,149 @@
+"""Regrade impact: grade, change the grader (a rubric row's points and one hidden check), regrade.
+
+The changed grader is a temporary copy of the repository (nothing here is edited), so the
+batch sees another grader fingerprint exactly as after a mid-term fix.
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import regrade, rubric
+from autograder.inputs import Submission, Submitter
+from autograder.ledger import Entry, Ledger
+from autograder.report_escape import markdown_text
+
+ROOT = Path(__file__).resolve().parents[1]
+SUBMISSIONS = {"solutions": ROOT / "solutions", "assignment": ROOT / "assignment",
+               "partially_correct": ROOT / "examples" / "partially_correct"}
+#: the changes made to the grader copy: 2.4 is worth 4 instead of 3, 2.5 3 instead of 4
+#: (the total stays 90), and the hidden check of Quick Check Q1 now expects "C"
+POINTS = {"2.4": (3, 4), "2.5": (4, 3)}
+
+
+def _grade(grader: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "autograder", "grade", *map(str, SUBMISSIONS.values()), "--out",
+                           str(out), "--jobs", "2", "--no-similarity", *extra],
+                          cwd=grader, env={**__import__("os").environ, "PYTHONPATH": str(grader)},
+                          capture_output=True, text=True, timeout=900)
+
+
+def _changed_grader(where: Path) -> Path:
+    copy = where / "grader"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "out", "tests", "dist", "__pycache__",
+                                                               "mutation", "benchmarks"))
+    source = copy / "autograder" / "rubric.py"
+    text = source.read_text()
+    for number, (old, new) in POINTS.items():
+        item = rubric.ITEMS[[i.number for i in rubric.ITEMS].index(number)]
+        line = f'"{item.title}", {old}, '
+        assert text.count(line) == 1, line
+        text = text.replace(line, f'"{item.title}", {new}, ')
+    source.write_text(text)
+    hidden = copy / "autograder" / "hidden" / "test_hidden_quick_check.py"
+    key = hidden.read_text()
+    assert key.count('"Q1": "B"') == 1
+    hidden.write_text(key.replace('"Q1": "B"', '"Q1": "C"'))
+    return copy
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as stream:
+        return list(csv.DictReader(stream))
+
+
+@pytest.mark.slow
+def test_regrade_lists_exactly_the_rows_that_moved_and_keeps_the_old_gradebook(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    first = _grade(ROOT, out)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert not (out / "changes.csv").exists() and "Regrade impact" not in (out / "summary.md").read_text()
+    before = (out / "gradebook.csv").read_bytes()
+    old = {row["submission"]: row for row in _rows(out / "gradebook.csv")}
+
+    second = _grade(_changed_grader(tmp_path), out)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "3 graded by another version of the grader" in second.stdout
+    assert (out / "gradebook.previous.csv").read_bytes() == before
+    new = {row["submission"]: row for row in _rows(out / "gradebook.csv")}
+
+    # what must have moved, worked out from the first gradebook: 2.4 and 2.5 rescaled, Q1 lost if it was "B"
+    expected = set()
+    for name, row in old.items():
+        for number, (was, now) in POINTS.items():
+            column = next(c for c in row if c.startswith(number + " "))
+            if float(row[column]) and was != now:
+                expected.add((name, number))
+        column = next(c for c in row if c.startswith("3.1 "))
+        if float(row[column]):
+            expected.add((name, "3.1"))
+    assert expected, "the subset must exercise the change"
+    changes = _rows(out / "changes.csv")
+    assert {(c["submission"], c["test"]) for c in changes} == expected
+    for change in changes:
+        column = next(c for c in new[change["submission"]] if c.startswith(change["test"] + " "))
+        assert float(change["new_points"]) == float(new[change["submission"]][column])
+        assert float(change["old_points"]) == float(old[change["submission"]][column])
+        assert float(change["old_score"]) == float(old[change["submission"]]["score"])
+        assert float(change["new_score"]) == float(new[change["submission"]]["score"])
+    deltas = [abs(float(c["change"])) for c in changes]
+    assert deltas == sorted(deltas, reverse=True)
+
+    summary = (out / "summary.md").read_text()
+    moved = {name for name, _ in expected}
+    lowered = sum(float(new[n]["score"]) < float(old[n]["score"]) for n in old)
+    raised = sum(float(new[n]["score"]) > float(old[n]["score"]) for n in old)
+    assert "## Regrade impact" in summary
+    assert f"Raised: **{raised}**, lowered: **{lowered}**, unchanged: **{3 - raised - lowered}**" in summary
+    assert all(markdown_text(name) in summary for name in moved)
+    with Ledger(out / "ledger.sqlite") as ledger:  # the previous verdicts are kept
+        for name in SUBMISSIONS:
+            kept = list(ledger.replaced(name))
+            assert kept and kept[0].score == float(old[name]["score"]) and kept[0].grader != ledger.get(name).grader
+
+    third = _grade(_changed_grader(tmp_path / "again"), out)  # same changed grader: nothing to regrade
+    assert third.returncode == 0 and "3 already graded" in third.stdout
+    assert (out / "gradebook.previous.csv").read_bytes() == before  # still the gradebook from before the change
+
+
+def _entry(name: str, grader: str, rows: dict[str, float], status: str = "graded") -> Entry:
+    tests = [{"number": n, "score": s} for n, s in rows.items()]
+    return Entry(name, "digest", grader, status, sum(rows.values()), rubric.max_points(), {"tests": tests})
+
+
+def test_impact_from_the_ledger_and_csv_escaping(tmp_path: Path) -> None:
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        ledger.record(_entry("a", "old", {"1.1": 3, "1.2": 3}))
+        ledger.record(_entry("b", "old", {"1.1": 3, "1.2": 0}))
+        ledger.record(_entry("c", "old", {"1.1": 3}))
+        ledger.record(_entry("a", "new", {"1.1": 3, "1.2": 0}))
+        ledger.record(_entry("b", "new", {"1.1": 3, "1.2": 3}))
+        ledger.record(_entry("c", "new", {"1.1": 3}))
+        people = (Submitter(name="=SUM(A1) *x*"),)
+        rows = [(Submission(n, tmp_path, n, people if n == "a" else ()), ledger.get(n)) for n in "abc"]
+        changes = regrade.impact(ledger, rows)
+    assert [(c.submission.name, c.delta) for c in changes] == [("a", -3), ("b", 3), ("c", 0)]
+    assert regrade.counts(changes) == {"raised": 1, "lowered": 1, "unchanged": 1}
+    table = list(csv.DictReader(regrade.changes_csv(changes).splitlines()))
+    assert [(r["submission"], r["test"], r["old_points"], r["new_points"]) for r in table] == [
+        ("a", "1.2", "3.0", "0.0"), ("b", "1.2", "0.0", "3.0")]
+    assert table[0]["name"] == "'=SUM(A1) *x*"
+    assert r"\*x\*" in regrade.markdown_section(changes)
+
+
+def test_previous_gradebook_is_copied_once_per_grader(tmp_path: Path) -> None:
+    (tmp_path / "gradebook.csv").write_text("v1\n")
+    regrade.keep_previous_gradebook(tmp_path, False, "g2")
+    assert not (tmp_path / "gradebook.previous.csv").exists()
+    regrade.keep_previous_gradebook(tmp_path, True, "g2")
+    (tmp_path / "gradebook.csv").write_text("half-regraded\n")  # as if a resumed run found this
+    regrade.keep_previous_gradebook(tmp_path, True, "g2")
+    assert (tmp_path / "gradebook.previous.csv").read_text() == "v1\n"
+    regrade.keep_previous_gradebook(tmp_path, True, "g3")  # another change later
+    assert (tmp_path / "gradebook.previous.csv").read_text() == "half-regraded\n"

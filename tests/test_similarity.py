@@ -1,0 +1,188 @@
+"""The similarity report (``python -m autograder similarity``; a section of every batch run).
+
+Copies of a submission disguised by renaming, reordering, re-commenting and reformatting
+must rank above every pair of independently written correct solutions (the reference
+solution and the catalogue's rewritten variants); untouched skeletons must not match once
+the skeleton is removed; the numbers are copydetect's; the HTML report is checked in a
+real headless browser.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autograder import inputs, similarity
+from autograder.report_escape import csv_cell, markdown_text
+from code_transforms import TRANSFORMS, disguise
+
+ROOT = Path(__file__).resolve().parents[1]
+SCALER = "loss_scaler.py"
+#: independently written correct loss scalers: the reference solution and the catalogue's rewrites
+INDEPENDENT = {
+    "solution": ROOT / "solutions" / SCALER,
+    "plain_style": ROOT / "tests" / "catalogue" / "variants" / "plain_style" / SCALER,
+    "tensor_scale_lazy": ROOT / "tests" / "catalogue" / "variants" / "tensor_scale_lazy" / SCALER,
+}
+
+
+def _submission(folder: Path, files: dict[str, str]) -> inputs.Submission:
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    return inputs.Submission(folder.name, folder, str(folder))
+
+
+def _pair_scores(report: similarity.Report, file: str = SCALER) -> dict[frozenset[str], float]:
+    return {frozenset((p.a.key, p.b.key)): p.files[file].similarity for p in report.pairs if file in p.files}
+
+
+def test_disguised_copies_rank_above_every_pair_of_independent_solutions(tmp_path: Path) -> None:
+    subs = []
+    for base, path in INDEPENDENT.items():
+        code = path.read_text()
+        subs.append(_submission(tmp_path / base, {SCALER: code}))
+        for name, transform in TRANSFORMS.items():
+            changed = transform(code)
+            assert changed != code
+            subs.append(_submission(tmp_path / f"{base}--{name}", {SCALER: changed}))
+        subs.append(_submission(tmp_path / f"{base}--all", {SCALER: disguise(code)}))
+    report = similarity.analyse(subs)
+    scores = _pair_scores(report)
+    independent = [scores.get(frozenset(pair), 0.0) for pair in itertools.combinations(INDEPENDENT, 2)]
+    copies = [scores.get(frozenset((base, s.name)), 0.0) for base in INDEPENDENT for s in subs
+              if s.name.startswith(base + "--")]
+    assert len(copies) == len(INDEPENDENT) * (len(TRANSFORMS) + 1)
+    assert min(copies) > max(independent), (sorted(copies)[:3], independent)
+    assert min(copies) >= 0.8 and max(independent) < 0.5  # not a near tie either
+
+
+def test_untouched_skeletons_score_zero_after_removing_the_boilerplate(tmp_path: Path) -> None:
+    skeleton = {name: (ROOT / "assignment" / name).read_text() for name in similarity.FILES}
+    first = _submission(tmp_path / "first", skeleton)
+    second = _submission(tmp_path / "second", {name: "# my homework\n\n" + text.replace("    ", "    ")
+                                               for name, text in skeleton.items()})
+    report = similarity.analyse([first, second])
+    assert all(f.similarity <= 0.01 for p in report.pairs for f in p.files.values()), report.pairs
+    # without removing it, the same two files are near-identical: the removal is what makes them 0
+    raw = [similarity.fingerprint(skeleton[SCALER]) for _ in range(2)]
+    assert similarity.all_pairs(raw)[1][0, 1] > 0.9
+
+
+def test_all_pairs_gives_copydetects_numbers() -> None:
+    from copydetect.detector import compare_files
+
+    boilerplate = similarity.boilerplate_for(SCALER)
+    codes = [p.read_text() for p in INDEPENDENT.values()]
+    codes += [TRANSFORMS["reorder_methods"](codes[0]), (ROOT / "assignment" / SCALER).read_text(),
+              (ROOT / "examples" / "partially_correct" / SCALER).read_text(), ""]
+    prints = [similarity.fingerprint(code, boilerplate) for code in codes]
+    overlap, score = similarity.all_pairs(prints)
+    for i, j in itertools.permutations(range(len(prints)), 2):
+        tokens, (mine, _), _ = compare_files(prints[i], prints[j])
+        assert overlap[i, j] == tokens and score[i, j] == pytest.approx(float(mine)), (i, j)
+
+
+def test_default_threshold_is_the_outlier_fence_within_bounds() -> None:
+    scores = [0.1, 0.2, 0.2, 0.3, 0.3, 0.3, 0.4, 0.4, 0.95, 1.0]
+    threshold, reason = similarity.default_threshold(scores)
+    q1, _, q3 = np.percentile(scores, [25, 50, 75])
+    assert threshold == pytest.approx(min(0.95, max(0.5, q3 + 1.5 * (q3 - q1))), abs=1e-4)
+    assert "Q3 + 1.5 IQR" in reason
+    assert similarity.default_threshold([0.0] * 3)[0] == similarity.THRESHOLD_FLOOR  # too few pairs
+    assert similarity.default_threshold([0.5, 0.9] * 10)[0] == similarity.THRESHOLD_CEILING
+
+
+def test_escaping_helpers() -> None:
+    assert csv_cell("=HYPERLINK(1)") == "'=HYPERLINK(1)" and csv_cell("@x") == "'@x" and csv_cell(-1.5) == -1.5
+    assert csv_cell("Ada") == "Ada"
+    assert markdown_text("a|b *c*\n[x](y)") == r"a\|b \*c\* \[x\]\(y\)"
+
+
+EVIL = "=HYPERLINK(\"x\") <script>alert(1)</script> *Mallory* | Doe"
+
+
+def _export_with_a_copy(root: Path) -> Path:
+    """A Gradescope export: two students with a disguised copy, one independent, names with markup."""
+    meta = "".join(f"submission_{n}:\n  :submitters:\n  - :name: '{name}'\n    :sid: '{n}'\n"
+                   for n, name in ((1, EVIL), (2, "Bob Original"), (3, "Carol Independent")))
+    export = root / "export"
+    export.mkdir()
+    (export / "submission_metadata.yml").write_text(meta)
+    solution = {name: (ROOT / "solutions" / name).read_text() for name in similarity.FILES}
+    for n, files in ((1, {k: disguise(v) for k, v in solution.items()}), (2, solution),
+                     (3, {SCALER: INDEPENDENT["plain_style"].read_text()})):
+        for name, text in files.items():
+            (export / f"submission_{n}").mkdir(exist_ok=True)
+            (export / f"submission_{n}" / name).write_text(text)
+    return export
+
+
+def test_cli_writes_csv_and_html_with_names_escaped(tmp_path: Path) -> None:
+    export = _export_with_a_copy(tmp_path)
+    reference = tmp_path / "last_year"
+    shutil.copytree(export / "submission_2", reference / "old_bob")
+    shutil.copytree(export / "submission_3", reference / "old_carol")
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "autograder", "similarity", str(export), "--out", str(out),
+                           "--similarity-reference", str(reference)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    with open(out / "similarity.csv", newline="") as stream:
+        rows = list(csv.DictReader(stream))
+    assert list(rows[0]) == similarity.CSV_HEADER
+    top = {(r["submission_a"], r["submission_b"]) for r in rows if float(r["similarity"]) > 0.8}
+    assert ("submission_1", "submission_2") in top
+    assert ("submission_2", "reference/old_bob") in top  # last year's copy of the same code
+    evil = next(r for r in rows if r["submission_a"] == "submission_1")
+    assert evil["name_a"].startswith("'=HYPERLINK") and "Mallory" in evil["name_a"]
+    assert any(r["name_b"] == "Bob Original (submission_2)" for r in rows)
+    html = (out / "similarity.html").read_text()
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "Bob Original" in html and "<mark class='match'>" in html
+    assert r"\*Mallory\* \| Doe" in done.stdout  # the Markdown section escapes names
+
+
+def test_bad_reference_path_exits_2(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "autograder", "similarity", str(ROOT / "solutions"), "--out",
+                           str(tmp_path / "o"), "--similarity-reference", str(tmp_path / "missing")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "no such file or folder" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_html_report_shows_matched_regions_in_headless_chromium(tmp_path: Path) -> None:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        pytest.skip("no chromium here (Debian: apt-get install chromium)")
+    export = _export_with_a_copy(tmp_path)
+    report = similarity.analyse(inputs.discover([export], tmp_path / "scratch").submissions)
+    similarity.write_outputs(tmp_path, report)
+    page = (tmp_path / "similarity.html").as_uri()
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
+             f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([browser, *flags, "--dump-dom", page], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    # the browser's parsed DOM: one flagged pair, both files side by side, highlighted matches, names as text
+    assert "id=\"pair-1\"" in dom.stdout and "id=\"pair-2\"" not in dom.stdout
+    assert dom.stdout.count("<mark class=\"match\">") >= 10
+    assert "Bob Original" in dom.stdout and "&lt;script&gt;" in dom.stdout and "<script>" not in dom.stdout
+    shot = tmp_path / "similarity.png"
+    done = subprocess.run([browser, *flags, "--window-size=1400,1400", f"--screenshot={shot}", page],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
+    from matplotlib import image
+
+    pixels = image.imread(str(shot))[..., :3]
+    highlight = np.all(np.abs(pixels - np.array([0xff, 0xb3, 0xb3]) / 255) < 0.03, axis=-1)
+    assert highlight.mean() > 0.01  # the matched regions are visibly highlighted
+    keep = ROOT / "out" / "test-screenshots"
+    keep.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, keep / "similarity.png")  # for a human to look at
