@@ -51,7 +51,10 @@ def csv_text(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def kill_uid(uid: int) -> None:
-    """Kill every process owned by ``uid`` (root only): catches escapes from a process group."""
+    """Kill every process owned by ``uid`` and remove its SysV IPC objects (root only).
+
+    Catches escapes from a process group, and shared memory that would outlive every process.
+    """
     if os.geteuid() != 0:
         return
     pid = os.fork()
@@ -63,3 +66,6 @@ def kill_uid(uid: int) -> None:
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
+    from autograder.confine import remove_ipc_objects  # light: standard library only
+
+    remove_ipc_objects(uid)

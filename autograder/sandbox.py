@@ -50,6 +50,7 @@ import torch
 from checks import gpu_scenarios, probes  # noqa: F401 - preloaded into the zygote; no CUDA at import
 from checks import harness
 
+from autograder import confine
 from autograder.files import kill_uid
 
 IMPORT_ORDER = ("answers", "loss_scaler", "amp_step")
@@ -74,7 +75,6 @@ PRIVATE_TOPS = ("/work", "/home", "/root", "/srv", "/mnt", "/opt", "/autograder"
                 str(REPO_ROOT.parent))
 OUTPUT_KEEP_BYTES = 7 * 1024  # with the "more bytes not shown" notice, within results.OUTPUT_LIMIT
 
-_CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWUSER = 0x00020000, 0x40000000, 0x10000000
 _MS_REC, _MS_PRIVATE, _MS_RDONLY, _MS_BIND = 0x4000, 0x40000, 0x1, 0x1000
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -169,20 +169,12 @@ def _cover(libc: Any, folder: str, keep: list[str], options: bytes) -> None:
             os.close(fd)
 
 
-def _isolate(request: SpawnRequest) -> None:
-    """Namespaces, hidden folders, rlimits and the unprivileged uid (best effort where not root)."""
+def _isolate(request: SpawnRequest) -> bool:
+    """Namespaces, hidden folders, rlimits and the unprivileged uid (best effort); True if namespaces worked."""
     libc = _libc()
     is_root = os.geteuid() == 0
-    flags = _CLONE_NEWNS | _CLONE_NEWNET | (0 if is_root else _CLONE_NEWUSER)
-    uid, gid = os.geteuid(), os.getegid()
-    if libc.unshare(flags) == 0:
-        if not is_root:
-            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-                try:
-                    Path(f"/proc/self/{name}").write_text(text)
-                except OSError:
-                    pass
-        libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None)
+    namespaces = confine.enter_namespaces(libc, is_root)  # mount, net, IPC, PID (+user); see autograder.confine
+    if namespaces:
         keep = [os.path.realpath(p) for p in (request.submission, request.scratch, sys.prefix, sys.base_prefix,
                                               os.path.dirname(torch.__file__))]
         for path in PRIVATE_TOPS:
@@ -194,6 +186,7 @@ def _isolate(request: SpawnRequest) -> None:
             _cover(libc, os.path.realpath(path), keep, b"mode=0755,size=64k")
         if request.uid is not None:
             _expose_interpreter(libc, request.scratch)
+        confine.cap_scratch(libc, request.scratch, request.uid)
     limits = request.limits
     for name, value in (
         (resource.RLIMIT_AS, limits.memory_bytes),
@@ -209,6 +202,7 @@ def _isolate(request: SpawnRequest) -> None:
         os.setgroups([])
         os.setgid(request.uid)
         os.setuid(request.uid)
+    return namespaces
 
 
 def _send(fd: int, message: dict[str, Any]) -> None:
@@ -229,9 +223,9 @@ def _child_main(request: SpawnRequest, fds: list[int]) -> None:
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
         os.close(output_fd)
-        _isolate(request)
+        namespaces = _isolate(request)
         os.chdir(request.scratch)
-        os.environ.update(HOME=request.scratch, TMPDIR=request.scratch, PYTHONDONTWRITEBYTECODE="1")
+        isolation = confine.confine(request.submission, request.scratch, namespaces)  # also a clean environment
         sys.dont_write_bytecode = True
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
@@ -248,7 +242,7 @@ def _child_main(request: SpawnRequest, fds: list[int]) -> None:
             except harness.SubmissionFault as exc:
                 fault = str(exc)
             _send(reply_fd, {"imported": name, "fault": fault})
-        _send(reply_fd, {"ready": True})
+        _send(reply_fd, {"ready": True, "isolation": isolation})
         with open(request_fd, "rb", closefd=False) as requests:
             for line in requests:
                 message = json.loads(line)
@@ -382,6 +376,8 @@ class SandboxRunner:
         self._next_id = 0
         self._test_fault: str | None = None
         self.hangs: dict[str, int] = {}  # contract module -> calls that timed out while needing it
+        self.isolation: str | None = None  # the level the last student process reached (autograder.confine)
+        self._scratch_guard: confine.ScratchGuard | None = None
 
     def begin_test(self, name: str) -> None:
         """A new test starts: forget the previous test's hang or crash (see :meth:`run`)."""
@@ -392,6 +388,7 @@ class SandboxRunner:
     def _start(self) -> None:
         if self.uid is not None:
             os.chown(self._scratch, self.uid, self.uid)
+        confine.grant_submission(self.submission, self.uid)
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
         output_r, output_w = os.pipe()
@@ -427,6 +424,18 @@ class SandboxRunner:
         if not (ready and ready.get("ready")):
             self._kill()
             raise harness.SubmissionFault("the submission's process did not start properly")
+        self.isolation = str(ready.get("isolation") or "none")
+        if self.isolation != "namespaces" and self._scratch_guard is None:  # no size-capped tmpfs there
+            self._scratch_guard = confine.ScratchGuard(self._scratch, self._stop_process)
+            self._scratch_guard.start()
+
+    def _stop_process(self) -> None:
+        pid = self._pid
+        if pid is not None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def _kill(self) -> None:
         if self._pid is not None:
@@ -445,6 +454,8 @@ class SandboxRunner:
         self._pid, self._request_fd, self._reply_fd, self._pidfd = None, -1, -1, -1
 
     def close(self) -> None:
+        if self._scratch_guard is not None:
+            self._scratch_guard.cancel()
         self._kill()
         shutil.rmtree(self._scratch, ignore_errors=True)
 
