@@ -131,22 +131,25 @@ def cap_scratch(libc: Any, scratch: str, uid: int | None) -> None:
 # --------------------------------------------------------------------------- Landlock and seccomp
 
 
+def _interpreter_roots() -> set[str]:
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        paths.add(sysconfig.get_paths().get(key, "/usr"))
+    return paths
+
+
+#: Computed at import (as the grader): after the uid switch sysconfig's lazy imports may be unreadable.
+_INTERPRETER_ROOTS = _interpreter_roots()
+
+
 def _readable_roots(submission: str) -> list[str]:
     # Not all of /proc: other processes' command lines would show (without a PID namespace).
     paths = {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", f"/proc/{os.getpid()}", "/proc/cpuinfo",
-             "/proc/meminfo", "/proc/stat", "/sys/devices/system/cpu",
-             "/dev/urandom", "/dev/random", "/dev/zero", sys.prefix, sys.base_prefix, sys.exec_prefix, submission}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        try:
-            paths.add(sysconfig.get_paths()[key])
-        except KeyError:
-            pass
-    try:
-        import torch
-
-        paths.add(os.path.dirname(os.path.dirname(torch.__file__)))  # its site-packages (native libraries)
-    except ImportError:
-        pass
+             "/proc/meminfo", "/proc/stat", "/sys/devices/system/cpu", "/dev/urandom", "/dev/random", "/dev/zero",
+             submission, *_INTERPRETER_ROOTS}
+    torch = sys.modules.get("torch")  # loaded by the zygote: its site-packages holds native libraries
+    if torch is not None and getattr(torch, "__file__", None):
+        paths.add(os.path.dirname(os.path.dirname(torch.__file__)))
     return sorted(p for p in {os.path.realpath(p) for p in paths} | paths if os.path.exists(p))
 
 

@@ -80,6 +80,22 @@ def run(root: Path) -> int:
             for private in (root / "source", root / "results"):
                 if private.exists():
                     private.chmod(0o700)
+        from autograder import confine
+
+        required = confine.required_level()  # $AMP_MIN_ISOLATION
+        if required is not None:
+            reached = confine.probe_level()
+            refused = confine.refusal(reached, required)
+            if refused:
+                from autograder.files import write_json_atomic
+                from autograder.results import error_results
+
+                print(refused)  # the staff log
+                data = error_results("The autograder refused to grade here because this machine cannot isolate "
+                                     "student code well enough (not your fault). Staff have been told.")
+                data["extra_data"] = {"isolation": reached, "refused": refused}
+                write_json_atomic(results_path, data)
+                return 0
         start_zygote()
         import gc
 

@@ -50,7 +50,7 @@ import torch
 from checks import gpu_scenarios, probes  # noqa: F401 - preloaded into the zygote; no CUDA at import
 from checks import harness
 
-from autograder import confine
+from autograder import budget, confine
 from autograder.files import kill_uid
 
 IMPORT_ORDER = ("answers", "loss_scaler", "amp_step")
@@ -83,16 +83,16 @@ _PR_SET_CHILD_SUBREAPER = 36
 class Limits:
     """Resource limits for one student process (seconds and bytes)."""
 
-    call_seconds: float = 20.0  # one call, unless the test asks for longer (up to max_call_seconds)
-    import_seconds: float = 10.0
-    submission_seconds: float = 900.0  # a safety net only: it depends on machine load, the hang budget does not
+    call_seconds: float = budget.CALL_SECONDS  # one call, unless the test asks for longer (up to max_call_seconds)
+    import_seconds: float = budget.IMPORT_SECONDS
+    submission_seconds: float = budget.SUBMISSION_SECONDS  # wall time for everything, intake included
     hangs_per_module: int = 3  # after this many hangs, tests needing that file fail at once (deterministic)
     memory_bytes: int | None = 4 * 2**30
     cpu_seconds: int = 600
     processes: int = 64
     file_bytes: int = 16 * 2**20
     open_files: int = 256
-    max_call_seconds: float = 120.0
+    max_call_seconds: float = budget.MAX_CALL_SECONDS
 
 
 def default_limits() -> Limits:
@@ -378,10 +378,25 @@ class SandboxRunner:
         self.hangs: dict[str, int] = {}  # contract module -> calls that timed out while needing it
         self.isolation: str | None = None  # the level the last student process reached (autograder.confine)
         self._scratch_guard: confine.ScratchGuard | None = None
+        #: The sandbox's own record of the limits hit: test node id -> kind (budget.LIMIT_KINDS); reports
+        #: classify by this, never by message text (which student code can imitate).
+        self.limits_hit: dict[str, str] = {}
+        self._test = ""
+        self._import_limit: dict[str, str] = {}  # contract module -> kind, for imports that hit a limit
+        self._test_fault_kind = ""
 
     def begin_test(self, name: str) -> None:
         """A new test starts: forget the previous test's hang or crash (see :meth:`run`)."""
-        self._test_fault = None
+        self._test_fault, self._test_fault_kind = None, ""
+        self._test = name
+
+    def _budget_left(self) -> float:
+        return self.limits.submission_seconds - (time.monotonic() - self.started)
+
+    def _limit(self, kind: str, message: str) -> NoReturn:
+        """Record that the current test hit a limit of ``kind``, then fail it with ``message``."""
+        self.limits_hit.setdefault(self._test, kind)
+        self._fault(message)
 
     # -- lifecycle
 
@@ -406,9 +421,10 @@ class SandboxRunner:
         for name in IMPORT_ORDER:
             if name in self.import_faults:
                 continue
-            message = self._read(self.limits.import_seconds)
+            message = self._read(max(0.1, min(self.limits.import_seconds, self._budget_left())))
             if message is None:
                 alive = self._pid is not None
+                self._import_limit[name] = budget.TIME_LIMIT if alive else budget.CRASH_LIMIT
                 self.import_faults[name] = (
                     f"importing {harness.CONTRACT_FILES[name]} did not finish within "
                     f"{self.limits.import_seconds:.0f} s (an infinite loop at module level?)"
@@ -420,7 +436,7 @@ class SandboxRunner:
                 return self._start()
             if message.get("imported") == name and message.get("fault"):
                 self.import_faults[name] = message["fault"]
-        ready = self._read(self.limits.import_seconds)
+        ready = self._read(max(0.1, min(self.limits.import_seconds, self._budget_left())))
         if not (ready and ready.get("ready")):
             self._kill()
             raise harness.SubmissionFault("the submission's process did not start properly")
@@ -514,21 +530,25 @@ class SandboxRunner:
     def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
         """Run ``scenario`` in the student process; raise SubmissionFault if it cannot."""
         if self._test_fault:  # one hang or crash per test: hypothesis must not wait for every example to time out
+            if self._test_fault_kind:
+                self._limit(self._test_fault_kind, self._test_fault)
             self._fault(self._test_fault)
-        if time.monotonic() - self.started > self.limits.submission_seconds:
-            self._fault(f"the submission used up its total time budget of {self.limits.submission_seconds:.0f} s")
+        if self._budget_left() <= 0:
+            self._limit(budget.TIME_LIMIT, budget.used_up_message(self.limits.submission_seconds))
         for name in self.needs(scenario, args):
+            if name in self._import_limit:
+                self._limit(self._import_limit[name], self.import_faults[name])
             if name in self.import_faults:
                 self._fault(self.import_faults[name])
             if self.hangs.get(name, 0) >= self.limits.hangs_per_module:
-                self._fault(f"your code hung {self.hangs[name]} times in earlier tests that use "
+                self._limit(budget.TIME_LIMIT, f"your code hung {self.hangs[name]} times in earlier tests that use "
                             f"{harness.CONTRACT_FILES[name]}; the remaining ones are not run (they score 0)")
         if self._pid is None:
             try:
                 self._start()
             except harness.SubmissionFault as exc:
-                self._test_fault = str(exc)
-                self._fault(self._test_fault)
+                self._test_fault, self._test_fault_kind = str(exc), budget.CRASH_LIMIT
+                self._limit(budget.CRASH_LIMIT, self._test_fault)
             return self.run(scenario, args, timeout=timeout)
         self._next_id += 1
         payload = (json.dumps({"id": self._next_id, "scenario": scenario, "args": args}) + "\n").encode()
@@ -539,23 +559,33 @@ class SandboxRunner:
             written = False
         if not written:
             self._kill()
-            self._fault("the submission's process ended unexpectedly")
+            self._limit(budget.CRASH_LIMIT, "the submission's process ended unexpectedly")
         limit = min(timeout, self.limits.max_call_seconds) if timeout else self.limits.call_seconds
+        cut_by_budget = self._budget_left() < limit  # the call may use only what is left of the budget
+        limit = max(0.1, min(limit, self._budget_left()))
         reply = self._read(limit)
         if reply is None:
             hung = self._pid is not None
             self._kill()
-            if hung:
+            if hung and cut_by_budget:
+                self._test_fault = budget.used_up_message(self.limits.submission_seconds)
+            elif hung:
                 for name in self.needs(scenario, args):
                     self.hangs[name] = self.hangs.get(name, 0) + 1
-            self._test_fault = (  # the rest of this test fails at once: no restart per hypothesis example
+            self._test_fault = self._test_fault if hung and cut_by_budget else (
+                # the rest of this test fails at once: no restart per hypothesis example
                 f"your code did not finish within {limit:.0f} s (an infinite loop?); it was stopped" if hung else
                 "your code ended the process while it ran (sys.exit, os._exit, a crash or a memory limit)")
-            self._fault(self._test_fault)
+            if not hung and self._scratch_guard is not None and self._scratch_guard.exceeded:
+                self._test_fault = (f"your code wrote more than {confine.SCRATCH_BYTES // 2**20} MiB (or "
+                                    f"{confine.SCRATCH_ENTRIES} files) to its scratch folder; it was stopped")
+            self._test_fault_kind = budget.TIME_LIMIT if hung else budget.CRASH_LIMIT
+            self._limit(self._test_fault_kind, self._test_fault)
         if reply.get("id") != self._next_id or ("ok" not in reply and "fault" not in reply):
             self._kill()
             self._test_fault = str(reply.get("fault") or "the submission's process sent an unexpected reply")
-            self._fault(self._test_fault)
+            self._test_fault_kind = budget.INTERFERED
+            self._limit(budget.INTERFERED, self._test_fault)
         if "fault" in reply:
             self._fault(str(reply["fault"]))
         return reply["ok"]
