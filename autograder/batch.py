@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from autograder import budget, inputs, rubric, summary
+from autograder.escape import strip_controls
 from autograder.files import kill_uid
 from autograder.inputs import Submission
 from autograder.ledger import Entry, Ledger
@@ -548,7 +549,7 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
     except inputs.InputError as exc:
         raise UsageError(str(exc)) from None
     for note in found.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {strip_controls(note)}", file=sys.stderr)  # names from the input: no escape codes
     grader = grader_fingerprint(options.limits)
     digests = {s.name: inputs.content_digest(s.path) for s in found.submissions}
     ledger = Ledger(out / "ledger.sqlite")

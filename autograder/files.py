@@ -42,11 +42,13 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def csv_text(header: list[str], rows: list[list[Any]]) -> str:
-    """A CSV document (``\\n`` line ends) with ``header`` and ``rows``."""
+    """A CSV document (``\\n`` line ends) with ``header`` and ``rows``; no cell is a spreadsheet formula."""
+    from autograder.escape import csv_cell
+
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
+    writer.writerow([csv_cell(cell) for cell in header])
+    writer.writerows([csv_cell(cell) for cell in row] for row in rows)
     return buffer.getvalue()
 
 
