@@ -21,14 +21,14 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-REQUIREMENTS = ("pytest==9.2.0", "hypothesis==6.170.17", "rich==15.0.0")
+REQUIREMENTS = ("pytest==9.2.0", "hypothesis==6.170.17", "rich==15.0.0", "pyseccomp==0.1.2", "landlock==1.0.0.dev5")
 TORCH = "torch==2.13.0"
 
 SETUP_SH = f"""#!/usr/bin/env bash
 # Gradescope runs this once when it builds the autograder image.
 set -euo pipefail
 apt-get update -q
-apt-get install -y -q python3 python3-pip
+apt-get install -y -q python3 python3-pip libseccomp2  # libseccomp2: the seccomp layer (autograder/confine.py)
 # A CPU-only torch: Gradescope has no GPU, and the CUDA build is several GB.
 python3 -m pip install --no-cache-dir {TORCH} --index-url https://download.pytorch.org/whl/cpu
 python3 -m pip install --no-cache-dir -r /autograder/source/requirements.txt
