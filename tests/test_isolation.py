@@ -119,13 +119,15 @@ def _probe():  # hostile: network, grader files, SysV IPC, a daemon, files outsi
     import ctypes, json, os, socket, subprocess
     report = {{}}
     try:
-        socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+        client = socket.socket()
+        client.settimeout(2)
+        client.connect((b"127.0.0.1", {port}))  # bytes: no lazy import of the idna codec
         report["net"] = "connected"
-    except OSError as exc:
+    except Exception as exc:
         report["net"] = type(exc).__name__
     try:
         report["read"] = len(open({secret!r}).read())
-    except OSError as exc:
+    except Exception as exc:
         report["read"] = type(exc).__name__
     libc = ctypes.CDLL(None, use_errno=True)
     report["shm"] = libc.shmget({key}, 1 << 20, 0o1666)  # IPC_CREAT | 0666
@@ -133,14 +135,14 @@ def _probe():  # hostile: network, grader files, SysV IPC, a daemon, files outsi
         subprocess.Popen(["/bin/sh", "-c", "sleep 300; : {token}"], start_new_session=True,
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         report["daemon"] = "started"
-    except OSError as exc:
+    except Exception as exc:
         report["daemon"] = type(exc).__name__
     for folder in ("/tmp", "/var/tmp", "/dev/shm"):
         try:
             with open(os.path.join(folder, "{token}"), "w") as stream:
                 stream.write("left behind")
             report[folder] = "written"
-        except OSError as exc:
+        except Exception as exc:
             report[folder] = type(exc).__name__
     report["env"] = sorted(os.environ)
     print("PROBE " + json.dumps(report))
@@ -310,7 +312,7 @@ def test_staged_submissions_stay_private_with_tmpdir_elsewhere(tmp_path: Path) -
 
 SLOW = '''
 
-_original_init = LossScaler.__init__
+_original_init = ToyLossScaler.__init__
 
 
 def _slow_init(self, *args, **kwargs):  # slow, not hanging: just under the call limit
@@ -319,7 +321,7 @@ def _slow_init(self, *args, **kwargs):  # slow, not hanging: just under the call
     _original_init(self, *args, **kwargs)
 
 
-LossScaler.__init__ = _slow_init
+ToyLossScaler.__init__ = _slow_init
 '''
 
 
