@@ -135,7 +135,7 @@ def feedback_markdown(submission: Submission, entry: Entry) -> str:
               f"({_fmt(rubric.GPU_PART_POINTS)} points) is graded separately by staff).", ""]
     if entry.status == "errored":
         lines += ["**Your submission could not be graded:** " + markdown_inline(entry.reason or "see below."), ""]
-    output = str(data.get("output", "")).strip()
+    output = strip_controls(str(data.get("output", "")), keep_newlines=True).strip()  # fenced: no escape codes
     if output and not output.startswith("Graded "):
         fence = _fence(output)
         lines += ["## About your submission", "", fence + "text", output, fence, ""]
@@ -148,7 +148,7 @@ def feedback_markdown(submission: Submission, entry: Entry) -> str:
     if failing:
         lines += ["", "## What went wrong", ""]
         for test in failing:
-            text = str(test.get("output", "")).strip()
+            text = strip_controls(str(test.get("output", "")), keep_newlines=True).strip()
             fence = _fence(text)
             lines += [f"### {markdown_inline(test.get('name', ''))}", "", fence + "text", text, fence, ""]
     informational = [t for t in data.get("tests", []) if not t.get("max_score", 0) and not t.get("status")]

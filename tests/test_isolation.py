@@ -72,7 +72,7 @@ def grade_as(mode: str, paths: list[Path], out: Path, *extra: str, env: dict[str
             for item in [path, *path.rglob("*")]:
                 os.chown(item, NOBODY, NOBODY)
     command = MODES[mode] + [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
-                             "--jobs", "1", "--no-progress", *extra]
+                             "--jobs", "1", *(extra or ("--no-progress",))]
     environment = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=environment)
 
@@ -443,6 +443,19 @@ def test_escapes_are_total() -> None:
     assert escape.csv_cell(-1.5) == -1.5  # numbers are never text
 
 
+def outside_code_fences(markdown: str) -> str:
+    kept, fence = [], ""
+    for line in markdown.splitlines():
+        stripped = line.strip()
+        if fence and stripped == fence:
+            fence = ""
+        elif not fence and stripped.startswith("```"):
+            fence = stripped.rstrip("text")
+        elif not fence:
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def test_injection_in_every_field_of_a_gradescope_export(tmp_path: Path) -> None:
     export = tmp_path / "export"
     first = export / "submission_1"
@@ -451,7 +464,7 @@ def test_injection_in_every_field_of_a_gradescope_export(tmp_path: Path) -> None
         shutil.copy(SOLUTIONS / name, first / name)
     second = export / "submission_2"
     second.mkdir()
-    evil_name = "e[/b]\x1b[2J<img src=x onerror=alert(1)>**Score: 90 / 90**=1+1.zip"
+    evil_name = "e[b]\x1b[2J<img src=x onerror=alert(1)>**Score: 90**=1+1.zip"  # a name cannot hold "/"
     (second / evil_name).write_bytes(b"PK\x03\x04 not really a zip")
     people = [{":name:": INJECTIONS[6] + " " + INJECTIONS[7], ":sid:": INJECTIONS[1], ":email:": INJECTIONS[3]},
               {":name:": INJECTIONS[0], ":sid:": INJECTIONS[2], ":email:": INJECTIONS[4]}]
@@ -470,12 +483,27 @@ def test_injection_in_every_field_of_a_gradescope_export(tmp_path: Path) -> None
             assert not cell.startswith(escape.FORMULA_PREFIXES), cell
     for path in [out / "summary.md", *out.glob("*/feedback.md")]:
         text = path.read_text()
-        assert "<img" not in text and "\x1b" not in text, path
+        assert "\x1b" not in text and "\x07" not in text, path
+        assert "<img" not in outside_code_fences(text), path  # inside a fence Markdown shows it as typed
     feedback = (out / "submission_1" / "feedback.md").read_text()
     score_lines = [line for line in feedback.splitlines() if "Score:" in line]
     assert score_lines[0].startswith("**Score: 90 / 90**")  # the real one comes first...
     assert all("\\*\\*Score" in line for line in score_lines[1:])  # ...and the forged one is shown as typed
     assert "not a readable zip" in (out / "summary.md").read_text()
+
+
+def test_console_report_survives_markup_and_escape_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    from autograder import inputs, rubric, summary
+    from autograder.ledger import Entry
+
+    reason = "x.zip holds [/b] and \x1b]0;pwned\x07 \x1b[2J"
+    results = {"score": 0.0, "tests": [{"number": item.number, "score": 0.0, "max_score": item.points,
+                                        "status": "failed", "output": "x"} for item in rubric.ITEMS]}
+    rows = [(inputs.Submission("s[/b]", Path("s"), "s"), Entry("s[/b]", "d", "g", "errored", 0.0, 90.0, results,
+                                                                reason=reason))]
+    summary.print_report(rows, summary.summarize(rows), Path("/out"))
+    shown = capsys.readouterr().out
+    assert "[/b]" in shown and "\x1b" not in shown and "\x07" not in shown
 
 
 # --------------------------------------------------------------------------- one set of examples
