@@ -6,7 +6,7 @@ One function per destination, each total and linear-time:
   is read as a formula by Excel/Sheets): such text gets a leading ``'``.
 * :func:`markdown_inline`: Markdown and HTML in running text or a table cell (``feedback.md``,
   ``summary.md``): control characters and line breaks become spaces, ``& < >`` become
-  entities and Markdown's punctuation is backslash-escaped, so ``**Score: 90 / 90**`` or
+  entities and Markdown's formatting characters are backslash-escaped, so ``**Score: 90 / 90**`` or
   ``<img onerror=…>`` show as typed.
 * :func:`console`: ``rich`` markup (``[/b]`` made the final table raise) and terminal
   control sequences (escape codes reached the TA's terminal) for console output.
@@ -15,7 +15,7 @@ One function per destination, each total and linear-time:
 from __future__ import annotations
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-_MARKDOWN_SPECIAL = set("\\`*_{}[]()#+-.!|~>")
+_MARKDOWN_SPECIAL = set("\\`*[]|~")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
@@ -38,11 +38,21 @@ def csv_cell(value: object) -> object:
 
 
 def markdown_inline(text: object) -> str:
-    """``text`` shown literally in one line of Markdown (also safe inside a table cell)."""
+    """``text`` shown literally in one line of Markdown (also safe inside a table cell).
+
+    Escapes what can start formatting mid-line: backslash, backtick, ``*``, ``~``, brackets (links,
+    images), ``|`` (table cells), ``_`` unless inside a word (where CommonMark never reads it as
+    emphasis: ``submission_101`` stays readable), and ``& < >`` as HTML entities.  The callers never
+    put input at the start of a line, where ``#``, ``-`` or ``+`` would matter.
+    """
+    chars = strip_controls(str(text))
     out = []
-    for char in strip_controls(str(text)):
+    for k, char in enumerate(chars):
         if char in _HTML:
             out.append(_HTML[char])
+        elif char == "_":
+            inside_word = 0 < k < len(chars) - 1 and chars[k - 1].isalnum() and chars[k + 1].isalnum()
+            out.append("_" if inside_word else "\\_")
         elif char in _MARKDOWN_SPECIAL:
             out.append("\\" + char)
         else:
