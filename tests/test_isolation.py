@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -39,8 +40,10 @@ def _runs_as_nobody() -> bool:
     """Whether an unprivileged uid can start this interpreter (a pyenv under /root cannot)."""
     if not (IS_ROOT and HAS_SETPRIV):
         return False
+    check = ("import subprocess, sys; "  # the batch starts its workers with sys.executable: that must work too
+             "subprocess.run([sys.executable, '-c', 'import torch, pyseccomp, landlock'], check=True)")
     done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable,
-                           "-c", "import torch, pyseccomp, landlock"], capture_output=True, timeout=120)
+                           "-c", check], capture_output=True, timeout=120)
     return done.returncode == 0
 
 
@@ -180,11 +183,21 @@ def _expected_level(mode: str) -> str:
     return "namespaces"
 
 
+@pytest.fixture
+def workspace(tmp_path: Path) -> Any:
+    """A folder every uid may enter (pytest's own tmp folders are 0700 root), removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="amp-isolation-test-", dir="/var/tmp"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.parametrize("mode", list(MODES))
-def test_confinement_holds_in_every_mode(mode: str, tmp_path: Path) -> None:
+def test_confinement_holds_in_every_mode(mode: str, workspace: Path) -> None:
     reason = _skip_reason(mode)
     if reason:
         pytest.skip(reason)
+    tmp_path = workspace
     token = f"amp-probe-{uuid.uuid4().hex[:12]}"
     key = int(uuid.uuid4().hex[:7], 16)
     listener = Listener()
@@ -215,6 +228,66 @@ def test_confinement_holds_in_every_mode(mode: str, tmp_path: Path) -> None:
     assert level == _expected_level(mode) if mode != "unprivileged" else level in confine.LEVELS[1:]
     assert f"isolation level: {level}" in (tmp_path / "out" / "probe" / "staff.log").read_text()
     assert f"- {escape.markdown_inline(level)}: 1 submission(s)" in (tmp_path / "out" / "summary.md").read_text()
+
+
+CONFINED_CHILD = """
+import json, os, socket, sys
+sys.path[:0] = [{site!r}, {root!r}]
+from autograder import confine
+level = confine.probe_level()
+read_fd, write_fd = os.pipe()
+pid = os.fork()
+if pid == 0:  # a student process as the sandbox makes it, minus torch: namespaces, then Landlock + seccomp
+    import ctypes
+    spaced = confine.enter_namespaces(ctypes.CDLL(None, use_errno=True), False)
+    scratch = {scratch!r}
+    report = {{"level": confine.confine(scratch, scratch, spaced)}}
+    try:
+        client = socket.socket()
+        client.settimeout(2)
+        client.connect((b"127.0.0.1", {port}))
+        report["net"] = "connected"
+    except Exception as exc:
+        report["net"] = type(exc).__name__
+    try:
+        report["read"] = len(open({secret!r}).read())
+    except Exception as exc:
+        report["read"] = type(exc).__name__
+    os.write(write_fd, json.dumps(report).encode())
+    os._exit(0)
+os.close(write_fd)
+print(json.dumps({{"probe": level, "child": json.loads(os.read(read_fd, 65536) or b"{{}}")}}))
+"""
+
+
+def test_unprivileged_user_gets_confined(workspace: Path) -> None:
+    """As an ordinary user (with the system interpreter where the grader's cannot run as one): the level
+    probed, and a confined process reaches neither the network nor the grader's files."""
+    system_python = Path("/usr/bin/python3")
+    site = Path(confine.__file__).resolve().parents[0]
+    bindings = Path(confine.seccomp.__file__).parent if confine.seccomp is not None else None
+    if not (IS_ROOT and HAS_SETPRIV and system_python.exists() and bindings is not None):
+        pytest.skip("needs root, setpriv, /usr/bin/python3 and the pyseccomp binding")
+    scratch = workspace / "scratch"
+    scratch.mkdir()
+    os.chown(scratch, NOBODY, NOBODY)
+    listener = Listener()
+    secret = ROOT / "autograder" / "hidden" / "test_hidden_scaler.py"
+    code = CONFINED_CHILD.format(site=str(bindings), root=str(site.parent), scratch=str(scratch), port=listener.port,
+                                 secret=str(secret))
+    try:
+        done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                               str(system_python), "-c", code], capture_output=True, text=True, timeout=120,
+                              cwd="/", env={"PATH": "/usr/bin:/bin"})
+    finally:
+        listener.close()
+    if done.returncode != 0 and "No module named" in done.stderr:
+        pytest.skip(f"the system interpreter cannot load the bindings: {done.stderr[-300:]}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = json.loads(done.stdout.splitlines()[-1])
+    assert data["probe"] == data["child"]["level"] != "none"
+    assert listener.accepted == 0 and data["child"]["net"] != "connected"
+    assert isinstance(data["child"]["read"], str)  # a world-readable grader file, yet unreadable here
 
 
 def test_min_isolation_refuses_below_the_level_reached(tmp_path: Path) -> None:
