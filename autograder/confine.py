@@ -385,8 +385,8 @@ def grant_submission(folder: Path, uid: int | None) -> None:
 
     Without a uid switch the folder stays 0700 (the student process runs as the grader).
     """
-    if uid is None or os.geteuid() != 0:
-        return
+    if uid is None or os.geteuid() != 0 or not folder.name.startswith("amp-submission-"):
+        return  # only intake's own staging copies are ever handed over, never a folder given directly
     for path in [folder, *folder.rglob("*")]:
         os.chown(path, 0, uid, follow_symlinks=False)
         os.chmod(path, 0o750 if path.is_dir() else 0o640)

@@ -14,6 +14,9 @@ Design
   the world-writable folders (``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/run/lock``) are covered too (the
   paths the process needs, like its own folders and the interpreter, are bound back), so
   hidden tests cannot be read from ``.git`` and nothing written there outlives the process.
+  :mod:`autograder.confine` adds IPC and PID namespaces, Landlock, seccomp and a clean
+  environment, falls back to what the platform allows, and reports the level reached
+  (the ``ready`` message's ``isolation``; :attr:`SandboxRunner.isolation`).
 * **Protocol.**  Requests and replies are single JSON lines on two pipes; the
   student's stdout/stderr go to a third pipe that a thread drains into a bounded
   buffer.  Nothing from the student process is ever unpickled or executed.
