@@ -301,6 +301,22 @@ def test_min_isolation_refuses_below_the_level_reached(tmp_path: Path) -> None:
     assert done.returncode == 2 and "unknown isolation level 'bogus'" in done.stderr
 
 
+def test_gradescope_refuses_below_amp_min_isolation_with_a_results_file(tmp_path: Path) -> None:
+    if _skip_reason("docker"):
+        pytest.skip(_skip_reason("docker") or "")
+    (tmp_path / "submission").mkdir()
+    (tmp_path / "results").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "AUTOGRADER_ROOT": str(tmp_path),
+           confine.MIN_ISOLATION_ENV: "namespaces"}
+    done = subprocess.run(MODES["docker"] + [sys.executable, "-m", "autograder.gradescope", "run"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert results["score"] == 0 and "refused" in results["output"]
+    assert results["extra_data"]["isolation"] == _expected_level("docker")
+    assert "Refusing to grade" in done.stdout  # the staff-only output
+
+
 HOARDER = '''
 
 def _hoard():  # writes into its scratch folder (the working directory) until refused
