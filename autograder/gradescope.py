@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 import traceback
 import zipfile
 from pathlib import Path
@@ -73,6 +74,7 @@ def build(out: Path) -> Path:
 def run(root: Path) -> int:
     """Grade ``root/submission`` into ``root/results/results.json``; never exits without it."""
     results_path = root / "results" / "results.json"
+    started = time.monotonic()  # execution_time counts everything: start-up and intake too
     try:
         from autograder.sandbox import start_zygote
 
@@ -107,6 +109,7 @@ def run(root: Path) -> int:
         gc.freeze()  # torch's heap out of the collector's sight: grading allocates a lot (see worker._freeze_heap)
 
         data = grade_one(root / "submission", root / "results", extra_private=(root / "source" / "autograder",))
+        data["execution_time"] = round(time.monotonic() - started, 1)
         staff_log = data.pop("_staff_log", "")
         if staff_log:
             print(staff_log)  # run_autograder's stdout: visible to staff only (stdout_visibility hidden)
