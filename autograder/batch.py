@@ -39,14 +39,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from autograder import inputs, regrade, rubric, summary
+from autograder import budget, inputs, regrade, rubric, summary
+from autograder.escape import strip_controls
 from autograder.files import kill_uid
 from autograder.inputs import Submission
 from autograder.ledger import Entry, Ledger
 from autograder.worker import claim_uid
 
 ROOT = Path(__file__).resolve().parent.parent
-GRADER_FILES = ("judge.py", "sandbox.py", "guard.py", "replies.py", "plan.py", "intake.py", "results.py", "rubric.py",
+GRADER_FILES = ("judge.py", "sandbox.py", "guard.py", "replies.py", "plan.py", "confine.py", "budget.py", "intake.py",
+                "results.py", "rubric.py",
                 "static_checks.py", "worker.py",
                 "judge.ini")
 GRADER_ENV = ("AMP_HIDDEN_VISIBILITY", "AMP_GPU_POINTS", "AMP_PUBLIC_TESTS", "AMP_HIDDEN_TESTS", "AMP_SANDBOX_LIMITS",
@@ -80,6 +82,7 @@ class Options:
     similarity: bool = True  # similarity.csv/.html and a summary section (autograder.similarity)
     similarity_threshold: float | None = None  # None: chosen from the pair scores
     similarity_reference: Sequence[Path] = ()  # earlier submissions to compare against
+    min_isolation: str | None = None  # refuse below this confine level (None: $AMP_MIN_ISOLATION, else no minimum)
 
 
 def default_jobs() -> int:
@@ -298,18 +301,16 @@ class LocalPool:
         self.logs = out / ".logs"
         self.config = json.dumps({"hide": list(hide), "limits": limits})
         self.max_per_worker = max(1, max_per_worker)
-        # the sandbox's defaults (not imported: it imports torch), $AMP_SANDBOX_LIMITS, then ours
-        merged: dict[str, Any] = {"submission_seconds": 240.0, "import_seconds": 10.0, "call_seconds": 20.0,
-                                  "max_call_seconds": 120.0}
+        # the sandbox's budget (one number, autograder.budget), $AMP_SANDBOX_LIMITS, then ours
+        merged: dict[str, Any] = {"submission_seconds": budget.SUBMISSION_SECONDS}
         try:
             merged.update(json.loads(os.environ.get("AMP_SANDBOX_LIMITS", "") or "{}"))
         except ValueError:
             pass
         merged.update({k: v for k, v in limits.items() if v})
         #: a worker busy longer than this on one submission is stopped (its limits failed to): the
-        #: budget is checked before each call, so the last call and the imports may run past it
-        self.watchdog = (float(merged["submission_seconds"]) + 3 * float(merged["import_seconds"])
-                         + max(float(merged["call_seconds"]), float(merged.get("max_call_seconds") or 0)) + 60)
+        #: sandbox cuts every call to what is left of the budget, so only the judge's bookkeeping runs past it
+        self.watchdog = budget.watchdog_seconds(float(merged["submission_seconds"]))
 
     def run(self, todo: Sequence[tuple[Submission, str]], finish: Finish) -> None:
         if len(todo) >= PLAN_MIN_PER_WORKER * self.jobs:  # recording the call plan costs about one grading
@@ -541,6 +542,7 @@ def run(paths: Sequence[Path], options: Options) -> int:
     missing = [str(path) for path in [*paths, *options.similarity_reference] if not Path(path).exists()]
     if missing:
         raise UsageError(f"no such file or folder: {', '.join(missing)}")
+    check_isolation(options.min_isolation)
     out = options.out.resolve()
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {options.out} is a file")
@@ -552,6 +554,22 @@ def run(paths: Sequence[Path], options: Options) -> int:
         lock.close()
 
 
+def check_isolation(cli_value: str | None) -> str:
+    """The isolation level student processes reach here; UsageError if below the minimum asked for."""
+    from autograder import confine
+
+    try:
+        required = confine.required_level(cli_value)
+    except ValueError as exc:
+        raise UsageError(f"{exc} (from --min-isolation or ${confine.MIN_ISOLATION_ENV})") from None
+    reached = confine.probe_level()
+    refused = confine.refusal(reached, required) if required else None
+    if refused:
+        raise UsageError(refused)
+    print(f"isolation level for student code here: {reached}", file=sys.stderr)
+    return reached
+
+
 def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
     _sweep_temporary_files(out)
     try:
@@ -559,7 +577,7 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
     except inputs.InputError as exc:
         raise UsageError(str(exc)) from None
     for note in found.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {strip_controls(note)}", file=sys.stderr)  # names from the input: no escape codes
     grader = grader_fingerprint(options.limits)
     digests = {s.name: inputs.content_digest(s.path) for s in found.submissions}
     ledger = Ledger(out / "ledger.sqlite")

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from autograder import rubric
+from autograder import budget, confine, rubric
 from autograder.batch import private_paths  # noqa: F401 - part of this module's API
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,7 +58,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
                             executor=args.executor, progress=args.progress, limits=limits,
                             max_per_worker=args.max_per_worker, slurm=slurm, similarity=args.similarity,
                             similarity_threshold=args.similarity_threshold,
-                            similarity_reference=args.similarity_reference or ())
+                            similarity_reference=args.similarity_reference or (), min_isolation=args.min_isolation)
     try:
         return batch.run(args.submissions, options)
     except batch.UsageError as exc:
@@ -118,9 +118,18 @@ def build_parser() -> argparse.ArgumentParser:
                                "and errored (could not be graded) submissions (default: only on a terminal)")
     progress.add_argument("--no-progress", dest="progress", action="store_false")
     limits = grade.add_argument_group("limits per submission (seconds; defaults: the sandbox's)")
-    limits.add_argument("--call-timeout", type=_positive_float, help="one call into student code (20)")
-    limits.add_argument("--import-timeout", type=_positive_float, help="importing one student file (10)")
-    limits.add_argument("--submission-timeout", type=_positive_float, help="all tests of one submission (240)")
+    limits.add_argument("--call-timeout", type=_positive_float,
+                        help=f"one call into student code ({budget.CALL_SECONDS:g})")
+    limits.add_argument("--import-timeout", type=_positive_float,
+                        help=f"importing one student file ({budget.IMPORT_SECONDS:g})")
+    limits.add_argument("--submission-timeout", type=_positive_float,
+                        help=f"the wall-time budget of one submission, intake included; after it the remaining tests "
+                             f"fail with 'time budget used up' and the submission is still graded "
+                             f"({budget.SUBMISSION_SECONDS:g})")
+    grade.add_argument("--min-isolation", choices=confine.LEVELS, default=None,
+                       help="refuse to grade (exit 2) if student code would run less isolated than this here "
+                            f"(weakest first: {', '.join(confine.LEVELS)}; default: ${confine.MIN_ISOLATION_ENV} "
+                            "or no minimum)")
     grade.add_argument("--max-per-worker", type=_positive_int, default=200, help=argparse.SUPPRESS)
     slurm = grade.add_argument_group("Slurm (--executor slurm)")
     slurm.add_argument("--slurm-partition", help="partition to submit to")

@@ -42,16 +42,21 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def csv_text(header: list[str], rows: list[list[Any]]) -> str:
-    """A CSV document (``\\n`` line ends) with ``header`` and ``rows``."""
+    """A CSV document (``\\n`` line ends) with ``header`` and ``rows``; no cell is a spreadsheet formula."""
+    from autograder.escape import csv_cell
+
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
+    writer.writerow([csv_cell(cell) for cell in header])
+    writer.writerows([csv_cell(cell) for cell in row] for row in rows)
     return buffer.getvalue()
 
 
 def kill_uid(uid: int) -> None:
-    """Kill every process owned by ``uid`` (root only): catches escapes from a process group."""
+    """Kill every process owned by ``uid`` and remove its SysV IPC objects (root only).
+
+    Catches escapes from a process group, and shared memory that would outlive every process.
+    """
     if os.geteuid() != 0:
         return
     pid = os.fork()
@@ -63,3 +68,6 @@ def kill_uid(uid: int) -> None:
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
+    from autograder.confine import remove_ipc_objects  # light: standard library only
+
+    remove_ipc_objects(uid)

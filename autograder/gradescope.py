@@ -16,19 +16,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 import traceback
 import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-REQUIREMENTS = ("pytest==9.2.0", "hypothesis==6.170.17", "rich==15.0.0")
+REQUIREMENTS = ("pytest==9.2.0", "hypothesis==6.170.17", "rich==15.0.0", "pyseccomp==0.1.2", "landlock==1.0.0.dev5")
 TORCH = "torch==2.13.0"
 
 SETUP_SH = f"""#!/usr/bin/env bash
 # Gradescope runs this once when it builds the autograder image.
 set -euo pipefail
 apt-get update -q
-apt-get install -y -q python3 python3-pip
+apt-get install -y -q python3 python3-pip libseccomp2  # libseccomp2: the seccomp layer (autograder/confine.py)
 # A CPU-only torch: Gradescope has no GPU, and the CUDA build is several GB.
 python3 -m pip install --no-cache-dir {TORCH} --index-url https://download.pytorch.org/whl/cpu
 python3 -m pip install --no-cache-dir -r /autograder/source/requirements.txt
@@ -95,6 +96,7 @@ def build(out: Path) -> Path:
 def run(root: Path) -> int:
     """Grade ``root/submission`` into ``root/results/results.json``; never exits without it."""
     results_path = root / "results" / "results.json"
+    started = time.monotonic()  # execution_time counts everything: start-up and intake too
     try:
         from autograder.sandbox import start_zygote
 
@@ -102,6 +104,22 @@ def run(root: Path) -> int:
             for private in (root / "source", root / "results"):
                 if private.exists():
                     private.chmod(0o700)
+        from autograder import confine
+
+        required = confine.required_level()  # $AMP_MIN_ISOLATION
+        if required is not None:
+            reached = confine.probe_level()
+            refused = confine.refusal(reached, required)
+            if refused:
+                from autograder.files import write_json_atomic
+                from autograder.results import error_results
+
+                print(refused)  # the staff log
+                data = error_results("The autograder refused to grade here because this machine cannot isolate "
+                                     "student code well enough (not your fault). Staff have been told.")
+                data["extra_data"] = {"isolation": reached, "refused": refused}
+                write_json_atomic(results_path, data)
+                return 0
         start_zygote()
         import gc
 
@@ -113,6 +131,7 @@ def run(root: Path) -> int:
         gc.freeze()  # torch's heap out of the collector's sight: grading allocates a lot (see worker._freeze_heap)
 
         data = grade_one(root / "submission", root / "results", extra_private=(root / "source" / "autograder",))
+        data["execution_time"] = round(time.monotonic() - started, 1)
         staff_log = data.pop("_staff_log", "")
         if staff_log:
             print(staff_log)  # run_autograder's stdout: visible to staff only (stdout_visibility hidden)

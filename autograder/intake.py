@@ -6,15 +6,23 @@ by their contract names, into a fresh staging folder.  That rules out zip slip
 (``../`` paths), absolute paths and symlinks pointing outside; sizes are capped
 before reading, which defuses zip bombs and huge files.  Each problem becomes a
 note for the student instead of an exception.
+
+Bounded: intake takes time linear in the number of entries, which is capped
+(:data:`MAX_MEMBERS`) before any name is looked at; names longer than
+:data:`MAX_NAME_CHARS` are skipped unread, and near-miss names are recognised without
+regular expressions.  An optional ``deadline`` (the submission's time budget) stops it.
+The staging folder is private (0700, files 0600; the sandbox lets only the student
+process's own uid read it) and is removed on every exit path: on an exception here, and,
+should the process be killed, by :func:`sweep_stale` in the next grading process.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import stat
 import tempfile
+import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -25,8 +33,10 @@ WANTED = tuple(CONTRACT_FILES.values())
 MAX_FILE_BYTES = 1 * 2**20
 MAX_MEMBERS = 10_000
 MAX_DEPTH = 16  # folders deeper than this are not searched (os.walk recurses: 1000 levels crash it)
+MAX_NAME_CHARS = 255  # a file name longer than Linux allows is never a contract file
+MAX_PATH_CHARS = 4096  # zip member paths longer than this are skipped unread
 IGNORED_PARTS = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints"}
-_COPY_SUFFIX = re.compile(r"^(?P<stem>.+?)(?:\s*\(\d+\)|-\d+|_\d+| copy)?\.py(?:\.txt)?$", re.IGNORECASE)
+STAGING_PREFIX = "amp-submission-"
 
 
 class IntakeError(Exception):
@@ -42,16 +52,52 @@ class Staged:
     notes: list[str] = field(default_factory=list)
 
 
+def _without_copy_suffix(stem: str) -> str:
+    """``stem`` without one trailing " (2)", "-2", "_2" or " copy" (what browsers and OSes add to copies)."""
+    if stem.endswith(")") and "(" in stem:
+        head, _, number = stem[:-1].rpartition("(")
+        if number.isdigit() and head:
+            return head.rstrip()
+    for separator in ("-", "_"):
+        head, found, number = stem.rpartition(separator)
+        if found and head and number.isdigit():
+            return head
+    if stem.lower().endswith(" copy") and len(stem) > 5:
+        return stem[:-5]
+    return stem
+
+
 def _contract_name(filename: str) -> tuple[str | None, bool]:
-    """(contract name, exact?) for a file name, accepting near misses like ``Loss_Scaler (1).py``."""
+    """(contract name, exact?) for a file name, accepting near misses like ``Loss_Scaler (1).py``.
+
+    Linear in the name's length (no regular expression: a backtracking one took minutes on
+    long hostile names), and names over :data:`MAX_NAME_CHARS` are not looked at.
+    """
+    if len(filename) > MAX_NAME_CHARS:
+        return None, False
     if filename in WANTED:
         return filename, True
-    match = _COPY_SUFFIX.match(filename)
-    if match:
-        guess = match.group("stem").strip().lower().replace(" ", "_") + ".py"
+    lower = filename.lower()
+    suffix = ".py.txt" if lower.endswith(".py.txt") else ".py" if lower.endswith(".py") else ""
+    if not suffix or len(filename) == len(suffix):
+        return None, False
+    stem = filename[: -len(suffix)]
+    for candidate in (_without_copy_suffix(stem), stem):
+        guess = candidate.strip().lower().replace(" ", "_") + ".py"
         if guess in WANTED:
             return guess, False
     return None, False
+
+
+class _Clock:
+    """Raises IntakeError once ``deadline`` (time.monotonic()) has passed; checked per entry."""
+
+    def __init__(self, deadline: float | None) -> None:
+        self.deadline = deadline
+
+    def check(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise IntakeError("Reading your submission took longer than the whole time budget; it was stopped.")
 
 
 def _choose(candidates: dict[str, list[tuple[int, bool, str, object]]], staged: Staged,
@@ -66,8 +112,9 @@ def _choose(candidates: dict[str, list[tuple[int, bool, str, object]]], staged: 
             staged.notes.append(f"{shown} was skipped: larger than {MAX_FILE_BYTES // 1024} KiB.")
             continue
         target = staged.folder / name
-        target.write_bytes(data)
-        target.chmod(0o644)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
         staged.found.append(name)
         if not exact:
             staged.notes.append(f"Used {shown} as {name}; please name the file exactly {name}.")
@@ -78,15 +125,22 @@ def _choose(candidates: dict[str, list[tuple[int, bool, str, object]]], staged: 
             staged.notes.append(f"Several files could be {name}; graded {shown}, ignored {others}.")
 
 
-def _from_folder(root: Path, staged: Staged) -> list[Path]:
+def _from_folder(root: Path, staged: Staged, clock: _Clock) -> list[Path]:
     candidates: dict[str, list[tuple[int, bool, str, object]]] = {}
     zips: list[Path] = []
+    seen = 0
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_PARTS)
+        seen += len(dirnames) + len(filenames)
+        if seen > MAX_MEMBERS:
+            staged.notes.append(f"Your submission holds more than {MAX_MEMBERS} files and folders; only the first "
+                                "ones were searched.")
+            break
+        clock.check()
+        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_PARTS and len(d) <= MAX_NAME_CHARS)
         depth = len(Path(dirpath).relative_to(root).parts)
         if depth >= MAX_DEPTH:
             dirnames[:] = []
-        for filename in sorted(filenames):
+        for filename in sorted(f for f in filenames if len(f) <= MAX_NAME_CHARS):
             path = Path(dirpath) / filename
             info = path.lstat()
             shown = str(path.relative_to(root))
@@ -110,14 +164,19 @@ def _from_folder(root: Path, staged: Staged) -> list[Path]:
     return zips
 
 
-def _from_zip(archive: Path, staged: Staged) -> None:
+def _from_zip(archive: Path, staged: Staged, clock: _Clock) -> None:
     try:
         with zipfile.ZipFile(archive) as bundle:
             members = bundle.infolist()
             if len(members) > MAX_MEMBERS:
                 raise IntakeError(f"{archive.name} holds {len(members)} entries; that is not a submission.")
             candidates: dict[str, list[tuple[int, bool, str, object]]] = {}
+            too_long = 0
             for member in members:
+                clock.check()
+                if len(member.filename) > MAX_PATH_CHARS:
+                    too_long += 1
+                    continue
                 path = PurePosixPath(member.filename.replace("\\", "/"))
                 if member.is_dir() or any(part in IGNORED_PARTS for part in path.parts):
                     continue
@@ -139,6 +198,9 @@ def _from_zip(archive: Path, staged: Staged) -> None:
                     data = stream.read(MAX_FILE_BYTES + 1)
                 return None if len(data) > MAX_FILE_BYTES else data
 
+            if too_long:
+                staged.notes.append(f"{too_long} entries of {archive.name} have names longer than {MAX_PATH_CHARS} "
+                                    "characters; they were skipped.")
             _choose(candidates, staged, read)
     except IntakeError:
         raise
@@ -146,25 +208,27 @@ def _from_zip(archive: Path, staged: Staged) -> None:
         raise IntakeError(f"{archive.name} is not a readable zip archive ({type(exc).__name__}: {exc}).") from None
 
 
-def stage(submission: Path, workdir: Path | None = None) -> Staged:
-    """Copy the contract files of ``submission`` (folder or .zip) into a new staging folder.
+def stage(submission: Path, workdir: Path | None = None, deadline: float | None = None) -> Staged:
+    """Copy the contract files of ``submission`` (folder or .zip) into a new private staging folder.
+
+    ``deadline`` (a ``time.monotonic()`` value) bounds the time spent.
 
     Raises:
-        IntakeError: if ``submission`` does not exist or is an unreadable archive.
+        IntakeError: if ``submission`` does not exist, is an unreadable archive, or the deadline passed.
     """
     if not submission.exists():
         raise IntakeError(f"{submission} does not exist.")
-    folder = Path(tempfile.mkdtemp(prefix="amp-submission-", dir=workdir))
-    folder.chmod(0o755)
+    folder = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=workdir))  # mode 0700
     staged = Staged(folder)
+    clock = _Clock(deadline)
     try:
         if submission.is_dir():
-            zips = _from_folder(submission, staged)
+            zips = _from_folder(submission, staged, clock)
             if not staged.found and zips:
-                _from_zip(zips[0], staged)
+                _from_zip(zips[0], staged, clock)
                 staged.notes.append(f"Read your files from {zips[0].name}.")
         elif zipfile.is_zipfile(submission):
-            _from_zip(submission, staged)
+            _from_zip(submission, staged, clock)
         elif submission.suffix.lower() == ".zip":
             raise IntakeError(f"{submission.name} is not a readable zip archive.")
         else:
@@ -176,3 +240,25 @@ def stage(submission: Path, workdir: Path | None = None) -> Staged:
     if missing:
         staged.notes.append("Missing: " + ", ".join(missing) + ". The tests that need them score 0.")
     return staged
+
+
+def sweep_stale(workdir: Path | None = None) -> None:
+    """Remove staging folders left by grading processes that were killed (their pid is gone)."""
+    parent = Path(workdir or tempfile.gettempdir())
+    try:
+        entries = list(parent.glob(STAGING_PREFIX + "*"))
+    except OSError:
+        return
+    for entry in entries:
+        pid = entry.name[len(STAGING_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # still running
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        if entry.is_dir() and not entry.is_symlink() and entry.stat().st_uid == os.geteuid():
+            shutil.rmtree(entry, ignore_errors=True)

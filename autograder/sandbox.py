@@ -51,7 +51,7 @@ import torch
 from checks import gpu_scenarios, probes  # noqa: F401 - preloaded into the zygote; no CUDA at import
 from checks import harness, rules
 
-from autograder import guard, replies
+from autograder import budget, confine, guard, replies
 from autograder.files import kill_uid
 
 IMPORT_ORDER = ("loss_scaler", "amp_step")  # answers.py is never imported: it is parsed
@@ -79,7 +79,6 @@ PRIVATE_TOPS = ("/work", "/home", "/root", "/srv", "/mnt", "/opt", "/autograder"
                 str(REPO_ROOT.parent))
 OUTPUT_KEEP_BYTES = 7 * 1024  # with the "more bytes not shown" notice, within results.OUTPUT_LIMIT
 
-_CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWUSER = 0x00020000, 0x40000000, 0x10000000
 _MS_REC, _MS_PRIVATE, _MS_RDONLY, _MS_BIND = 0x4000, 0x40000, 0x1, 0x1000
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -88,16 +87,16 @@ _PR_SET_CHILD_SUBREAPER = 36
 class Limits:
     """Resource limits for one student process (seconds and bytes)."""
 
-    call_seconds: float = 20.0  # one call, unless the test asks for longer (up to max_call_seconds)
-    import_seconds: float = 10.0
-    submission_seconds: float = 900.0  # a safety net only: it depends on machine load, the hang budget does not
+    call_seconds: float = budget.CALL_SECONDS  # one call, unless the test asks for longer (up to max_call_seconds)
+    import_seconds: float = budget.IMPORT_SECONDS
+    submission_seconds: float = budget.SUBMISSION_SECONDS  # wall time for everything, intake included
     hangs_per_module: int = 3  # after this many hangs, tests needing that file fail at once (deterministic)
     memory_bytes: int | None = 4 * 2**30
     cpu_seconds: int = 600
     processes: int = 64
     file_bytes: int = 16 * 2**20
     open_files: int = 256
-    max_call_seconds: float = 120.0
+    max_call_seconds: float = budget.MAX_CALL_SECONDS
 
 
 def default_limits() -> Limits:
@@ -191,20 +190,12 @@ def _cover(libc: Any, folder: str, keep: list[str], options: bytes) -> None:
             os.close(fd)
 
 
-def _isolate(request: SpawnRequest) -> None:
-    """Namespaces, hidden folders, rlimits and the unprivileged uid (best effort where not root)."""
+def _isolate(request: SpawnRequest) -> bool:
+    """Namespaces, hidden folders, rlimits and the unprivileged uid (best effort); True if namespaces worked."""
     libc = _libc()
     is_root = os.geteuid() == 0
-    flags = _CLONE_NEWNS | _CLONE_NEWNET | (0 if is_root else _CLONE_NEWUSER)
-    uid, gid = os.geteuid(), os.getegid()
-    if libc.unshare(flags) == 0:
-        if not is_root:
-            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-                try:
-                    Path(f"/proc/self/{name}").write_text(text)
-                except OSError:
-                    pass
-        libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None)
+    namespaces = confine.enter_namespaces(libc, is_root)  # mount, net, IPC, PID (+user); see autograder.confine
+    if namespaces:
         keep = [os.path.realpath(p) for p in (request.submission, request.scratch, sys.prefix, sys.base_prefix,
                                               os.path.dirname(torch.__file__),
                                               *(request.device.keep if request.device else ()))]
@@ -217,6 +208,7 @@ def _isolate(request: SpawnRequest) -> None:
             _cover(libc, os.path.realpath(path), keep, b"mode=0755,size=64k")
         if request.uid is not None:
             _expose_interpreter(libc, request.scratch)
+        confine.cap_scratch(libc, request.scratch, request.uid)
     limits = request.limits
     for name, value in (
         (resource.RLIMIT_AS, None if request.device else limits.memory_bytes),
@@ -232,6 +224,7 @@ def _isolate(request: SpawnRequest) -> None:
         os.setgroups(list(request.device.groups) if request.device else [])  # GPU: keep /dev/nvidia*'s group
         os.setgid(request.uid)
         os.setuid(request.uid)
+    return namespaces
 
 
 def _send(fd: int, message: dict[str, Any]) -> None:
@@ -257,9 +250,9 @@ def _child_main(request: SpawnRequest, fds: list[int]) -> None:
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
         os.close(output_fd)
-        _isolate(request)
+        namespaces = _isolate(request)
         os.chdir(request.scratch)
-        os.environ.update(HOME=request.scratch, TMPDIR=request.scratch, PYTHONDONTWRITEBYTECODE="1")
+        isolation = confine.confine(request.submission, request.scratch, namespaces)  # also a clean environment
         sys.dont_write_bytecode = True
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
@@ -277,7 +270,7 @@ def _child_main(request: SpawnRequest, fds: list[int]) -> None:
             except harness.SubmissionFault as exc:
                 fault = str(exc)
             _flush_and_send(reply_fd, {"imported": name, "fault": fault})
-        _flush_and_send(reply_fd, {"ready": True})
+        _flush_and_send(reply_fd, {"ready": True, "isolation": isolation})
         with open(request_fd, "rb", closefd=False) as requests:
             for line in requests:
                 message = json.loads(line)
@@ -454,18 +447,34 @@ class SandboxRunner:
         self._prefetched: dict[str, dict[str, deque[dict[str, Any]]]] = {}
         self._prefetch_off = False
         self.scenarios_run = 0  # scenario calls sent to student processes (reported to staff)
+        self.isolation: str | None = None  # the level the last student process reached (autograder.confine)
+        self._scratch_guard: confine.ScratchGuard | None = None
+        #: The sandbox's own record of the limits hit: test case -> kind (budget.LIMIT_KINDS); reports
+        #: classify by this, never by message text (which student code can imitate).
+        self.limits_hit: dict[str, str] = {}
+        self._import_limit: dict[str, str] = {}  # contract module -> kind, for imports that hit a limit
+        self._test_fault_kind = ""
         self.hangs: dict[str, int] = {}  # contract module -> calls that timed out while needing it
 
     def begin_test(self, name: str) -> None:
         """A new test starts: forget the previous test's hang or crash (see :meth:`run`)."""
         self._test = name
-        self._test_fault = None
+        self._test_fault, self._test_fault_kind = None, ""
+
+    def _budget_left(self) -> float:
+        return self.limits.submission_seconds - (time.monotonic() - self.started)
+
+    def _limit(self, kind: str, message: str) -> NoReturn:
+        """Record that the current test hit a limit of ``kind``, then fail it with ``message``."""
+        self.limits_hit.setdefault(self._test, kind)
+        self._fault(message)
 
     # -- lifecycle
 
     def _spawn(self, modules: tuple[str, ...]) -> _StudentProcess:
         if self.uid is not None:
             os.chown(self._scratch, self.uid, self.uid)
+        confine.grant_submission(self.submission, self.uid)
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
         output_r, output_w = os.pipe()
@@ -481,9 +490,10 @@ class SandboxRunner:
         modules = tuple(name for name in IMPORT_ORDER if name in wanted and name not in self.import_faults)
         process = self._spawn(modules)
         for name in modules:
-            message = self._read(process, self.limits.import_seconds)
+            message = self._read(process, max(0.1, min(self.limits.import_seconds, self._budget_left())))
             if message is None:
                 alive = process.pid is not None
+                self._import_limit[name] = budget.TIME_LIMIT if alive else budget.CRASH_LIMIT
                 self.import_faults[name] = (
                     f"importing {harness.CONTRACT_FILES[name]} did not finish within "
                     f"{self.limits.import_seconds:.0f} s (an infinite loop at module level?)"
@@ -495,12 +505,26 @@ class SandboxRunner:
                 return self._start(wanted)
             if message.get("imported") == name and message.get("fault"):
                 self.import_faults[name] = str(message["fault"])[:4000]
-        ready = self._read(process, self.limits.import_seconds)
+        ready = self._read(process, max(0.1, min(self.limits.import_seconds, self._budget_left())))
         if not (ready and ready.get("ready")):
             self._kill_all()
             raise harness.SubmissionFault("the submission's process did not start properly")
+        self.isolation = str(ready.get("isolation") or "none")
+        if self.isolation != "namespaces" and self._scratch_guard is None:  # no size-capped tmpfs there
+            self._scratch_guard = confine.ScratchGuard(self._scratch, self._stop_processes)
+            self._scratch_guard.start()
         self._processes[wanted] = process
         return process
+
+    def _stop_processes(self) -> None:
+        """Called from the scratch guard's thread: stop the student processes (the reader notices)."""
+        for process in list(self._processes.values()):
+            pid = process.pid
+            if pid is not None:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
     def _kill_all(self) -> None:
         """End every student process of this submission (they share a uid: killing one kills all)."""
@@ -516,6 +540,8 @@ class SandboxRunner:
         self._kill_all()
 
     def close(self) -> None:
+        if self._scratch_guard is not None:
+            self._scratch_guard.cancel()
         self._kill_all()
         shutil.rmtree(self._scratch, ignore_errors=True)
 
@@ -606,20 +632,26 @@ class SandboxRunner:
             self.import_faults[module] = rules.explain(filename, violations)
         return self.import_faults.get(module)
 
-    def _blocked(self, needed: tuple[str, ...]) -> str | None:
-        """Why a call needing ``needed`` fails before it runs (this test's fault, the budget, a file), or None."""
+    def _blocked(self, needed: tuple[str, ...]) -> tuple[str, str] | None:
+        """(limit kind or "", message) when a call needing ``needed`` fails before it runs, else None:
+        this test's earlier hang or crash, the budget used up, a file that may not run or hung too often."""
         if self._test_fault:  # one hang or crash per test: hypothesis must not wait for every example to time out
-            return self._test_fault
-        if time.monotonic() - self.started > self.limits.submission_seconds:
-            return f"the submission used up its total time budget of {self.limits.submission_seconds:.0f} s"
+            return self._test_fault_kind, self._test_fault
+        if self._budget_left() <= 0:
+            return budget.TIME_LIMIT, budget.used_up_message(self.limits.submission_seconds)
         for name in needed:
             fault = self.rule_fault(name)
             if fault:
-                return fault
+                return self._import_limit.get(name, ""), fault
             if self.hangs.get(name, 0) >= self.limits.hangs_per_module:
-                return (f"your code hung {self.hangs[name]} times in earlier tests that use "
-                        f"{harness.CONTRACT_FILES[name]}; the remaining ones are not run (they score 0)")
+                return budget.TIME_LIMIT, (f"your code hung {self.hangs[name]} times in earlier tests that use "
+                                           f"{harness.CONTRACT_FILES[name]}; the remaining ones are not run (they score 0)")
         return None
+
+    def _fail(self, kind: str, message: str) -> NoReturn:
+        if kind:
+            self._limit(kind, message)
+        self._fault(message)
 
     def _process_for(self, needed: tuple[str, ...]) -> _StudentProcess:
         """The live process that imported ``needed``, started if need be (a start failure fails the test)."""
@@ -628,12 +660,15 @@ class SandboxRunner:
             try:
                 process = self._start(needed)
             except harness.SubmissionFault as exc:
-                self._test_fault = str(exc)
-                self._fault(self._test_fault)
+                self._test_fault, self._test_fault_kind = str(exc), budget.CRASH_LIMIT
+                self._limit(budget.CRASH_LIMIT, self._test_fault)
         return process
 
-    def _limit(self, timeout: float | None) -> float:
-        return min(timeout, self.limits.max_call_seconds) if timeout else self.limits.call_seconds
+    def _call_limit(self, timeout: float | None) -> tuple[float, bool]:
+        """Seconds one call may take, and whether what is left of the budget cut it."""
+        limit = min(timeout, self.limits.max_call_seconds) if timeout else self.limits.call_seconds
+        left = self._budget_left()
+        return max(0.1, min(limit, left)), left < limit
 
     def _send_calls(self, process: _StudentProcess, calls: list[dict[str, Any]]) -> int | None:
         """Send one request holding ``calls``; the id of the first reply, or None (then every process is gone)."""
@@ -648,32 +683,40 @@ class SandboxRunner:
             self._kill_all()
             return None
 
-    def _receive(self, process: _StudentProcess, expected_id: int, limit: float) -> dict[str, Any]:
-        """The reply with ``expected_id``, or a marker: ``{"lost": hung?}`` or ``{"unexpected": why}``."""
+    def _receive(self, process: _StudentProcess, expected_id: int, timeout: float | None) -> dict[str, Any]:
+        """The reply with ``expected_id``, or a marker: ``{"lost": hung?, ...}`` or ``{"unexpected": why}``."""
+        limit, cut_by_budget = self._call_limit(timeout)  # a call may use only what is left of the budget
         reply = self._read(process, limit)
         if reply is None:
             hung = process.pid is not None
             self._kill_all()
-            return {"lost": hung}
+            scratch_full = bool(not hung and self._scratch_guard is not None and self._scratch_guard.exceeded)
+            return {"lost": hung, "limit": limit, "cut": cut_by_budget and hung, "scratch": scratch_full}
         if reply.get("id") != expected_id or ("ok" not in reply and "fault" not in reply):
             self._kill_all()
             return {"unexpected": str(reply.get("fault") or "the submission's process sent an unexpected reply")}
         return reply
 
-    def _accept(self, scenario: str, args: dict[str, Any], needed: tuple[str, ...], limit: float,
-                reply: dict[str, Any]) -> Any:
-        """What one call returned, validated; or the SubmissionFault it stands for."""
-        if "lost" in reply:
-            if reply["lost"]:
+    def _accept(self, scenario: str, args: dict[str, Any], needed: tuple[str, ...], reply: dict[str, Any]) -> Any:
+        """What one call returned, validated; or the SubmissionFault it stands for (limits recorded by kind)."""
+        if "lost" in reply:  # the rest of this test fails at once: no restart per hypothesis example
+            hung = reply["lost"]
+            if reply["cut"]:
+                self._test_fault = budget.used_up_message(self.limits.submission_seconds)
+            elif hung:
                 for name in needed:
                     self.hangs[name] = self.hangs.get(name, 0) + 1
-            self._test_fault = (  # the rest of this test fails at once: no restart per hypothesis example
-                f"your code did not finish within {limit:.0f} s (an infinite loop?); it was stopped" if reply["lost"]
-                else "your code ended the process while it ran (sys.exit, os._exit, a crash or a memory limit)")
-            self._fault(self._test_fault)
+                self._test_fault = f"your code did not finish within {reply['limit']:.0f} s (an infinite loop?); it was stopped"
+            elif reply["scratch"]:
+                self._test_fault = (f"your code wrote more than {confine.SCRATCH_BYTES // 2**20} MiB (or "
+                                    f"{confine.SCRATCH_ENTRIES} files) to its scratch folder; it was stopped")
+            else:
+                self._test_fault = "your code ended the process while it ran (sys.exit, os._exit, a crash or a memory limit)"
+            self._test_fault_kind = budget.TIME_LIMIT if hung else budget.CRASH_LIMIT
+            self._limit(self._test_fault_kind, self._test_fault)
         if "unexpected" in reply:
-            self._test_fault = reply["unexpected"]
-            self._fault(self._test_fault)
+            self._test_fault, self._test_fault_kind = reply["unexpected"], budget.INTERFERED
+            self._limit(budget.INTERFERED, self._test_fault)
         if "fault" in reply:
             self._fault(str(reply["fault"])[:4000])
         problem = replies.problem(scenario, args, reply["ok"])
@@ -689,16 +732,15 @@ class SandboxRunner:
         needed = self.needs(scenario, args)
         blocked = self._blocked(needed)
         if blocked:
-            self._fault(blocked)
-        limit = self._limit(timeout)
+            self._fail(*blocked)
         waiting = self._prefetched.get(self._test, {}).get(_call_key(scenario, args))
         if waiting:
-            return self._accept(scenario, args, needed, limit, waiting.popleft())
+            return self._accept(scenario, args, needed, waiting.popleft())
         process = self._process_for(needed)
         first = self._send_calls(process, [{"scenario": scenario, "args": args}])
         if first is None:
-            self._fault("the submission's process ended unexpectedly")
-        return self._accept(scenario, args, needed, limit, self._receive(process, first, limit))
+            self._limit(budget.CRASH_LIMIT, "the submission's process ended unexpectedly")
+        return self._accept(scenario, args, needed, self._receive(process, first, timeout))
 
     def prefetch(self, calls: list[tuple[str, dict[str, Any], float | None]]) -> list[str | None]:
         """Run ``calls`` for the current test case ahead of time, one request per process.
@@ -722,17 +764,20 @@ class SandboxRunner:
         for needed, indices in groups.items():
             if self._blocked(needed):
                 continue
+            recorded = self._test in self.limits_hit
             try:
                 process = self._process_for(needed)
-            except harness.SubmissionFault:
-                self._test_fault = None  # charged when the test itself reaches the call
+            except harness.SubmissionFault:  # charged when (and if) the test itself reaches the call
+                self._test_fault, self._test_fault_kind = None, ""
+                if not recorded:
+                    self.limits_hit.pop(self._test, None)
                 continue
             first = self._send_calls(process, [{"scenario": calls[i][0], "args": calls[i][1]} for i in indices])
             if first is None:
                 continue
             for offset, index in enumerate(indices):
                 scenario, args, timeout = calls[index]
-                reply = self._receive(process, first + offset, self._limit(timeout))
+                reply = self._receive(process, first + offset, timeout)
                 store.setdefault(_call_key(scenario, args), deque()).append(reply)
                 if "lost" in reply or "unexpected" in reply:
                     # A hang costs its wait once: after one, every call is made live (and budgeted as such).

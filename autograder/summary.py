@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from autograder import rubric
+from autograder import budget, rubric
+from autograder.escape import console, markdown_inline, strip_controls
 from autograder.files import csv_text, write_bytes_atomic
 from autograder.inputs import Submission
 from autograder.ledger import Entry
@@ -36,12 +37,13 @@ RESERVED = frozenset({"gradebook.csv", "summary.md", "summary.json", HISTOGRAM, 
 #: judge.INTERNAL starts with this (a test keeps them in step; judge itself imports pytest and torch).
 INTERNAL_PREFIX = "The grader hit an internal problem"
 
-#: (kind, is a limit, phrases in a failing test's message that reveal it); first match wins.
+#: (kind, is a limit, phrases in a failing test's message that reveal it); first match wins.  Limits are
+#: classified by the sandbox's own records (results.json's extra_data.limits_hit), never by message text,
+#: which student code can imitate; only the other kinds are recognised by their phrases.
 PROBLEMS: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
-    ("time limit", True, ("did not finish within", "used up its total time budget")),
-    ("crash, exit or memory limit", True, ("ended the process", "ended unexpectedly", "did not start properly")),
-    ("interfered with the grader", True, ("oversized reply", "unreadable reply", "malformed reply",
-                                           "unexpected reply")),
+    (budget.TIME_LIMIT, True, ()),
+    (budget.CRASH_LIMIT, True, ()),
+    (budget.INTERFERED, True, ()),
     ("import error", False, ("has a syntax error", "raised an exception:", "is not valid UTF-8", "does not define")),
     ("missing file", False, ("is missing",)),
     ("grader fault", False, (INTERNAL_PREFIX,)),
@@ -83,12 +85,19 @@ def problems(entry: Entry) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     if entry.status == "errored":
         found.append(("not graded", ""))
+    extra = entry.results.get("extra_data")
+    recorded = extra.get("limits_hit") if isinstance(extra, dict) else None
+    recorded = recorded if isinstance(recorded, dict) else {}
     for test in entry.results.get("tests", []):
         if test.get("status") != "failed":
             continue
+        number = str(test.get("number", ""))
+        if recorded.get(number) in budget.LIMIT_KINDS:
+            found.append((recorded[number], number))
+            continue
         output = str(test.get("output", ""))
         for kind, _limit, phrases in PROBLEMS:
-            if any(phrase in output for phrase in phrases):
+            if phrases and any(phrase in output for phrase in phrases):
                 found.append((kind, str(test.get("number", ""))))
                 break
     return found
@@ -120,33 +129,33 @@ def feedback_markdown(submission: Submission, entry: Entry) -> str:
     """A readable report for the student (the same content as results.json)."""
     data = entry.results
     tests = [t for t in data.get("tests", []) if t.get("max_score", 0) or t.get("status")]
-    lines = [f"# Feedback: {submission.name}", ""]
+    lines = [f"# Feedback: {markdown_inline(submission.name)}", ""]
     people = ", ".join(s.name or s.email or s.sid for s in submission.submitters)
     if people:
-        lines += [f"Submitted by: {people}", ""]
+        lines += [f"Submitted by: {markdown_inline(people)}", ""]
     lines += [f"**Score: {_fmt(data.get('score', 0.0))} / {_fmt(rubric.max_points())}** (CPU part; the GPU part "
               f"({_fmt(rubric.GPU_PART_POINTS)} points) is graded separately by staff).", ""]
     if entry.status == "errored":
-        lines += ["**Your submission could not be graded:** " + (entry.reason or "see below."), ""]
-    output = str(data.get("output", "")).strip()
+        lines += ["**Your submission could not be graded:** " + markdown_inline(entry.reason or "see below."), ""]
+    output = strip_controls(str(data.get("output", "")), keep_newlines=True).strip()  # fenced: no escape codes
     if output and not output.startswith("Graded "):
         fence = _fence(output)
         lines += ["## About your submission", "", fence + "text", output, fence, ""]
     lines += ["## Tests", "", "| Test | Score | Result |", "| --- | ---: | --- |"]
     for test in tests:
         mark = "passed" if test.get("status") == "passed" else "**failed**"
-        lines.append(f"| {test.get('name', '').replace('|', '/')} | {_fmt(test.get('score', 0.0))} / "
+        lines.append(f"| {markdown_inline(test.get('name', ''))} | {_fmt(test.get('score', 0.0))} / "
                      f"{_fmt(test.get('max_score', 0.0))} | {mark} |")
     failing = [t for t in tests if t.get("status") == "failed"]
     if failing:
         lines += ["", "## What went wrong", ""]
         for test in failing:
-            text = str(test.get("output", "")).strip()
+            text = strip_controls(str(test.get("output", "")), keep_newlines=True).strip()
             fence = _fence(text)
-            lines += [f"### {test.get('name', '')}", "", fence + "text", text, fence, ""]
+            lines += [f"### {markdown_inline(test.get('name', ''))}", "", fence + "text", text, fence, ""]
     informational = [t for t in data.get("tests", []) if not t.get("max_score", 0) and not t.get("status")]
     for test in informational:
-        lines += ["", f"*{test.get('name', '')}*: {test.get('output', '')}"]
+        lines += ["", f"*{markdown_inline(test.get('name', ''))}*: {markdown_inline(test.get('output', ''))}"]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -207,7 +216,19 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
         "problems": [{"kind": kind, "limit": kind in limit_kinds, "count": len(names), "submissions": names}
                      for kind, names in sorted(kinds.items(), key=lambda kv: (-len(kv[1]), kv[0]))],
         "not_graded": [{"submission": s.name, "reason": e.reason} for s, e in rows if e.status == "errored"],
+        "isolation": isolation_levels(rows),
     }
+
+
+def isolation_levels(rows: Sequence[Row]) -> dict[str, int]:
+    """How many submissions were graded at each isolation level (results.json's extra_data.isolation)."""
+    levels: dict[str, int] = {}
+    for _, entry in rows:
+        extra = entry.results.get("extra_data")
+        level = extra.get("isolation") if isinstance(extra, dict) else None
+        if isinstance(level, str):
+            levels[level] = levels.get(level, 0) + 1
+    return dict(sorted(levels.items()))
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:
@@ -228,19 +249,25 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     lines += ["", "## Tests, most failed first", "", "| Test | Title | Points | Passed | Failed | Pass rate |",
               "| --- | --- | ---: | ---: | ---: | ---: |"]
     for test in summary["tests"]:
-        lines.append(f"| {test['number']} | {test['title'].replace('|', '/')} | {_fmt(test['points'])} | "
+        lines.append(f"| {test['number']} | {markdown_inline(test['title'])} | {_fmt(test['points'])} | "
                      f"{test['passed']} | {test['failed']} | {test['pass_rate'] * 100:.0f}% |")
     lines += ["", "## Limits hit and faults", ""]
     if summary["problems"]:
         lines += ["| Problem | Submissions | Which |", "| --- | ---: | --- |"]
         for problem in summary["problems"]:
             names = problem["submissions"]
-            shown = ", ".join(names[:10]) + (f", … ({len(names) - 10} more)" if len(names) > 10 else "")
-            lines.append(f"| {problem['kind']} | {problem['count']} | {shown} |")
+            shown = ", ".join(markdown_inline(n) for n in names[:10]) + (
+                f", … ({len(names) - 10} more)" if len(names) > 10 else "")
+            lines.append(f"| {markdown_inline(problem['kind'])} | {problem['count']} | {shown} |")
     else:
         lines.append("None.")
     lines += ["", "## Could not be graded", ""]
-    lines += [f"- `{row['submission']}`: {row['reason']}" for row in summary["not_graded"]] or ["None."]
+    lines += [f"- {markdown_inline(row['submission'])}: {markdown_inline(row['reason'])}"
+              for row in summary["not_graded"]] or ["None."]
+    levels = summary.get("isolation") or {}
+    lines += ["", "## Isolation of student code", ""]
+    lines += [f"- {markdown_inline(level)}: {count} submission(s)" for level, count in sorted(levels.items())] or [
+        "Not recorded."]
     return "\n".join(lines) + "\n"
 
 
@@ -312,7 +339,7 @@ def print_report(rows: Sequence[Row], summary: dict[str, Any], out: Path, max_ro
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=sys.stdout, width=120)
+    screen = Console(file=sys.stdout, width=120)
     top = rubric.max_points()
     rows = sorted(rows, key=lambda row: row[0].name)
     shown = rows if len(rows) <= max_rows else [r for r in rows if r[1].status == "errored" or problems(r[1])][:max_rows]
@@ -327,15 +354,15 @@ def print_report(rows: Sequence[Row], summary: dict[str, Any], out: Path, max_ro
         kinds = ", ".join(dict.fromkeys(kind for kind, _ in problems(entry)))
         if entry.status == "errored":
             kinds = f"not graded: {entry.reason}"
-        table.add_row(submission.name, f"{_fmt(entry.results.get('score', 0.0))} / {_fmt(top)}",
-                      ", ".join(failed) or "-", kinds or "-")
+        table.add_row(console(submission.name), f"{_fmt(entry.results.get('score', 0.0))} / {_fmt(top)}",
+                      console(", ".join(str(n) for n in failed) or "-"), console(kinds or "-"))
     if shown:
-        console.print(table)
+        screen.print(table)
     score = summary["score"]
-    console.print(f"{summary['submissions']} submission(s): {summary['graded']} graded "
+    screen.print(f"{summary['submissions']} submission(s): {summary['graded']} graded "
                   f"({summary['full_marks']} full marks), {summary['errored']} could not be graded, "
                   f"{summary['hit_a_limit']} hit a limit."
                   + (f" Mean {_fmt(score['mean'])}, median {_fmt(score['median'])} / {_fmt(top)}."
                      if score["mean"] is not None else ""), highlight=False)
-    console.print(f"Wrote {out / 'gradebook.csv'}, {out / 'summary.md'} and {len(rows)} results.json file(s).",
-                  highlight=False, soft_wrap=True)
+    screen.print(strip_controls(f"Wrote {out / 'gradebook.csv'}, {out / 'summary.md'} and {len(rows)} results.json "
+                                "file(s)."), highlight=False, soft_wrap=True, markup=False)

@@ -93,21 +93,27 @@ def grade_submission(name: str, path: Path, hide: Sequence[str], limits: Any, ui
     from autograder import intake, plan, results
     from autograder.sandbox import SandboxRunner
 
-    started = time.monotonic()
+    started = time.monotonic()  # the budget (limits.submission_seconds) counts intake too
     staged = runner = None
     try:
         try:
-            staged = intake.stage(path)
+            staged = intake.stage(path, deadline=started + limits.submission_seconds)
         except intake.IntakeError as exc:
-            return {"status": "errored", "reason": str(exc), "results": results.error_results(str(exc)),
+            data = results.error_results(str(exc))
+            data["execution_time"] = round(time.monotonic() - started, 1)
+            return {"status": "errored", "reason": str(exc), "results": data,
                     "staff_log": "", "seconds": round(time.monotonic() - started, 3)}
         _CURRENT["staged"] = staged.folder
         runner = SandboxRunner(staged.folder, limits=limits, hide=tuple(hide), uid=uid)
+        runner.started = started
         _CURRENT["runner"] = runner
         report = plan.grade_with_plan(runner, call_plan, notes=staged.notes)
         data = results.gradescope_results(report, name)
+        data["execution_time"] = round(time.monotonic() - started, 1)  # everything, intake included
+        data["extra_data"] = {**data.get("extra_data", {}), **sandbox_records(runner)}
         json.dumps(data, allow_nan=False)  # what the ledger will store
-        return {"status": "graded", "reason": "", "results": data, "staff_log": report.staff_log,
+        staff_log = f"isolation level: {data['extra_data']['isolation']}\n\n{report.staff_log}".strip()
+        return {"status": "graded", "reason": "", "results": data, "staff_log": staff_log,
                 "seconds": round(time.monotonic() - started, 3)}
     except Exception as exc:  # noqa: BLE001 - a grader fault must not stop the batch
         trace = traceback.format_exc()
@@ -120,6 +126,23 @@ def grade_submission(name: str, path: Path, hide: Sequence[str], limits: Any, ui
             runner.close()
         if staged is not None:
             shutil.rmtree(staged.folder, ignore_errors=True)
+
+
+def sandbox_records(runner: Any) -> dict[str, Any]:
+    """results.json's ``extra_data``: the isolation level reached and the limits hit, per rubric number.
+
+    Taken from the sandbox's own records, never from message text (see budget.LIMIT_KINDS).
+    """
+    from autograder import rubric
+
+    number_of = {item.test: item.number for item in rubric.ITEMS}
+    hit: dict[str, str] = {}
+    for node, kind in sorted(getattr(runner, "limits_hit", {}).items()):
+        test = node.split("::")[-1].split("[")[0]
+        if test in number_of:
+            hit.setdefault(number_of[test], kind)
+    return {"isolation": getattr(runner, "isolation", None) or "not measured (no student process started)",
+            "limits_hit": hit}
 
 
 # --------------------------------------------------------------------------- the worker process
@@ -176,6 +199,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
     os.dup2(2, 1)  # stray prints go to the worker's log, never into the channel
     from autograder import intake, judge, results  # noqa: F401 - pytest, hypothesis, hidden tests: after the fork
 
+    intake.sweep_stale()  # staging folders of grading processes killed before they could clean up
     limits = limits_from(config.get("limits"))
     hide = tuple(config.get("hide", ()))
     call_plan = None

@@ -459,21 +459,29 @@ def test_ledger_records_once_per_name_and_survives_reopening(tmp_path: Path) -> 
 
 
 def test_summary_of_synthetic_entries() -> None:
-    def entry(name: str, score: float, failed: dict[str, str], status: str = "graded") -> tuple[inputs.Submission, Entry]:
+    def entry(name: str, score: float, failed: dict[str, str], status: str = "graded",
+              limits_hit: dict[str, str] | None = None) -> tuple[inputs.Submission, Entry]:
         tests = [{"number": item.number, "score": 0.0 if item.number in failed else float(item.points),
                   "max_score": item.points, "status": "failed" if item.number in failed else "passed",
                   "output": failed.get(item.number, "Passed.")} for item in rubric.ITEMS]
-        return (inputs.Submission(name, Path(name), name),
-                Entry(name, "d", "g", status, score, TOP, {"score": score, "tests": tests}, reason="why"))
+        results = {"score": score, "tests": tests,
+                   "extra_data": {"isolation": "namespaces", "limits_hit": limits_hit or {}}}
+        return (inputs.Submission(name, Path(name), name), Entry(name, "d", "g", status, score, TOP, results,
+                                                                 reason="why"))
 
     first = rubric.ITEMS[0]
-    rows = [entry("a", TOP, {}), entry("b", TOP - first.points, {first.number: "your code did not finish within 20 s"}),
-            entry("c", 0.0, {item.number: "x" for item in rubric.ITEMS}, "errored")]
+    slow = "your code did not finish within 20 s"
+    rows = [entry("a", TOP, {}), entry("b", TOP - first.points, {first.number: slow}, limits_hit={first.number: "time limit"}),
+            entry("c", 0.0, {item.number: "x" for item in rubric.ITEMS}, "errored"),
+            # the same words raised by student code: no record of the sandbox, so no limit
+            entry("d", TOP - first.points, {first.number: "AssertionError: " + slow})]
     data = summary.summarize(rows)
     assert data["tests"][0]["number"] == first.number and data["tests"][0]["passed"] == 1
-    assert data["histogram"]["counts"][0] == 1 and data["histogram"]["counts"][-1] == 2
+    assert data["histogram"]["counts"][0] == 1 and data["histogram"]["counts"][-1] == 3
     assert data["hit_a_limit"] == 1 and data["errored"] == 1 and data["full_marks"] == 1
     assert {p["kind"]: p["submissions"] for p in data["problems"]} == {"time limit": ["b"], "not graded": ["c"]}
+    assert data["isolation"] == {"namespaces": 4}
+    assert "- namespaces: 4 submission(s)" in summary.summary_markdown(data)
     text = summary.feedback_markdown(rows[1][0], rows[1][1])
     assert "did not finish within" in text and "**failed**" in text
     assert summary._fence("a ```` b") == "`````"

@@ -8,7 +8,8 @@ next to ``checks/``; in the autograder a judge plugin registered as
 ``amp-judge`` supplies a runner that executes it in an isolated student process.
 
 It also fixes hypothesis's settings so that every run explores the same examples:
-derandomized, no example database, no deadline.
+derandomized, no example database, no deadline, and no "local constants" collected from
+whatever modules happen to be loaded (see :func:`_pin_local_constants`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,28 @@ settings.register_profile(
     suppress_health_check=list(HealthCheck),
 )
 settings.load_profile("grading")
+
+
+def _pin_local_constants() -> None:
+    """Make hypothesis draw the same examples whatever else is loaded, and write nothing to disk.
+
+    Since 6.131 hypothesis also draws "local constants": literals it collects from every
+    module in ``sys.modules`` that looks like the user's own code, caching them under
+    ``.hypothesis/constants/`` in the working directory.  The grader's entry points (CLI,
+    batch worker, Gradescope, otter) load different modules, so the hidden suite explored
+    different examples depending on which one ran it.  hypothesis has no setting for this;
+    its collector (``providers._get_local_constants``, read on every draw) is replaced by an
+    empty, fixed set.  Its own global constants (edge cases like 0, -1, inf, nan) still apply.
+    """
+    from hypothesis.internal.conjecture import providers
+    from hypothesis.internal.constants_ast import Constants
+
+    pinned = Constants()
+    providers._get_local_constants = lambda: pinned
+    providers.CONSTANTS_CACHE.cache.clear()
+
+
+_pin_local_constants()
 
 SUBMISSION_ENV = "AMP_SUBMISSION"
 

@@ -1,0 +1,392 @@
+"""Layered confinement of a student process, strongest available first, and the level it reached.
+
+Graders run in very different places: a root shell on a lab machine (namespaces work), a
+Gradescope container (root, but Docker's default capabilities: no ``CAP_SYS_ADMIN``, so
+``unshare()`` fails), a TA's laptop as an ordinary user.  :func:`confine` applies, inside a
+student process and before any student code is imported, every layer the platform allows:
+
+* **namespaces** (``unshare``): mount, network, IPC and PID namespaces (and a user
+  namespace when not root).  The process then sees no network, no other process, no
+  SysV IPC object of anyone else, and none of its IPC objects or daemons outlive it (the
+  PID namespace's init is the student process: when it dies the kernel kills the rest).
+  Its scratch folder becomes a size-capped tmpfs (:data:`SCRATCH_BYTES`).
+* **Landlock** (unprivileged; allowed by Docker's default seccomp profile): reads only
+  from the interpreter, the system folders, the submission and the scratch folder;
+  writes only to the scratch folder (and ``/dev/null``).  Binding: ``landlock`` (PyPI).
+* **seccomp** (``pyseccomp`` over libseccomp; sets no-new-privs): ``socket()`` only for
+  ``AF_UNIX``, no ``ptrace``/``process_vm_*``, ``mount``/``unshare``/``setns``/namespace
+  flags of ``clone``, SysV IPC, POSIX message queues, ``keyctl``, ``bpf``,
+  ``perf_event_open``, ``io_uring``, ``userfaultfd``, module loading.
+* a **clean environment**: only the variables in :func:`clean_environment`.
+
+The level reached is one of :data:`LEVELS`, weakest first: ``"none"``, ``"seccomp"``,
+``"landlock+seccomp"``, ``"namespaces"``.  :func:`probe_level` measures it without
+grading anything (a throwaway child process), so a run can refuse to start below
+``--min-isolation`` / ``$AMP_MIN_ISOLATION``.
+
+This module needs only the standard library at import; the bindings load lazily.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import socket
+import sys
+import sysconfig
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+# Imported now, not in the student process: after the uid switch the interpreter's own files may be
+# unreadable (a pyenv under /root) where no mount namespace re-exposes them.
+try:
+    import landlock
+    from landlock import FSAccess
+except ImportError:  # the binding is missing: no Landlock layer
+    landlock = None  # type: ignore[assignment]
+try:
+    import pyseccomp as seccomp
+except (ImportError, OSError):  # the binding or libseccomp.so.2 is missing: no seccomp layer
+    seccomp = None  # type: ignore[assignment]
+
+LEVELS = ("none", "seccomp", "landlock+seccomp", "namespaces")
+MIN_ISOLATION_ENV = "AMP_MIN_ISOLATION"
+SCRATCH_BYTES = 256 * 2**20  # all files in one submission's scratch folder together
+SCRATCH_ENTRIES = 20_000  # files and folders in it (the fallback guard must be able to count them)
+
+_CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWUSER = 0x00020000, 0x40000000, 0x10000000
+_CLONE_NEWIPC, _CLONE_NEWPID, _CLONE_NEWUTS, _CLONE_NEWCGROUP = 0x08000000, 0x20000000, 0x04000000, 0x02000000
+_NAMESPACE_FLAGS = (_CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWUSER, _CLONE_NEWIPC, _CLONE_NEWPID, _CLONE_NEWUTS,
+                    _CLONE_NEWCGROUP)
+_MS_REC, _MS_PRIVATE, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x4000, 0x40000, 0x2, 0x4, 0x8
+_IPC_RMID = 0
+
+#: Syscalls a student process never needs; they fail with EPERM.
+DENIED_SYSCALLS = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot", "unshare",
+    "setns", "shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
+    "semtimedop", "semctl", "mq_open", "keyctl", "add_key", "request_key", "bpf", "perf_event_open",
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd", "init_module", "finit_module",
+    "delete_module", "kexec_load", "kexec_file_load", "open_by_handle_at", "name_to_handle_at", "acct",
+    "swapon", "swapoff", "reboot", "settimeofday", "clock_settime", "adjtimex", "fanotify_init",
+    "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr",
+)
+
+
+def level_rank(level: str) -> int:
+    """Position of ``level`` in :data:`LEVELS` (higher is stronger)."""
+    return LEVELS.index(level)
+
+
+def parse_level(text: str) -> str:
+    """``text`` if it names a level; raises ValueError with the valid names otherwise."""
+    if text not in LEVELS:
+        raise ValueError(f"unknown isolation level {text!r}; use one of: {', '.join(LEVELS)}")
+    return text
+
+
+# --------------------------------------------------------------------------- namespaces
+
+
+def enter_namespaces(libc: Any, is_root: bool) -> bool:
+    """Unshare mount, network, IPC and PID namespaces (plus user when not root); True if it worked.
+
+    On success the caller continues as PID 1 of a new PID namespace with a fresh ``/proc``
+    (a fork happens here: the original process waits for it and exits with its status),
+    and ``/`` is a private mount tree, so nothing mounted later leaks out.
+    """
+    uid, gid = os.geteuid(), os.getegid()
+    flags = _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWPID | (0 if is_root else _CLONE_NEWUSER)
+    if libc.unshare(flags) != 0:
+        return False
+    if not is_root:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            try:
+                Path(f"/proc/self/{name}").write_text(text)
+            except OSError:
+                pass
+    libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None)
+    child = os.fork()
+    if child:  # the original process: stay until the namespace's init ends, then end alike
+        for fd in range(3, 1024):  # hold none of the pipes: the judge must see EOF when the child ends
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        _, status = os.waitpid(child, 0)
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)  # best effort (Docker masks)
+    return True
+
+
+def cap_scratch(libc: Any, scratch: str, uid: int | None) -> None:
+    """Replace the scratch folder by a tmpfs of :data:`SCRATCH_BYTES` (inside our mount namespace)."""
+    owner = f",uid={uid},gid={uid}" if uid is not None else ""
+    options = f"size={SCRATCH_BYTES},nr_inodes={SCRATCH_ENTRIES},mode=0700{owner}".encode()
+    libc.mount(b"tmpfs", scratch.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options)
+
+
+# --------------------------------------------------------------------------- Landlock and seccomp
+
+
+def _interpreter_roots() -> set[str]:
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        paths.add(sysconfig.get_paths().get(key, "/usr"))
+    return paths
+
+
+#: Computed at import (as the grader): after the uid switch sysconfig's lazy imports may be unreadable.
+_INTERPRETER_ROOTS = _interpreter_roots()
+
+
+def _readable_roots(submission: str) -> list[str]:
+    # Not all of /proc: other processes' command lines would show (without a PID namespace).
+    paths = {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", f"/proc/{os.getpid()}", "/proc/cpuinfo",
+             "/proc/meminfo", "/proc/stat", "/sys/devices/system/cpu", "/dev/urandom", "/dev/random", "/dev/zero",
+             submission, *_INTERPRETER_ROOTS}
+    torch = sys.modules.get("torch")  # loaded by the zygote: its site-packages holds native libraries
+    if torch is not None and getattr(torch, "__file__", None):
+        paths.add(os.path.dirname(os.path.dirname(torch.__file__)))
+    return sorted(p for p in {os.path.realpath(p) for p in paths} | paths if os.path.exists(p))
+
+
+def apply_landlock(submission: str, scratch: str) -> bool:
+    """Restrict file access to reading the system, interpreter and submission, and writing scratch."""
+    if landlock is None:
+        return False
+    try:
+        ctypes.set_errno(0)  # the binding reads errno to detect failures; start clean
+        if landlock.landlock_abi_version() < 1:
+            return False
+        ruleset = landlock.Ruleset()
+        read = FSAccess.READ_FILE | FSAccess.READ_DIR | FSAccess.EXECUTE
+        for path in _readable_roots(submission):
+            rules = read if os.path.isdir(path) else FSAccess.READ_FILE
+            ctypes.set_errno(0)
+            ruleset.allow(path, rules=rules)
+        ctypes.set_errno(0)
+        ruleset.allow(scratch)  # every right, below scratch only
+        ctypes.set_errno(0)
+        null_rights = FSAccess.READ_FILE | FSAccess.WRITE_FILE
+        if landlock.landlock_abi_version() >= 3:
+            null_rights |= FSAccess.TRUNCATE
+        ruleset.allow("/dev/null", rules=null_rights)
+        ctypes.set_errno(0)
+        ruleset.apply()
+        return True
+    except Exception:  # noqa: BLE001 - no binding, kernel without Landlock, or disabled: a weaker level
+        return False
+
+
+def apply_seccomp() -> bool:
+    """Load the seccomp filter described in the module docstring (also sets no-new-privs)."""
+    if seccomp is None:
+        return False
+    try:
+        rules = seccomp.SyscallFilter(seccomp.ALLOW)
+        rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket", seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
+        for name in DENIED_SYSCALLS:
+            try:
+                rules.add_rule(seccomp.ERRNO(errno.EPERM), name)
+            except (OSError, ValueError, RuntimeError):
+                pass  # a syscall this architecture or libseccomp does not know
+        rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")  # flags are behind a pointer: libc falls back to clone
+        for flag in _NAMESPACE_FLAGS:
+            rules.add_rule(seccomp.ERRNO(errno.EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+        rules.load()
+        return True
+    except Exception:  # noqa: BLE001 - no libseccomp / binding, or seccomp unavailable: a weaker level
+        return False
+
+
+# --------------------------------------------------------------------------- environment
+
+
+def clean_environment(scratch: str) -> dict[str, str]:
+    """The only environment variables a student process gets."""
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def confine(submission: str, scratch: str, namespaces: bool) -> str:
+    """Apply Landlock and seccomp and clean the environment; return the level reached.
+
+    ``namespaces`` says whether :func:`enter_namespaces` worked for this process (it runs
+    earlier, before the uid switch).  Call after the uid switch, before student code.
+    """
+    landlocked = apply_landlock(submission, scratch)
+    filtered = apply_seccomp()
+    os.environ.clear()
+    os.environ.update(clean_environment(scratch))
+    if namespaces:
+        return "namespaces"
+    if filtered:
+        return "landlock+seccomp" if landlocked else "seccomp"
+    return "none"
+
+
+def probe_level() -> str:
+    """The level a student process would reach here (measured in a throwaway child, as root drops to nobody)."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        level = "none"
+        try:
+            os.close(read_fd)
+            os.setsid()
+            libc = ctypes.CDLL(None, use_errno=True)
+            is_root = os.geteuid() == 0
+            spaced = enter_namespaces(libc, is_root)  # on success we are the child; write_fd is still ours
+            scratch = os.path.realpath(os.environ.get("TMPDIR") or "/tmp")
+            if is_root:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+            level = confine(scratch, scratch, spaced)
+        except BaseException:  # noqa: BLE001 - whatever failed is a level not reached
+            pass
+        finally:
+            try:
+                os.write(write_fd, level.encode())
+            finally:
+                os._exit(0)
+    os.close(write_fd)
+    data = b""
+    with os.fdopen(read_fd, "rb") as stream:
+        data = stream.read()
+    os.waitpid(pid, 0)
+    text = data.decode(errors="replace").strip()
+    return text if text in LEVELS else "none"
+
+
+def required_level(cli_value: str | None = None) -> str | None:
+    """The minimum level asked for (the CLI's value first, then ``$AMP_MIN_ISOLATION``); None if none."""
+    value = cli_value or os.environ.get(MIN_ISOLATION_ENV, "").strip() or None
+    return parse_level(value) if value else None
+
+
+def refusal(reached: str, required: str) -> str | None:
+    """The message refusing to grade when ``reached`` is below ``required``; None when it is enough."""
+    if level_rank(reached) >= level_rank(required):
+        return None
+    return (f"Refusing to grade: student code would run with isolation level {reached!r} here, below the required "
+            f"{required!r} (levels, weakest first: {', '.join(LEVELS)}). Run as root with CAP_SYS_ADMIN for "
+            f"namespaces, or on a kernel with Landlock and libseccomp for landlock+seccomp; or lower "
+            f"--min-isolation / ${MIN_ISOLATION_ENV}.")
+
+
+# --------------------------------------------------------------------------- cleanup (the judge's side)
+
+
+def remove_ipc_objects(uid: int) -> int:
+    """Remove every SysV shared memory segment, message queue and semaphore set owned by ``uid``.
+
+    Covers the platforms without IPC namespaces (root only; seccomp normally stops the
+    student from making any).  Returns how many were removed.
+    """
+    if os.geteuid() != 0:
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    removed = 0
+    for kind, remove in (("shm", lambda i: libc.shmctl(i, _IPC_RMID, None)),
+                         ("msg", lambda i: libc.msgctl(i, _IPC_RMID, None)),
+                         ("sem", lambda i: libc.semctl(i, 0, _IPC_RMID))):
+        for ident in _ipc_ids_of(kind, uid):
+            removed += remove(ident) == 0
+    return removed
+
+
+def _ipc_ids_of(kind: str, uid: int) -> list[int]:
+    """Ids of the ``kind`` ("shm", "msg", "sem") objects owned or created by ``uid`` (/proc/sysvipc)."""
+    try:
+        lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+    except OSError:
+        return []
+    if not lines:
+        return []
+    header = lines[0].split()
+    column = {name: k for k, name in enumerate(header)}
+    found = []
+    for line in lines[1:]:
+        fields = line.split()
+        try:
+            if uid in (int(fields[column["uid"]]), int(fields[column["cuid"]])):
+                found.append(int(fields[column[kind + "id" if kind != "msg" else "msqid"]]))
+        except (KeyError, IndexError, ValueError):
+            continue
+    return found
+
+
+def scratch_usage(folder: Path, limit_entries: int = SCRATCH_ENTRIES) -> tuple[int, int]:
+    """(bytes, entries) below ``folder``, counting at most ``limit_entries`` entries (then it stops)."""
+    total = entries = 0
+    stack = [str(folder)]
+    while stack and entries <= limit_entries:
+        try:
+            with os.scandir(stack.pop()) as listing:
+                for entry in listing:
+                    entries += 1
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                        else:
+                            total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+    return total, entries
+
+
+class ScratchGuard(threading.Thread):
+    """Where scratch cannot be a size-capped tmpfs: watch its size and call ``stop`` when over the cap."""
+
+    def __init__(self, folder: Path, stop: Callable[[], None], interval: float = 0.25) -> None:
+        super().__init__(daemon=True, name="scratch-guard")
+        self.folder, self.stop, self.interval = folder, stop, interval
+        self.exceeded = False
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(self.interval):
+            size, entries = scratch_usage(self.folder)
+            if size > SCRATCH_BYTES or entries > SCRATCH_ENTRIES:
+                self.exceeded = True
+                self.stop()
+                wipe_folder(self.folder)
+
+    def cancel(self) -> None:
+        self._done.set()
+
+
+def wipe_folder(folder: Path) -> None:
+    """Delete everything inside ``folder`` (kept itself)."""
+    import shutil
+
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass
+
+
+def grant_submission(folder: Path, uid: int | None) -> None:
+    """Make a staged submission readable by the student process's uid only (group ``uid``, 0750/0640).
+
+    Without a uid switch the folder stays 0700 (the student process runs as the grader).
+    """
+    if uid is None or os.geteuid() != 0 or not folder.name.startswith("amp-submission-"):
+        return  # only intake's own staging copies are ever handed over, never a folder given directly
+    for path in [folder, *folder.rglob("*")]:
+        os.chown(path, 0, uid, follow_symlinks=False)
+        os.chmod(path, 0o750 if path.is_dir() else 0o640)

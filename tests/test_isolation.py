@@ -1,0 +1,614 @@
+"""Isolation and bounds where graders really run (issue 11): a Gradescope-like container (root
+without CAP_SYS_ADMIN), an unprivileged user, concurrent batches; and every path bounded.
+
+The confinement runs are few and representative (one probing submission per mode), not the
+whole hostile suite again: each costs one short grading run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autograder import budget, confine, escape, intake
+from conftest import ROOT
+
+SOLUTIONS = ROOT / "solutions"
+FILES = ("loss_scaler.py", "amp_step.py", "answers.py")
+#: Docker's default capability set (no CAP_SYS_ADMIN): what Gradescope's containers run with.
+DOCKER_CAPS = ("-all,+chown,+dac_override,+fsetid,+fowner,+mknod,+net_raw,+setgid,+setuid,+setfcap,+setpcap,"
+               "+net_bind_service,+sys_chroot,+kill,+audit_write")
+IS_ROOT = os.geteuid() == 0
+HAS_SETPRIV = shutil.which("setpriv") is not None
+NOBODY = 65534
+
+
+def _runs_as_nobody() -> bool:
+    """Whether an unprivileged uid can start this interpreter (a pyenv under /root cannot)."""
+    if not (IS_ROOT and HAS_SETPRIV):
+        return False
+    check = ("import subprocess, sys; "  # the batch starts its workers with sys.executable: that must work too
+             "subprocess.run([sys.executable, '-c', 'import torch, pyseccomp, landlock'], check=True)")
+    done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable,
+                           "-c", check], capture_output=True, timeout=120)
+    return done.returncode == 0
+
+
+MODES = {  # "root": as this process runs (the other two need root to start from)
+    "root": [],
+    "docker": ["setpriv", "--bounding-set", DOCKER_CAPS],
+    "unprivileged": ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"],
+}
+
+
+def _skip_reason(mode: str) -> str | None:
+    if not IS_ROOT:
+        return "needs root (to run the grader as root, as root without CAP_SYS_ADMIN, and as another user)"
+    if mode != "root" and not HAS_SETPRIV:
+        return "needs setpriv (Debian package util-linux)"
+    if mode == "unprivileged" and not _runs_as_nobody():
+        return (f"uid {NOBODY} cannot run {sys.executable} with torch, pyseccomp and landlock "
+                "(the interpreter sits in a folder only root may enter)")
+    return None
+
+
+def grade_as(mode: str, paths: list[Path], out: Path, *extra: str, env: dict[str, str] | None = None,
+             timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``python -m autograder grade`` run as root, as root with Docker's capabilities, or as nobody."""
+    if mode == "unprivileged":
+        out.mkdir(parents=True, exist_ok=True)
+        os.chown(out, NOBODY, NOBODY)
+        for path in paths:
+            for item in [path, *path.rglob("*")]:
+                os.chown(item, NOBODY, NOBODY)
+    command = MODES[mode] + [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
+                             "--jobs", "1", *(extra or ("--no-progress",))]
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=environment)
+
+
+def results_of(out: Path, name: str) -> dict[str, Any]:
+    return json.loads((out / name / "results.json").read_text())
+
+
+def submission(folder: Path, patches: dict[str, str]) -> Path:
+    """The reference solution with text appended to some of its files."""
+    folder.mkdir(parents=True)
+    for name in FILES:
+        (folder / name).write_text((SOLUTIONS / name).read_text() + patches.get(name, ""))
+    return folder
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1 that counts the connections it accepts."""
+
+    def __init__(self) -> None:
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(16)
+        self.port = self.server.getsockname()[1]
+        self.accepted = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.server.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            connection.close()
+
+    def close(self) -> None:
+        self.server.close()
+
+
+PROBE = '''
+
+def _probe():  # hostile: network, grader files, SysV IPC, a daemon, files outside scratch
+    import ctypes, json, os, socket, subprocess
+    report = {{}}
+    try:
+        client = socket.socket()
+        client.settimeout(2)
+        client.connect((b"127.0.0.1", {port}))  # bytes: no lazy import of the idna codec
+        report["net"] = "connected"
+    except Exception as exc:
+        report["net"] = type(exc).__name__
+    try:
+        report["read"] = len(open({secret!r}).read())
+    except Exception as exc:
+        report["read"] = type(exc).__name__
+    libc = ctypes.CDLL(None, use_errno=True)
+    report["shm"] = libc.shmget({key}, 1 << 20, 0o1666)  # IPC_CREAT | 0666
+    try:
+        subprocess.Popen(["/bin/sh", "-c", "sleep 300; : {token}"], start_new_session=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        report["daemon"] = "started"
+    except Exception as exc:
+        report["daemon"] = type(exc).__name__
+    for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+        try:
+            with open(os.path.join(folder, "{token}"), "w") as stream:
+                stream.write("left behind")
+            report[folder] = "written"
+        except Exception as exc:
+            report[folder] = type(exc).__name__
+    report["env"] = sorted(os.environ)
+    print("PROBE " + json.dumps(report))
+
+
+_probe()
+'''
+
+
+def _shm_keys() -> set[int]:
+    lines = Path("/proc/sysvipc/shm").read_text().splitlines()
+    return {int(line.split()[0]) for line in lines[1:] if line.split()}
+
+
+def _processes_with(token: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if token.encode() in (entry / "cmdline").read_bytes():
+                    found.append(entry.name)
+            except OSError:
+                continue
+    return found
+
+
+def _expected_level(mode: str) -> str:
+    """Root gets namespaces; root without CAP_SYS_ADMIN gets Landlock (where the kernel has it) and seccomp."""
+    if mode == "docker":
+        try:
+            landlocked = confine.landlock is not None and confine.landlock.landlock_abi_version() >= 1
+        except OSError:
+            landlocked = False
+        return "landlock+seccomp" if landlocked else "seccomp"
+    return "namespaces"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Any:
+    """A folder every uid may enter (pytest's own tmp folders are 0700 root), removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="amp-isolation-test-", dir="/var/tmp"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_confinement_holds_in_every_mode(mode: str, workspace: Path) -> None:
+    reason = _skip_reason(mode)
+    if reason:
+        pytest.skip(reason)
+    tmp_path = workspace
+    token = f"amp-probe-{uuid.uuid4().hex[:12]}"
+    key = int(uuid.uuid4().hex[:7], 16)
+    listener = Listener()
+    secret = ROOT / "autograder" / "hidden" / "test_hidden_scaler.py"
+    probe = submission(tmp_path / "probe", {"answers.py": PROBE.format(port=listener.port, secret=str(secret),
+                                                                       key=key, token=token)})
+    try:
+        done = grade_as(mode, [probe], tmp_path / "out")
+    finally:
+        listener.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "\x1b" not in done.stdout
+    results = results_of(tmp_path / "out", "probe")
+    reports = [json.loads(line[len("PROBE "):]) for line in results["output"].splitlines()
+               if line.startswith("PROBE ")]
+    assert reports, results["output"][-2000:]
+    report = reports[0]
+    assert listener.accepted == 0 and report["net"] != "connected"  # no network
+    assert isinstance(report["read"], str), "a hidden test file was readable"  # grader files unreadable
+    assert set(report["env"]) <= set(confine.clean_environment("/x"))  # a clean environment
+    time.sleep(0.5)
+    assert key not in _shm_keys()  # no IPC object left
+    assert not _processes_with(token)  # no process left
+    for folder in ("/tmp", "/var/tmp", "/dev/shm"):  # nothing written outside scratch survives
+        assert not (Path(folder) / token).exists(), f"{folder}/{token} survived"
+    assert results["score"] == 90, results["output"][-2000:]  # results valid: the probe broke nothing graded
+    level = results["extra_data"]["isolation"]
+    assert level == _expected_level(mode) if mode != "unprivileged" else level in confine.LEVELS[1:]
+    assert f"isolation level: {level}" in (tmp_path / "out" / "probe" / "staff.log").read_text()
+    assert f"- {escape.markdown_inline(level)}: 1 submission(s)" in (tmp_path / "out" / "summary.md").read_text()
+
+
+CONFINED_CHILD = """
+import json, os, socket, sys
+sys.path[:0] = [{site!r}, {root!r}]
+from autograder import confine
+level = confine.probe_level()
+read_fd, write_fd = os.pipe()
+pid = os.fork()
+if pid == 0:  # a student process as the sandbox makes it, minus torch: namespaces, then Landlock + seccomp
+    import ctypes
+    spaced = confine.enter_namespaces(ctypes.CDLL(None, use_errno=True), False)
+    scratch = {scratch!r}
+    report = {{"level": confine.confine(scratch, scratch, spaced)}}
+    try:
+        client = socket.socket()
+        client.settimeout(2)
+        client.connect((b"127.0.0.1", {port}))
+        report["net"] = "connected"
+    except Exception as exc:
+        report["net"] = type(exc).__name__
+    try:
+        report["read"] = len(open({secret!r}).read())
+    except Exception as exc:
+        report["read"] = type(exc).__name__
+    os.write(write_fd, json.dumps(report).encode())
+    os._exit(0)
+os.close(write_fd)
+print(json.dumps({{"probe": level, "child": json.loads(os.read(read_fd, 65536) or b"{{}}")}}))
+"""
+
+
+def test_unprivileged_user_gets_confined(workspace: Path) -> None:
+    """As an ordinary user (with the system interpreter where the grader's cannot run as one): the level
+    probed, and a confined process reaches neither the network nor the grader's files."""
+    system_python = Path("/usr/bin/python3")
+    site = Path(confine.__file__).resolve().parents[0]
+    bindings = Path(confine.seccomp.__file__).parent if confine.seccomp is not None else None
+    if not (IS_ROOT and HAS_SETPRIV and system_python.exists() and bindings is not None):
+        pytest.skip("needs root, setpriv, /usr/bin/python3 and the pyseccomp binding")
+    scratch = workspace / "scratch"
+    scratch.mkdir()
+    os.chown(scratch, NOBODY, NOBODY)
+    listener = Listener()
+    secret = ROOT / "autograder" / "hidden" / "test_hidden_scaler.py"
+    code = CONFINED_CHILD.format(site=str(bindings), root=str(site.parent), scratch=str(scratch), port=listener.port,
+                                 secret=str(secret))
+    try:
+        done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                               str(system_python), "-c", code], capture_output=True, text=True, timeout=120,
+                              cwd="/", env={"PATH": "/usr/bin:/bin"})
+    finally:
+        listener.close()
+    if done.returncode != 0 and "No module named" in done.stderr:
+        pytest.skip(f"the system interpreter cannot load the bindings: {done.stderr[-300:]}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = json.loads(done.stdout.splitlines()[-1])
+    assert data["probe"] == data["child"]["level"] != "none"
+    assert listener.accepted == 0 and data["child"]["net"] != "connected"
+    assert isinstance(data["child"]["read"], str)  # a world-readable grader file, yet unreadable here
+
+
+def test_min_isolation_refuses_below_the_level_reached(tmp_path: Path) -> None:
+    if _skip_reason("docker"):
+        pytest.skip(_skip_reason("docker") or "")
+    done = grade_as("docker", [SOLUTIONS], tmp_path / "out", "--min-isolation", "namespaces")
+    assert done.returncode == 2
+    assert "Refusing to grade" in done.stderr and "'namespaces'" in done.stderr
+    assert not (tmp_path / "out" / "gradebook.csv").exists()
+    done = grade_as("docker", [SOLUTIONS], tmp_path / "out", env={confine.MIN_ISOLATION_ENV: "bogus"})
+    assert done.returncode == 2 and "unknown isolation level 'bogus'" in done.stderr
+
+
+def test_gradescope_refuses_below_amp_min_isolation_with_a_results_file(tmp_path: Path) -> None:
+    if _skip_reason("docker"):
+        pytest.skip(_skip_reason("docker") or "")
+    (tmp_path / "submission").mkdir()
+    (tmp_path / "results").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "AUTOGRADER_ROOT": str(tmp_path),
+           confine.MIN_ISOLATION_ENV: "namespaces"}
+    done = subprocess.run(MODES["docker"] + [sys.executable, "-m", "autograder.gradescope", "run"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert results["score"] == 0 and "refused" in results["output"]
+    assert results["extra_data"]["isolation"] == _expected_level("docker")
+    assert "Refusing to grade" in done.stdout  # the staff-only output
+
+
+HOARDER = '''
+
+def _hoard():  # writes into its scratch folder (the working directory) until refused
+    import os
+    written = 0
+    block = b"x" * (1 << 20)
+    try:
+        for k in range(600):
+            with open("hoard-%d" % k, "wb") as stream:
+                stream.write(block * 1)
+            written += len(block)
+    except OSError:
+        pass
+    print("HOARDED %d" % written)
+
+
+_hoard()
+'''
+
+
+@pytest.mark.parametrize("mode", ["root", "docker"])
+def test_huge_scratch_writes_are_capped(mode: str, tmp_path: Path) -> None:
+    reason = _skip_reason(mode)
+    if reason:
+        pytest.skip(reason)
+    hoarder = submission(tmp_path / "hoarder", {"answers.py": HOARDER})
+    done = grade_as(mode, [hoarder], tmp_path / "out")
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = results_of(tmp_path / "out", "hoarder")
+    written = [int(line.split()[1]) for line in results["output"].splitlines() if line.startswith("HOARDED ")]
+    if mode == "root":  # a size-capped tmpfs: writes fail at the cap
+        assert written and max(written) <= confine.SCRATCH_BYTES
+    else:  # the guard stops the process soon after the cap
+        assert "to its scratch folder" in json.dumps(results) or (written and max(written) <= confine.SCRATCH_BYTES)
+    assert not list(Path("/tmp").glob("amp-scratch-*/hoard-0"))  # nothing of it left
+
+
+TMP_SPY = '''
+
+def _spy():  # looks for another student's staged files under $TMPDIR for a few seconds
+    import glob, time
+    deadline = time.monotonic() + 4
+    while time.monotonic() < deadline:
+        for path in glob.glob({pattern!r}):
+            try:
+                if {marker!r} in open(path).read():
+                    print("FOUND another student's file")
+                    return
+            except OSError:
+                pass
+        time.sleep(0.2)
+
+
+_spy()
+'''
+
+
+def test_staged_submissions_stay_private_with_tmpdir_elsewhere(tmp_path: Path) -> None:
+    if not IS_ROOT:
+        pytest.skip("needs root (two sandbox uids)")
+    tmpdir = Path("/var/lib") / f"amp-tmp-{uuid.uuid4().hex[:8]}"  # outside every folder the sandbox covers
+    tmpdir.mkdir(mode=0o755)
+    try:
+        names = []
+        for k in range(2):
+            marker = f"SECRET-MARKER-{k}-{uuid.uuid4().hex[:6]}"
+            other = f"SECRET-MARKER-{1 - k}-"
+            spy = TMP_SPY.format(pattern=f"{tmpdir}/amp-submission-*/loss_scaler.py", marker=other)
+            folder = submission(tmp_path / "batch" / f"s{k}", {"loss_scaler.py": f"\n# {marker}\n",
+                                                               "answers.py": spy})
+            names.append(folder.name)
+        done = grade_as("root", [tmp_path / "batch"], tmp_path / "out", "--jobs", "2", env={"TMPDIR": str(tmpdir)})
+        assert done.returncode == 0, done.stderr[-3000:]
+        for name in names:
+            results = results_of(tmp_path / "out", name)
+            assert "FOUND" not in results["output"]
+            assert results["score"] == 90
+        assert not list(tmpdir.glob("amp-submission-*"))  # cleaned up
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+SLOW = '''
+
+_original_init = ToyLossScaler.__init__
+
+
+def _slow_init(self, *args, **kwargs):  # slow, not hanging: just under the call limit
+    import time
+    time.sleep(1.5)
+    _original_init(self, *args, **kwargs)
+
+
+ToyLossScaler.__init__ = _slow_init
+'''
+
+
+def test_slow_submission_is_graded_within_its_budget(tmp_path: Path) -> None:
+    slow = submission(tmp_path / "slow", {"loss_scaler.py": SLOW})
+    limits = {"submission_seconds": 12, "call_seconds": 2}
+    started = time.monotonic()
+    done = grade_as("root", [slow], tmp_path / "out",
+                    env={"AMP_SANDBOX_LIMITS": json.dumps(limits)})
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = results_of(tmp_path / "out", "slow")
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["errored"] == 0 and summary["graded"] == 1  # graded, not errored
+    assert "time budget used up" in json.dumps(results)
+    assert "time limit" in results["extra_data"]["limits_hit"].values()
+    assert results["execution_time"] <= limits["submission_seconds"] + 8  # the judge's bookkeeping after it
+    assert elapsed < budget.watchdog_seconds(limits["submission_seconds"])  # the watchdog never had to act
+    assert 0 < results["score"] < 90  # the tests that ran before the budget was spent kept their points
+
+
+def test_one_budget_everywhere() -> None:
+    from autograder import batch, cli, sandbox
+
+    assert budget.SUBMISSION_SECONDS <= 300
+    assert sandbox.Limits().submission_seconds == budget.SUBMISSION_SECONDS
+    pool = batch.LocalPool(Path("/nonexistent"), 1, (), {"submission_seconds": 42})
+    assert pool.watchdog == budget.watchdog_seconds(42)
+    assert batch.LocalPool(Path("/nonexistent"), 1, (), {}).watchdog == budget.watchdog_seconds()
+    help_text = cli.build_parser()._subparsers._group_actions[0].choices["grade"].format_help()  # type: ignore
+    assert f"({budget.SUBMISSION_SECONDS:g})" in " ".join(help_text.split())
+
+
+# --------------------------------------------------------------------------- intake
+
+
+def test_pathological_zip_names_are_read_in_linear_time(tmp_path: Path) -> None:
+    archive = tmp_path / "names.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for k in range(40):  # what took 825 s with the backtracking regular expression
+            bundle.writestr(f"{k:02d}" + " " * 65_000 + "(1).py", b"x")
+        for k in range(2_000):
+            bundle.writestr(f"d/{'n' * 200}{k}_{k}.py", b"x")
+        bundle.writestr("loss_scaler.py", (SOLUTIONS / "loss_scaler.py").read_bytes())
+    started = time.monotonic()
+    staged = intake.stage(archive, workdir=tmp_path)
+    elapsed = time.monotonic() - started
+    try:
+        assert elapsed < 5
+        assert staged.found == ["loss_scaler.py"]
+        assert any("names longer than" in note for note in staged.notes)
+    finally:
+        shutil.rmtree(staged.folder)
+
+
+def test_intake_caps_members_and_cleans_up(tmp_path: Path) -> None:
+    archive = tmp_path / "many.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for k in range(intake.MAX_MEMBERS + 1):
+            bundle.writestr(f"f{k}", b"")
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.raises(intake.IntakeError, match="entries"):
+        intake.stage(archive, workdir=work)
+    assert not list(work.iterdir())  # no staging folder left behind
+    with pytest.raises(intake.IntakeError, match="time budget"):
+        intake.stage(SOLUTIONS, workdir=work, deadline=time.monotonic() - 1)
+    assert not list(work.iterdir())
+
+
+def test_staging_is_private(tmp_path: Path) -> None:
+    staged = intake.stage(SOLUTIONS, workdir=tmp_path)
+    try:
+        assert staged.folder.stat().st_mode & 0o777 == 0o700
+        assert all(p.stat().st_mode & 0o777 == 0o600 for p in staged.folder.iterdir())
+    finally:
+        shutil.rmtree(staged.folder)
+
+
+def test_stale_staging_folders_of_dead_processes_are_swept(tmp_path: Path) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f"{intake.STAGING_PREFIX}{dead.pid}-abc"
+    live = tmp_path / f"{intake.STAGING_PREFIX}{os.getppid()}-abc"
+    stale.mkdir()
+    live.mkdir()
+    intake.sweep_stale(tmp_path)
+    assert not stale.exists() and live.exists()
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("loss_scaler.py", ("loss_scaler.py", True)),
+    ("Loss_Scaler (1).py", ("loss_scaler.py", False)),
+    ("amp_step-2.py", ("amp_step.py", False)),
+    ("answers copy.py", ("answers.py", False)),
+    ("loss_scaler.py.txt", ("loss_scaler.py", False)),
+    ("x" * 300 + ".py", (None, False)),
+    ("loss_scaler_" + "1" * 300 + ".py", (None, False)),
+    ("notes.txt", (None, False)),
+])
+def test_contract_names(name: str, expected: tuple[str | None, bool]) -> None:
+    assert intake._contract_name(name) == expected
+
+
+# --------------------------------------------------------------------------- escaping
+
+
+INJECTIONS = ['=HYPERLINK("http://evil.example/","x")', "+1+1", "-2+3", "@SUM(1,1)", "\tTAB", "\rCR",
+              "**Score: 90 / 90** [/b] <img src=x onerror=alert(1)>", "\x1b[31mred\x1b[0m \x1b]0;title\x07"]
+
+
+def test_escapes_are_total() -> None:
+    for text in INJECTIONS:
+        cell = escape.csv_cell(text)
+        assert isinstance(cell, str) and not cell.startswith(escape.FORMULA_PREFIXES)
+        inline = escape.markdown_inline(text)
+        assert "<" not in inline and "\x1b" not in inline and "\n" not in inline and "**" not in inline
+        assert "\x1b" not in escape.console(text) and "\x07" not in escape.console(text)
+    assert escape.csv_cell(-1.5) == -1.5  # numbers are never text
+
+
+def outside_code_fences(markdown: str) -> str:
+    kept, fence = [], ""
+    for line in markdown.splitlines():
+        stripped = line.strip()
+        if fence and stripped == fence:
+            fence = ""
+        elif not fence and stripped.startswith("```"):
+            fence = stripped.rstrip("text")
+        elif not fence:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def test_injection_in_every_field_of_a_gradescope_export(tmp_path: Path) -> None:
+    export = tmp_path / "export"
+    first = export / "submission_1"
+    first.mkdir(parents=True)
+    for name in FILES:
+        shutil.copy(SOLUTIONS / name, first / name)
+    second = export / "submission_2"
+    second.mkdir()
+    evil_name = "e[b]\x1b[2J<img src=x onerror=alert(1)>**Score: 90**=1+1.zip"  # a name cannot hold "/"
+    (second / evil_name).write_bytes(b"PK\x03\x04 not really a zip")
+    people = [{":name:": INJECTIONS[6] + " " + INJECTIONS[7], ":sid:": INJECTIONS[1], ":email:": INJECTIONS[3]},
+              {":name:": INJECTIONS[0], ":sid:": INJECTIONS[2], ":email:": INJECTIONS[4]}]
+    metadata = {"submission_1": {":submitters:": people}, "submission_2": {":submitters:": [people[1]]}}
+    (export / "submission_metadata.yml").write_text(json.dumps(metadata))  # JSON is YAML
+    out = tmp_path / "out"
+    done = grade_as("root", [export], out, "--progress")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "\x1b[2J" not in done.stdout and "\x1b]0" not in done.stdout and "\x07" not in done.stdout
+    assert "\x1b" not in done.stderr
+    import csv
+
+    rows = list(csv.reader((out / "gradebook.csv").read_text().splitlines()))
+    for row in rows[1:]:
+        for cell in row:
+            assert not cell.startswith(escape.FORMULA_PREFIXES), cell
+    for path in [out / "summary.md", *out.glob("*/feedback.md")]:
+        text = path.read_text()
+        assert "\x1b" not in text and "\x07" not in text, path
+        assert "<img" not in outside_code_fences(text), path  # inside a fence Markdown shows it as typed
+    feedback = (out / "submission_1" / "feedback.md").read_text()
+    score_lines = [line for line in feedback.splitlines() if "Score:" in line]
+    assert score_lines[0].startswith("**Score: 90 / 90**")  # the real one comes first...
+    assert all("\\*\\*Score" in line for line in score_lines[1:])  # ...and the forged one is shown as typed
+    assert "not a readable zip" in (out / "summary.md").read_text()
+
+
+def test_console_report_survives_markup_and_escape_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    from autograder import inputs, rubric, summary
+    from autograder.ledger import Entry
+
+    reason = "x.zip holds [/b] and \x1b]0;pwned\x07 \x1b[2J"
+    results = {"score": 0.0, "tests": [{"number": item.number, "score": 0.0, "max_score": item.points,
+                                        "status": "failed", "output": "x"} for item in rubric.ITEMS]}
+    rows = [(inputs.Submission("s[/b]", Path("s"), "s"), Entry("s[/b]", "d", "g", "errored", 0.0, 90.0, results,
+                                                                reason=reason))]
+    summary.print_report(rows, summary.summarize(rows), Path("/out"))
+    shown = capsys.readouterr().out
+    assert "[/b]" in shown and "\x1b" not in shown and "\x07" not in shown
+
+
+# --------------------------------------------------------------------------- one set of examples
+
+
+def test_hidden_suite_explores_the_same_scenarios_from_cli_and_gradescope(tmp_path: Path) -> None:
+    script = ROOT / "tests" / "scenario_calls.py"
+    gradescope_modules = ["autograder.gradescope", "autograder.cli", "autograder.worker", "autograder.batch",
+                          "autograder.summary", "autograder.sandbox", "autograder.otter_bridge"]
+    calls = []
+    for preload in ([], gradescope_modules):
+        done = subprocess.run([sys.executable, str(script), *preload], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 0, done.stderr[-3000:]
+        data = json.loads(done.stdout.splitlines()[-1])
+        assert data["passed"] == data["cases"]
+        calls.append(data["calls"])
+    assert len(calls[0]) > 100 and calls[0] == calls[1]
+    assert not list(tmp_path.iterdir())  # nothing written (no .hypothesis/constants) in the working directory
