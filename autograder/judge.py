@@ -113,7 +113,9 @@ class JudgePlugin:
         for item in items:  # hidden property tests explore more examples than the public ones (25)
             function = getattr(item, "obj", None)
             current = getattr(function, "_hypothesis_internal_use_settings", None)
-            if current is not None and HIDDEN_DIR in Path(str(item.fspath)).parents:
+            # (a worker grades many submissions with the same test functions: decorate them once)
+            if current is not None and current.max_examples != HIDDEN_EXAMPLES and \
+                    HIDDEN_DIR in Path(str(item.fspath)).parents:
                 item.obj = settings(current, max_examples=HIDDEN_EXAMPLES)(function)
 
     @pytest.hookimpl(tryfirst=True)
