@@ -42,7 +42,7 @@ from typing import Any, Callable
 
 import torch
 
-from checks import harness, probes
+from checks import harness, probes, registry
 from checks.gpu_mode import DRY_ENV, dry_from_env  # noqa: F401 - DRY_ENV: this module's API since the start
 
 Json = Any
@@ -489,7 +489,7 @@ def grader_fault(exc: BaseException) -> dict[str, Json]:
 
 
 def run_scenario(name: str, args: dict[str, Json], submission: harness.Submission) -> Json:
-    """Run GPU scenario ``name`` against ``submission`` (called by :func:`checks.harness.run_scenario`).
+    """Run GPU scenario ``name`` against ``submission`` (registered with :mod:`checks.registry`).
 
     A device failure outside the student's frames answers ``{"grader_fault": ...}`` (see the
     module's docstring); the student's own exceptions are data, as everywhere else.
@@ -515,4 +515,4 @@ def run_scenario(name: str, args: dict[str, Json], submission: harness.Submissio
     raise ValueError(f"unknown scenario {name!r}")
 
 
-harness.SCENARIO_FAMILIES["gpu_"] = run_scenario
+registry.register_family("gpu_", run_scenario)

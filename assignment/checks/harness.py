@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import torch
 
-from checks import rules
+from checks import registry, rules
 
 Json = Any
 CONTRACT_FILES = {"loss_scaler": "loss_scaler.py", "amp_step": "amp_step.py", "answers": "answers.py"}
@@ -364,29 +364,14 @@ def torch_scaler(**kwargs: Any) -> torch.amp.GradScaler:
     return scaler
 
 
-#: Scenarios defined in other modules, which register themselves here when imported:
-#: ``checks.probes`` (exact names) and ``checks.gpu_scenarios`` (the "gpu_" family, by prefix).
-#: Held here because a sandboxed student process cannot import them late: the sandbox preloads them.
-SCENARIOS: dict[str, Callable[[dict[str, Json], Submission], Json]] = {}
-SCENARIO_FAMILIES: dict[str, Callable[[str, dict[str, Json], Submission], Json]] = {}
-
-
 def run_scenario(name: str, args: dict[str, Json], submission: Submission) -> Json:
-    """Run scenario ``name`` against ``submission``; raise SubmissionFault if it cannot load.
+    """Run scenario ``name`` against ``submission`` (see :mod:`checks.registry`); raise SubmissionFault if it cannot load.
 
-    ``args["scaler"]`` picks the scaler for amp_step scenarios: ``"student"`` (the
-    submission's ToyLossScaler, the default) or ``"torch"``.
+    The scenarios of :mod:`checks.probes` and :mod:`checks.gpu_scenarios` are there once those
+    modules are imported (the sandbox preloads both; the local fixture imports probes).
     """
-    if name == "scaler_ops":
-        return run_scaler_ops(args, submission.attribute("loss_scaler"), submission.root)
-    if name == "answers":
-        return read_answers(submission)
-    if name.startswith("gpu_"):  # the GPU part (checks/gpu_scenarios.py), dry-runnable on the CPU
-        if "gpu_" not in SCENARIO_FAMILIES:
-            from checks import gpu_scenarios  # noqa: F401 - registers itself
-        return SCENARIO_FAMILIES["gpu_"](name, args, submission)
-    if name not in SCENARIOS:
-        from checks import probes  # noqa: F401 - registers itself
-    if name not in SCENARIOS:
-        raise ValueError(f"unknown scenario {name!r}")
-    return SCENARIOS[name](args, submission)
+    return registry.run(name, args, submission)
+
+
+registry.register("scaler_ops", lambda args, sub: run_scaler_ops(args, sub.attribute("loss_scaler"), sub.root))
+registry.register("answers", lambda args, sub: read_answers(sub))

@@ -12,7 +12,8 @@ from typing import Any, Callable
 
 import torch
 
-from checks.harness import (DELEGATION_REFUSALS, SCENARIOS, Json, RecordingSGD, Submission, guarded, run_scaler_ops, seed_cpu,
+from checks import registry
+from checks.harness import (DELEGATION_REFUSALS, Json, RecordingSGD, Submission, guarded, run_scaler_ops, seed_cpu,
                             tensor_values, torch_scaler)
 
 
@@ -249,8 +250,6 @@ def _amp_step_and_scaler(args: dict[str, Json], submission: Submission) -> tuple
     return amp_step, make_scaler
 
 
-SCENARIOS.update({
-    "amp_probe": lambda args, sub: run_amp_probe(args, *_amp_step_and_scaler(args, sub), sub.root),
-    "underflow": lambda args, sub: run_underflow(args, *_amp_step_and_scaler(args, sub), sub.root),
-    "delegation": lambda args, sub: run_delegation_probe(sub.attribute("loss_scaler"), sub.root),
-})
+registry.register("amp_probe", lambda args, sub: run_amp_probe(args, *_amp_step_and_scaler(args, sub), sub.root))
+registry.register("underflow", lambda args, sub: run_underflow(args, *_amp_step_and_scaler(args, sub), sub.root))
+registry.register("delegation", lambda args, sub: run_delegation_probe(sub.attribute("loss_scaler"), sub.root))
