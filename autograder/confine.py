@@ -37,7 +37,7 @@ import sys
 import sysconfig
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 # Imported now, not in the student process: after the uid switch the interpreter's own files may be
 # unreadable (a pyenv under /root) where no mount namespace re-exposes them.
@@ -153,8 +153,12 @@ def _readable_roots(submission: str) -> list[str]:
     return sorted(p for p in {os.path.realpath(p) for p in paths} | paths if os.path.exists(p))
 
 
-def apply_landlock(submission: str, scratch: str) -> bool:
-    """Restrict file access to reading the system, interpreter and submission, and writing scratch."""
+def apply_landlock(submission: str, scratch: str, extra_read: Sequence[str] = (), devices: Sequence[str] = ()) -> bool:
+    """Restrict file access to reading the system, interpreter and submission, and writing scratch.
+
+    A GPU student process also reads ``extra_read`` (CUDA's library folders, the MPS pipe folder)
+    and opens ``devices`` (``/dev/nvidia*``) read-write.
+    """
     if landlock is None:
         return False
     try:
@@ -163,7 +167,7 @@ def apply_landlock(submission: str, scratch: str) -> bool:
             return False
         ruleset = landlock.Ruleset()
         read = FSAccess.READ_FILE | FSAccess.READ_DIR | FSAccess.EXECUTE
-        for path in _readable_roots(submission):
+        for path in [*_readable_roots(submission), *(p for p in extra_read if os.path.exists(p))]:
             rules = read if os.path.isdir(path) else FSAccess.READ_FILE
             ctypes.set_errno(0)
             ruleset.allow(path, rules=rules)
@@ -174,6 +178,9 @@ def apply_landlock(submission: str, scratch: str) -> bool:
         if landlock.landlock_abi_version() >= 3:
             null_rights |= FSAccess.TRUNCATE
         ruleset.allow("/dev/null", rules=null_rights)
+        for node in devices:
+            ctypes.set_errno(0)
+            ruleset.allow(node, rules=null_rights)
         ctypes.set_errno(0)
         ruleset.apply()
         return True
@@ -211,13 +218,14 @@ def clean_environment(scratch: str) -> dict[str, str]:
             "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def confine(submission: str, scratch: str, namespaces: bool) -> str:
+def confine(submission: str, scratch: str, namespaces: bool, extra_read: Sequence[str] = (),
+            devices: Sequence[str] = ()) -> str:
     """Apply Landlock and seccomp and clean the environment; return the level reached.
 
     ``namespaces`` says whether :func:`enter_namespaces` worked for this process (it runs
     earlier, before the uid switch).  Call after the uid switch, before student code.
     """
-    landlocked = apply_landlock(submission, scratch)
+    landlocked = apply_landlock(submission, scratch, extra_read, devices)
     filtered = apply_seccomp()
     os.environ.clear()
     os.environ.update(clean_environment(scratch))

@@ -64,7 +64,7 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def install(submission: str, scratch: str) -> Callable[[], Any]:
+def install(submission: str, scratch: str, extra_read: tuple[str, ...] = ()) -> Callable[[], Any]:
     """Arm the audit hook for the rest of this process; return a ``trusted()`` context manager.
 
     Inside ``with trusted():`` frame attributes may be read: the harness formats the
@@ -74,7 +74,7 @@ def install(submission: str, scratch: str) -> Callable[[], Any]:
     scratch_real = os.path.realpath(scratch)
     readable = tuple(sorted({os.path.realpath(p) for p in (
         submission, scratch, sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(torch.__file__),
-        "/proc/self", "/sys", "/dev", "/usr", "/lib", "/lib64", "/etc")}))
+        "/proc/self", "/sys", "/dev", "/usr", "/lib", "/lib64", "/etc", *extra_read)}))
     writable = (scratch_real, "/dev/null")
     depth = [0]
 

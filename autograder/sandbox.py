@@ -252,7 +252,9 @@ def _child_main(request: SpawnRequest, fds: list[int]) -> None:
         os.close(output_fd)
         namespaces = _isolate(request)
         os.chdir(request.scratch)
-        isolation = confine.confine(request.submission, request.scratch, namespaces)  # also a clean environment
+        device = request.device
+        isolation = confine.confine(request.submission, request.scratch, namespaces,  # also a clean environment
+                                    device.keep if device else (), _device_nodes() if device else ())
         sys.dont_write_bytecode = True
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
@@ -261,7 +263,8 @@ def _child_main(request: SpawnRequest, fds: list[int]) -> None:
             del sys.modules[name]  # student code cannot simply import and patch the harness we run
         if "loss_scaler" in request.modules:
             guard.refuse_reference_scaler(harness.DELEGATION_REFUSALS)
-        harness.set_trusted_section(guard.install(request.submission, request.scratch))
+        harness.set_trusted_section(guard.install(request.submission, request.scratch,
+                                                  device.keep if device else ()))
         submission = harness.Submission(Path(request.submission), enforce_rules=request.static_rules)
         for name in request.modules:
             try:
@@ -285,6 +288,13 @@ def _child_main(request: SpawnRequest, fds: list[int]) -> None:
                     _flush_and_send(reply_fd, {"id": message["id"] + index, **reply})
     finally:
         os._exit(0)
+
+
+def _device_nodes() -> list[str]:
+    """The GPU device nodes a GPU student process may open (``/dev/nvidia*``)."""
+    import glob
+
+    return sorted(glob.glob("/dev/nvidia*"))
 
 
 def _flush_and_send(fd: int, message: dict[str, Any]) -> None:
