@@ -1,4 +1,12 @@
-"""Autograder for the mixed-precision (AMP) assignment.  See README.md.
+"""Autograder for the mixed-precision (AMP) assignment.  See README.md ("Repository layout").
+
+One folder per job, dependencies pointing one way:
+
+* :mod:`autograder.engine` grades one submission (intake, sandbox, judge, rubric, results);
+* :mod:`autograder.batch` grades many (workers, ledger, reports) with the engine;
+* :mod:`autograder.packaging` ships the grader (Gradescope, otter-grader, notebook, release);
+* :mod:`autograder.gpu` grades the GPU part with the engine's sandbox;
+* :mod:`autograder.cli` is ``python -m autograder``.
 
 The public checks (``assignment/checks``) are imported as the package ``checks``;
 this makes them importable wherever the grader runs from.
@@ -9,6 +17,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-_CHECKS_PARENT = str(Path(__file__).resolve().parent.parent / "assignment")
+#: The project's root (a checkout, or the Gradescope zip's ``source/``).
+ROOT = Path(__file__).resolve().parent.parent
+
+_CHECKS_PARENT = str(ROOT / "assignment")
 if _CHECKS_PARENT not in sys.path:
     sys.path.insert(0, _CHECKS_PARENT)

@@ -17,10 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from autograder import budget, confine, rubric
+from autograder import ROOT, budget, confine, rubric
 from autograder.batch import private_paths  # noqa: F401 - part of this module's API
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def submission_name(path: Path, taken: set[str]) -> str:

@@ -31,8 +31,8 @@ from typing import Any
 
 from autograder.files import write_text_atomic
 from checks.gpu_mode import DRY_ENV, dry_from_env, parse_dry
+from autograder import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 BUDGET_S = 440.0  # all steps together (each gets at least 5 s more): under 8 minutes
 STEP_CAPS_S = {"preflight": 180.0, "tests": 180.0, "bench": 180.0, "grade": 300.0}
 NO_CUDA = ("gpu-check: no CUDA device here (torch.cuda.is_available() is False): nothing to check. Run it on a "

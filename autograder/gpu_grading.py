@@ -56,7 +56,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
-from autograder import rubric
+from autograder import ROOT, rubric
 from autograder.files import write_text_atomic
 from autograder.gpu_gradebook import (GRADEBOOK, MERGED, RESULTS_FILE, STAFF_FILE, UNGRADED,  # noqa: F401 - API
                                       collect, gpu_max_points, merge_gradebooks, write_submission_result)
@@ -64,7 +64,7 @@ from checks.gpu_mode import DRY_ENV, dry_from_env, parse_dry
 
 PREFLIGHT_FILE = "gpu_preflight.json"
 CANARY = ".gpu-canary"  # OUT/.gpu-canary/gpu_results.json: the canary's grades (not in the gradebook)
-SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
+SOLUTIONS = ROOT / "solutions"
 FAULT_MESSAGE = ("The grader could not grade the GPU part because of an internal problem (not your fault); "
                  "staff will regrade it.")
 #: Limits of a GPU student process: CUDA needs a large address space (no RLIMIT_AS), threads and
@@ -233,7 +233,7 @@ def cmd_grade_gpu(args: argparse.Namespace) -> int:
     from autograder.batch import private_paths
     from autograder.files import kill_uid
     from autograder.gpu_preflight import PreflightFailed, preflight
-    from autograder.worker import claim_uid
+    from autograder.uids import claim_uid
 
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)

@@ -20,8 +20,8 @@ import time
 import traceback
 import zipfile
 from pathlib import Path
+from autograder import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ("pytest==9.2.0", "hypothesis==6.170.17", "rich==15.0.0", "pyseccomp==0.1.2", "landlock==1.0.0.dev5")
 TORCH = "torch==2.13.0"
 

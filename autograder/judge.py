@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from autograder import rubric
+from autograder import ROOT, rubric
 
 try:
     BaseExceptionGroup
@@ -35,9 +35,8 @@ except NameError:  # Python 3.10: hypothesis depends on the backport
     from exceptiongroup import BaseExceptionGroup
 from checks.harness import SubmissionFault
 
-ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_DIR = Path(os.environ.get("AMP_PUBLIC_TESTS", ROOT / "assignment" / "checks"))
-HIDDEN_DIR = Path(os.environ.get("AMP_HIDDEN_TESTS", Path(__file__).resolve().parent / "hidden"))
+HIDDEN_DIR = Path(os.environ.get("AMP_HIDDEN_TESTS", ROOT / "autograder" / "hidden"))
 INI = Path(__file__).resolve().parent / "judge.ini"
 #: Examples per hidden property test (``AMP_HIDDEN_EXAMPLES``); the public checks keep their 25.
 HIDDEN_EXAMPLES = int(os.environ.get("AMP_HIDDEN_EXAMPLES", "100"))

@@ -35,9 +35,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from autograder import otter_build, release, rubric
+from autograder import ROOT, otter_build, release, rubric
 
-ROOT = Path(__file__).resolve().parent.parent
 HANDOUT = ROOT / "assignment" / "README.md"
 NOTEBOOK = "amp_homework.ipynb"
 #: Lesson sections of the handout's Part I shown in the notebook (by number).

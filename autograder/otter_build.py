@@ -45,9 +45,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import rubric
+from autograder import ROOT, rubric
 
-ROOT = Path(__file__).resolve().parent.parent
 BRIDGE = Path(__file__).resolve().parent / "otter_bridge.py"
 BRIDGE_MARKER = "# ---- otter bridge:"
 OTTER_VERSION = "7.0.0"

@@ -35,11 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autograder import judge, rubric
+from autograder import ROOT, judge, rubric
 
-ROOT = Path(__file__).resolve().parent.parent
 PLAN_ENV = "AMP_PLAN"  # "off": grade every test in pytest, call by call (the reference path)
-SHIPPED = Path(__file__).resolve().parent / "hidden" / "plan.json"
+SHIPPED = ROOT / "autograder" / "hidden" / "plan.json"
 
 
 def canonical(value: Any) -> str:

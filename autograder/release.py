@@ -19,8 +19,8 @@ import ast
 import re
 import sys
 from pathlib import Path
+from autograder import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 TASKS = {"loss_scaler.py": "Task 1", "amp_step.py": "Task 2", "answers.py": "Task 3"}
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 LINE_MARKER = re.compile(r"^(?P<lhs>\s*[\w.\[\]\"']+\s*=\s*).*#\s*SOLUTION\s*$")

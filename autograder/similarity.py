@@ -42,8 +42,8 @@ import numpy as np
 from autograder.files import csv_text
 from autograder.inputs import Submission
 from autograder.report_escape import csv_cell, markdown_text
+from autograder import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 FILES = ("loss_scaler.py", "amp_step.py")
 SKELETON = ROOT / "assignment"
 #: tokens (after filtering) a match must span to count; copydetect's default

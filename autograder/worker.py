@@ -10,7 +10,7 @@ line on stdin and answers one JSON line per task on its stdout:
 
 Every submission still runs in its own sandboxed student process (forked from the
 zygote, limited, unprivileged: uid ``--uid``, claimed by the batch for this worker
-only, see :func:`claim_uid`).  Nothing but
+only, see :func:`autograder.uids.claim_uid`).  Nothing but
 fds 0-2 is open when the zygote forks, and student processes replace those, so no
 student process holds the worker's channel to the batch.
 
@@ -23,52 +23,25 @@ from __future__ import annotations
 import argparse
 import ctypes
 import dataclasses
-import fcntl
 import gc
 import json
 import os
 import shutil
 import signal
 import sys
-import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import IO, Any, Sequence
+from typing import Any, Sequence
+
+from autograder.uids import claim_uid  # stdlib only: no torch before the zygote
 
 FAULT_MESSAGE = ("The grader could not grade this submission because of an internal problem (not your fault); "
                  "staff have the details and will regrade it.")
 #: Test hook: a worker that is handed this submission name dies on the spot (simulates a worker crash).
 DIE_ON_ENV = "AMP_BATCH_TEST_DIE_ON"
 
-#: Student processes of batch workers run as one of these uids, each claimed machine-wide with a lock
-#: (concurrent batch runs never share one; the sandbox's own default range is 61000-64999).
-UID_BASE, UID_COUNT = 65000, 500
-
 _CURRENT: dict[str, Any] = {}
-
-
-def claim_uid(hint: int = 0) -> tuple[int, IO[str]] | None:
-    """A sandbox uid nobody else on this machine is using, and the lock that holds it (root only).
-
-    The uid stays ours while the returned file stays open; close it only once every
-    process of that uid is dead.
-    """
-    if os.geteuid() != 0:
-        return None
-    run = Path("/run")
-    folder = run / "amp-autograder" if os.access(run, os.W_OK) else Path(tempfile.gettempdir()) / "amp-autograder-uids"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    for k in range(UID_COUNT):
-        uid = UID_BASE + (hint + k) % UID_COUNT
-        handle = open(folder / f"{uid}.lock", "a")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
-            continue
-        return uid, handle
-    raise RuntimeError(f"all {UID_COUNT} sandbox uids from {UID_BASE} are in use")
 
 
 def limits_from(fields: dict[str, Any] | None) -> Any:

@@ -93,7 +93,7 @@ def test_the_canary_and_the_preflight_are_kept_apart_from_the_grades(graded: Pat
     preflight = json.loads((graded / "gpu_preflight.json").read_text())
     assert preflight["ok"] and preflight["mode"] == "dry" and preflight["facts"]["rlimit_as"] is None
     if os.geteuid() == 0:  # a uid claimed as the batch workers claim theirs, not 61000 + pid % 4000
-        from autograder.worker import UID_BASE, UID_COUNT
+        from autograder.uids import UID_BASE, UID_COUNT
 
         assert UID_BASE <= preflight["facts"]["uid"] < UID_BASE + UID_COUNT
 

@@ -300,7 +300,7 @@ def test_nothing_touches_cuda_before_the_zygote_forks() -> None:
         # what grade-gpu imports and runs before it forks the zygote
         from autograder import gpu_grading, gpu_preflight, gpu_access, inputs
         from autograder.batch import private_paths
-        from autograder.worker import claim_uid
+        from autograder.uids import claim_uid
         from autograder import sandbox
         sandbox.start_zygote()
         before = list(touched)
