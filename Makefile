@@ -25,7 +25,7 @@ test: setup $(OTTER_STAMP) ## run the project's own tests (what CI runs; install
 	$(PY) -m pytest tests
 
 student: setup ## regenerate assignment/*.py from solutions/
-	$(PY) -m autograder.release
+	$(PY) -m autograder.packaging.release
 
 check: setup ## run the public checks on DIR (default: assignment/)
 	cd assignment && AMP_SUBMISSION="$(abspath $(DIR))" ../$(PY) -m pytest
@@ -37,7 +37,7 @@ grade: setup ## grade SUBMISSIONS (default: the bundled examples) into OUT
 	$(PY) -m autograder grade $(SUBMISSIONS) --out $(OUT)
 
 autograder: setup ## build dist/autograder.zip for Gradescope
-	$(PY) -m autograder.gradescope --out dist/autograder.zip
+	$(PY) -m autograder.packaging.gradescope --out dist/autograder.zip
 
 bench: setup ## time grading one submission against the python+torch floor
 	$(PY) benchmarks/grading_speed.py
@@ -61,7 +61,7 @@ bench-gpu: setup ## on a GPU machine: fp32 vs fp16+GradScaler vs bf16 (table + o
 	$(PY) benchmarks/gpu_bench.py --plot out/gpu_bench.png --json out/gpu_bench.json $(DRY_FLAG)
 
 gpu-check: setup ## on a GPU machine: preflight, GPU tests, bench, grade-gpu -> OUT/report.md (DRY=1: CPU dry run)
-	$(PY) -m autograder.gpu_check --out $(GPU_CHECK_OUT) $(DRY_FLAG)
+	$(PY) -m autograder.gpu.check --out $(GPU_CHECK_OUT) $(DRY_FLAG)
 
 .PHONY: otter notebook
 $(OTTER_STAMP): $(VENV)/.installed pyproject.toml
@@ -69,10 +69,10 @@ $(OTTER_STAMP): $(VENV)/.installed pyproject.toml
 	touch $@
 
 otter: $(OTTER_STAMP) ## build dist/otter-autograder.zip (otter-grader; otter run -a it SUBMISSION.zip)
-	$(PY) -m autograder.otter_build --out dist/otter-autograder.zip
+	$(PY) -m autograder.packaging.otter_build --out dist/otter-autograder.zip
 
 notebook: $(OTTER_STAMP) ## rebuild assignment/amp_homework.ipynb with otter assign (after make student)
-	$(PY) -m autograder.notebook_build
+	$(PY) -m autograder.packaging.notebook_build
 
 .PHONY: mutation
 MUTATION_STAMP := $(VENV)/.mutation-installed

@@ -3,7 +3,7 @@
 One folder per job, dependencies pointing one way:
 
 * :mod:`autograder.engine` grades one submission (intake, sandbox, judge, rubric, results);
-* :mod:`autograder.batch` grades many (workers, ledger, reports) with the engine;
+* :mod:`autograder.batch.run` grades many (workers, ledger, reports) with the engine;
 * :mod:`autograder.packaging` ships the grader (Gradescope, otter-grader, notebook, release);
 * :mod:`autograder.gpu` grades the GPU part with the engine's sandbox;
 * :mod:`autograder.cli` is ``python -m autograder``.

@@ -1,7 +1,7 @@
 """Command line: ``python -m autograder grade SUBMISSION... --out DIR`` and friends.
 
 ``grade`` takes submission folders and zips, folders or zips of them, and Gradescope
-exports; it grades them in parallel worker processes (see :mod:`autograder.batch`),
+exports; it grades them in parallel worker processes (see :mod:`autograder.batch.run`),
 resumably (rerun the same command after an interruption), and writes
 ``DIR/gradebook.csv``, ``DIR/<submission>/results.json`` and a summary.
 
@@ -17,14 +17,15 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from autograder import ROOT, budget, confine, rubric
-from autograder.batch import private_paths  # noqa: F401 - part of this module's API
+from autograder.engine import budget, confine, rubric
+from autograder import ROOT
+from autograder.batch.run import private_paths  # noqa: F401 - part of this module's API
 
 
 
 def submission_name(path: Path, taken: set[str]) -> str:
     """Name of a submission in the output folder: folder name or zip stem, made unique."""
-    from autograder.inputs import safe_name, stem, unique_name
+    from autograder.batch.inputs import safe_name, stem, unique_name
 
     return unique_name(safe_name(stem(path)), taken)
 
@@ -35,8 +36,8 @@ def grade_one(path: Path, out: Path, extra_private: Sequence[Path] = ()) -> dict
     Used by Gradescope's entry point.  The caller must have started the zygote
     (``sandbox.start_zygote()``) before importing pytest.
     """
-    from autograder import plan
-    from autograder.worker import grade_submission, limits_from
+    from autograder.engine import plan
+    from autograder.batch.worker import grade_submission, limits_from
 
     outcome = grade_submission(path.name, path, private_paths(out, extra_private), limits_from({}), None,
                                plan.shipped_plan())
@@ -46,7 +47,7 @@ def grade_one(path: Path, out: Path, extra_private: Sequence[Path] = ()) -> dict
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from autograder import batch
+    from autograder.batch import run as batch
 
     limits = {key: value for key, value in (("call_seconds", args.call_timeout), ("import_seconds", args.import_timeout),
                                             ("submission_seconds", args.submission_timeout)) if value is not None}
@@ -141,13 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
     slurm.add_argument("--slurm-cluster", choices=("slurm", "local"), default="slurm",
                        help=argparse.SUPPRESS)  # "local": submitit's local executor (tests)
     slurm.add_argument("--slurm-poll", type=_positive_float, default=5.0, help=argparse.SUPPRESS)
-    from autograder import similarity_cli  # the similarity report (also a section of every batch run)
+    from autograder.batch import similarity_cli  # the similarity report (also a section of every batch run)
 
     similarity_cli.add_batch_options(grade)
     grade.set_defaults(func=cmd_grade)
     show = sub.add_parser("rubric", help="print the tests and their points")
     show.set_defaults(func=cmd_rubric)
-    from autograder import gpu_grading  # grade-gpu and merge (the GPU part, graded by staff on a GPU)
+    from autograder.gpu import grading as gpu_grading  # grade-gpu and merge (the GPU part, graded by staff on a GPU)
 
     gpu_grading.add_subcommands(sub)
     similarity_cli.add_subcommand(sub)

@@ -117,7 +117,7 @@ def similarity_inputs(folder: Path, n: int) -> None:
 def similarity_speed(work: Path, n: int, subset: int = 40) -> None:
     from copydetect.detector import compare_files
 
-    from autograder import inputs, similarity
+    from autograder.batch import inputs, similarity
 
     similarity_inputs(work / "similar", n)
     command = [sys.executable, "-m", "autograder", "similarity", str(work / "similar"), "--out", str(work / "sim")]

@@ -48,7 +48,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as root:  # a fresh /autograder layout, as on Gradescope
             shutil.copytree(args.submission, Path(root) / "submission",
                             ignore=shutil.ignore_patterns("__pycache__", "*.md", "checks", "*.ini", "*.ipynb"))
-            gradescope.append(timed([sys.executable, "-m", "autograder.gradescope", "run"], core,
+            gradescope.append(timed([sys.executable, "-m", "autograder.packaging.gradescope", "run"], core,
                                     {"AUTOGRADER_ROOT": root}))
         with tempfile.TemporaryDirectory() as out:  # fresh: the batch ledger would skip a graded submission
             cli.append(timed([sys.executable, "-m", "autograder", "grade", str(args.submission),

@@ -34,7 +34,7 @@ import torch  # noqa: E402
 
 TORCH_IMPORT_S = time.perf_counter() - started
 
-from autograder import sandbox  # noqa: E402
+from autograder.engine import sandbox  # noqa: E402
 
 BUGS = ("growth_off_by_one", "backoff_divides", "no_float32_rounding")
 
@@ -70,7 +70,7 @@ class Clock:
 
 
 def grade_profiled(folder: Path, clock: Clock) -> dict[str, float]:
-    from autograder import judge, results
+    from autograder.engine import judge, results
 
     test_time: list[float] = []
 

@@ -23,7 +23,7 @@ def main(preload: list[str]) -> None:
         importlib.import_module(name)
     from checks.plugin import LocalRunner
 
-    from autograder import judge, rubric
+    from autograder.engine import judge, rubric
 
     calls: list[Any] = []
 

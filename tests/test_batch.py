@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import inputs, rubric, summary
-from autograder.ledger import Entry, Ledger
+from autograder.batch import inputs, summary
+from autograder.engine import rubric
+from autograder.batch.ledger import Entry, Ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
@@ -291,7 +292,7 @@ def test_changed_files_are_regraded_and_force_regrades_all(small_batch: Path, tm
 
 
 def test_a_worker_that_dies_is_replaced_and_its_submission_recorded(small_batch: Path, tmp_path: Path) -> None:
-    from autograder.worker import DIE_ON_ENV
+    from autograder.batch.worker import DIE_ON_ENV
 
     out = tmp_path / "out"
     done = grade(small_batch, "--out", out, "--jobs", "1", env={DIE_ON_ENV: "skeleton"})
@@ -340,7 +341,7 @@ def test_bad_arguments_exit_2(tmp_path: Path) -> None:
 def test_contract_names_and_internal_message_match_the_grader() -> None:
     from checks.harness import CONTRACT_FILES
 
-    from autograder import judge
+    from autograder.engine import judge
 
     assert set(inputs.CONTRACT_FILES) == set(CONTRACT_FILES.values())
     assert judge.INTERNAL.startswith(summary.INTERNAL_PREFIX)

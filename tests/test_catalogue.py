@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from autograder import rubric
+from autograder.engine import rubric
 from conftest import ROOT, grade
 
 
@@ -184,7 +184,7 @@ def test_every_row_of_tasks_1_and_2_catches_some_bug(graded: dict[str, dict[str,
 @pytest.mark.slow
 def test_call_plan_grades_exactly_like_running_every_test(graded: dict[str, dict[str, Any]],
                                                            tmp_path: Path) -> None:
-    """Issue 13: the call plan (autograder/plan.py) is only a shortcut. Grading every entry again with it
+    """Issue 13: the call plan (autograder/engine/plan.py) is only a shortcut. Grading every entry again with it
     switched off (AMP_PLAN=off: every test in pytest, every call live) gives byte-identical results."""
     if os.environ.get(REUSE_ENV):
         pytest.skip("grades reused from an earlier run")

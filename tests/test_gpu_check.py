@@ -31,7 +31,7 @@ def test_one_parser_for_dry(text: str | None, dry: bool) -> None:
 
 
 def test_an_unknown_dry_value_is_an_error_not_a_guess(monkeypatch: pytest.MonkeyPatch) -> None:
-    from autograder import gpu_grading
+    from autograder.gpu import grading as gpu_grading
     from checks import gpu_scenarios
     from checks.gpu_mode import parse_dry
 
@@ -83,14 +83,14 @@ def test_amp_gpu_dry_false_runs_the_real_mode(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available: gpu-check runs for real there")
 def test_gpu_check_without_cuda_says_so_in_one_line_and_succeeds(tmp_path: Path) -> None:
-    done = run("-m", "autograder.gpu_check", "--out", str(tmp_path / "report"), "--dry", "0")
+    done = run("-m", "autograder.gpu.check", "--out", str(tmp_path / "report"), "--dry", "0")
     assert done.returncode == 0 and done.stdout.count("\n") == 1 and not done.stderr
     assert done.stdout.startswith("gpu-check: no CUDA device here") and not (tmp_path / "report").exists()
 
 
 def test_gpu_check_dry_writes_the_report(tmp_path: Path) -> None:
     out = tmp_path / "check"
-    done = run("-m", "autograder.gpu_check", "--out", str(out), "--dry", "1")
+    done = run("-m", "autograder.gpu.check", "--out", str(out), "--dry", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip().endswith("every step passed")
     report = json.loads((out / "report.json").read_text())

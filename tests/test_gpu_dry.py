@@ -93,7 +93,7 @@ def test_the_canary_and_the_preflight_are_kept_apart_from_the_grades(graded: Pat
     preflight = json.loads((graded / "gpu_preflight.json").read_text())
     assert preflight["ok"] and preflight["mode"] == "dry" and preflight["facts"]["rlimit_as"] is None
     if os.geteuid() == 0:  # a uid claimed as the batch workers claim theirs, not 61000 + pid % 4000
-        from autograder.uids import UID_BASE, UID_COUNT
+        from autograder.engine.uids import UID_BASE, UID_COUNT
 
         assert UID_BASE <= preflight["facts"]["uid"] < UID_BASE + UID_COUNT
 
@@ -108,7 +108,7 @@ def test_grading_again_resumes_and_merges(graded: Path) -> None:
 
 
 def test_merge_joins_on_submission_and_warns_about_missing_rows(tmp_path: Path) -> None:
-    from autograder import gpu_grading
+    from autograder.gpu import grading as gpu_grading
 
     cpu, gpu, out = tmp_path / "cpu.csv", tmp_path / "gpu.csv", tmp_path / "merged.csv"
     cpu.write_text("submission,name,score,max_score,1.1 t\nalice,Alice,80,90,3\nbob,Bob,90,90,3\n")

@@ -42,7 +42,7 @@ def grade_gpu(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
 @pytest.fixture(scope="module")
 def zygote() -> Any:
     """The sandbox's zygote, forked from this test process (the tests below run no judge in it)."""
-    from autograder import sandbox
+    from autograder.engine import sandbox
 
     return sandbox.start_zygote()
 
@@ -77,8 +77,9 @@ def test_preflight_creates_a_cuda_tensor_in_a_forked_student_process(tmp_path: P
 @ROOT_ONLY
 def test_library_folders_stay_visible_and_a_covered_one_stops_the_preflight(zygote: Any, tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from autograder import gpu_access, gpu_grading, sandbox
-    from autograder.gpu_preflight import PreflightFailed, preflight
+    from autograder.gpu import access as gpu_access, grading as gpu_grading
+    from autograder.engine import sandbox
+    from autograder.gpu.preflight import PreflightFailed, preflight
 
     libs = tmp_path / "cuda" / "lib64"  # under /tmp, which the sandbox covers
     libs.mkdir(parents=True)
@@ -95,7 +96,8 @@ def test_library_folders_stay_visible_and_a_covered_one_stops_the_preflight(zygo
 
 
 def test_folders_holding_the_grader_are_never_kept_visible(tmp_path: Path) -> None:
-    from autograder import gpu_access, sandbox
+    from autograder.gpu import access as gpu_access
+    from autograder.engine import sandbox
 
     env = {"LD_LIBRARY_PATH": os.pathsep.join([str(ROOT), str(ROOT / "autograder"), "/home", ""]),
            "CUDA_MPS_PIPE_DIRECTORY": str(tmp_path)}
@@ -106,8 +108,9 @@ def test_folders_holding_the_grader_are_never_kept_visible(tmp_path: Path) -> No
 
 
 def test_memory_bytes_cannot_bring_back_an_address_space_limit(zygote: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from autograder import gpu_access, gpu_grading, sandbox
-    from autograder.gpu_preflight import PreflightFailed, preflight
+    from autograder.gpu import access as gpu_access, grading as gpu_grading
+    from autograder.engine import sandbox
+    from autograder.gpu.preflight import PreflightFailed, preflight
 
     monkeypatch.setenv("AMP_SANDBOX_LIMITS", json.dumps({"memory_bytes": 8 * 2**30, "call_seconds": 33}))
     limits = gpu_grading.gpu_limits()
@@ -122,8 +125,8 @@ def test_memory_bytes_cannot_bring_back_an_address_space_limit(zygote: Any, monk
 
 
 def test_exclusive_compute_mode_error_is_one_clear_line() -> None:
-    from autograder import gpu_access
-    from autograder.gpu_preflight import problems
+    from autograder.gpu import access as gpu_access
+    from autograder.gpu.preflight import problems
 
     report = {"torch": "2.13.0", "torch_cuda": "12.8", "rlimit_as": None, "hidden_folders": [], "nodes": {},
               "cuda": {"available": True, "error": "AcceleratorError: CUDA error: CUDA-capable device(s) is/are "
@@ -140,7 +143,7 @@ def test_exclusive_compute_mode_error_is_one_clear_line() -> None:
 
 
 def test_in_an_exclusive_mode_the_student_and_the_reference_take_turns() -> None:
-    from autograder.gpu_grading import GpuRunner
+    from autograder.gpu.grading import GpuRunner
     from checks.gpu_reference import ReferenceProcess
 
     class Inner:
@@ -166,7 +169,7 @@ def test_in_an_exclusive_mode_the_student_and_the_reference_take_turns() -> None
 
 
 def test_device_node_groups_keep_only_what_the_nodes_need(tmp_path: Path) -> None:
-    from autograder import gpu_access
+    from autograder.gpu import access as gpu_access
 
     for name, mode, gid in (("nvidia0", 0o660, 44), ("nvidiactl", 0o666, 45), ("nvidia-uvm", 0o660, 0),
                             ("nvidia1", 0o600, 46)):
@@ -181,7 +184,7 @@ def test_device_node_groups_keep_only_what_the_nodes_need(tmp_path: Path) -> Non
 
 
 def test_compute_mode_is_read_without_cuda_and_matched_by_uuid() -> None:
-    from autograder import gpu_access
+    from autograder.gpu import access as gpu_access
 
     devices = [{"index": 0, "uuid": "GPU-aaa", "name": "x", "mode": "DEFAULT"},
                {"index": 1, "uuid": "GPU-bbb", "name": "x", "mode": "EXCLUSIVE_PROCESS"}]
@@ -238,10 +241,10 @@ def test_a_grader_fault_marks_the_submission_ungraded_never_zero(tmp_path: Path)
     code = f"""
         import json, sys
         from pathlib import Path
-        from autograder import sandbox
+        from autograder.engine import sandbox
         sandbox.start_zygote()
-        from autograder import gpu_grading
-        from autograder.gpu_preflight import Setup
+        from autograder.gpu import grading as gpu_grading
+        from autograder.gpu.preflight import Setup
         from checks import gpu_reference
 
         class CpuReference:  # the trusted references as on a GPU, computed on the CPU (the 4.1 one faked)
@@ -298,10 +301,11 @@ def test_nothing_touches_cuda_before_the_zygote_forks() -> None:
             if hasattr(owner, name):
                 spy(owner, name)
         # what grade-gpu imports and runs before it forks the zygote
-        from autograder import gpu_grading, gpu_preflight, gpu_access, inputs
-        from autograder.batch import private_paths
-        from autograder.uids import claim_uid
-        from autograder import sandbox
+        from autograder.gpu import grading as gpu_grading, preflight as gpu_preflight, access as gpu_access
+        from autograder.batch import inputs
+        from autograder.batch.run import private_paths
+        from autograder.engine.uids import claim_uid
+        from autograder.engine import sandbox
         sandbox.start_zygote()
         before = list(touched)
         torch.cuda.is_available()

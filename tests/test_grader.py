@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from autograder import judge, rubric
+from autograder.engine import judge, rubric
 from conftest import ROOT, grade, load_results
 
 HIDDEN_SOURCES = sorted((ROOT / "autograder" / "hidden").glob("test_*.py"))

@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from autograder.gradescope import build
+from autograder.packaging.gradescope import build
 from conftest import ROOT
 
 SCHEMA = json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text())

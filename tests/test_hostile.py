@@ -154,7 +154,7 @@ def worker_uids(cli: int) -> set[int]:
             args = (entry / "cmdline").read_bytes().split(b"\0") if entry.name.isdigit() else []
         except OSError:
             continue
-        mine = b"autograder.worker" in args and b"--parent" in args and args[args.index(b"--parent") + 1] == b"%d" % cli
+        mine = b"autograder.batch.worker" in args and b"--parent" in args and args[args.index(b"--parent") + 1] == b"%d" % cli
         if mine and b"--uid" in args:
             uids.add(int(args[args.index(b"--uid") + 1]))
     return uids
@@ -337,7 +337,7 @@ def check_result(graded: Graded, case: hostile.Case, result: dict[str, Any]) -> 
 
 
 def hostile_rubric() -> tuple[Any, ...]:
-    from autograder import rubric
+    from autograder.engine import rubric
 
     return rubric.ITEMS
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.intake import IntakeError, stage
+from autograder.engine.intake import IntakeError, stage
 from conftest import ROOT
 
 FILES = ("loss_scaler.py", "amp_step.py", "answers.py")

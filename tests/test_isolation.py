@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from autograder import budget, confine, escape, intake
+from autograder.engine import budget, confine, escape, intake
 from conftest import ROOT
 
 SOLUTIONS = ROOT / "solutions"
@@ -235,7 +235,7 @@ def test_confinement_holds_in_every_mode(mode: str, workspace: Path) -> None:
 CONFINED_CHILD = """
 import json, os, socket, sys
 sys.path[:0] = [{site!r}, {root!r}]
-from autograder import confine
+from autograder.engine import confine
 level = confine.probe_level()
 read_fd, write_fd = os.pipe()
 pid = os.fork()
@@ -310,7 +310,7 @@ def test_gradescope_refuses_below_amp_min_isolation_with_a_results_file(tmp_path
     (tmp_path / "results").mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "AUTOGRADER_ROOT": str(tmp_path),
            confine.MIN_ISOLATION_ENV: "namespaces"}
-    done = subprocess.run(MODES["docker"] + [sys.executable, "-m", "autograder.gradescope", "run"], cwd=ROOT,
+    done = subprocess.run(MODES["docker"] + [sys.executable, "-m", "autograder.packaging.gradescope", "run"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "results" / "results.json").read_text())
@@ -435,7 +435,9 @@ def test_slow_submission_is_graded_within_its_budget(tmp_path: Path) -> None:
 
 
 def test_one_budget_everywhere() -> None:
-    from autograder import batch, cli, sandbox
+    from autograder.batch import run as batch
+    from autograder.engine import sandbox
+    from autograder import cli
 
     assert budget.SUBMISSION_SECONDS <= 300
     assert sandbox.Limits().submission_seconds == budget.SUBMISSION_SECONDS
@@ -584,8 +586,9 @@ def test_injection_in_every_field_of_a_gradescope_export(tmp_path: Path) -> None
 
 
 def test_console_report_survives_markup_and_escape_codes(capsys: pytest.CaptureFixture[str]) -> None:
-    from autograder import inputs, rubric, summary
-    from autograder.ledger import Entry
+    from autograder.batch import inputs, summary
+    from autograder.engine import rubric
+    from autograder.batch.ledger import Entry
 
     reason = "x.zip holds [/b] and \x1b]0;pwned\x07 \x1b[2J"
     results = {"score": 0.0, "tests": [{"number": item.number, "score": 0.0, "max_score": item.points,
@@ -602,8 +605,8 @@ def test_console_report_survives_markup_and_escape_codes(capsys: pytest.CaptureF
 
 def test_hidden_suite_explores_the_same_scenarios_from_cli_and_gradescope(tmp_path: Path) -> None:
     script = ROOT / "tests" / "scenario_calls.py"
-    gradescope_modules = ["autograder.gradescope", "autograder.cli", "autograder.worker", "autograder.batch",
-                          "autograder.summary", "autograder.sandbox", "autograder.otter_bridge"]
+    gradescope_modules = ["autograder.packaging.gradescope", "autograder.cli", "autograder.batch.worker", "autograder.batch.run",
+                          "autograder.batch.summary", "autograder.engine.sandbox", "autograder.packaging.otter_bridge"]
     calls = []
     for preload in ([], gradescope_modules):
         done = subprocess.run([sys.executable, str(script), *preload], cwd=tmp_path, capture_output=True, text=True,

@@ -27,7 +27,7 @@ pytest.importorskip("otter", reason='otter-grader is not installed: pip install 
 nbclient = pytest.importorskip("nbclient", reason='nbclient is not installed: pip install -e ".[otter]"')
 nbformat = pytest.importorskip("nbformat", reason='nbformat is not installed: pip install -e ".[otter]"')
 
-from autograder import notebook_build, otter_build  # noqa: E402
+from autograder.packaging import notebook_build, otter_build  # noqa: E402
 from conftest import ROOT, grade, load_results  # noqa: E402
 
 SHIPPED = ROOT / "assignment" / notebook_build.NOTEBOOK
@@ -39,7 +39,7 @@ PROMPT = re.compile(r'^( *)""" # BEGIN PROMPT\n.*\n *""" # END PROMPT\n *# BEGIN
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A fresh build: the student and the solution notebook."""
     out = tmp_path_factory.mktemp("notebook")
-    done = subprocess.run([sys.executable, "-m", "autograder.notebook_build", "--out", str(out / "student.ipynb"),
+    done = subprocess.run([sys.executable, "-m", "autograder.packaging.notebook_build", "--out", str(out / "student.ipynb"),
                            "--solution", str(out / "solution.ipynb")], cwd=ROOT, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
@@ -128,7 +128,7 @@ def test_checks_fail_before_and_pass_after_the_solution(built: dict[str, Any], t
     assert graded.returncode == 0, graded.stderr[-3000:]
     ours = load_results(tmp_path / "graded", exported[0].stem)
     assert ours["score"] == 90.0, ours
-    built_zip = subprocess.run([sys.executable, "-m", "autograder.otter_build", "--out", str(tmp_path / "otter.zip")],
+    built_zip = subprocess.run([sys.executable, "-m", "autograder.packaging.otter_build", "--out", str(tmp_path / "otter.zip")],
                                cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert built_zip.returncode == 0, built_zip.stderr[-3000:]
     command = [sys.executable, "-m", "otter", "run", "-a", str(tmp_path / "otter.zip"), "-o", str(tmp_path),

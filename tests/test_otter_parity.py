@@ -28,7 +28,8 @@ import pytest
 
 otter = pytest.importorskip("otter", reason='otter-grader is not installed: pip install -e ".[otter]"')
 
-from autograder import otter_build, rubric  # noqa: E402
+from autograder.packaging import otter_build  # noqa: E402
+from autograder.engine import rubric
 from conftest import EXAMPLES, ROOT, grade, load_results  # noqa: E402
 
 FULL = os.environ.get("AMP_OTTER_PARITY") == "all"
@@ -64,7 +65,7 @@ def rows() -> list[otter_build.Row]:
 @pytest.fixture(scope="module")
 def otter_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("otter") / "otter-autograder.zip"
-    done = subprocess.run([sys.executable, "-m", "autograder.otter_build", "--out", str(path)], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "autograder.packaging.otter_build", "--out", str(path)], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return path
@@ -241,7 +242,7 @@ def test_submitted_modules_cannot_reach_otters_kernel(otter_zip: Path, tmp_path:
 
 
 def test_quarantine_moves_what_was_submitted(tmp_path: Path) -> None:
-    from autograder.otter_plugin import QUARANTINE, quarantine
+    from autograder.packaging.otter_plugin import QUARANTINE, quarantine
 
     for name in ("tests", "sub"):
         (tmp_path / name).mkdir()

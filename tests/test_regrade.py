@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import regrade, rubric
-from autograder.inputs import Submission, Submitter
-from autograder.ledger import Entry, Ledger
-from autograder.report_escape import markdown_text
+from autograder.batch import regrade
+from autograder.engine import rubric
+from autograder.batch.inputs import Submission, Submitter
+from autograder.batch.ledger import Entry, Ledger
+from autograder.batch.report_escape import markdown_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = {"solutions": ROOT / "solutions", "assignment": ROOT / "assignment",
@@ -38,7 +39,7 @@ def _changed_grader(where: Path) -> Path:
     copy = where / "grader"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "out", "tests", "dist", "__pycache__",
                                                                "mutation", "benchmarks"))
-    source = copy / "autograder" / "rubric.py"
+    source = copy / "autograder" / "engine" / "rubric.py"
     text = source.read_text()
     for number, (old, new) in POINTS.items():
         item = rubric.ITEMS[[i.number for i in rubric.ITEMS].index(number)]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.release import release_files, strip_solution
+from autograder.packaging.release import release_files, strip_solution
 from conftest import ROOT
 
 

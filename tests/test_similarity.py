@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import inputs, similarity
-from autograder.report_escape import csv_cell, markdown_text
+from autograder.batch import inputs, similarity
+from autograder.batch.report_escape import csv_cell, markdown_text
 from code_transforms import TRANSFORMS, disguise
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from typing import Iterator
 import pytest
 
 import slurm_cluster
-from autograder.slurm_errors import rejection_message
+from autograder.batch.slurm_errors import rejection_message
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = [ROOT / "solutions", ROOT / "assignment", ROOT / "examples" / "partially_correct"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.static_checks import forbidden_delegation
+from autograder.engine.static_checks import forbidden_delegation
 from conftest import ROOT
 
 

@@ -18,7 +18,7 @@ Grader faults: a device failure (CUDA could not start, out of memory, "CUDA erro
 outside the student's own frames -- building the synthetic task, moving data to the GPU,
 reading the device's properties -- is the grader machine's failure, not the student's:
 :func:`run_scenario` answers ``{"grader_fault": ...}`` with the full traceback, and the
-judge marks the submission "could not be graded" (see ``autograder.gpu_grading``).
+judge marks the submission "could not be graded" (see ``autograder.gpu.grading``).
 
 Fork safety: nothing here touches CUDA at import time.  The sandbox's zygote
 preloads this module and forks student processes from it; a process that initialised
@@ -447,7 +447,7 @@ def _entries(folder: str) -> int:
 
 
 def run_preflight(args: dict[str, Json]) -> dict[str, Json]:
-    """What a student process sees of the GPU (no student code runs; see ``autograder.gpu_preflight``).
+    """What a student process sees of the GPU (no student code runs; see ``autograder.gpu.preflight``).
 
     Args: ``device`` ("cuda", or "cpu" in dry mode), ``folders`` (path -> entries the trusted
     side sees: each must be as full here), ``nodes`` (device nodes to open read-write).

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from checks import expect, scenarios
 from checks.harness import SubmissionFault
-from autograder.static_checks import forbidden_delegation
+from autograder.engine.static_checks import forbidden_delegation
 
 
 @given(kwargs=scenarios.scaler_kwargs(), data=st.data())

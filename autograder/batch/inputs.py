@@ -1,0 +1,395 @@
+"""What a batch run grades: submissions found in folders, zips and Gradescope exports.
+
+Each path given on the command line is either **one submission** or a **batch** of them:
+
+* a folder or zip that directly holds a contract file (``loss_scaler.py``, ``amp_step.py``,
+  ``answers.py``) is one submission, and so is one that holds nothing but a single
+  folder leading to one (``alice/hw/src/loss_scaler.py``);
+* a folder or zip holding Gradescope's ``submission_metadata.yml`` is a Gradescope
+  "Export Submissions" archive: each of its ``submission_NNN`` folders is a submission,
+  and the metadata gives each one its students (name, SID, email);
+* otherwise a folder or zip whose entries are several folders, or any zip, is a batch:
+  each child folder or ``.zip`` is one submission (its files may sit anywhere inside it).
+
+A batch zip is unpacked (safely: no absolute or ``..`` paths, no links, size caps) into
+``OUT/.inputs``; single submissions are never unpacked here (intake reads them).
+
+This module imports neither torch nor pytest: the batch's main process stays light.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterable
+
+from autograder.engine import intake
+
+#: The contract's file names (``checks.harness.CONTRACT_FILES``; a test keeps them equal).
+CONTRACT_FILES = ("loss_scaler.py", "amp_step.py", "answers.py")
+METADATA = "submission_metadata.yml"
+IGNORED = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints", ".DS_Store"}
+MAX_BATCH_MEMBERS = 200_000
+MAX_BATCH_BYTES = 8 * 2**30
+HASH_WHOLE_FILE_BYTES = 64 * 2**20
+
+
+@dataclass(frozen=True)
+class Submitter:
+    name: str = ""
+    sid: str = ""
+    email: str = ""
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One submission to grade: ``name`` (unique in the run, used for OUT/<name>), the
+    folder or zip to stage, where it came from, and its students when known."""
+
+    name: str
+    path: Path
+    source: str
+    submitters: tuple[Submitter, ...] = ()
+
+    def identity(self) -> dict[str, str]:
+        """Gradebook identity columns (several students are joined with "; ")."""
+        return {key: "; ".join(getattr(s, key) for s in self.submitters if getattr(s, key))
+                for key in ("name", "sid", "email")}
+
+
+@dataclass
+class Discovery:
+    submissions: list[Submission] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_identity(self) -> bool:
+        return any(s.submitters for s in self.submissions)
+
+
+class InputError(Exception):
+    """A command-line path cannot be used (message for the TA)."""
+
+
+# --------------------------------------------------------------------------- names
+
+
+def safe_name(text: str) -> str:
+    base = "".join(c if c.isalnum() or c in "-_." else "_" for c in text).strip(".")
+    return base or "submission"
+
+
+def unique_name(base: str, taken: set[str]) -> str:
+    name, counter = base, 1
+    while name in taken:
+        counter += 1
+        name = f"{base}-{counter}"
+    taken.add(name)
+    return name
+
+
+def stem(path: Path | PurePosixPath) -> str:
+    return path.stem if path.suffix.lower() == ".zip" else path.name
+
+
+# --------------------------------------------------------------------------- Gradescope metadata
+
+
+def _plain(value: Any) -> Any:
+    """Ruby-flavoured YAML (``:key:`` symbols) into plain dicts with bare keys."""
+    if isinstance(value, dict):
+        return {str(k).lstrip(":"): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def parse_metadata(text: str) -> dict[str, tuple[Submitter, ...]]:
+    """Map submission folder -> submitters from a ``submission_metadata.yml`` text.
+
+    The file looks like::
+
+        submission_123456:
+          :submitters:
+          - :name: Jane Doe
+            :sid: '1234'
+            :email: jane@example.edu
+          :created_at: 2024-01-01 12:00:00.000000000 -08:00
+          :score: 90.0
+
+    Unknown tags (Ruby objects such as ``!ruby/object:BigDecimal``) are read as plain
+    values; nothing is ever constructed from them.
+
+    Raises:
+        ValueError: if the text is not YAML of that shape.
+    """
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def any_tag(loader: yaml.SafeLoader, _suffix: str, node: yaml.Node) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            return loader.construct_mapping(node, deep=True)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node, deep=True)
+        return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+    Loader.add_multi_constructor("!", any_tag)
+    Loader.add_multi_constructor("tag:", any_tag)
+    try:
+        data = _plain(yaml.load(text, Loader=Loader))  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{METADATA} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{METADATA} does not map submission folders to their data")
+    found: dict[str, tuple[Submitter, ...]] = {}
+    for folder, entry in data.items():
+        people = entry.get("submitters") if isinstance(entry, dict) else None
+        if not isinstance(people, list):
+            continue
+        found[str(folder)] = tuple(
+            Submitter(*(str(person.get(key) or "").strip() for key in ("name", "sid", "email")))
+            for person in people if isinstance(person, dict))
+    return found
+
+
+# --------------------------------------------------------------------------- content hashes
+
+
+def content_digest(path: Path) -> str:
+    """A hash of everything a submission holds: its file tree (names, links, bytes) or zip.
+
+    Files over 64 MiB are hashed by name, size and modification time only.
+    """
+    digest = hashlib.sha256()
+    if path.is_file():
+        _hash_file(digest, path, path.stat())
+        return digest.hexdigest()
+    for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+        depth = len(Path(dirpath).relative_to(path).parts)
+        # Intake does not look deeper either; os.walk recurses and a 1000-level tree would crash it.
+        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED) if depth < intake.MAX_DEPTH else []
+        for filename in sorted(filenames):
+            file = Path(dirpath) / filename
+            relative = file.relative_to(path).as_posix()
+            info = file.lstat()
+            digest.update(b"\0name\0" + relative.encode("utf-8", "surrogateescape"))
+            if stat.S_ISLNK(info.st_mode):
+                digest.update(b"\0link\0" + os.readlink(file).encode("utf-8", "surrogateescape"))
+            elif stat.S_ISREG(info.st_mode):
+                _hash_file(digest, file, info)
+    return digest.hexdigest()
+
+
+def _hash_file(digest: Any, file: Path, info: os.stat_result) -> None:
+    digest.update(f"\0size\0{info.st_size}".encode())
+    if info.st_size > HASH_WHOLE_FILE_BYTES:
+        digest.update(f"\0mtime\0{info.st_mtime_ns}".encode())
+        return
+    try:
+        with open(file, "rb") as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        digest.update(f"\0unreadable\0{exc.errno}".encode())
+
+
+# --------------------------------------------------------------------------- classification
+
+
+def _is_contract(name: str) -> bool:
+    return name.lower() in CONTRACT_FILES
+
+
+def _visible(name: str) -> bool:
+    return name not in IGNORED and not name.startswith(".")
+
+
+def _folder_kind(folder: Path) -> tuple[str, Path]:
+    """("single" | "batch", the folder whose children are the submissions)."""
+    while True:
+        try:
+            entries = sorted(folder.iterdir())
+        except OSError:
+            return "single", folder
+        names = [e.name for e in entries]
+        if METADATA in names:
+            return "batch", folder
+        if any(_is_contract(n) for n in names):
+            return "single", folder
+        children = [e for e in entries if _visible(e.name) and _is_candidate(e)]
+        if len(children) == 1 and children[0].is_dir():
+            folder = children[0]  # a wrapper folder: look inside
+            continue
+        return ("batch" if len(children) > 1 else "single"), folder
+
+
+def _is_candidate(path: Path) -> bool:
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) or (stat.S_ISREG(info.st_mode) and path.suffix.lower() == ".zip")
+
+
+def _zip_members(archive: Path) -> list[zipfile.ZipInfo] | None:
+    try:
+        with zipfile.ZipFile(archive) as bundle:
+            return bundle.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, NotImplementedError):
+        return None
+
+
+def _parts(member: zipfile.ZipInfo) -> tuple[str, ...]:
+    return tuple(p for p in PurePosixPath(member.filename.replace("\\", "/")).parts if p not in ("/", ""))
+
+
+def _zip_kind(members: list[zipfile.ZipInfo]) -> str:
+    """"single" or "batch" for a zip, by the same rules as for a folder."""
+    entries = [(_parts(m), m.is_dir()) for m in members]
+    entries = [(p, d) for p, d in entries if p and not any(part in IGNORED for part in p)]
+    prefix: tuple[str, ...] = ()
+    while True:
+        level = [(p[len(prefix):], d) for p, d in entries if p[:len(prefix)] == prefix and len(p) > len(prefix)]
+        files = {p[0] for p, d in level if len(p) == 1 and not d}
+        if METADATA in files:
+            return "batch"
+        if any(_is_contract(n) for n in files):
+            return "single"
+        dirs = {p[0] for p, d in level if (len(p) > 1 or d) and _visible(p[0])} - files
+        zips = {n for n in files if n.lower().endswith(".zip") and _visible(n)}
+        if len(dirs) == 1 and not zips:
+            prefix += (dirs.pop(),)
+            continue
+        return "batch" if len(dirs) + len(zips) > 1 else "single"
+
+
+def extract_batch_zip(archive: Path, into: Path) -> Path:
+    """Unpack a batch zip safely into ``into`` (reused when already complete); return it.
+
+    Members with absolute or ``..`` paths and links are skipped; the number of members
+    and the unpacked size are capped (zip bombs).
+
+    Raises:
+        InputError: if the archive cannot be read or is too large.
+    """
+    done = into / ".complete"
+    if done.exists():
+        return into
+    shutil.rmtree(into, ignore_errors=True)
+    partial = into.with_name(into.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        with zipfile.ZipFile(archive) as bundle:
+            members = bundle.infolist()
+            if len(members) > MAX_BATCH_MEMBERS:
+                raise InputError(f"{archive} holds {len(members)} entries (at most {MAX_BATCH_MEMBERS}).")
+            if sum(m.file_size for m in members) > MAX_BATCH_BYTES:
+                raise InputError(f"{archive} unpacks to more than {MAX_BATCH_BYTES // 2**30} GiB.")
+            written = 0
+            for member in members:
+                parts = _parts(member)
+                mode = member.external_attr >> 16
+                if (not parts or member.is_dir() or ".." in parts or member.filename.startswith(("/", "\\"))
+                        or (len(parts[0]) == 2 and parts[0].endswith(":")) or stat.S_ISLNK(mode)
+                        or any(p in IGNORED for p in parts)):
+                    continue
+                target = partial.joinpath(*parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with bundle.open(member) as source, open(target, "wb") as sink:
+                    while True:
+                        block = source.read(1 << 20)
+                        if not block:
+                            break
+                        written += len(block)
+                        if written > MAX_BATCH_BYTES:
+                            raise InputError(f"{archive} unpacks to more than {MAX_BATCH_BYTES // 2**30} GiB.")
+                        sink.write(block)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, RuntimeError,
+            zlib.error) as exc:  # zlib.error: a corrupt deflate stream inside a member
+        shutil.rmtree(partial, ignore_errors=True)
+        raise InputError(f"{archive} cannot be unpacked ({type(exc).__name__}: {exc}).") from None
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    (partial / ".complete").write_text(str(archive) + "\n")
+    partial.rename(into)
+    return into
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def discover(paths: Iterable[Path], scratch: Path, exclude: Iterable[Path] = (),
+             reserved: Iterable[str] = ()) -> Discovery:
+    """Every submission named by ``paths`` (in the order given, children sorted by name).
+
+    Batch zips are unpacked under ``scratch``; the folders in ``exclude`` (the output
+    folder) are never taken for submissions, and no submission gets a name in ``reserved``.
+
+    Raises:
+        InputError: if a path does not exist or a batch zip cannot be unpacked.
+    """
+    found = Discovery()
+    taken: set[str] = set(reserved)
+    seen: set[Path] = set()
+    skip = {Path(p).resolve() for p in exclude}
+    for path in paths:
+        path = Path(path)
+        if not path.exists():
+            raise InputError(f"no such file or folder: {path}")
+        resolved = path.resolve()
+        if resolved in seen:
+            found.notes.append(f"{path} was given twice; graded once.")
+            continue
+        seen.add(resolved)
+        kind, root, base, label = "single", resolved, resolved, str(path)
+        if resolved.is_dir():
+            kind, root = _folder_kind(resolved)
+        elif resolved.suffix.lower() == ".zip" and (members := _zip_members(resolved)) is not None:
+            if _zip_kind(members) == "batch":
+                base = extract_batch_zip(resolved, scratch / f"{safe_name(stem(resolved))}-{content_digest(resolved)[:12]}")
+                kind, root = _folder_kind(base)
+                label = f"{path}:"
+                if kind == "single":
+                    root = resolved
+        if kind == "single":
+            found.submissions.append(Submission(unique_name(safe_name(stem(path)), taken), resolved, str(path)))
+        else:
+            found.submissions.extend(_children(root, base, label, taken, skip, found.notes))
+    return found
+
+
+def _children(root: Path, base: Path, label: str, taken: set[str], skip: set[Path],
+              notes: list[str]) -> list[Submission]:
+    people: dict[str, tuple[Submitter, ...]] = {}
+    metadata = root / METADATA
+    if metadata.is_file():
+        try:
+            people = parse_metadata(metadata.read_text(encoding="utf-8", errors="replace"))
+        except ValueError as exc:
+            notes.append(f"{label}: {exc}; the gradebook has no student names for it.")
+    found = []
+    for child in sorted(root.iterdir(), key=lambda p: p.name):
+        if not _visible(child.name) or not _is_candidate(child):
+            continue
+        resolved = child.resolve()
+        if resolved in skip or any(out.is_relative_to(resolved) for out in skip):
+            notes.append(f"{child} holds the output folder; skipped.")
+            continue
+        shown = label.rstrip("/") + ("" if label.endswith(":") else "/") + child.relative_to(base).as_posix()
+        submitters = people.get(child.name) or people.get(stem(child), ())
+        if people and not submitters:
+            notes.append(f"{child.name} is not in {METADATA}; graded without student names.")
+        found.append(Submission(unique_name(safe_name(stem(child)), taken), resolved, shown, submitters))
+    if not found:
+        notes.append(f"{label} holds no submissions.")
+    return found

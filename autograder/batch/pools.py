@@ -1,0 +1,384 @@
+"""Where a batch's submissions are graded: local worker processes, or a Slurm job array.
+
+* :class:`LocalPool`: ``jobs`` long-lived worker processes (:mod:`autograder.batch.worker`) fed
+  from one queue, each with a uid of its own and a watchdog (the submission budget plus a
+  margin); a worker that dies or overruns is replaced and its submission requeued once.
+* :class:`SlurmPool`: chunks of submissions as a submitit job array; results come back
+  through an inbox folder; Slurm's refusals become one line for the TA.
+
+Both call ``finish(submission, digest, outcome, attempts)`` once per submission; the
+batch (:mod:`autograder.batch.run`) records it in the ledger.  This module never imports
+torch, pytest or hypothesis.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from autograder.engine import budget
+from autograder import ROOT
+from autograder.engine.files import kill_uid
+from autograder.batch.inputs import Submission
+from autograder.engine.uids import claim_uid
+
+#: A worker records the call plan (autograder/engine/plan.py) when it will grade at least this many submissions.
+PLAN_MIN_PER_WORKER = 3
+
+Finish = Callable[[Submission, str, dict[str, Any], int], None]
+
+
+class GraderFault(Exception):
+    """The batch itself cannot go on (not a submission's fault)."""
+
+
+class UsageError(Exception):
+    """Bad arguments or an unusable output folder (message for the TA)."""
+
+
+def _worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    return env
+
+
+def _error_outcome(reason: str) -> dict[str, Any]:
+    from autograder.engine import results  # imports the judge (pytest, torch): only on this rare path
+
+    message = f"Your submission could not be graded: {reason}. Staff have been told."
+    return {"status": "errored", "reason": reason, "results": results.error_results(message), "staff_log": "",
+            "seconds": 0.0}
+
+
+
+# --------------------------------------------------------------------------- local workers
+
+
+@dataclass
+class _Job:
+    submission: Submission
+    digest: str
+    task_id: int
+    started: float
+
+
+class _Worker:
+    def __init__(self, slot: int, config: str, logs: Path) -> None:
+        self.slot = slot
+        claim = claim_uid(slot)  # its student processes' uid: this worker's alone, machine-wide
+        self.uid, self._uid_lock = claim if claim else (None, None)
+        logs.mkdir(parents=True, exist_ok=True)
+        log = open(logs / f"worker-{slot}.log", "ab")
+        command = [sys.executable, "-m", "autograder.batch.worker", "--slot", str(slot), "--parent", str(os.getpid()),
+                   "--config", config] + (["--uid", str(self.uid)] if self.uid is not None else [])
+        try:
+            self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                         env=_worker_env(), cwd=str(ROOT), start_new_session=True)
+        finally:
+            log.close()
+        assert self.proc.stdout is not None and self.proc.stdin is not None
+        self.fd = self.proc.stdout.fileno()
+        os.set_blocking(self.fd, False)
+        self.buffer = b""
+        self.ready = False
+        self.eof = False
+        self.retiring = False
+        self.job: _Job | None = None
+        self.count = 0
+
+    def send(self, message: dict[str, Any]) -> bool:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+
+    def read_messages(self) -> list[dict[str, Any]]:
+        try:
+            while True:
+                chunk = os.read(self.fd, 1 << 20)
+                if not chunk:
+                    self.eof = True
+                    break
+                self.buffer += chunk
+        except BlockingIOError:
+            pass
+        except OSError:
+            self.eof = True
+        messages = []
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict):
+                messages.append(message)
+        return messages
+
+    def retire(self) -> None:
+        self.retiring = True
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        except OSError:
+            pass
+
+    def stop(self, grace: float = 3.0) -> None:
+        """SIGTERM (the worker stops its student process), then SIGKILL; kill its uid's leftovers."""
+        if self.proc.poll() is None:
+            for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+                try:
+                    os.killpg(self.proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    self.proc.wait(wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the zygote, should it linger
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.uid is not None:
+            kill_uid(self.uid)
+        if self._uid_lock is not None:
+            self._uid_lock.close()  # every process of the uid is gone: another worker may have it
+            self._uid_lock = None
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+class LocalPool:
+    """``jobs`` worker processes on this machine, fed from one queue."""
+
+    STARTUP_FAILURES = 3
+
+    def __init__(self, out: Path, jobs: int, hide: tuple[str, ...], limits: dict[str, Any],
+                 max_per_worker: int = 200) -> None:
+        self.jobs = max(1, jobs)
+        self.logs = out / ".logs"
+        self.config = json.dumps({"hide": list(hide), "limits": limits})
+        self.max_per_worker = max(1, max_per_worker)
+        # the sandbox's budget (one number, autograder.engine.budget), $AMP_SANDBOX_LIMITS, then ours
+        merged: dict[str, Any] = {"submission_seconds": budget.SUBMISSION_SECONDS}
+        try:
+            merged.update(json.loads(os.environ.get("AMP_SANDBOX_LIMITS", "") or "{}"))
+        except ValueError:
+            pass
+        merged.update({k: v for k, v in limits.items() if v})
+        #: a worker busy longer than this on one submission is stopped (its limits failed to): the
+        #: sandbox cuts every call to what is left of the budget, so only the judge's bookkeeping runs past it
+        self.watchdog = budget.watchdog_seconds(float(merged["submission_seconds"]))
+
+    def run(self, todo: Sequence[tuple[Submission, str]], finish: Finish) -> None:
+        if len(todo) >= PLAN_MIN_PER_WORKER * self.jobs:  # recording the call plan costs about one grading
+            self.config = json.dumps({**json.loads(self.config), "plan": True})
+        queue = collections.deque(todo)
+        attempts: collections.Counter[str] = collections.Counter()
+        failures: collections.Counter[int] = collections.Counter()
+        workers: dict[int, _Worker] = {}
+        selector = selectors.DefaultSelector()
+        next_id = 0
+
+        def start(slot: int) -> None:
+            worker = _Worker(slot, self.config, self.logs)
+            workers[slot] = worker
+            selector.register(worker.fd, selectors.EVENT_READ, worker)
+
+        def drop(worker: _Worker) -> None:
+            try:
+                selector.unregister(worker.fd)
+            except (KeyError, ValueError):
+                pass
+            worker.stop()
+            workers.pop(worker.slot, None)
+
+        def died(worker: _Worker, why: str) -> None:
+            job = worker.job
+            drop(worker)
+            if job is None:
+                if not worker.ready and not worker.retiring:
+                    failures[worker.slot] += 1
+                    if failures[worker.slot] >= self.STARTUP_FAILURES:
+                        raise GraderFault(f"a grading worker could not start ({why}); see "
+                                          f"{self.logs / f'worker-{worker.slot}.log'}")
+            else:
+                name = job.submission.name
+                attempts[name] += 1
+                if attempts[name] >= 2:
+                    finish(job.submission, job.digest,
+                           _error_outcome(f"the grading worker died twice while grading it ({why})"), attempts[name])
+                else:
+                    queue.appendleft((job.submission, job.digest))
+            if queue and len(workers) < self.jobs:
+                start(worker.slot)
+
+        try:
+            for slot in range(min(self.jobs, len(queue))):
+                start(slot)
+            while queue or any(w.job for w in workers.values()):
+                if not workers:
+                    start(0)
+                for worker in list(workers.values()):
+                    if worker.ready and worker.job is None and not worker.retiring:
+                        if not queue:
+                            worker.retire()
+                            continue
+                        submission, digest = queue.popleft()
+                        next_id += 1
+                        worker.job = _Job(submission, digest, next_id, time.monotonic())
+                        if not worker.send({"kind": "grade", "task": next_id, "name": submission.name,
+                                            "path": str(submission.path)}):
+                            died(worker, "its input closed")
+                for key, _ in selector.select(timeout=0.5):
+                    worker = key.data
+                    for message in worker.read_messages():
+                        if message.get("kind") == "ready":
+                            worker.ready = True
+                            failures[worker.slot] = 0
+                        elif (message.get("kind") == "result" and worker.job is not None
+                              and message.get("task") == worker.job.task_id):
+                            job, worker.job = worker.job, None
+                            worker.count += 1
+                            finish(job.submission, job.digest, message, attempts[job.submission.name] + 1)
+                            if worker.count >= self.max_per_worker and queue:
+                                worker.retire()  # a fresh worker replaces it (bounded memory growth)
+                now = time.monotonic()
+                for worker in list(workers.values()):
+                    code = worker.proc.poll()
+                    if worker.eof or code is not None:
+                        if worker.retiring and worker.job is None:
+                            drop(worker)
+                            if queue and len(workers) < self.jobs:
+                                start(worker.slot)
+                        else:
+                            died(worker, f"exit status {worker.proc.wait()}")
+                    elif worker.job is not None and now - worker.job.started > self.watchdog:
+                        died(worker, f"still busy after {self.watchdog:.0f} s; stopped")
+        finally:
+            for worker in list(workers.values()):
+                drop(worker)
+            selector.close()
+
+
+# --------------------------------------------------------------------------- Slurm via submitit
+
+
+class SlurmPool:
+    """Chunks of submissions as a Slurm job array (submitit); results come back through an inbox.
+
+    Each array task writes one JSON file per graded submission into ``OUT/.inbox`` as it
+    goes; the batch moves them into the ledger.  A run killed while jobs are running
+    gathers their results when it is resumed.  Submissions whose job failed are sent
+    again once, then recorded as not graded.
+    """
+
+    def __init__(self, out: Path, hide: tuple[str, ...], limits: dict[str, Any], grader: str,
+                 settings: dict[str, Any]) -> None:
+        self.out = out
+        self.inbox = out / ".inbox"
+        self.hide = list(hide)
+        self.limits = limits
+        self.grader = grader
+        self.cluster = settings.get("cluster") or "slurm"
+        self.chunk = max(1, int(settings.get("chunk") or 20))
+        self.poll = float(settings.get("poll") or 5.0)
+        self.parameters = {
+            "name": "amp-grade",
+            "timeout_min": int(settings.get("time_min") or 60),
+            "cpus_per_task": int(settings.get("cpus") or 2),
+            "mem_gb": float(settings.get("mem_gb") or 8),
+            "slurm_partition": settings.get("partition"),
+            "slurm_array_parallelism": int(settings.get("parallelism") or 64),
+        }
+
+    def _ingest(self, pending: dict[str, tuple[Submission, str]], finish: Finish, rounds: int) -> None:
+        for file in sorted(self.inbox.glob("*.json")):
+            try:
+                data = json.loads(file.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue  # not complete yet? written atomically, so: not ours
+            name = data.get("name")
+            if name in pending and data.get("digest") == pending[name][1] and data.get("grader") == self.grader:
+                submission, digest = pending.pop(name)
+                finish(submission, digest, data, rounds)
+            file.unlink(missing_ok=True)
+
+    def run(self, todo: Sequence[tuple[Submission, str]], finish: Finish) -> None:
+        try:
+            import submitit
+        except ImportError:
+            raise UsageError("--executor slurm needs submitit: pip install -e '.[slurm]'") from None
+        from autograder.batch import worker
+
+        self.inbox.mkdir(parents=True, exist_ok=True)
+        for stale in self.inbox.glob(".*"):
+            stale.unlink(missing_ok=True)
+        pending = {s.name: (s, d) for s, d in todo}
+        self._ingest(pending, finish, 1)
+        os.environ["PYTHONPATH"] = _worker_env()["PYTHONPATH"]  # the jobs import autograder
+        reasons: dict[str, str] = {}
+        for round_ in (1, 2):
+            if not pending:
+                break
+            try:
+                executor = submitit.AutoExecutor(folder=self.out / ".submitit", cluster=self.cluster)
+            except Exception as exc:  # noqa: BLE001 - e.g. no sbatch on this machine
+                raise UsageError(f"cannot use the {self.cluster!r} executor here: {exc}") from None
+            executor.update_parameters(**{k: v for k, v in self.parameters.items() if v is not None})
+            items = sorted(pending.values(), key=lambda sd: sd[0].name)
+            chunks = [items[i:i + self.chunk] for i in range(0, len(items), self.chunk)]
+            payloads = [[{"name": s.name, "path": str(s.path), "digest": d, "grader": self.grader} for s, d in chunk]
+                        for chunk in chunks]
+            uids = [k for k in range(len(chunks))]  # hints: each task claims a free uid where it runs
+            from autograder.batch.slurm_errors import rejection_message, sbatch_chatter
+
+            with sbatch_chatter():  # submitit echoes sbatch's stderr; the one-line message below says it
+                try:
+                    jobs = executor.map_array(worker.grade_chunk, payloads, [str(self.inbox)] * len(chunks),
+                                              [self.hide] * len(chunks), [self.limits] * len(chunks), uids)
+                except submitit.core.utils.FailedJobError as exc:  # sbatch refused the array
+                    raise UsageError(rejection_message(exc, self.parameters)) from None
+            job_of = {task["name"]: job for job, payload in zip(jobs, payloads) for task in payload}
+            try:
+                while not all(job.done() for job in jobs):
+                    self._ingest(pending, finish, round_)
+                    time.sleep(self.poll)
+            except KeyboardInterrupt:
+                print(f"\nThe Slurm jobs ({jobs[0].job_id.split('_')[0]}...) keep running; the same command gathers "
+                      "their results later.", file=sys.stderr)
+                raise
+            self._ingest(pending, finish, round_)
+            for name in pending:
+                job = job_of[name]
+                try:
+                    problem = job.exception()
+                except Exception as exc:  # noqa: BLE001 - submitit's own failure to read the result
+                    problem = exc
+                last = (str(problem).strip().splitlines() or [""])[-1] if problem else ""
+                reasons[name] = (f"Slurm job {job.job_id} ended without a result for it"
+                                 + (f" ({type(problem).__name__}: {last})"[:300] if problem else ""))
+        for name, (submission, digest) in sorted(pending.items()):
+            finish(submission, digest, _error_outcome(reasons.get(name, "its Slurm job failed twice")), 2)

@@ -1,0 +1,157 @@
+"""Regrade impact: whose scores moved when the grader changed, and on which rubric rows.
+
+When a batch regrades submissions that the ledger holds with another grader fingerprint
+(a fixed hidden test, a changed point value, other limits), nothing is lost:
+
+* the ledger keeps every replaced verdict (:meth:`autograder.batch.ledger.Ledger.replaced`);
+* before the first submission is regraded, ``gradebook.csv`` is copied to
+  ``gradebook.previous.csv`` (once per new grader: a resumed regrade keeps the first copy);
+* ``changes.csv`` and a ``summary.md`` section compare each submission's current verdict
+  with its latest verdict under another grader (same files): old score -> new score and the
+  rubric rows that moved, biggest change first, with counts raised / lowered / unchanged.
+
+The comparison is rebuilt from the ledger on every run, so it survives interrupted and
+resumed runs and works the same with ``--executor slurm``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from autograder.engine import rubric
+from autograder.engine.files import csv_text
+from autograder.batch.inputs import Submission
+from autograder.batch.ledger import Entry, Ledger
+from autograder.batch.report_escape import csv_cell, markdown_text
+
+CHANGES, PREVIOUS_GRADEBOOK = "changes.csv", "gradebook.previous.csv"
+#: which grader the kept previous gradebook was saved for (a resumed regrade must not overwrite it)
+MARKER = ".previous-gradebook-grader"
+MAX_IN_SUMMARY = 20
+CSV_HEADER = ["submission", "name", "old_score", "new_score", "change", "test", "title", "old_points", "new_points"]
+
+
+@dataclass
+class RowChange:
+    number: str
+    title: str
+    old: float
+    new: float
+
+
+@dataclass
+class Change:
+    submission: Submission
+    old: Entry
+    new: Entry
+    rows: list[RowChange] = field(default_factory=list)
+
+    @property
+    def delta(self) -> float:
+        return round(self.new.score - self.old.score, 6)
+
+
+def keep_previous_gradebook(out: Path, regrading: bool, grader: str) -> None:
+    """Before a regrade starts: copy gradebook.csv to gradebook.previous.csv, once per grader."""
+    from autograder.engine.files import write_text_atomic
+
+    gradebook, marker = out / "gradebook.csv", out / MARKER
+    if not regrading or not gradebook.is_file():
+        return
+    try:
+        if marker.read_text(encoding="utf-8").strip() == grader:
+            return  # a resumed regrade: the copy already holds the gradebook from before it
+    except OSError:
+        pass
+    partial = out / f".{PREVIOUS_GRADEBOOK}.copy"
+    shutil.copyfile(gradebook, partial)
+    partial.replace(out / PREVIOUS_GRADEBOOK)
+    write_text_atomic(marker, grader + "\n")
+
+
+def _row_scores(entry: Entry) -> dict[str, float]:
+    return {str(t.get("number")): float(t.get("score", 0.0)) for t in entry.results.get("tests", [])
+            if t.get("number")}
+
+
+def compare(old: Entry, new: Entry) -> list[RowChange]:
+    """The rubric rows whose points differ between two verdicts (rubric order, then others)."""
+    before, after = _row_scores(old), _row_scores(new)
+    titles = {item.number: item.title for item in rubric.ITEMS}
+    order = {item.number: k for k, item in enumerate(rubric.ITEMS)}
+    numbers = sorted(set(before) | set(after), key=lambda n: (order.get(n, len(order)), n))
+    return [RowChange(n, titles.get(n, ""), before.get(n, 0.0), after.get(n, 0.0)) for n in numbers
+            if abs(before.get(n, 0.0) - after.get(n, 0.0)) > 1e-9]
+
+
+def impact(ledger: Ledger, rows: Sequence[tuple[Submission, Entry]]) -> list[Change]:
+    """Every submission whose files were graded before by another grader: old vs current verdict."""
+    changes = []
+    for submission, entry in rows:
+        previous = next((old for old in ledger.replaced(submission.name)
+                         if old.digest == entry.digest and old.grader != entry.grader), None)
+        if previous is not None:
+            changes.append(Change(submission, previous, entry, compare(previous, entry)))
+    changes.sort(key=lambda c: (-abs(c.delta), -len(c.rows), c.submission.name))
+    return changes
+
+
+def counts(changes: Sequence[Change]) -> dict[str, int]:
+    return {"raised": sum(1 for c in changes if c.delta > 0), "lowered": sum(1 for c in changes if c.delta < 0),
+            "unchanged": sum(1 for c in changes if c.delta == 0)}
+
+
+def _name(submission: Submission) -> str:
+    return submission.identity()["name"]
+
+
+def changes_csv(changes: Sequence[Change]) -> str:
+    """One row per (submission, rubric row) that moved; a status change without row changes gets one row."""
+    table: list[list[Any]] = []
+    for change in changes:
+        head = [change.submission.name, _name(change.submission), change.old.score, change.new.score, change.delta]
+        for row in change.rows:
+            table.append(head + [row.number, row.title, row.old, row.new])
+        if not change.rows and (change.delta or change.old.status != change.new.status):
+            table.append(head + ["", f"status {change.old.status} -> {change.new.status}", "", ""])
+    return csv_text(CSV_HEADER, [[csv_cell(cell) for cell in row] for row in table])
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}"
+
+
+def markdown_section(changes: Sequence[Change]) -> str:
+    tally = counts(changes)
+    lines = ["", "## Regrade impact", "",
+             f"{len(changes)} submission(s) were graded before by another version of the grader (tests, rubric or "
+             f"limits). Raised: **{tally['raised']}**, lowered: **{tally['lowered']}**, unchanged: "
+             f"**{tally['unchanged']}**. Every moved row is in [{CHANGES}]({CHANGES}); the gradebook from before is "
+             f"kept as [{PREVIOUS_GRADEBOOK}]({PREVIOUS_GRADEBOOK}).", ""]
+    moved = [c for c in changes if c.delta or c.rows]
+    if not moved:
+        return "\n".join(lines + ["No score moved."]) + "\n"
+    lines += ["| Submission | Old → new | Change | Rows that moved |", "| --- | ---: | ---: | --- |"]
+    for change in moved[:MAX_IN_SUMMARY]:
+        rows = ", ".join(f"{r.number} {_fmt(r.old)}→{_fmt(r.new)}" for r in change.rows) or "-"
+        who = markdown_text(change.submission.name) + (f" ({markdown_text(_name(change.submission))})"
+                                                       if _name(change.submission) else "")
+        lines.append(f"| {who} | {_fmt(change.old.score)} → {_fmt(change.new.score)} | {change.delta:+g} | {rows} |")
+    if len(moved) > MAX_IN_SUMMARY:
+        lines.append(f"\n… and {len(moved) - MAX_IN_SUMMARY} more in {CHANGES}.")
+    return "\n".join(lines) + "\n"
+
+
+def report_for_batch(out: Path, ledger: Ledger, rows: Sequence[tuple[Submission, Entry]]) -> str:
+    """Batch hook: write changes.csv and return the summary.md section ("" when nothing was regraded)."""
+    from autograder.batch.summary import write_if_changed
+
+    changes = impact(ledger, rows)
+    if not changes:
+        (out / CHANGES).unlink(missing_ok=True)
+        return ""
+    write_if_changed(out / CHANGES, changes_csv(changes))
+    return markdown_section(changes)

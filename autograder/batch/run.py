@@ -1,0 +1,281 @@
+"""Batch grading for TAs: many submissions, parallel, resumable, with a gradebook and a summary.
+
+``python -m autograder grade PATH... --out OUT [--jobs N] [--force] [--executor slurm]``
+
+* **Inputs** (:mod:`autograder.batch.inputs`): submission folders and zips, folders or zips of
+  them, Gradescope exports (students' names from ``submission_metadata.yml``).
+* **Parallel**: ``--jobs`` worker processes (:mod:`autograder.batch.worker`), each importing
+  torch and starting its zygote once, then grading submission after submission, each
+  in its own sandboxed student process under a uid that worker alone uses (claimed
+  machine-wide, so concurrent batch runs never kill each other's student processes).
+  ``--executor slurm`` sends chunks of submissions to a Slurm job array via submitit.
+* **Resumable** (:mod:`autograder.batch.ledger`): every finished submission is committed to
+  ``OUT/ledger.sqlite`` in one transaction; a rerun of the same command grades only
+  what is missing or whose files (content hash) or grader changed; ``--force`` regrades
+  everything.  Outputs are rendered from the ledger, atomically.
+* **Robust**: a hostile submission costs only its own tests; a worker that dies (or
+  overruns its watchdog) is replaced and its submission requeued once, then recorded
+  as not graded with the reason.
+* **Outputs** (:mod:`autograder.batch.summary`): gradebook.csv, per-submission results.json,
+  feedback.md and staff.log, summary.md/json and score_histogram.png.
+
+The main process never imports torch, pytest or hypothesis (except to build an error
+result in the rare case a worker dies twice on the same submission).
+"""
+
+from __future__ import annotations
+
+import collections
+import fcntl
+import hashlib
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from autograder.batch import inputs, regrade, summary
+from autograder.engine import rubric
+from autograder import ROOT
+from autograder.engine.escape import strip_controls
+from autograder.batch.inputs import Submission
+from autograder.batch.ledger import Entry, Ledger
+from autograder.batch.pools import GraderFault, LocalPool, SlurmPool, UsageError
+
+#: Besides the public and hidden tests, what decides a grade: every file of the engine, and the worker.
+GRADER_FOLDERS = (ROOT / "autograder" / "engine",)
+GRADER_FILES = (ROOT / "autograder" / "batch" / "worker.py",)
+GRADER_ENV = ("AMP_HIDDEN_VISIBILITY", "AMP_GPU_POINTS", "AMP_PUBLIC_TESTS", "AMP_HIDDEN_TESTS", "AMP_SANDBOX_LIMITS",
+              "AMP_STATIC_RULES")
+
+@dataclass
+class Options:
+    out: Path
+    jobs: int = 0  # 0: one per core
+    force: bool = False
+    retry_errored: bool = False
+    executor: str = "local"
+    progress: bool | None = None  # None: when stdout is a terminal
+    limits: dict[str, float] = field(default_factory=dict)  # sandbox.Limits fields to override
+    max_per_worker: int = 200
+    slurm: dict[str, Any] = field(default_factory=dict)
+    similarity: bool = True  # similarity.csv/.html and a summary section (autograder.batch.similarity)
+    similarity_threshold: float | None = None  # None: chosen from the pair scores
+    similarity_reference: Sequence[Path] = ()  # earlier submissions to compare against
+    min_isolation: str | None = None  # refuse below this confine level (None: $AMP_MIN_ISOLATION, else no minimum)
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def private_paths(out: Path, extra: Sequence[Path] = ()) -> tuple[str, ...]:
+    """Folders a student process must not see (covered by empty mounts where possible)."""
+    candidates = [ROOT / "autograder", ROOT / "solutions", ROOT / "tests", out, Path("/autograder/results"),
+                  Path("/autograder/source/autograder"), *extra]
+    return tuple(sorted({str(p.resolve()) for p in candidates if p.exists()}))
+
+
+def grader_fingerprint(limits: dict[str, Any]) -> str:
+    """Hash of everything that decides a grade: tests, judge, rubric, limits, settings."""
+    from importlib import metadata
+
+    digest = hashlib.sha256()
+    public = Path(os.environ.get("AMP_PUBLIC_TESTS", ROOT / "assignment" / "checks"))
+    hidden = Path(os.environ.get("AMP_HIDDEN_TESTS", ROOT / "autograder" / "hidden"))
+    files = [path for folder in GRADER_FOLDERS for path in sorted(folder.rglob("*")) if path.suffix in (".py", ".ini")]
+    files += list(GRADER_FILES)
+    files += sorted(public.rglob("*.py")) + sorted(hidden.rglob("*.py"))
+    for file in files:
+        digest.update(b"\0" + file.name.encode() + b"\0")
+        try:
+            digest.update(file.read_bytes())
+        except OSError:
+            digest.update(b"missing")
+    settings = {"limits": limits, "env": {k: os.environ.get(k) for k in GRADER_ENV}}
+    try:
+        settings["torch"] = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        pass
+    digest.update(json.dumps(settings, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class ProgressView:
+    """A rich progress bar with ETA and live counts; silent when not on a terminal.
+
+    Counts: *graded* (has a score), *failed* (graded, lost points), *errored* (could not be graded).
+    """
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.counts = {"graded": 0, "failed": 0, "errored": 0}
+        self._progress = None
+        if not enabled or total == 0:
+            return
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
+
+        self._progress = Progress(
+            TextColumn("[bold]grading"), BarColumn(bar_width=24), MofNCompleteColumn(),
+            TextColumn("[green]{task.fields[graded]} graded[/] [yellow]{task.fields[failed]} failed[/] "
+                       "[red]{task.fields[errored]} errored[/]"),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            console=Console(file=sys.stdout), transient=False)
+        self._task = self._progress.add_task("grading", total=total, **self.counts)
+        self._progress.start()
+
+    def finished(self, entry: Entry) -> None:
+        if entry.status == "errored":
+            self.counts["errored"] += 1
+        else:
+            self.counts["graded"] += 1
+            if any(t.get("status") == "failed" for t in entry.results.get("tests", [])):
+                self.counts["failed"] += 1
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1, **self.counts)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def _lock(out: Path) -> Any:
+    handle = open(out / ".lock", "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise UsageError(f"another grading run is using {out}; wait for it or choose another --out") from None
+    return handle
+
+
+def _sweep_temporary_files(out: Path) -> None:
+    """Temporary files of atomic writes interrupted by a kill."""
+    for pattern in (".*.tmp", "*/.*.tmp", "*/.results.json.*"):
+        for stale in out.glob(pattern):
+            if stale.is_file():
+                stale.unlink(missing_ok=True)
+
+
+def _similarity_section(out: Path, submissions: Sequence[Submission], options: Options) -> str:
+    """similarity.csv/.html and the summary section; a failure here costs the report, not the grades."""
+    from autograder.batch import similarity
+
+    try:
+        references = inputs.discover(options.similarity_reference, out / ".inputs", exclude=[out]).submissions
+        return similarity.run_for_batch(out, submissions, references, options.similarity_threshold)
+    except Exception as exc:  # noqa: BLE001 - reported in summary.md; the grades are written regardless
+        print(f"warning: the similarity report failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return f"\n## Similarity\n\nThe similarity report failed: {type(exc).__name__}.\n"
+
+
+def run(paths: Sequence[Path], options: Options) -> int:
+    """Grade everything named by ``paths`` into ``options.out``; the process exit status."""
+    missing = [str(path) for path in [*paths, *options.similarity_reference] if not Path(path).exists()]
+    if missing:
+        raise UsageError(f"no such file or folder: {', '.join(missing)}")
+    check_isolation(options.min_isolation)
+    out = options.out.resolve()
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {options.out} is a file")
+    out.mkdir(parents=True, exist_ok=True)
+    lock = _lock(out)
+    try:
+        return _run_locked(paths, options, out)
+    finally:
+        lock.close()
+
+
+def check_isolation(cli_value: str | None) -> str:
+    """The isolation level student processes reach here; UsageError if below the minimum asked for."""
+    from autograder.engine import confine
+
+    try:
+        required = confine.required_level(cli_value)
+    except ValueError as exc:
+        raise UsageError(f"{exc} (from --min-isolation or ${confine.MIN_ISOLATION_ENV})") from None
+    reached = confine.probe_level()
+    refused = confine.refusal(reached, required) if required else None
+    if refused:
+        raise UsageError(refused)
+    print(f"isolation level for student code here: {reached}", file=sys.stderr)
+    return reached
+
+
+def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
+    _sweep_temporary_files(out)
+    try:
+        found = inputs.discover(paths, out / ".inputs", exclude=[out], reserved=summary.RESERVED)
+    except inputs.InputError as exc:
+        raise UsageError(str(exc)) from None
+    for note in found.notes:
+        print(f"note: {strip_controls(note)}", file=sys.stderr)  # names from the input: no escape codes
+    grader = grader_fingerprint(options.limits)
+    digests = {s.name: inputs.content_digest(s.path) for s in found.submissions}
+    ledger = Ledger(out / "ledger.sqlite")
+    try:
+        known = ledger.keys()
+        errored = {e.name for e in ledger.entries() if e.status == "errored"} if options.retry_errored else set()
+        todo = [(s, digests[s.name]) for s in found.submissions
+                if options.force or known.get(s.name) != (digests[s.name], grader) or s.name in errored]
+        why = collections.Counter(
+            "forced" if options.force else "new" if s.name not in known
+            else "changed since their last grading" if known[s.name][0] != d
+            else "graded by another version of the grader or limits" if known[s.name][1] != grader
+            else "not graded last time" for s, d in todo)
+        reasons = ", ".join(f"{count} {reason}" for reason, count in why.items() if reason != "new" or len(why) > 1)
+        jobs = min(options.jobs or default_jobs(), max(1, len(todo)))
+        where = "" if not todo else " on Slurm" if options.executor == "slurm" else f" with {jobs} worker(s)"
+        print(f"{len(found.submissions)} submission(s): {len(found.submissions) - len(todo)} already graded, "
+              f"{len(todo)} to grade{f' ({reasons})' if reasons else ''}{where}.",
+              flush=True)
+        regrade.keep_previous_gradebook(out, any(s.name in known and known[s.name][1] != grader for s, _ in todo),
+                                        grader)
+        summary.preload_plotting()  # overlaps with grading
+        enabled = sys.stdout.isatty() if options.progress is None else options.progress
+        view = ProgressView(len(todo), enabled)
+
+        def finish(submission: Submission, digest: str, outcome: dict[str, Any], attempts: int) -> None:
+            data = outcome["results"]
+            entry = Entry(submission.name, digest, grader, outcome["status"], float(data.get("score", 0.0)),
+                          float(rubric.max_points()), data, str(outcome.get("reason") or ""),
+                          str(outcome.get("staff_log") or ""), submission.source, float(outcome.get("seconds") or 0),
+                          attempts)
+            ledger.record(entry)  # the commit point: from here on, this submission is done
+            summary.write_submission_files(out, submission, entry)
+            view.finished(entry)
+
+        hide = private_paths(out)
+        try:
+            if todo and options.executor == "slurm":
+                SlurmPool(out, hide, options.limits, grader, options.slurm).run(todo, finish)
+            elif todo:
+                LocalPool(out, jobs, hide, options.limits, options.max_per_worker).run(todo, finish)
+        finally:
+            view.close()
+        rows = []
+        for submission in found.submissions:
+            entry = ledger.get(submission.name)
+            if entry is None or entry.digest != digests[submission.name]:
+                raise GraderFault(f"{submission.name} was not recorded in the ledger")
+            rows.append((submission, entry))
+        sections = [regrade.report_for_batch(out, ledger, rows)]
+    finally:
+        ledger.close()
+    if options.similarity:
+        sections.append(_similarity_section(out, found.submissions, options))
+    report = summary.write_outputs(out, rows, found.has_identity, sections)
+    summary.print_report(rows, report, out)
+    return 0

@@ -1,0 +1,402 @@
+"""Code similarity across submissions: which pairs look copied (copydetect's winnowing).
+
+``python -m autograder similarity DIR --out OUT`` and, unless ``--no-similarity``, every
+batch run write:
+
+* ``OUT/similarity.csv``: one row per pair of submissions and contract file
+  (``loss_scaler.py``, ``amp_step.py``) that share any fingerprint, most similar first;
+* ``OUT/similarity.html``: the pairs at or above the threshold, side by side, with the
+  matched regions highlighted (:mod:`autograder.batch.similarity_html`);
+* a section of ``summary.md`` with the top pairs (:func:`markdown_section`).
+
+How it works: `copydetect <https://github.com/blingenf/copydetect>`_ (MOSS-style
+winnowing) tokenizes each file with pygments and replaces every identifier by ``V``/``F``/``O``
+and every string by ``S`` and drops comments and whitespace, so renaming, re-commenting and
+reformatting do not hide a copy; fingerprints are hashes of ``NOISE`` consecutive tokens,
+so reordering whole methods does not either.  Every fingerprint of the released skeleton
+(``assignment/<file>``) is removed as boilerplate first: two untouched skeletons score 0.
+
+A file's similarity to another is copydetect's: the fraction of its fingerprinted tokens
+that are covered by fingerprints the other file shares.  A pair's score is the larger of
+the two files' similarities, taken over both contract files.  copydetect compares one pair
+at a time (about a millisecond each: minutes for 500 submissions), so :func:`all_pairs`
+computes the same numbers for all pairs at once with numpy; a test checks that both agree.
+k-gram hashes are a fixed polynomial hash (Python's ``hash`` is salted per process), so the
+same submissions give the same report.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import statistics
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from autograder.engine.files import csv_text
+from autograder.batch.inputs import Submission
+from autograder.batch.report_escape import csv_cell, markdown_text
+from autograder import ROOT
+
+FILES = ("loss_scaler.py", "amp_step.py")
+SKELETON = ROOT / "assignment"
+#: tokens (after filtering) a match must span to count; copydetect's default
+NOISE = 25
+#: every match this long is guaranteed to be found (winnowing window = GUARANTEE - NOISE + 1)
+GUARANTEE = 30
+#: the default threshold is the upper outlier fence of the class's pair scores, kept in these bounds
+THRESHOLD_FLOOR, THRESHOLD_CEILING = 0.5, 0.95
+#: pairs shown in similarity.html / summary.md at most
+MAX_REPORTED = 50
+MAX_IN_SUMMARY = 10
+#: distinct files from which fingerprinting is spread over the cores (below: a pool costs more than it saves)
+PARALLEL_FROM = 200
+CSV_NAME, HTML_NAME = "similarity.csv", "similarity.html"
+
+
+# --------------------------------------------------------------------------- fingerprints
+
+
+@dataclass
+class Fingerprint:
+    """One file's winnowed fingerprints, with what copydetect's ``compare_files`` reads."""
+
+    raw_code: str
+    filtered_code: str
+    offsets: np.ndarray  # copydetect: filtered index -> characters removed before it
+    positions: np.ndarray  # int64, increasing: where each kept fingerprint starts (filtered code)
+    values: np.ndarray  # int64, the fingerprint at each position
+    token_coverage: float
+    k: int = NOISE
+    _index: dict[int, list[int]] | None = field(default=None, repr=False)
+
+    @property
+    def hash_idx(self) -> dict[int, list[int]]:
+        if self._index is None:
+            index: dict[int, list[int]] = {}
+            for value, position in zip(self.values.tolist(), self.positions.tolist()):
+                index.setdefault(value, []).append(position)
+            self._index = index
+        return self._index
+
+    @property
+    def hashes(self) -> set[int]:
+        return set(self.hash_idx)
+
+
+def kgram_hashes(text: str, k: int = NOISE) -> np.ndarray:
+    """A 64-bit polynomial hash of every ``k`` consecutive characters (stable across processes)."""
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    count = len(codes) - k + 1
+    if count <= 0:
+        return np.zeros(0, dtype=np.int64)
+    base = np.uint64(1099511628211)
+    value = np.zeros(count, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for offset in range(k):
+            value = value * base + codes[offset:offset + count]
+    return value.view(np.int64)
+
+
+def union_length(positions: np.ndarray, k: int) -> int:
+    """Characters covered by the windows ``[p, p + k)`` (``positions`` increasing)."""
+    if len(positions) == 0:
+        return 0
+    return int(np.minimum(np.diff(positions), k).sum()) + k
+
+
+def fingerprint(code: str, boilerplate: np.ndarray | None = None) -> Fingerprint:
+    """Tokenize, filter and winnow one Python file (copydetect's steps), minus ``boilerplate``."""
+    from copydetect import utils
+
+    filtered, offsets = utils.filter_code(code, "submission.py", "python")
+    values = kgram_hashes(filtered)
+    window = GUARANTEE - NOISE + 1
+    if len(values):
+        values, positions = utils.winnow(values, window, remove_duplicates=False)
+    else:
+        positions = np.zeros(0, dtype=np.int64)
+    if boilerplate is not None and len(boilerplate) and len(values):
+        keep = ~np.isin(values, boilerplate)
+        values, positions = values[keep], positions[keep]
+    order = np.argsort(positions, kind="stable")
+    positions, values = positions[order].astype(np.int64), values[order]
+    return Fingerprint(code, filtered, offsets, positions, values, float(union_length(positions, NOISE)))
+
+
+def boilerplate_for(file: str, skeleton: Path = SKELETON) -> np.ndarray:
+    """Every k-gram hash of the released skeleton's ``file`` (none when it is missing)."""
+    from copydetect import utils
+
+    try:
+        code = (skeleton / file).read_text(encoding="utf-8")
+    except OSError:
+        return np.zeros(0, dtype=np.int64)
+    filtered, _ = utils.filter_code(code, file, "python")
+    return np.unique(kgram_hashes(filtered))
+
+
+# --------------------------------------------------------------------------- all pairs at once
+
+
+def all_pairs(prints: Sequence[Fingerprint]) -> tuple[np.ndarray, np.ndarray]:
+    """``(overlap, similarity)``, both ``n x n``: row ``a``, column ``b`` is what copydetect's
+    ``compare_files(a, b)`` gives for file ``a`` (tokens of ``a`` covered by shared
+    fingerprints, and that divided by ``a``'s token coverage).  The diagonal is 0."""
+    n = len(prints)
+    overlap = np.zeros((n, n), dtype=np.int64)
+    if n < 2:
+        return overlap, np.zeros((n, n))
+    # fingerprints held by at least two files: only they can match
+    owners = np.concatenate([np.unique(p.values) for p in prints])
+    shared, counts = np.unique(owners, return_counts=True)
+    shared = shared[counts >= 2]
+    packed = np.zeros((n, (len(shared) + 7) // 8), dtype=np.uint8)
+    local: list[tuple[np.ndarray, np.ndarray]] = []  # per file: (its shared columns, position -> column index)
+    for row, p in enumerate(prints):
+        slots = np.searchsorted(shared, p.values)
+        slots = np.minimum(slots, max(len(shared) - 1, 0))
+        held = (shared[slots] == p.values) if len(shared) else np.zeros(len(p.values), dtype=bool)
+        columns = np.unique(slots[held])
+        bits = np.zeros(packed.shape[1] * 8, dtype=bool)
+        bits[columns] = True
+        packed[row] = np.packbits(bits)
+        local.append((slots, held))
+    big = np.iinfo(np.int64).max // 4
+    for row, p in enumerate(prints):
+        slots, held = local[row]
+        if not held.any():
+            continue
+        positions = p.positions[held]
+        columns = slots[held]
+        member = ((packed[:, columns >> 3] >> (7 - (columns & 7)).astype(np.uint8)) & 1).astype(bool)
+        member[row] = False
+        starts = np.where(member, positions[None, :], big)
+        following = np.minimum.accumulate(starts[:, ::-1], axis=1)[:, ::-1]
+        following = np.concatenate([following[:, 1:], np.full((n, 1), big)], axis=1)
+        covered = np.where(member, np.minimum(following - positions[None, :], NOISE), 0)
+        overlap[row] = covered.sum(axis=1)
+    coverage = np.array([p.token_coverage for p in prints], dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        similarity = np.where(coverage[:, None] > 0, overlap / coverage[:, None], 0.0)
+    return overlap, similarity
+
+
+# --------------------------------------------------------------------------- the report
+
+
+@dataclass(frozen=True)
+class Party:
+    """One side of a pair: a submission of this batch or of the reference set."""
+
+    key: str  # unique: the submission name, or "reference/<name>"
+    label: str  # what a TA reads: students' names when known, else the key
+    reference: bool = False
+
+
+@dataclass
+class PairFile:
+    file: str
+    similarity: float  # the larger of the two sides'
+    similarity_a: float
+    similarity_b: float
+    overlap: int  # tokens covered by shared fingerprints (the larger side's count)
+
+
+@dataclass
+class Pair:
+    a: Party
+    b: Party
+    files: dict[str, PairFile]
+
+    @functools.cached_property
+    def score(self) -> float:  # read once all files are in
+        return max((f.similarity for f in self.files.values()), default=0.0)
+
+    @property
+    def title(self) -> str:
+        return f"{self.a.key} ~ {self.b.key}"
+
+
+@dataclass
+class Report:
+    parties: list[Party]
+    pairs: list[Pair]  # every pair sharing any fingerprint, highest score first
+    threshold: float
+    threshold_reason: str
+    prints: dict[tuple[str, str], Fingerprint]  # (party key, file) -> fingerprint
+    seconds: float = 0.0
+
+    @property
+    def flagged(self) -> list[Pair]:
+        return [pair for pair in self.pairs if pair.score >= self.threshold]
+
+
+def default_threshold(scores: Sequence[float]) -> tuple[float, str]:
+    """The upper outlier fence (Q3 + 1.5 IQR, Tukey) of the pair scores, within [floor, ceiling].
+
+    Independently written solutions to the same small assignment share idioms, so the class's
+    own distribution says what "normal" overlap is; a pair far above it is worth a look.
+    """
+    bounds = f"kept within [{THRESHOLD_FLOOR:g}, {THRESHOLD_CEILING:g}]"
+    if len(scores) < 8:
+        return THRESHOLD_FLOOR, (f"the floor, as there are too few pairs ({len(scores)}) to estimate the class's "
+                                 "outlier fence")
+    q1, _, q3 = statistics.quantiles(scores, n=4, method="inclusive")
+    fence = q3 + 1.5 * (q3 - q1)
+    chosen = min(THRESHOLD_CEILING, max(THRESHOLD_FLOOR, fence))
+    return round(chosen, 4), (f"upper outlier fence of the {len(scores)} pair scores, Q3 + 1.5 IQR = "
+                              f"{q3:.2f} + 1.5 x {q3 - q1:.2f} = {fence:.2f}, {bounds}")
+
+
+def label_of(submission: Submission) -> str:
+    names = "; ".join(s.name or s.email or s.sid for s in submission.submitters if s.name or s.email or s.sid)
+    return f"{names} ({submission.name})" if names else submission.name
+
+
+def read_contract_files(path: Path, scratch: Path) -> dict[str, str]:
+    """The contract files of one submission folder or zip (intake's rules: near-miss names, caps)."""
+    from autograder.engine import intake
+
+    try:
+        staged = intake.stage(path, scratch)
+    except intake.IntakeError:
+        return {}
+    try:
+        return {file: (staged.folder / file).read_text(encoding="utf-8", errors="replace")
+                for file in FILES if (staged.folder / file).is_file()}
+    finally:
+        shutil.rmtree(staged.folder, ignore_errors=True)
+
+
+def _fingerprint_batch(codes: list[str], boilerplate: np.ndarray) -> list[Fingerprint]:
+    return [fingerprint(code, boilerplate) for code in codes]
+
+
+def fingerprint_all(codes: dict[str, str], boilerplate: np.ndarray) -> dict[str, Fingerprint]:
+    """Fingerprint every code (key -> code); tokenizing dominates, so large sets use every core."""
+    keys = sorted(codes)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    if len(keys) < PARALLEL_FROM or cores < 2:
+        return dict(zip(keys, _fingerprint_batch([codes[k] for k in keys], boilerplate)))
+    import concurrent.futures
+    import multiprocessing
+
+    parts = [keys[i::cores] for i in range(cores)]
+    context = multiprocessing.get_context("forkserver")  # not fork: the batch's process may hold threads
+    with concurrent.futures.ProcessPoolExecutor(cores, mp_context=context) as pool:
+        done = pool.map(_fingerprint_batch, [[codes[k] for k in part] for part in parts], [boilerplate] * cores)
+        return {key: made for part, prints in zip(parts, done) for key, made in zip(part, prints)}
+
+
+def analyse(submissions: Sequence[Submission], references: Sequence[Submission] = (),
+            threshold: float | None = None, skeleton: Path = SKELETON) -> Report:
+    """Compare every pair of ``submissions`` and each of them with every one of ``references``."""
+    import time
+
+    started = time.perf_counter()
+    parties = [Party(s.name, label_of(s)) for s in submissions]
+    parties += [Party(f"reference/{s.name}", f"reference: {label_of(s)}", True) for s in references]
+    texts: dict[str, dict[str, str]] = {}
+    with tempfile.TemporaryDirectory(prefix="amp-similarity-") as scratch:
+        for party, submission in zip(parties, list(submissions) + list(references)):
+            texts[party.key] = read_contract_files(submission.path, Path(scratch))
+    prints: dict[tuple[str, str], Fingerprint] = {}
+    pairs: dict[tuple[str, str], Pair] = {}
+    for file in FILES:
+        holders = [party for party in parties if file in texts[party.key]]
+        digests = {party.key: hashlib.sha256(texts[party.key][file].encode("utf-8", "surrogatepass")).hexdigest()
+                   for party in holders}
+        distinct = {digest: texts[key][file] for key, digest in digests.items()}  # identical files: once
+        made = fingerprint_all(distinct, boilerplate_for(file, skeleton))
+        for party in holders:
+            prints[(party.key, file)] = made[digests[party.key]]
+        overlap, similarity = all_pairs([prints[(party.key, file)] for party in holders])
+        for i, a in enumerate(holders):
+            for j in range(i + 1, len(holders)):
+                b = holders[j]
+                if a.reference and b.reference:
+                    continue
+                shared = int(max(overlap[i, j], overlap[j, i]))
+                if shared == 0:
+                    continue
+                entry = PairFile(file, round(float(max(similarity[i, j], similarity[j, i])), 4),
+                                 round(float(similarity[i, j]), 4), round(float(similarity[j, i]), 4), shared)
+                pairs.setdefault((a.key, b.key), Pair(a, b, {})).files[file] = entry
+    ordered = sorted(pairs.values(), key=lambda pair: (-pair.score, pair.a.key, pair.b.key))
+    if threshold is None:
+        among = [pair.score for pair in ordered if not pair.b.reference]
+        total = sum(1 for i, a in enumerate(parties) for b in parties[i + 1:] if not a.reference and not b.reference)
+        among += [0.0] * (total - len(among))  # pairs sharing nothing score 0
+        threshold, reason = default_threshold(among)
+    else:
+        reason = "set with --similarity-threshold"
+    return Report(parties, ordered, threshold, reason, prints, round(time.perf_counter() - started, 3))
+
+
+# --------------------------------------------------------------------------- outputs
+
+CSV_HEADER = ["pair", "submission_a", "name_a", "submission_b", "name_b", "file", "similarity", "similarity_a",
+              "similarity_b", "overlapping_tokens"]
+
+
+def csv_rows(report: Report) -> list[list[Any]]:
+    rows = []
+    for pair in report.pairs:
+        for file in FILES:
+            if file in pair.files:
+                entry = pair.files[file]
+                rows.append([pair.title, pair.a.key, pair.a.label, pair.b.key, pair.b.label, file, entry.similarity,
+                             entry.similarity_a, entry.similarity_b, entry.overlap])
+    rows.sort(key=lambda row: (-row[6], row[0], row[5]))
+    return [[*map(csv_cell, row[:5]), *row[5:]] for row in rows]
+
+
+def markdown_section(report: Report, link: str = HTML_NAME) -> str:
+    """The summary.md section: threshold and the top pairs at or above it."""
+    flagged = report.flagged
+    current = [p for p in report.parties if not p.reference]
+    lines = ["", "## Similarity", "",
+             f"{len(current)} submission(s) compared pairwise on {' and '.join(FILES)} (the skeleton's code does "
+             f"not count); [{CSV_NAME}]({CSV_NAME}) has every pair that shares code, [{link}]({link}) shows the "
+             f"flagged pairs side by side.",
+             "", f"Threshold **{report.threshold:g}**: {report.threshold_reason}.", ""]
+    if not flagged:
+        lines.append("No pair reaches it.")
+        return "\n".join(lines) + "\n"
+    lines += [f"{len(flagged)} pair(s) at or above it" + (f"; the top {MAX_IN_SUMMARY}:" if len(flagged) > MAX_IN_SUMMARY
+                                                         else ":"), "",
+              "| # | Pair | Score | " + " | ".join(FILES) + " |", "| ---: | --- | ---: | " + " | ".join("---:" for _ in FILES)
+              + " |"]
+    for rank, pair in enumerate(flagged[:MAX_IN_SUMMARY], 1):
+        cells = [f"{pair.files[f].similarity:.2f} ({pair.files[f].overlap} tokens)" if f in pair.files else "-"
+                 for f in FILES]
+        lines.append(f"| {rank} | [{markdown_text(pair.a.label)} ~ {markdown_text(pair.b.label)}]({link}#pair-{rank}) "
+                     f"| {pair.score:.2f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(out: Path, report: Report) -> None:
+    """similarity.csv and similarity.html (atomically, only when changed)."""
+    from autograder.batch import similarity_html
+    from autograder.batch.summary import write_if_changed
+
+    write_if_changed(out / CSV_NAME, csv_text(CSV_HEADER, csv_rows(report)))
+    write_if_changed(out / HTML_NAME, similarity_html.render(report))
+
+
+def run_for_batch(out: Path, submissions: Sequence[Submission], references: Iterable[Submission],
+                  threshold: float | None) -> str:
+    """Batch hook: analyse, write the files, return the summary.md section."""
+    report = analyse(submissions, list(references), threshold)
+    write_outputs(out, report)
+    return markdown_section(report)

@@ -1,0 +1,88 @@
+"""``similarity.html``: the flagged pairs side by side, matched regions highlighted.
+
+One self-contained page (no script, no external file); unmatched code far from any match
+is cut to "..." so that the matches are what a TA sees.  The matched regions come from
+copydetect's ``compare_files`` (slices mapped back to the unfiltered source) and its
+``highlight_overlap``, which HTML-escapes the code; every name is escaped here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from autograder.batch.report_escape import html_text
+
+if TYPE_CHECKING:
+    from autograder.batch.similarity import Pair, Report
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+table.pairs { border-collapse: collapse; }
+table.pairs td, table.pairs th { border: 1px solid #ccc; padding: 0.2em 0.6em; }
+section.pair { margin-top: 2em; border-top: 2px solid #888; }
+div.side-by-side { display: flex; gap: 1em; }
+div.side-by-side > div { flex: 1; min-width: 0; }
+pre.code { background: #f6f6f6; padding: 0.5em; overflow-x: auto; font-size: 12px; line-height: 1.35; }
+mark.match { background: #ffb3b3; }
+"""
+#: unmatched lines kept around each match (the rest is shown as "...")
+CONTEXT_LINES = 6
+#: pairs shown below the threshold when none reaches it (so the page shows what "normal" looks like)
+CLOSEST_WHEN_NONE = 3
+
+
+def _sides(pair: "Pair", file: str, report: "Report") -> tuple[str, str]:
+    from copydetect.detector import compare_files
+    from copydetect.utils import highlight_overlap
+
+    first, second = report.prints[(pair.a.key, file)], report.prints[(pair.b.key, file)]
+    _, _, (slices_a, slices_b) = compare_files(first, second)
+    shown = []
+    for fingerprint, slices in ((first, slices_a), (second, slices_b)):
+        if slices.size == 0 or not fingerprint.raw_code:
+            shown.append(html_text(fingerprint.raw_code))
+        else:
+            code, _ = highlight_overlap(fingerprint.raw_code, slices.astype(int), "<mark class='match'>", "</mark>",
+                                        truncate=CONTEXT_LINES, escape_html=True)
+            shown.append(code)
+    return shown[0], shown[1]
+
+
+def render(report: "Report") -> str:
+    """The whole page (same report, same bytes: no timestamps)."""
+    from autograder.batch.similarity import MAX_REPORTED
+
+    flagged = report.flagged
+    shown = flagged[:MAX_REPORTED] if flagged else report.pairs[:CLOSEST_WHEN_NONE]
+    current = sum(1 for party in report.parties if not party.reference)
+    references = len(report.parties) - current
+    parts = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+             "<title>Code similarity</title>", f"<style>{STYLE}</style></head><body>",
+             "<h1>Code similarity</h1>",
+             f"<p id='overview'>{current} submission(s)"
+             + (f" and {references} reference submission(s)" if references else "")
+             + f"; threshold <b>{report.threshold:g}</b> ({html_text(report.threshold_reason)}). "
+             f"{len(flagged)} pair(s) at or above it."
+             + ("" if flagged else f" None reaches it: the {len(shown)} closest pair(s) are shown for comparison.")
+             + " Highlighted: code whose fingerprints both files share, after identifiers, strings, comments "
+               "and layout were normalised and the skeleton's code was removed.</p>"]
+    if shown:
+        parts += ["<table class='pairs'><tr><th>#</th><th>First</th><th>Second</th><th>Score</th></tr>"]
+        for rank, pair in enumerate(shown, 1):
+            parts.append(f"<tr><td><a href='#pair-{rank}'>{rank}</a></td><td>{html_text(pair.a.label)}</td>"
+                         f"<td>{html_text(pair.b.label)}</td><td>{pair.score:.2f}</td></tr>")
+        parts.append("</table>")
+    for rank, pair in enumerate(shown, 1):
+        parts.append(f"<section class='pair' id='pair-{rank}'><h2>{rank}. {html_text(pair.a.label)} ~ "
+                     f"{html_text(pair.b.label)}: {pair.score:.2f}</h2>")
+        for file, entry in pair.files.items():
+            left, right = _sides(pair, file, report)
+            parts.append(f"<h3>{html_text(file)}: {entry.similarity:.2f} ({entry.overlap} overlapping tokens)</h3>"
+                         "<div class='side-by-side'>"
+                         f"<div><h4>{html_text(pair.a.label)} ({entry.similarity_a:.2f})</h4>"
+                         f"<pre class='code'>{left}</pre></div>"
+                         f"<div><h4>{html_text(pair.b.label)} ({entry.similarity_b:.2f})</h4>"
+                         f"<pre class='code'>{right}</pre></div></div>")
+        parts.append("</section>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,368 @@
+"""What a batch run leaves in its output folder, rendered from the ledger.
+
+* ``gradebook.csv``: one row per submission, sorted by name: ``submission``, the
+  students' ``name``/``sid``/``email`` when known (Gradescope export), ``score``,
+  ``max_score``, then one column per rubric test.  No timestamps: grading the same
+  submissions twice gives the same bytes.
+* ``<submission>/results.json`` (Gradescope's format), ``<submission>/feedback.md``
+  (for the student) and ``<submission>/staff.log`` (grader details, when any).
+* ``summary.json`` / ``summary.md``: score statistics and histogram, pass rate of every
+  test (the most failed first), submissions that hit a limit, and those that could not
+  be graded, with the reason; ``score_histogram.png``.
+
+Every file is written atomically, and only when its content changes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from autograder.engine import budget, rubric
+from autograder.engine.escape import console, markdown_inline, strip_controls
+from autograder.engine.files import csv_text, write_bytes_atomic
+from autograder.batch.inputs import Submission
+from autograder.batch.ledger import Entry
+
+IDENTITY_COLUMNS = ("name", "sid", "email")
+HISTOGRAM = "score_histogram.png"
+RESERVED = frozenset({"gradebook.csv", "summary.md", "summary.json", HISTOGRAM, "ledger.sqlite", "ledger.sqlite-wal",
+                      "ledger.sqlite-shm", "logs", "inputs", "inbox", "submitit", "lock",
+                      # issue 14's reports (autograder.batch.similarity, autograder.batch.regrade)
+                      "similarity.csv", "similarity.html", "changes.csv", "gradebook.previous.csv"})
+#: judge.INTERNAL starts with this (a test keeps them in step; judge itself imports pytest and torch).
+INTERNAL_PREFIX = "The grader hit an internal problem"
+
+#: (kind, is a limit, phrases in a failing test's message that reveal it); first match wins.  Limits are
+#: classified by the sandbox's own records (results.json's extra_data.limits_hit), never by message text,
+#: which student code can imitate; only the other kinds are recognised by their phrases.
+PROBLEMS: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
+    (budget.TIME_LIMIT, True, ()),
+    (budget.CRASH_LIMIT, True, ()),
+    (budget.INTERFERED, True, ()),
+    ("import error", False, ("has a syntax error", "raised an exception:", "is not valid UTF-8", "does not define")),
+    ("missing file", False, ("is missing",)),
+    ("grader fault", False, (INTERNAL_PREFIX,)),
+)
+
+Row = tuple[Submission, Entry]
+
+
+# --------------------------------------------------------------------------- small helpers
+
+
+def write_if_changed(path: Path, data: str | bytes) -> bool:
+    """Atomically write ``data`` to ``path`` unless it already holds exactly that."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        if path.read_bytes() == raw:
+            return False
+    except OSError:
+        pass
+    write_bytes_atomic(path, raw)
+    return True
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}"
+
+
+def _fence(text: str) -> str:
+    """A Markdown code fence longer than any run of backticks in ``text``."""
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)
+
+
+def problems(entry: Entry) -> list[tuple[str, str]]:
+    """(kind, test number or "") of every limit hit / fault seen in one submission."""
+    found: list[tuple[str, str]] = []
+    if entry.status == "errored":
+        found.append(("not graded", ""))
+    extra = entry.results.get("extra_data")
+    recorded = extra.get("limits_hit") if isinstance(extra, dict) else None
+    recorded = recorded if isinstance(recorded, dict) else {}
+    for test in entry.results.get("tests", []):
+        if test.get("status") != "failed":
+            continue
+        number = str(test.get("number", ""))
+        if recorded.get(number) in budget.LIMIT_KINDS:
+            found.append((recorded[number], number))
+            continue
+        output = str(test.get("output", ""))
+        for kind, _limit, phrases in PROBLEMS:
+            if phrases and any(phrase in output for phrase in phrases):
+                found.append((kind, str(test.get("number", ""))))
+                break
+    return found
+
+
+# --------------------------------------------------------------------------- gradebook
+
+
+def gradebook_header(with_identity: bool) -> list[str]:
+    return (["submission"] + (list(IDENTITY_COLUMNS) if with_identity else []) + ["score", "max_score"]
+            + [f"{item.number} {item.test}" for item in rubric.ITEMS])
+
+
+def gradebook_rows(rows: Sequence[Row], with_identity: bool) -> list[list[Any]]:
+    table = []
+    for submission, entry in sorted(rows, key=lambda row: row[0].name):
+        scores = {test.get("number"): test.get("score", 0.0) for test in entry.results.get("tests", [])}
+        identity = submission.identity()
+        table.append([submission.name] + ([identity[key] for key in IDENTITY_COLUMNS] if with_identity else [])
+                     + [entry.results.get("score", 0.0), rubric.max_points()]
+                     + [scores.get(item.number, 0.0) for item in rubric.ITEMS])
+    return table
+
+
+# --------------------------------------------------------------------------- feedback
+
+
+def feedback_markdown(submission: Submission, entry: Entry) -> str:
+    """A readable report for the student (the same content as results.json)."""
+    data = entry.results
+    tests = [t for t in data.get("tests", []) if t.get("max_score", 0) or t.get("status")]
+    lines = [f"# Feedback: {markdown_inline(submission.name)}", ""]
+    people = ", ".join(s.name or s.email or s.sid for s in submission.submitters)
+    if people:
+        lines += [f"Submitted by: {markdown_inline(people)}", ""]
+    lines += [f"**Score: {_fmt(data.get('score', 0.0))} / {_fmt(rubric.max_points())}** (CPU part; the GPU part "
+              f"({_fmt(rubric.GPU_PART_POINTS)} points) is graded separately by staff).", ""]
+    if entry.status == "errored":
+        lines += ["**Your submission could not be graded:** " + markdown_inline(entry.reason or "see below."), ""]
+    output = strip_controls(str(data.get("output", "")), keep_newlines=True).strip()  # fenced: no escape codes
+    if output and not output.startswith("Graded "):
+        fence = _fence(output)
+        lines += ["## About your submission", "", fence + "text", output, fence, ""]
+    lines += ["## Tests", "", "| Test | Score | Result |", "| --- | ---: | --- |"]
+    for test in tests:
+        mark = "passed" if test.get("status") == "passed" else "**failed**"
+        lines.append(f"| {markdown_inline(test.get('name', ''))} | {_fmt(test.get('score', 0.0))} / "
+                     f"{_fmt(test.get('max_score', 0.0))} | {mark} |")
+    failing = [t for t in tests if t.get("status") == "failed"]
+    if failing:
+        lines += ["", "## What went wrong", ""]
+        for test in failing:
+            text = strip_controls(str(test.get("output", "")), keep_newlines=True).strip()
+            fence = _fence(text)
+            lines += [f"### {markdown_inline(test.get('name', ''))}", "", fence + "text", text, fence, ""]
+    informational = [t for t in data.get("tests", []) if not t.get("max_score", 0) and not t.get("status")]
+    for test in informational:
+        lines += ["", f"*{markdown_inline(test.get('name', ''))}*: {markdown_inline(test.get('output', ''))}"]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def histogram(scores: Sequence[float], top: float, bins: int = 10) -> tuple[list[float], list[int]]:
+    """Equal-width bins over [0, top] (the last one closed); edges and counts."""
+    width = top / bins if top > 0 else 1.0
+    edges = [round(width * k, 6) for k in range(bins + 1)]
+    counts = [0] * bins
+    for score in scores:
+        counts[min(bins - 1, max(0, int(score // width)))] += 1
+    return edges, counts
+
+
+def summarize(rows: Sequence[Row]) -> dict[str, Any]:
+    """Statistics of a batch (no timings: the same batch gives the same summary)."""
+    rows = sorted(rows, key=lambda row: row[0].name)
+    top = rubric.max_points()
+    scores = [float(entry.results.get("score", 0.0)) for _, entry in rows]
+    graded = [(s, e) for s, e in rows if e.status == "graded"]
+    full = [s.name for s, e in graded if float(e.results.get("score", 0.0)) >= top]
+    edges, counts = histogram(scores, top)
+    tests = []
+    for order, item in enumerate(rubric.ITEMS):
+        passed = 0
+        for _, entry in rows:
+            row = next((t for t in entry.results.get("tests", []) if t.get("number") == item.number), None)
+            passed += bool(row) and float(row.get("score", 0.0)) >= item.points  # type: ignore[union-attr]
+        tests.append({"number": item.number, "test": item.test, "title": item.title, "points": item.points,
+                      "passed": passed, "failed": len(rows) - passed,
+                      "pass_rate": round(passed / len(rows), 4) if rows else 0.0, "_order": order})
+    tests.sort(key=lambda t: (t["pass_rate"], t["_order"]))
+    for test in tests:
+        del test["_order"]
+    kinds: dict[str, list[str]] = {}
+    for submission, entry in rows:
+        for kind in dict.fromkeys(kind for kind, _ in problems(entry)):
+            kinds.setdefault(kind, []).append(submission.name)
+    limit_kinds = {kind for kind, limit, _ in PROBLEMS if limit}
+    return {
+        "submissions": len(rows),
+        "graded": len(graded),
+        "full_marks": len(full),
+        "lost_points": len(graded) - len(full),
+        "errored": len(rows) - len(graded),
+        "hit_a_limit": sum(1 for _, e in rows if any(kind in limit_kinds for kind, _ in problems(e))),
+        "max_score": top,
+        "score": {
+            "mean": round(statistics.fmean(scores), 4) if scores else None,
+            "median": round(statistics.median(scores), 4) if scores else None,
+            "min": min(scores) if scores else None,
+            "max": max(scores) if scores else None,
+        },
+        "histogram": {"edges": edges, "counts": counts},
+        "tests": tests,
+        "problems": [{"kind": kind, "limit": kind in limit_kinds, "count": len(names), "submissions": names}
+                     for kind, names in sorted(kinds.items(), key=lambda kv: (-len(kv[1]), kv[0]))],
+        "not_graded": [{"submission": s.name, "reason": e.reason} for s, e in rows if e.status == "errored"],
+        "isolation": isolation_levels(rows),
+    }
+
+
+def isolation_levels(rows: Sequence[Row]) -> dict[str, int]:
+    """How many submissions were graded at each isolation level (results.json's extra_data.isolation)."""
+    levels: dict[str, int] = {}
+    for _, entry in rows:
+        extra = entry.results.get("extra_data")
+        level = extra.get("isolation") if isinstance(extra, dict) else None
+        if isinstance(level, str):
+            levels[level] = levels.get(level, 0) + 1
+    return dict(sorted(levels.items()))
+
+
+def summary_markdown(summary: dict[str, Any]) -> str:
+    top = summary["max_score"]
+    score = summary["score"]
+    lines = ["# Batch grading summary", "",
+             f"- Submissions: **{summary['submissions']}**; graded: {summary['graded']} "
+             f"({summary['full_marks']} with full marks, {summary['lost_points']} lost points); "
+             f"could not be graded: **{summary['errored']}**; hit a limit: **{summary['hit_a_limit']}**."]
+    if score["mean"] is not None:
+        lines.append(f"- Scores out of {_fmt(top)}: mean {_fmt(score['mean'])}, median {_fmt(score['median'])}, "
+                     f"min {_fmt(score['min'])}, max {_fmt(score['max'])}.")
+    lines += ["", f"![Score histogram]({HISTOGRAM})", "", "| Score | Submissions |", "| --- | ---: |"]
+    edges, counts = summary["histogram"]["edges"], summary["histogram"]["counts"]
+    for k, count in enumerate(counts):
+        closing = "]" if k == len(counts) - 1 else ")"
+        lines.append(f"| [{_fmt(edges[k])}, {_fmt(edges[k + 1])}{closing} | {count} |")
+    lines += ["", "## Tests, most failed first", "", "| Test | Title | Points | Passed | Failed | Pass rate |",
+              "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for test in summary["tests"]:
+        lines.append(f"| {test['number']} | {markdown_inline(test['title'])} | {_fmt(test['points'])} | "
+                     f"{test['passed']} | {test['failed']} | {test['pass_rate'] * 100:.0f}% |")
+    lines += ["", "## Limits hit and faults", ""]
+    if summary["problems"]:
+        lines += ["| Problem | Submissions | Which |", "| --- | ---: | --- |"]
+        for problem in summary["problems"]:
+            names = problem["submissions"]
+            shown = ", ".join(markdown_inline(n) for n in names[:10]) + (
+                f", … ({len(names) - 10} more)" if len(names) > 10 else "")
+            lines.append(f"| {markdown_inline(problem['kind'])} | {problem['count']} | {shown} |")
+    else:
+        lines.append("None.")
+    lines += ["", "## Could not be graded", ""]
+    lines += [f"- {markdown_inline(row['submission'])}: {markdown_inline(row['reason'])}"
+              for row in summary["not_graded"]] or ["None."]
+    levels = summary.get("isolation") or {}
+    lines += ["", "## Isolation of student code", ""]
+    lines += [f"- {markdown_inline(level)}: {count} submission(s)" for level, count in sorted(levels.items())] or [
+        "Not recorded."]
+    return "\n".join(lines) + "\n"
+
+
+def preload_plotting() -> None:
+    """Import matplotlib (about a second) in a background thread while grading goes on."""
+    import threading
+
+    def load() -> None:
+        try:
+            from matplotlib.backends import backend_agg  # noqa: F401
+            from matplotlib import figure  # noqa: F401
+        except Exception:  # noqa: BLE001 - reported when the histogram is drawn
+            pass
+
+    threading.Thread(target=load, name="preload-matplotlib", daemon=True).start()
+
+
+def histogram_png(path: Path, summary: dict[str, Any]) -> None:
+    """The score histogram as a PNG (no timestamp or version inside: same data, same bytes)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    edges, counts = summary["histogram"]["edges"], summary["histogram"]["counts"]
+    figure = Figure(figsize=(6.4, 3.6), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    widths = [edges[k + 1] - edges[k] for k in range(len(counts))]
+    axes.bar(edges[:-1], counts, width=widths, align="edge", edgecolor="black", color="#4c72b0")
+    axes.set_xlim(0, edges[-1] or 1)
+    axes.set_xlabel(f"score (out of {_fmt(summary['max_score'])})")
+    axes.set_ylabel("submissions")
+    axes.set_title(f"{summary['submissions']} submissions")
+    axes.yaxis.get_major_locator().set_params(integer=True)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    write_if_changed(path, buffer.getvalue())
+
+
+# --------------------------------------------------------------------------- writing it all
+
+
+def write_submission_files(out: Path, submission: Submission, entry: Entry) -> None:
+    folder = out / submission.name
+    write_if_changed(folder / "results.json", json.dumps(entry.results, indent=2, allow_nan=False) + "\n")
+    write_if_changed(folder / "feedback.md", feedback_markdown(submission, entry))
+    if entry.staff_log:
+        write_if_changed(folder / "staff.log", entry.staff_log)
+    else:
+        (folder / "staff.log").unlink(missing_ok=True)
+
+
+def write_outputs(out: Path, rows: Sequence[Row], with_identity: bool, sections: Sequence[str] = ()) -> dict[str, Any]:
+    """Every per-submission file, then the gradebook and the summary (``sections`` appended to
+    summary.md: similarity, regrade impact); returns the summary."""
+    for submission, entry in rows:
+        write_submission_files(out, submission, entry)
+    summary = summarize(rows)
+    histogram_png(out / HISTOGRAM, summary)
+    write_if_changed(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    write_if_changed(out / "summary.md", summary_markdown(summary) + "".join(sections))
+    header = gradebook_header(with_identity)
+    write_if_changed(out / "gradebook.csv", csv_text(header, gradebook_rows(rows, with_identity)))
+    return summary
+
+
+def print_report(rows: Sequence[Row], summary: dict[str, Any], out: Path, max_rows: int = 60) -> None:
+    """The table a TA reads at the end of a run (every row when there are few)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    screen = Console(file=sys.stdout, width=120)
+    top = rubric.max_points()
+    rows = sorted(rows, key=lambda row: row[0].name)
+    shown = rows if len(rows) <= max_rows else [r for r in rows if r[1].status == "errored" or problems(r[1])][:max_rows]
+    title = f"Grades (CPU part, out of {_fmt(top)}; GPU part graded separately)"
+    if len(shown) < len(rows):
+        title += f": the {len(shown)} with problems of {len(rows)}; all are in gradebook.csv"
+    table = Table(title=title)
+    for column in ("submission", "score", "failed tests", "problems"):
+        table.add_column(column, overflow="fold")
+    for submission, entry in shown:
+        failed = [t["number"] for t in entry.results.get("tests", []) if t.get("status") == "failed"]
+        kinds = ", ".join(dict.fromkeys(kind for kind, _ in problems(entry)))
+        if entry.status == "errored":
+            kinds = f"not graded: {entry.reason}"
+        table.add_row(console(submission.name), f"{_fmt(entry.results.get('score', 0.0))} / {_fmt(top)}",
+                      console(", ".join(str(n) for n in failed) or "-"), console(kinds or "-"))
+    if shown:
+        screen.print(table)
+    score = summary["score"]
+    screen.print(f"{summary['submissions']} submission(s): {summary['graded']} graded "
+                  f"({summary['full_marks']} full marks), {summary['errored']} could not be graded, "
+                  f"{summary['hit_a_limit']} hit a limit."
+                  + (f" Mean {_fmt(score['mean'])}, median {_fmt(score['median'])} / {_fmt(top)}."
+                     if score["mean"] is not None else ""), highlight=False)
+    screen.print(strip_controls(f"Wrote {out / 'gradebook.csv'}, {out / 'summary.md'} and {len(rows)} results.json "
+                                "file(s)."), highlight=False, soft_wrap=True, markup=False)

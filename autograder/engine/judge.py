@@ -1,0 +1,238 @@
+"""The judge: runs the public and hidden suites against one staged submission.
+
+The judge is trusted: it runs hypothesis, the references and every assertion in
+this process, and talks to the submission only through a runner (normally a
+:class:`autograder.engine.sandbox.SandboxRunner`).  A pytest plugin registered as
+``amp-judge`` hands that runner to the tests' ``student`` fixture and records one
+outcome per test case; :func:`score` turns outcomes into rubric rows.
+
+Student-facing messages are the failures' own texts (written for students by the
+check helpers).  Any other exception is a grader fault: the student sees a short
+notice, the staff log gets the traceback, and the row scores 0 only if it is a
+fault of the submission's process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import settings
+
+from autograder.engine import rubric
+from autograder import ROOT
+
+try:
+    BaseExceptionGroup
+except NameError:  # Python 3.10: hypothesis depends on the backport
+    from exceptiongroup import BaseExceptionGroup
+from checks.harness import SubmissionFault
+
+PUBLIC_DIR = Path(os.environ.get("AMP_PUBLIC_TESTS", ROOT / "assignment" / "checks"))
+HIDDEN_DIR = Path(os.environ.get("AMP_HIDDEN_TESTS", ROOT / "autograder" / "hidden"))
+INI = Path(__file__).resolve().parent / "judge.ini"
+#: Examples per hidden property test (``AMP_HIDDEN_EXAMPLES``); the public checks keep their 25.
+HIDDEN_EXAMPLES = int(os.environ.get("AMP_HIDDEN_EXAMPLES", "100"))
+INTERNAL = "The grader hit an internal problem in this test (not your fault); staff can see the details."
+
+
+@dataclass
+class Outcome:
+    test: str
+    case: str
+    passed: bool
+    message: str = ""
+    internal: str = ""
+
+
+@dataclass
+class Row:
+    item: rubric.Item
+    score: float
+    message: str
+    passed: bool
+    output: str = ""  # what the student's code printed during this test
+
+    @property
+    def status(self) -> str:
+        return "passed" if self.passed else "failed"
+
+
+@dataclass
+class Report:
+    rows: list[Row]
+    notes: list[str] = field(default_factory=list)
+    output: str = ""
+    staff_log: str = ""
+    seconds: float = 0.0
+    scenarios: int = 0  # scenario calls the submission's code answered
+
+    @property
+    def score(self) -> float:
+        return round(sum(row.score for row in self.rows), 4)
+
+    @property
+    def max_score(self) -> float:
+        return sum(row.item.points for row in self.rows)
+
+
+def _student_message(exc: BaseException) -> tuple[str, str]:
+    """(message for the student, traceback for staff) of a failed test case."""
+    if isinstance(exc, BaseExceptionGroup):  # hypothesis's Flaky: the code answered differently on a rerun
+        inner = next((e for e in exc.exceptions if isinstance(e, (AssertionError, SubmissionFault))), None)
+        text = str(inner) if inner else ""
+        return ("Your code gave different results for the same calls on different runs (randomness or state "
+                "shared between objects?).\n" + text).strip(), ""
+    if isinstance(exc, SubmissionFault):
+        return str(exc), ""
+    if isinstance(exc, AssertionError):
+        return str(exc), ""
+    return INTERNAL, "".join(traceback.format_exception(exc))
+
+
+class JudgePlugin:
+    """Collects one :class:`Outcome` per test case and tells the runner which test runs."""
+
+    __name__ = "amp-judge"  # the name checks.plugin looks up
+
+    def __init__(self, runner: Any, tests: set[str]) -> None:
+        self.runner = runner
+        self.tests = tests
+        self.outcomes: list[Outcome] = []
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        items[:] = [item for item in items if getattr(item, "originalname", item.name) in self.tests]
+        for item in items:  # hidden property tests explore more examples than the public ones (25)
+            function = getattr(item, "obj", None)
+            current = getattr(function, "_hypothesis_internal_use_settings", None)
+            # (a worker grades many submissions with the same test functions: decorate them once)
+            if current is not None and current.max_examples != HIDDEN_EXAMPLES and \
+                    HIDDEN_DIR in Path(str(item.fspath)).parents:
+                item.obj = settings(current, max_examples=HIDDEN_EXAMPLES)(function)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        begin = getattr(self.runner, "begin_test", None)
+        if begin:
+            begin(item.name)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        outcome = yield
+        report = outcome.get_result()
+        test = getattr(item, "originalname", item.name)
+        if report.when == "call" or (report.failed and report.when == "setup"):
+            if report.passed:
+                self.outcomes.append(Outcome(test, item.name, True))
+            elif call.excinfo is not None:
+                message, internal = _student_message(call.excinfo.value)
+                self.outcomes.append(Outcome(test, item.name, False, message, internal))
+
+
+def run_suites(runner: Any, items: tuple[rubric.Item, ...], paths: tuple[Path, ...] | None = None,
+               collect_only: bool = False) -> Any:
+    """Run the tests named by ``items`` with ``runner``; return outcomes and pytest's own output.
+
+    With ``collect_only`` return the set of test function names pytest collects instead.
+    """
+    plugin = JudgePlugin(runner, {item.test for item in items})
+    paths = paths or (PUBLIC_DIR, HIDDEN_DIR)
+    for folder in {str(PUBLIC_DIR.parent), str(ROOT)}:
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    args = [str(p) for p in paths] + ["-c", str(INI), "--rootdir", str(ROOT), "-p", "checks.plugin",
+                                      "-p", "no:cacheprovider", "-p", "no:unraisableexception", "--capture=no", "-q", "--no-header"]
+    if collect_only:
+        collector = _Collector()
+        with contextlib.redirect_stdout(io.StringIO()):
+            pytest.main(args + ["--collect-only"], plugins=[collector])
+        return collector.names
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        pytest.main(args, plugins=[plugin])
+    return plugin.outcomes, buffer.getvalue()
+
+
+class _Collector:
+    """Records the test function names pytest collects."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        self.names = {getattr(item, "originalname", item.name) for item in items}
+
+
+def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...]) -> tuple[list[Row], str]:
+    """Rubric rows from outcomes: per-case partial credit, gates applied; and the staff log."""
+    rows: list[Row] = []
+    staff: list[str] = []
+    for item in items:
+        cases = [o for o in outcomes if o.test == item.test]
+        if not cases:
+            rows.append(Row(item, 0.0, INTERNAL, False))
+            staff.append(f"{item.test}: not collected")
+            continue
+        passed = sum(case.passed for case in cases)
+        messages = []
+        for case in cases:
+            if not case.passed:
+                label = f"[{case.case.split('[', 1)[1].rstrip(']')}] " if "[" in case.case else ""
+                if case.message not in messages:
+                    messages.append(label + case.message)
+                if case.internal:
+                    staff.append(f"{case.case}:\n{case.internal}")
+        rows.append(Row(item, round(item.points * passed / len(cases), 4), "\n\n".join(messages),
+                        passed == len(cases)))
+    for gate, task in rubric.GATES.items():
+        gate_row = next((row for row in rows if row.item.test == gate), None)
+        if gate_row is not None and gate_row.status == "failed":
+            for row in rows:
+                if row.item.task == task and row is not gate_row:
+                    row.score, row.passed = 0.0, False
+                    row.message = ("Scored 0: see test " + gate_row.item.number + " (" + gate_row.item.title
+                                   + ").\n\n" + row.message).strip()
+    return rows, "\n\n".join(staff)
+
+
+def grade_staged(runner: Any, items: tuple[rubric.Item, ...] = rubric.ITEMS, notes: list[str] | None = None) -> Report:
+    """Grade one staged submission through ``runner``: every test in pytest."""
+    started = time.monotonic()
+    outcomes, pytest_output = run_suites(runner, items)
+    return build_report(runner, items, outcomes, pytest_output, notes, started)
+
+
+def build_report(runner: Any, items: tuple[rubric.Item, ...], outcomes: list[Outcome], pytest_output: str,
+                 notes: list[str] | None, started: float) -> Report:
+    """Rows, routed output and the staff log from the outcomes of one submission's tests."""
+    rows, staff = score(outcomes, items)
+    visible = route_output(rows, getattr(runner, "output_by_test", dict)())
+    return Report(rows, list(notes or []), visible, (staff + "\n\n" + pytest_output).strip(), time.monotonic() - started,
+                  getattr(runner, "scenarios_run", 0))
+
+
+def route_output(rows: list[Row], printed: dict[str, str]) -> str:
+    """Attach what each test printed to its row; return the output students may see at once.
+
+    Output printed during a hidden test stays with that test's row, which shares the
+    test's visibility (after the due date, by default): printing a hidden scenario's
+    inputs or a comparison made in the student's process reveals nothing before then.
+    Only output from visible tests (and from outside any test) goes to the top level.
+    """
+    by_test = {row.item.test: row for row in rows}
+    visible: list[str] = []
+    for case, text in printed.items():
+        row = by_test.get(case.split("[", 1)[0])
+        if row is None or row.item.visibility == "visible":
+            visible.append(text)
+        else:
+            row.output += text
+    return "".join(visible)

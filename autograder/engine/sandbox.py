@@ -1,0 +1,497 @@
+"""The judge's side of the sandbox: runs scenarios in student processes and trusts nothing they answer.
+
+* **One process per file set.**  A scenario runs in a process that imported only the
+  contract files it needs (:data:`SCENARIO_NEEDS`); processes are started from the zygote
+  (:mod:`autograder.engine.zygote`) on first need and kept for the next calls.
+* **Protocol.**  Requests and replies are single JSON lines on two pipes (a request may
+  hold a batch of calls, answered one line each); the student's stdout/stderr go to a
+  third pipe, drained at every wake-up and attributed to the test that was running.
+  Nothing from the student process is ever unpickled or executed, and every reply is
+  validated (:mod:`autograder.engine.replies`).
+* **Faults.**  A crash, ``os._exit``, segfault or hang costs only the current call:
+  the processes are killed (their process groups, and as root everything their uid
+  owns) and the next call gets fresh ones.  Import faults and static-rule refusals are
+  remembered per file, so tests that do not need a broken file still run; hangs are
+  budgeted per file (deterministic) and the submission's wall budget bounds the rest.
+
+One class, :class:`SandboxRunner`, holds the whole protocol (starting, reading, faults, batches
+fetched ahead for the call plan): its parts share the process table and the per-test state, so
+the file stays one piece (about 500 lines).  The child side's names that callers use with a runner (:class:`Limits`, :func:`start_zygote`...)
+are re-exported here, so that "the sandbox" is one import for the rest of the grader.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import tempfile
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any, NoReturn
+
+from checks import harness, rules
+
+from autograder.engine import budget, confine, replies
+from autograder.engine.files import kill_uid
+from autograder.engine.zygote import (LIMITS_ENV, PRIVATE_TOPS, REPO_ROOT, SHARED_TMP, DeviceAccess, Limits,  # noqa: F401
+                               SpawnRequest, Zygote, default_limits, start_zygote)
+
+__all__ = ["SandboxRunner", "Limits", "DeviceAccess", "default_limits", "start_zygote", "SCENARIO_NEEDS",
+           "REPO_ROOT", "PRIVATE_TOPS", "SHARED_TMP", "LIMITS_ENV"]
+
+IMPORT_ORDER = ("loss_scaler", "amp_step")  # answers.py is never imported: it is parsed
+#: The contract files each scenario's process imports (the student's scaler is added for Task 2
+#: scenarios unless they use torch's, see :meth:`SandboxRunner.needs`).
+SCENARIO_NEEDS = {
+    "scaler_ops": ("loss_scaler",),
+    "amp_probe": ("amp_step",),
+    "underflow": ("amp_step",),
+    "delegation": ("loss_scaler",),
+    "gpu_speed": ("amp_step",),
+    "gpu_underflow": ("amp_step",),
+    "gpu_scaler_ops": ("loss_scaler",),
+    "gpu_preflight": (),
+}
+MAX_REPLY_BYTES = 16 * 2**20
+RULES_ENV = "AMP_STATIC_RULES"
+OUTPUT_KEEP_BYTES = 7 * 1024  # with the "more bytes not shown" notice, within results.OUTPUT_LIMIT
+
+
+def _canonical(value: Any) -> str:
+    """JSON text replies are compared by (NaN equals NaN; key order does not matter)."""
+    return json.dumps(value, sort_keys=True, allow_nan=True)
+
+
+def _call_key(scenario: str, args: dict[str, Any]) -> str:
+    return _canonical([scenario, args])
+
+
+class _StudentProcess:
+    """One live student process that imported a fixed set of contract modules: pipes, pid, replies."""
+
+    def __init__(self, pid: int, request_fd: int, reply_fd: int, output_fd: int) -> None:
+        self.pid: int | None = pid
+        self.request_fd, self.reply_fd, self.output_fd = request_fd, reply_fd, output_fd
+        os.set_blocking(output_fd, False)
+        try:  # readable once the process ends, even while a child of it still holds the reply pipe open
+            self.pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):  # before Linux 5.3, or the process is gone already
+            self.pidfd = -1
+        self.buffer = b""
+
+    def close(self) -> None:
+        if self.pid is not None:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for fd in (self.request_fd, self.reply_fd, self.pidfd, self.output_fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.pid, self.request_fd, self.reply_fd, self.pidfd, self.output_fd = None, -1, -1, -1, -1
+
+
+class SandboxRunner:
+    """Runs scenarios against one submission in isolated student processes.
+
+    This is the grader's implementation of the ``student`` fixture used by the tests.
+    Each scenario runs in a process that imported only the files it needs
+    (:data:`SCENARIO_NEEDS`): ``loss_scaler.py`` alone for Task 1, ``amp_step.py``
+    (with ``loss_scaler.py`` only when the student's scaler is used) for Task 2;
+    ``answers.py`` is never run (its answers are parsed here).  A file that breaks the
+    static rules (:mod:`checks.rules`) is never imported.  Every reply is validated
+    (:mod:`autograder.engine.replies`) before a test sees it.  What the student's code prints
+    is recorded per test (:meth:`output_by_test`), so the judge can keep the output of
+    hidden tests out of what students see before the due date.
+    """
+
+    def __init__(self, submission: Path, *, limits: Limits | None = None, hide: tuple[str, ...] = (),
+                 uid: int | None = None, zygote: Zygote | None = None, static_rules: bool | None = None,
+                 device: DeviceAccess | None = None) -> None:
+        self.submission = submission
+        self.device_access = device  # not "device": the GPU tests read runner.device as a device string
+        self.limits = limits or default_limits()
+        self.hide = hide
+        self.zygote = zygote or start_zygote()
+        self.uid = uid if uid is not None or os.geteuid() != 0 else 61000 + os.getpid() % 4000
+        # Off only to test the layers behind the static rules (the project's hostile suite): AMP_STATIC_RULES=off.
+        self.static_rules = static_rules if static_rules is not None else os.environ.get(RULES_ENV, "").lower() != "off"
+        self.import_faults: dict[str, str] = {}
+        self.output: dict[str, bytearray] = {}
+        self.output_total = 0
+        self.started = time.monotonic()
+        self._scratch = Path(tempfile.mkdtemp(prefix="amp-scratch-"))
+        self._processes: dict[tuple[str, ...], _StudentProcess] = {}
+        self._next_id = 0
+        self._test = ""
+        self._test_fault: str | None = None
+        #: test case -> canonical [scenario, args] -> replies fetched ahead (see :meth:`prefetch`), used once each
+        self._prefetched: dict[str, dict[str, deque[dict[str, Any]]]] = {}
+        self._prefetch_off = False
+        self.scenarios_run = 0  # scenario calls sent to student processes (reported to staff)
+        self.isolation: str | None = None  # the level the last student process reached (autograder.engine.confine)
+        self._scratch_guard: confine.ScratchGuard | None = None
+        #: The sandbox's own record of the limits hit: test case -> kind (budget.LIMIT_KINDS); reports
+        #: classify by this, never by message text (which student code can imitate).
+        self.limits_hit: dict[str, str] = {}
+        self._import_limit: dict[str, str] = {}  # contract module -> kind, for imports that hit a limit
+        self._test_fault_kind = ""
+        self.hangs: dict[str, int] = {}  # contract module -> calls that timed out while needing it
+
+    def begin_test(self, name: str) -> None:
+        """A new test starts: forget the previous test's hang or crash (see :meth:`run`)."""
+        self._test = name
+        self._test_fault, self._test_fault_kind = None, ""
+
+    def _budget_left(self) -> float:
+        return self.limits.submission_seconds - (time.monotonic() - self.started)
+
+    def _limit(self, kind: str, message: str) -> NoReturn:
+        """Record that the current test hit a limit of ``kind``, then fail it with ``message``."""
+        self.limits_hit.setdefault(self._test, kind)
+        self._fault(message)
+
+    # -- lifecycle
+
+    def _spawn(self, modules: tuple[str, ...]) -> _StudentProcess:
+        if self.uid is not None:
+            os.chown(self._scratch, self.uid, self.uid)
+        confine.grant_submission(self.submission, self.uid)
+        request_r, request_w = os.pipe()
+        reply_r, reply_w = os.pipe()
+        output_r, output_w = os.pipe()
+        request = SpawnRequest(str(self.submission), str(self._scratch), modules, self.uid, self.hide, self.limits,
+                               self.static_rules, self.device_access)
+        pid = self.zygote.spawn(request, [request_r, reply_w, output_w])
+        for fd in (request_r, reply_w, output_w):
+            os.close(fd)
+        return _StudentProcess(pid, request_w, reply_r, output_r)
+
+    def _start(self, wanted: tuple[str, ...]) -> _StudentProcess:
+        """A process that imported ``wanted`` (minus faulty files); import faults are recorded per file."""
+        modules = tuple(name for name in IMPORT_ORDER if name in wanted and name not in self.import_faults)
+        process = self._spawn(modules)
+        for name in modules:
+            message = self._read(process, max(0.1, min(self.limits.import_seconds, self._budget_left())))
+            if message is None:
+                alive = process.pid is not None
+                self._import_limit[name] = budget.TIME_LIMIT if alive else budget.CRASH_LIMIT
+                self.import_faults[name] = (
+                    f"importing {harness.CONTRACT_FILES[name]} did not finish within "
+                    f"{self.limits.import_seconds:.0f} s (an infinite loop at module level?)"
+                    if alive else
+                    f"importing {harness.CONTRACT_FILES[name]} ended the process "
+                    "(sys.exit/os._exit/a crash at module level?)"
+                )
+                self._kill_all()
+                return self._start(wanted)
+            if message.get("imported") == name and message.get("fault"):
+                self.import_faults[name] = str(message["fault"])[:4000]
+        ready = self._read(process, max(0.1, min(self.limits.import_seconds, self._budget_left())))
+        if not (ready and ready.get("ready")):
+            self._kill_all()
+            raise harness.SubmissionFault("the submission's process did not start properly")
+        self.isolation = str(ready.get("isolation") or "none")
+        if self.isolation != "namespaces" and self._scratch_guard is None:  # no size-capped tmpfs there
+            self._scratch_guard = confine.ScratchGuard(self._scratch, self._stop_processes)
+            self._scratch_guard.start()
+        self._processes[wanted] = process
+        return process
+
+    def _stop_processes(self) -> None:
+        """Called from the scratch guard's thread: stop the student processes (the reader notices)."""
+        for process in list(self._processes.values()):
+            pid = process.pid
+            if pid is not None:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    def _kill_all(self) -> None:
+        """End every student process of this submission (they share a uid: killing one kills all)."""
+        for process in self._processes.values():
+            self._drain_output(process)
+            process.close()
+        self._processes.clear()
+        if self.uid is not None and os.geteuid() == 0:  # even when a process ended by itself: its
+            kill_uid(self.uid)  # daemons (setsid, double fork) outlive it
+
+    def release(self) -> None:
+        """End the student processes now (their CUDA contexts with them); the next call starts fresh ones."""
+        self._kill_all()
+
+    def close(self) -> None:
+        if self._scratch_guard is not None:
+            self._scratch_guard.cancel()
+        self._kill_all()
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+    # -- protocol
+
+    def _drain_output(self, process: _StudentProcess) -> None:
+        """Move what the process printed so far into the current test's output (bounded)."""
+        sink = self.output.setdefault(self._test, bytearray())
+        while process.output_fd >= 0:
+            try:
+                chunk = os.read(process.output_fd, 1 << 16)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                os.close(process.output_fd)
+                process.output_fd = -1
+                return
+            self.output_total += len(chunk)
+            room = OUTPUT_KEEP_BYTES - len(sink)
+            if room > 0:
+                sink.extend(chunk[:room])
+
+    def _read(self, process: _StudentProcess, timeout: float) -> dict[str, Any] | None:
+        """Next reply line, or None on timeout / end of stream (then ``process.pid`` tells which).
+
+        Output is drained first at every wake-up: the process flushes it before each
+        reply, so what a call printed is attributed to the test that made the call.
+        """
+        deadline = time.monotonic() + timeout
+        while b"\n" not in process.buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            watched = [process.reply_fd] + [fd for fd in (process.pidfd, process.output_fd) if fd >= 0]
+            ready, _, _ = select.select(watched, [], [], remaining)
+            self._drain_output(process)
+            if not ready or ready == [process.output_fd]:
+                continue
+            if process.reply_fd not in ready:  # it ended; what it wrote before would be readable
+                self._gone(process)
+                return None
+            chunk = os.read(process.reply_fd, 1 << 20)
+            if not chunk:
+                self._gone(process)
+                return None
+            process.buffer += chunk
+            if len(process.buffer) > MAX_REPLY_BYTES:
+                return {"fault": "the submission's process sent an oversized reply"}
+        line, process.buffer = process.buffer.split(b"\n", 1)
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            return {"fault": "the submission's process sent an unreadable reply (did it write to the grader's pipe?)"}
+        return message if isinstance(message, dict) else {"fault": "the submission's process sent a malformed reply"}
+
+    def _gone(self, process: _StudentProcess) -> None:
+        pid, process.pid = process.pid, None
+        if pid is not None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    # -- the runner API used by the tests
+
+    @staticmethod
+    def _fault(message: str) -> NoReturn:
+        """Raise SubmissionFault(message), always from this line: hypothesis tells failures apart by where
+        they were raised, and would call a hang reported from two places a flaky test."""
+        raise harness.SubmissionFault(message)
+
+    def needs(self, scenario: str, args: dict[str, Any]) -> tuple[str, ...]:
+        needed = SCENARIO_NEEDS[scenario]
+        if scenario in ("amp_probe", "underflow") and args.get("scaler") != "torch":
+            needed += ("loss_scaler",)
+        return tuple(name for name in IMPORT_ORDER if name in needed)
+
+    def rule_fault(self, module: str) -> str | None:
+        """Why ``module``'s file may not run (the static rules), or None; read here, never executed."""
+        if not self.static_rules or module in self.import_faults:
+            return self.import_faults.get(module)
+        filename = harness.CONTRACT_FILES[module]
+        source = self.source(module)
+        violations = rules.check_source(source, filename) if source is not None else []
+        if violations:
+            self.import_faults[module] = rules.explain(filename, violations)
+        return self.import_faults.get(module)
+
+    def _blocked(self, needed: tuple[str, ...]) -> tuple[str, str] | None:
+        """(limit kind or "", message) when a call needing ``needed`` fails before it runs, else None:
+        this test's earlier hang or crash, the budget used up, a file that may not run or hung too often."""
+        if self._test_fault:  # one hang or crash per test: hypothesis must not wait for every example to time out
+            return self._test_fault_kind, self._test_fault
+        if self._budget_left() <= 0:
+            return budget.TIME_LIMIT, budget.used_up_message(self.limits.submission_seconds)
+        for name in needed:
+            fault = self.rule_fault(name)
+            if fault:
+                return self._import_limit.get(name, ""), fault
+            if self.hangs.get(name, 0) >= self.limits.hangs_per_module:
+                return budget.TIME_LIMIT, (f"your code hung {self.hangs[name]} times in earlier tests that use "
+                                           f"{harness.CONTRACT_FILES[name]}; the remaining ones are not run (they score 0)")
+        return None
+
+    def _fail(self, kind: str, message: str) -> NoReturn:
+        if kind:
+            self._limit(kind, message)
+        self._fault(message)
+
+    def _process_for(self, needed: tuple[str, ...]) -> _StudentProcess:
+        """The live process that imported ``needed``, started if need be (a start failure fails the test)."""
+        process = self._processes.get(needed)
+        if process is None:
+            try:
+                process = self._start(needed)
+            except harness.SubmissionFault as exc:
+                self._test_fault, self._test_fault_kind = str(exc), budget.CRASH_LIMIT
+                self._limit(budget.CRASH_LIMIT, self._test_fault)
+        return process
+
+    def _call_limit(self, timeout: float | None) -> tuple[float, bool]:
+        """Seconds one call may take, and whether what is left of the budget cut it."""
+        limit = min(timeout, self.limits.max_call_seconds) if timeout else self.limits.call_seconds
+        left = self._budget_left()
+        return max(0.1, min(limit, left)), left < limit
+
+    def _send_calls(self, process: _StudentProcess, calls: list[dict[str, Any]]) -> int | None:
+        """Send one request holding ``calls``; the id of the first reply, or None (then every process is gone)."""
+        first = self._next_id + 1
+        self._next_id += len(calls)
+        self.scenarios_run += len(calls)
+        message = {"id": first, "batch": calls} if len(calls) > 1 else {"id": first, **calls[0]}
+        try:
+            os.write(process.request_fd, (json.dumps(message) + "\n").encode())
+            return first
+        except OSError:
+            self._kill_all()
+            return None
+
+    def _receive(self, process: _StudentProcess, expected_id: int, timeout: float | None) -> dict[str, Any]:
+        """The reply with ``expected_id``, or a marker: ``{"lost": hung?, ...}`` or ``{"unexpected": why}``."""
+        limit, cut_by_budget = self._call_limit(timeout)  # a call may use only what is left of the budget
+        reply = self._read(process, limit)
+        if reply is None:
+            hung = process.pid is not None
+            self._kill_all()
+            scratch_full = bool(not hung and self._scratch_guard is not None and self._scratch_guard.exceeded)
+            return {"lost": hung, "limit": limit, "cut": cut_by_budget and hung, "scratch": scratch_full}
+        if reply.get("id") != expected_id or ("ok" not in reply and "fault" not in reply):
+            self._kill_all()
+            return {"unexpected": str(reply.get("fault") or "the submission's process sent an unexpected reply")}
+        return reply
+
+    def _accept(self, scenario: str, args: dict[str, Any], needed: tuple[str, ...], reply: dict[str, Any]) -> Any:
+        """What one call returned, validated; or the SubmissionFault it stands for (limits recorded by kind)."""
+        if "lost" in reply:  # the rest of this test fails at once: no restart per hypothesis example
+            hung = reply["lost"]
+            if reply["cut"]:
+                self._test_fault = budget.used_up_message(self.limits.submission_seconds)
+            elif hung:
+                for name in needed:
+                    self.hangs[name] = self.hangs.get(name, 0) + 1
+                self._test_fault = f"your code did not finish within {reply['limit']:.0f} s (an infinite loop?); it was stopped"
+            elif reply["scratch"]:
+                self._test_fault = (f"your code wrote more than {confine.SCRATCH_BYTES // 2**20} MiB (or "
+                                    f"{confine.SCRATCH_ENTRIES} files) to its scratch folder; it was stopped")
+            else:
+                self._test_fault = "your code ended the process while it ran (sys.exit, os._exit, a crash or a memory limit)"
+            self._test_fault_kind = budget.TIME_LIMIT if hung else budget.CRASH_LIMIT
+            self._limit(self._test_fault_kind, self._test_fault)
+        if "unexpected" in reply:
+            self._test_fault, self._test_fault_kind = reply["unexpected"], budget.INTERFERED
+            self._limit(budget.INTERFERED, self._test_fault)
+        if "fault" in reply:
+            self._fault(str(reply["fault"])[:4000])
+        problem = replies.problem(scenario, args, reply["ok"])
+        if problem:
+            self._fault(f"your code's process returned something malformed ({problem}); "
+                        "the grader only accepts what its own checking code reports")
+        return reply["ok"]
+
+    def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
+        """Run ``scenario`` in a student process; raise SubmissionFault if it cannot, or if the reply is malformed."""
+        if scenario == "answers":  # never run: read as literal data
+            return rules.parse_answers(self.source("answers"))
+        needed = self.needs(scenario, args)
+        blocked = self._blocked(needed)
+        if blocked:
+            self._fail(*blocked)
+        waiting = self._prefetched.get(self._test, {}).get(_call_key(scenario, args))
+        if waiting:
+            return self._accept(scenario, args, needed, waiting.popleft())
+        process = self._process_for(needed)
+        first = self._send_calls(process, [{"scenario": scenario, "args": args}])
+        if first is None:
+            self._limit(budget.CRASH_LIMIT, "the submission's process ended unexpectedly")
+        return self._accept(scenario, args, needed, self._receive(process, first, timeout))
+
+    def prefetch(self, calls: list[tuple[str, dict[str, Any], float | None]]) -> list[str | None]:
+        """Run ``calls`` for the current test case ahead of time, one request per process.
+
+        Each reply is kept for the first :meth:`run` of the same call in this test case
+        (and used once); the canonical text of each reply is returned for comparison
+        (None where a call was not made: a file that cannot run, a hang or crash before it).
+        A hang or crash stops its process's batch there; it is charged only if the test
+        reaches that call, exactly as a live call would be.
+        """
+        answers: list[str | None] = [None] * len(calls)
+        if self._prefetch_off:
+            return answers
+        store = self._prefetched.setdefault(self._test, {})
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for index, (scenario, args, _timeout) in enumerate(calls):
+            if scenario == "answers":
+                answers[index] = _canonical({"ok": self.run(scenario, args)})
+            else:
+                groups.setdefault(self.needs(scenario, args), []).append(index)
+        for needed, indices in groups.items():
+            if self._blocked(needed):
+                continue
+            recorded = self._test in self.limits_hit
+            try:
+                process = self._process_for(needed)
+            except harness.SubmissionFault:  # charged when (and if) the test itself reaches the call
+                self._test_fault, self._test_fault_kind = None, ""
+                if not recorded:
+                    self.limits_hit.pop(self._test, None)
+                continue
+            first = self._send_calls(process, [{"scenario": calls[i][0], "args": calls[i][1]} for i in indices])
+            if first is None:
+                continue
+            for offset, index in enumerate(indices):
+                scenario, args, timeout = calls[index]
+                reply = self._receive(process, first + offset, timeout)
+                store.setdefault(_call_key(scenario, args), deque()).append(reply)
+                if "lost" in reply or "unexpected" in reply:
+                    # A hang costs its wait once: after one, every call is made live (and budgeted as such).
+                    self._prefetch_off = self._prefetch_off or bool(reply.get("lost"))
+                    break
+                answers[index] = _canonical({key: reply[key] for key in ("ok", "fault") if key in reply})
+        return answers
+
+    def forget_prefetched(self, case: str) -> None:
+        """Drop what :meth:`prefetch` kept for ``case`` (it passed without running its test)."""
+        self._prefetched.pop(case, None)
+
+    def source(self, module: str) -> str | None:
+        """The text of one contract file (read by the judge, never executed), or None."""
+        path = self.submission / harness.CONTRACT_FILES[module]
+        try:
+            return path.read_bytes()[: 2**20].decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
+    def output_by_test(self) -> dict[str, str]:
+        """What the student's code printed during each test (node id -> text; "" before any test)."""
+        return {test: bytes(data).decode("utf-8", errors="replace") for test, data in self.output.items() if data}
+
+    def captured_output(self) -> str:
+        text = "".join(self.output_by_test().values())
+        extra = self.output_total - sum(len(data) for data in self.output.values())
+        return text + (f"\n… ({extra} more bytes of output not shown)" if extra > 0 else "")

@@ -1,0 +1,352 @@
+"""The student process: forked from a pre-warmed zygote, confined, limited, before any student line runs.
+
+* **Zygote.**  The judge imports torch and the scenario harness once, then forks a
+  *zygote* before it imports pytest, hypothesis or any hidden test.  Each student
+  process is forked from the zygote, so it starts in milliseconds with torch
+  already loaded, and its memory holds nothing of the judge's.  The zygote is a child
+  subreaper that ignores SIGCHLD, so orphans of killed processes never linger as zombies.
+* **Isolation.**  A student process runs in its own session, with rlimits (address
+  space, CPU seconds, processes, file size, open files), no network and, where the
+  kernel allows it, private namespaces in which the grader's private folders, its
+  repository and the world-writable folders are covered by empty tmpfs mounts (the
+  paths the process needs, its own folders and the interpreter, are bound back).  As
+  root it drops to a dedicated unprivileged uid.  :mod:`autograder.engine.confine` adds
+  IPC and PID namespaces, Landlock, seccomp and a clean environment, and reports the
+  level reached; :mod:`autograder.engine.guard` then arms the runtime guard.
+* **What it runs.**  Only the contract files a :class:`SpawnRequest` names are imported
+  (``answers.py`` never), then it answers scenario requests, one JSON line each, until
+  its request pipe closes.  The judge's side is :mod:`autograder.engine.sandbox`.
+* **Limits.**  :class:`Limits` holds the defaults; the environment variable
+  ``AMP_SANDBOX_LIMITS`` (a JSON object such as ``{"call_seconds": 3}``) overrides fields
+  of the limits a runner gets when none are passed (tests, slow machines).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import socket
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from checks import gpu_scenarios, probes  # noqa: F401 - preloaded into the zygote; no CUDA at import
+from checks import harness
+
+from autograder.engine import budget, confine, guard
+from autograder import ROOT
+
+LIMITS_ENV = "AMP_SANDBOX_LIMITS"
+REPO_ROOT = ROOT  # covered when it is a checkout (not site-packages)
+_COVER_REPO = (REPO_ROOT / "pyproject.toml").is_file() or (REPO_ROOT / ".git").exists()
+SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # the usual world-writable folders
+#: Where other copies of the grader (another checkout, a CI clone, /autograder/source) may sit readable
+#: by anyone: covered too, keeping only the interpreter, the submission and the scratch folder.
+PRIVATE_TOPS = ("/work", "/home", "/root", "/srv", "/mnt", "/opt", "/autograder", "/workspace", "/data", "/media",
+                str(REPO_ROOT.parent))
+
+_MS_REC, _MS_PRIVATE, _MS_RDONLY, _MS_BIND = 0x4000, 0x40000, 0x1, 0x1000
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one student process (seconds and bytes)."""
+
+    call_seconds: float = budget.CALL_SECONDS  # one call, unless the test asks for longer (up to max_call_seconds)
+    import_seconds: float = budget.IMPORT_SECONDS
+    submission_seconds: float = budget.SUBMISSION_SECONDS  # wall time for everything, intake included
+    hangs_per_module: int = 3  # after this many hangs, tests needing that file fail at once (deterministic)
+    memory_bytes: int | None = 4 * 2**30
+    cpu_seconds: int = 600
+    processes: int = 64
+    file_bytes: int = 16 * 2**20
+    open_files: int = 256
+    max_call_seconds: float = budget.MAX_CALL_SECONDS
+
+
+def default_limits() -> Limits:
+    """``Limits()`` with the fields given in ``$AMP_SANDBOX_LIMITS`` (a JSON object) overridden."""
+    text = os.environ.get(LIMITS_ENV, "").strip()
+    return Limits(**json.loads(text)) if text else Limits()
+
+
+@dataclass(frozen=True)
+class DeviceAccess:
+    """What a GPU student process needs beyond a CPU one (built by :mod:`autograder.gpu.access`).
+
+    ``keep``: folders the covers leave visible (``LD_LIBRARY_PATH``, torch's CUDA libraries, the
+    MPS pipe folder): CUDA loads libraries lazily, at the first CUDA call.  ``groups``: the
+    supplementary gids the unprivileged uid keeps (those of ``/dev/nvidia*``).  With a
+    DeviceAccess no ``RLIMIT_AS`` is set, whatever the limits say: CUDA reserves far more
+    address space than it uses, and fails to start under such a limit.
+    """
+
+    keep: tuple[str, ...] = ()
+    groups: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class SpawnRequest:
+    """What the zygote needs to start one student process (plain data)."""
+
+    submission: str
+    scratch: str
+    modules: tuple[str, ...]  # the contract modules this process imports, in order
+    uid: int | None
+    hide: tuple[str, ...]
+    limits: Limits = field(default_factory=Limits)
+    static_rules: bool = True
+    device: DeviceAccess | None = None  # a GPU student process (see DeviceAccess)
+
+
+# --------------------------------------------------------------------------- inside the child
+
+
+def _libc() -> Any:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _closed_ancestor(path: Path) -> tuple[Path, Path] | None:
+    """(closed folder, its child on the way to ``path``) for the first folder others cannot enter."""
+    parts = path.resolve().parts
+    for depth in range(1, len(parts)):
+        folder = Path(*parts[:depth])
+        if not os.stat(folder).st_mode & 0o001:
+            return folder, Path(*parts[: depth + 1])
+    return None
+
+
+def _expose_interpreter(libc: Any, scratch: str) -> None:
+    """Let the unprivileged uid reach Python's files when they sit under a closed folder.
+
+    A pyenv under ``/root`` (mode 700) is common.  In our private mount namespace the
+    closed folder is covered by a tmpfs that others may traverse, and only the way to
+    the interpreter is bind-mounted back into it; the rest of the folder stays hidden.
+    """
+    for prefix in {sys.base_prefix, sys.prefix, os.path.dirname(torch.__file__)}:
+        found = _closed_ancestor(Path(prefix))
+        if found is None:
+            continue
+        closed, child = found
+        holder = Path(scratch) / f".mnt-{abs(hash(str(child)))}"
+        holder.mkdir(exist_ok=True)
+        if libc.mount(str(child).encode(), str(holder).encode(), None, _MS_BIND | _MS_REC, None) != 0:
+            continue
+        libc.mount(b"tmpfs", str(closed).encode(), b"tmpfs", 0, b"mode=0711,size=64k")
+        child.mkdir(exist_ok=True)
+        libc.mount(str(holder).encode(), str(child).encode(), None, _MS_BIND | _MS_REC, None)
+
+
+def _cover(libc: Any, folder: str, keep: list[str], options: bytes) -> None:
+    """Mount an empty tmpfs over ``folder``, then bind the paths of ``keep`` below it back in place."""
+    if not os.path.isdir(folder) or os.path.islink(folder) or folder in keep:
+        return
+    inside = [k for k in keep if k.startswith(folder.rstrip("/") + "/") and os.path.isdir(k)]
+    inside = [k for k in inside if not any(k.startswith(other + "/") for other in inside)]
+    handles = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in inside]
+    try:
+        if libc.mount(b"tmpfs", folder.encode(), b"tmpfs", 0, options) != 0:
+            return
+        for path, fd in handles:
+            os.makedirs(path, exist_ok=True)
+            libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, _MS_BIND | _MS_REC, None)
+    finally:
+        for _, fd in handles:
+            os.close(fd)
+
+
+def _isolate(request: SpawnRequest) -> bool:
+    """Namespaces, hidden folders, rlimits and the unprivileged uid (best effort); True if namespaces worked."""
+    libc = _libc()
+    is_root = os.geteuid() == 0
+    namespaces = confine.enter_namespaces(libc, is_root)  # mount, net, IPC, PID (+user); see autograder.engine.confine
+    if namespaces:
+        keep = [os.path.realpath(p) for p in (request.submission, request.scratch, sys.prefix, sys.base_prefix,
+                                              os.path.dirname(torch.__file__),
+                                              *(request.device.keep if request.device else ()))]
+        for path in PRIVATE_TOPS:
+            if os.path.realpath(path) != "/":
+                _cover(libc, os.path.realpath(path), keep, b"mode=0755,size=64k")
+        for path in SHARED_TMP:
+            _cover(libc, os.path.realpath(path), keep, b"mode=1777,size=64m")
+        for path in (str(REPO_ROOT),) * _COVER_REPO + request.hide:
+            _cover(libc, os.path.realpath(path), keep, b"mode=0755,size=64k")
+        if request.uid is not None:
+            _expose_interpreter(libc, request.scratch)
+        confine.cap_scratch(libc, request.scratch, request.uid)
+    limits = request.limits
+    for name, value in (
+        (resource.RLIMIT_AS, None if request.device else limits.memory_bytes),
+        (resource.RLIMIT_CPU, limits.cpu_seconds),
+        (resource.RLIMIT_FSIZE, limits.file_bytes),
+        (resource.RLIMIT_NOFILE, limits.open_files),
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_NPROC, limits.processes if request.uid is not None else None),
+    ):
+        if value is not None:
+            resource.setrlimit(name, (value, value))
+    if request.uid is not None:
+        os.setgroups(list(request.device.groups) if request.device else [])  # GPU: keep /dev/nvidia*'s group
+        os.setgid(request.uid)
+        os.setuid(request.uid)
+    return namespaces
+
+
+def _send(fd: int, message: dict[str, Any]) -> None:
+    data = (json.dumps(message, allow_nan=True) + "\n").encode()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _child_main(request: SpawnRequest, fds: list[int]) -> None:
+    """Body of a student process; never returns.
+
+    It imports only ``request.modules`` (one student file per process where the tests
+    allow it), with the runtime guard armed first and, when ``loss_scaler.py`` is among
+    them, torch's GradScaler and private AMP kernels disabled.
+    """
+    request_fd, reply_fd, output_fd = fds
+    try:
+        os.setsid()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(output_fd, 1)
+        os.dup2(output_fd, 2)
+        os.close(output_fd)
+        namespaces = _isolate(request)
+        os.chdir(request.scratch)
+        device = request.device
+        isolation = confine.confine(request.submission, request.scratch, namespaces,  # also a clean environment
+                                    device.keep if device else (), _device_nodes() if device else ())
+        sys.dont_write_bytecode = True
+        sys.stdout = open(1, "w", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", buffering=1, closefd=False)
+        torch.set_num_threads(1)
+        for name in [name for name in sys.modules if name.split(".")[0] in ("checks", "autograder")]:
+            del sys.modules[name]  # student code cannot simply import and patch the harness we run
+        if "loss_scaler" in request.modules:
+            guard.refuse_reference_scaler(harness.DELEGATION_REFUSALS)
+        harness.set_trusted_section(guard.install(request.submission, request.scratch,
+                                                  device.keep if device else ()))
+        submission = harness.Submission(Path(request.submission), enforce_rules=request.static_rules)
+        for name in request.modules:
+            try:
+                submission.module(name)
+                fault = None
+            except harness.SubmissionFault as exc:
+                fault = str(exc)
+            _flush_and_send(reply_fd, {"imported": name, "fault": fault})
+        _flush_and_send(reply_fd, {"ready": True, "isolation": isolation})
+        with open(request_fd, "rb", closefd=False) as requests:
+            for line in requests:
+                message = json.loads(line)
+                for index, call in enumerate(message.get("batch") or [message]):  # a batch: one reply per call
+                    try:
+                        harness.seed_cpu(0)
+                        reply = {"ok": harness.run_scenario(call["scenario"], call["args"], submission)}
+                    except harness.SubmissionFault as exc:
+                        reply = {"fault": str(exc)}
+                    except BaseException as exc:  # noqa: BLE001 - e.g. SystemExit from student code
+                        reply = {"fault": f"the scenario stopped with {type(exc).__name__}: {exc}"[:2000]}
+                    _flush_and_send(reply_fd, {"id": message["id"] + index, **reply})
+    finally:
+        os._exit(0)
+
+
+def _device_nodes() -> list[str]:
+    """The GPU device nodes a GPU student process may open (``/dev/nvidia*``)."""
+    import glob
+
+    return sorted(glob.glob("/dev/nvidia*"))
+
+
+def _flush_and_send(fd: int, message: dict[str, Any]) -> None:
+    """Send ``message`` after the output so far, so the judge can tell which call printed what."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a student may have replaced or closed them
+            pass
+    _send(fd, message)
+
+
+class Zygote:
+    """A pre-warmed process (torch and the harness imported) that forks student processes.
+
+    Start it before importing anything the student process must not see.
+    """
+
+    def __init__(self) -> None:
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:  # the zygote
+            parent.close()
+            self._serve(child)
+        child.close()
+        self.pid = pid
+        self._socket = parent
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _serve(sock: socket.socket) -> None:
+        _libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of student processes become ours...
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # ...and children are reaped automatically
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the judge decides when we stop
+        try:
+            while True:
+                data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 3)
+                if not data:
+                    break
+                fields = json.loads(data)
+                fields["limits"] = Limits(**fields["limits"])
+                fields["modules"], fields["hide"] = tuple(fields["modules"]), tuple(fields["hide"])
+                device = fields.get("device")
+                fields["device"] = DeviceAccess(tuple(device["keep"]), tuple(device["groups"])) if device else None
+                request = SpawnRequest(**fields)
+                pid = os.fork()
+                if pid == 0:
+                    sock.close()
+                    _child_main(request, list(fds))
+                for fd in fds:
+                    os.close(fd)
+                sock.send(json.dumps({"pid": pid}).encode())
+        finally:
+            os._exit(0)
+
+    def spawn(self, request: SpawnRequest, fds: list[int]) -> int:
+        fields = {**request.__dict__, "limits": request.limits.__dict__,
+                  "device": request.device.__dict__ if request.device else None}
+        with self._lock:
+            socket.send_fds(self._socket, [json.dumps(fields).encode()], fds)
+            return int(json.loads(self._socket.recv(1 << 16))["pid"])
+
+    def close(self) -> None:
+        try:
+            self._socket.close()
+            os.waitpid(self.pid, 0)
+        except (OSError, ChildProcessError):
+            pass
+
+
+_ZYGOTE: Zygote | None = None
+
+
+def start_zygote() -> Zygote:
+    """Start (once per process) the zygote that forks student processes."""
+    global _ZYGOTE
+    if _ZYGOTE is None:
+        torch.set_num_threads(1)
+        # The first optimizer imports torch._dynamo (1-4 s): do it once here, not in every student process.
+        torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+        _ZYGOTE = Zygote()
+    return _ZYGOTE

@@ -1,0 +1,115 @@
+"""The GPU part's files: ``<submission>/gpu_results.json``, ``gpu_gradebook.csv`` and the merge with the CPU one.
+
+A submission that could not be graded (``status`` "errored" in its gpu_results.json)
+gets empty score cells and ``gpu_status`` "could not be graded: <why>" -- never a zero --
+and the merge warns about it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from autograder.engine import rubric
+from autograder.engine.files import csv_text, write_text_atomic
+
+RESULTS_FILE, STAFF_FILE = "gpu_results.json", "gpu_staff.log"
+GRADEBOOK, MERGED = "gpu_gradebook.csv", "merged_gradebook.csv"
+UNGRADED = "could not be graded"
+
+
+def gpu_max_points() -> float:
+    return rubric.max_points(rubric.GPU_ITEMS)
+
+
+def write_submission_result(out: Path, name: str, outcome: dict[str, Any]) -> None:
+    """``out/<name>/gpu_results.json`` (and gpu_staff.log), atomically."""
+    data = {**outcome["results"], "status": outcome["status"], "reason": outcome["reason"],
+            "seconds": outcome["seconds"]}
+    write_text_atomic(out / name / RESULTS_FILE, json.dumps(data, indent=2, allow_nan=False) + "\n")
+    if outcome.get("staff_log"):
+        write_text_atomic(out / name / STAFF_FILE, outcome["staff_log"])
+
+
+def gradebook_header() -> list[str]:
+    return (["submission", "gpu_score", "gpu_max"] + [f"{item.number} {item.test}" for item in rubric.GPU_ITEMS]
+            + ["gpu_device", "gpu_status"])
+
+
+def gradebook_rows(graded: Sequence[tuple[str, dict[str, Any]]]) -> list[list[Any]]:
+    """Rows of gpu_gradebook.csv from (submission name, gpu_results object), sorted by name.
+
+    A submission that could not be graded gets empty score cells and its reason, never a zero.
+    """
+    rows = []
+    for name, data in sorted(graded, key=lambda pair: pair[0]):
+        if data.get("status") == "errored":
+            rows.append([name, "", gpu_max_points()] + [""] * len(rubric.GPU_ITEMS)
+                        + [data.get("device", ""), f"{UNGRADED}: {data.get('reason', '')}"])
+            continue
+        scores = {test.get("number"): test.get("score", 0.0) for test in data.get("tests", [])}
+        rows.append([name, data.get("score", 0.0), gpu_max_points()]
+                    + [scores.get(item.number, 0.0) for item in rubric.GPU_ITEMS] + [data.get("device", ""), "graded"])
+    return rows
+
+
+def collect(out: Path) -> Path:
+    """Write ``out/gpu_gradebook.csv`` from every ``out/*/gpu_results.json`` (not the canary's); return its path."""
+    graded = [(path.parent.name, json.loads(path.read_text(encoding="utf-8")))
+              for path in sorted(out.glob(f"*/{RESULTS_FILE}")) if not path.parent.name.startswith(".")]
+    target = out / GRADEBOOK
+    write_text_atomic(target, csv_text(gradebook_header(), gradebook_rows(graded)))
+    return target
+
+
+def _read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with path.open(newline="", encoding="utf-8") as stream:
+        reader = csv.DictReader(stream)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def _number(text: str | None) -> float:
+    try:
+        return float(text) if text not in (None, "") else 0.0
+    except ValueError:
+        return 0.0
+
+
+def merge_gradebooks(cpu_csv: Path, gpu_csv: Path, out_csv: Path) -> list[str]:
+    """Join the CPU gradebook and the GPU one on ``submission``; return warnings for the TA.
+
+    The merged file has the CPU columns, then the GPU columns, then ``total`` and
+    ``total_max`` (CPU score + GPU score).  A CPU row without a GPU row keeps empty GPU
+    cells (its total is the CPU score alone, and a warning says so); GPU rows without a
+    CPU row are appended, also with a warning.
+    """
+    cpu_header, cpu_rows = _read_csv(cpu_csv)
+    gpu_header, gpu_rows = _read_csv(gpu_csv)
+    for header, path, needed in ((cpu_header, cpu_csv, ("submission", "score", "max_score")),
+                                 (gpu_header, gpu_csv, ("submission", "gpu_score", "gpu_max"))):
+        missing = [column for column in needed if column not in header]
+        if missing:
+            raise ValueError(f"{path} has no column {', '.join(missing)}: is it the right gradebook?")
+    gpu_columns = [column for column in gpu_header if column not in cpu_header]
+    by_name = {row["submission"]: row for row in gpu_rows}
+    warnings: list[str] = []
+    merged: list[list[Any]] = []
+    gpu_max = max((_number(row["gpu_max"]) for row in gpu_rows), default=gpu_max_points())
+    for row in cpu_rows:
+        gpu = by_name.pop(row["submission"], None)
+        if gpu is None:
+            warnings.append(f"{row['submission']}: no GPU grade (total is the CPU score only)")
+        elif gpu.get("gpu_status", "").startswith(UNGRADED):
+            warnings.append(f"{row['submission']}: GPU part {gpu['gpu_status']} (total is the CPU score only)")
+        total = _number(row["score"]) + (_number(gpu["gpu_score"]) if gpu else 0.0)
+        merged.append([row.get(c, "") for c in cpu_header] + [gpu.get(c, "") if gpu else "" for c in gpu_columns]
+                      + [round(total, 4), _number(row["max_score"]) + gpu_max])
+    for name, gpu in sorted(by_name.items()):
+        warnings.append(f"{name}: GPU grade but no CPU grade")
+        merged.append([gpu["submission"] if c == "submission" else "" for c in cpu_header]
+                      + [gpu.get(c, "") for c in gpu_columns] + [round(_number(gpu["gpu_score"]), 4), ""])
+    header = cpu_header + gpu_columns + ["total", "total_max"]
+    write_text_atomic(out_csv, csv_text(header, merged))
+    return warnings

@@ -1,0 +1,359 @@
+"""Grading the GPU part (staff, on a machine with an NVIDIA GPU).
+
+``python -m autograder grade-gpu SUBMISSION... --out DIR [--dry [VALUE]]`` runs only the GPU
+tests (:data:`autograder.engine.rubric.GPU_ITEMS`, ``assignment/checks/test_gpu.py``) against
+each submission, in the same sandboxed student process as the CPU grading but with
+GPU-friendly limits (:func:`gpu_limits`: no address-space limit, which breaks CUDA;
+longer calls), and writes
+
+* ``DIR/<submission>/gpu_results.json``: score, rows (Gradescope's test format), device;
+* ``DIR/gpu_gradebook.csv``: ``submission``, ``gpu_score``, ``gpu_max``, one column per
+  GPU test, ``gpu_device``, ``gpu_status`` ("graded", or "could not be graded: why", with
+  empty score cells: never a zero);
+* ``DIR/gpu_preflight.json``: what the preflight found (device, compute mode, the line);
+* ``DIR/merged_gradebook.csv`` when ``DIR/gradebook.csv`` (the CPU gradebook) is there,
+  or ``--merge-with CPU.csv`` names one: see :func:`merge_gradebooks` and
+  ``python -m autograder merge CPU.csv GPU.csv --out merged.csv``.
+
+Submissions are found as the CPU batch finds them (:func:`autograder.batch.inputs.discover`),
+so both gradebooks name them alike and merge row by row.  A submission whose
+``gpu_results.json`` exists is not graded again (rerun after an interruption), unless
+``--force`` (one that could not be graded is graded again).  ``--dry`` (or ``--dry 1``,
+``AMP_GPU_DRY=1``; ``0``/``false``/``no`` mean the real run, see :mod:`checks.gpu_mode`) runs the same path on the CPU, tiny and
+without the speed assertion: CI uses it; its scores say nothing about speed.
+
+Slurm: one GPU grades submissions one after another (timings must not share a GPU).
+Where the GPUs sit behind Slurm, the batch grader's ``--executor slurm`` can run
+:func:`grade_gpu_submission` (same arguments and result shape as
+``autograder.batch.worker.grade_submission``) per submission in a GPU job array, write each
+result with :func:`write_submission_result`, and build the gradebook with
+:func:`collect`.  Or, by hand: one ``sbatch --gres=gpu:1`` job per chunk of submissions,
+each running ``grade-gpu`` into its own ``--out``, then ``merge``.
+
+Import order: the sandbox's zygote is started before pytest is imported (as in the
+CPU grading), and nothing here touches CUDA before it forks.
+
+Before anyone is graded: a preflight (:mod:`autograder.gpu.preflight`: CUDA works in a
+sandboxed student process, its uid can open the device nodes, the library folders are
+visible, the compute mode allows it) and a canary (``solutions/`` graded through the same
+sandbox must get full marks).  Either failing stops the run with one clear line.  A
+device failure on the grader's side (CUDA initialisation error, out of memory, "CUDA
+error" outside the student's frames) marks the submission "could not be graded" with the
+staff traceback -- never a zero.  The judge holds no CUDA context: the references run in a
+separate trusted process (:mod:`checks.gpu_reference`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shutil
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Sequence
+
+from autograder.engine import rubric
+from autograder import ROOT
+from autograder.engine.files import write_text_atomic
+from autograder.gpu.gradebook import (GRADEBOOK, MERGED, RESULTS_FILE, STAFF_FILE, UNGRADED,  # noqa: F401 - API
+                                      collect, gpu_max_points, merge_gradebooks, write_submission_result)
+from checks.gpu_mode import DRY_ENV, dry_from_env, parse_dry
+
+PREFLIGHT_FILE = "gpu_preflight.json"
+CANARY = ".gpu-canary"  # OUT/.gpu-canary/gpu_results.json: the canary's grades (not in the gradebook)
+SOLUTIONS = ROOT / "solutions"
+FAULT_MESSAGE = ("The grader could not grade the GPU part because of an internal problem (not your fault); "
+                 "staff will regrade it.")
+#: Limits of a GPU student process: CUDA needs a large address space (no RLIMIT_AS), threads and
+#: files; the speed check asks for one long call.  ``$AMP_SANDBOX_LIMITS`` overrides them, except
+#: :data:`GPU_FIXED` (an address-space limit stops CUDA from starting).
+GPU_LIMITS: dict[str, Any] = {
+    "memory_bytes": None, "call_seconds": 120.0, "max_call_seconds": 900.0, "import_seconds": 60.0,
+    "submission_seconds": 1800.0, "cpu_seconds": 3600, "processes": 512, "file_bytes": 256 * 2**20,
+    "open_files": 1024,
+}
+GPU_FIXED = ("memory_bytes",)
+
+
+def _env_limits() -> dict[str, Any]:
+    return json.loads(os.environ.get("AMP_SANDBOX_LIMITS", "").strip() or "{}")
+
+
+def gpu_limits(**overrides: Any) -> Any:
+    """``sandbox.Limits`` for GPU grading: :data:`GPU_LIMITS`, then ``$AMP_SANDBOX_LIMITS``, then ``overrides``;
+    :data:`GPU_FIXED` fields keep their GPU value whatever the environment says (see :func:`limit_warnings`)."""
+    from autograder.engine import sandbox
+
+    known = {f.name for f in dataclasses.fields(sandbox.Limits)}
+    fields = {k: v for k, v in {**GPU_LIMITS, **_env_limits(), **overrides}.items() if k in known}
+    fields.update({k: GPU_LIMITS[k] for k in GPU_FIXED})
+    return sandbox.Limits(**fields)
+
+
+def limit_warnings() -> list[str]:
+    """Fields of ``$AMP_SANDBOX_LIMITS`` that GPU grading ignores, in words."""
+    return [f"AMP_SANDBOX_LIMITS sets {name}, which GPU grading ignores (an address-space limit stops CUDA "
+            "from starting)" for name in GPU_FIXED if _env_limits().get(name) is not None]
+
+
+def resolve_dry(flag: bool | None) -> bool:
+    """``--dry VALUE`` when given (already parsed), else ``$AMP_GPU_DRY``, through :func:`checks.gpu_mode.parse_dry`."""
+    return dry_from_env() if flag is None else flag
+
+
+class GpuRunner:
+    """The judge's runner for the GPU part: a sandbox runner that also says which device the checks
+    use and where the trusted references run.  In an exclusive compute mode the student's process
+    ends after every call, so that it and the reference process take turns on the GPU."""
+
+    def __init__(self, inner: Any, device: str, reference: Any, exclusive: bool) -> None:
+        self.inner, self.device, self.reference, self.exclusive = inner, device, reference, exclusive
+
+    def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
+        try:
+            return self.inner.run(scenario, args, timeout=timeout)
+        finally:
+            if self.exclusive:
+                self.inner.release()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def gpu_results(report: Any, setup: Any, name: str = "") -> dict[str, Any]:
+    """The gpu_results.json object of one graded submission (rows as in Gradescope's results)."""
+    from autograder.engine import results
+
+    data = results.gradescope_results(report, name)
+    data["tests"] = [test for test in data["tests"] if test.get("number") in {i.number for i in rubric.GPU_ITEMS}]
+    data["max_score"] = gpu_max_points()
+    data["mode"] = "dry" if setup.dry else "cuda"
+    data["device"] = setup.device_name
+    return data
+
+
+def error_gpu_results(message: str, dry: bool) -> dict[str, Any]:
+    rows = [{"name": f"{item.number} {item.title}", "number": item.number, "score": 0.0, "max_score": item.points,
+             "status": "failed", "output": message, "visibility": item.visibility} for item in rubric.GPU_ITEMS]
+    return {"score": 0.0, "max_score": gpu_max_points(), "execution_time": 0.0, "output": message, "tests": rows,
+            "mode": "dry" if dry else "cuda", "device": ""}
+
+
+def _errored(reason: str, dry: bool, staff_log: str, started: float, message: str = FAULT_MESSAGE) -> dict[str, Any]:
+    return {"status": "errored", "reason": reason[:500], "results": error_gpu_results(message, dry),
+            "staff_log": staff_log, "seconds": round(time.monotonic() - started, 3)}
+
+
+def grade_gpu_submission(name: str, path: Path, hide: Sequence[str], limits: Any = None, uid: int | None = None,
+                         *, dry: bool | None = None, setup: Any = None, reference: Any = None) -> dict[str, Any]:
+    """Grade the GPU part of one folder/zip; never raises for the submission's faults.
+
+    Same shape as ``autograder.batch.worker.grade_submission``: ``status`` ("graded" or
+    "errored": could not be graded), ``reason``, ``results`` (the gpu_results.json object),
+    ``staff_log``, ``seconds``.  ``setup`` comes from a passed preflight (run here when
+    missing); ``reference`` is where the trusted references run (a ``ReferenceProcess``
+    made here when missing).  The caller must have started the zygote before importing pytest.
+    """
+    from autograder.engine import intake, judge
+    from autograder.gpu.preflight import PreflightFailed, preflight
+    from autograder.engine.sandbox import SandboxRunner
+    from checks.gpu_reference import ReferenceProcess
+
+    started = time.monotonic()
+    dry = resolve_dry(dry) if setup is None else setup.dry
+    limits = limits or gpu_limits()
+    try:
+        setup = setup or preflight(dry, limits, uid, hide)
+    except PreflightFailed as exc:
+        return _errored(f"GPU preflight failed: {exc}", dry, "", started)
+    try:
+        staged = intake.stage(path)
+    except intake.IntakeError as exc:
+        return {**_errored(str(exc), dry, "", started, str(exc))}
+    runner = None
+    own_reference = reference is None
+    reference = reference or ReferenceProcess(one_call=setup.exclusive)
+    try:
+        inner = SandboxRunner(staged.folder, limits=limits, hide=tuple(hide), uid=uid, device=setup.access)
+        runner = GpuRunner(inner, setup.device, reference, setup.exclusive)
+        report = judge.grade_staged(runner, items=rubric.GPU_ITEMS, notes=staged.notes)
+        internal = [row.item.number for row in report.rows if judge.INTERNAL in row.message]
+        if internal:  # the grader's side failed (device, reference process...): not the student's zero
+            return _errored(f"grader fault in test {', '.join(internal)} (see {STAFF_FILE})", dry, report.staff_log,
+                            started)
+        data = gpu_results(report, setup, name)
+        json.dumps(data, allow_nan=False)
+        return {"status": "graded", "reason": "", "results": data, "staff_log": report.staff_log,
+                "seconds": round(time.monotonic() - started, 3)}
+    except Exception as exc:  # noqa: BLE001 - a grader fault must not stop the batch
+        return _errored(f"grader fault ({type(exc).__name__}: {exc})", dry, traceback.format_exc(), started)
+    finally:
+        if runner is not None:
+            runner.inner.close()
+        if own_reference:
+            reference.close()
+        shutil.rmtree(staged.folder, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def run_canary(out: Path, hide: Sequence[str], limits: Any, uid: int | None, setup: Any, reference: Any) -> str:
+    """Grade ``solutions/`` through the same sandbox; return a one-line verdict, or raise PreflightFailed."""
+    from autograder.gpu.preflight import PreflightFailed
+
+    if not (SOLUTIONS / "amp_step.py").is_file():
+        raise PreflightFailed(f"no reference solution at {SOLUTIONS} to grade as the canary")
+    outcome = grade_gpu_submission("solutions", SOLUTIONS, hide, limits, uid, setup=setup, reference=reference)
+    write_submission_result(out, CANARY, outcome)
+    data, where = outcome["results"], out / CANARY / RESULTS_FILE
+    if outcome["status"] != "graded":
+        raise PreflightFailed(f"the canary (solutions/) could not be graded: {outcome['reason']} (see {where})")
+    if data["score"] < gpu_max_points():
+        lost = next(test for test in data["tests"] if test.get("status") != "passed")
+        first = (lost.get("output") or "").strip().splitlines()[:1]
+        raise PreflightFailed(f"the canary (solutions/) scored {data['score']:g} / {gpu_max_points():g}, not full "
+                              f"marks: {lost['name']} failed ({first[0][:200] if first else 'no message'}); see {where}")
+    return f"GPU canary: solutions/ got {data['score']:g} / {gpu_max_points():g} on {data['device']}"
+
+
+def _write_preflight(out: Path, ok: bool, line: str, setup: Any = None) -> None:
+    facts = {"ok": ok, "line": line}
+    if setup is not None:
+        facts.update(device=setup.device_name, compute_mode=setup.compute_mode, exclusive=setup.exclusive,
+                     mode="dry" if setup.dry else "cuda", facts=setup.facts)
+    write_text_atomic(out / PREFLIGHT_FILE, json.dumps(facts, indent=2, default=str) + "\n")
+
+
+def cmd_grade_gpu(args: argparse.Namespace) -> int:
+    from autograder.batch import inputs
+    from autograder.batch.run import private_paths
+    from autograder.engine.files import kill_uid
+    from autograder.gpu.preflight import PreflightFailed, preflight
+    from autograder.engine.uids import claim_uid
+
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        dry = resolve_dry(args.dry)
+    except ValueError as exc:  # a bad $AMP_GPU_DRY
+        print(f"error: {DRY_ENV}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        found = inputs.discover(args.submissions, out / ".inputs", exclude=[out])
+    except inputs.InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for note in found.notes:
+        print(note)
+    todo = []
+    for submission in found.submissions:
+        done = out / submission.name / RESULTS_FILE
+        if done.exists() and not args.force and json.loads(done.read_text(encoding="utf-8")).get("status") != "errored":
+            print(f"{submission.name}: already graded (use --force to regrade)")
+        else:
+            todo.append(submission)
+    if todo or args.preflight_only:
+        from autograder.engine.sandbox import start_zygote
+        from checks.gpu_reference import ReferenceProcess
+
+        start_zygote()  # before pytest (imported by the judge) and before anything touches CUDA
+        for warning in limit_warnings():
+            print(f"warning: {warning}", file=sys.stderr)
+        limits = gpu_limits(**({"call_seconds": args.call_timeout} if args.call_timeout else {}))
+        hide = private_paths(out)
+        claimed = claim_uid(os.getpid())  # machine-wide, as the batch workers claim theirs
+        uid = claimed[0] if claimed else None
+        reference = None
+        try:
+            try:
+                setup = preflight(dry, limits, uid, hide)
+            except PreflightFailed as exc:
+                _write_preflight(out, False, f"GPU preflight failed: {exc}")
+                print(f"GPU preflight failed: {exc}", file=sys.stderr)
+                return 1
+            line = (f"GPU preflight: ok ({setup.device_name}, compute mode {setup.compute_mode}"
+                    + (", one CUDA process at a time" if setup.exclusive else "") + ")")
+            _write_preflight(out, True, line, setup)
+            print(line, flush=True)
+            if args.preflight_only:
+                return 0
+            reference = ReferenceProcess(one_call=setup.exclusive)  # shared: the fp32 reference is computed once
+            try:
+                print(run_canary(out, hide, limits, uid, setup, reference), flush=True)
+            except PreflightFailed as exc:
+                print(f"GPU canary failed, nobody graded: {exc}", file=sys.stderr)
+                return 1
+            for submission in todo:
+                outcome = grade_gpu_submission(submission.name, submission.path, hide, limits, uid, setup=setup,
+                                               reference=reference)
+                write_submission_result(out, submission.name, outcome)
+                _print_outcome(submission.name, outcome)
+        finally:
+            if reference is not None:
+                reference.close()
+            if claimed:
+                kill_uid(claimed[0])
+                claimed[1].close()
+    gradebook = collect(out)
+    print(f"Wrote {gradebook}" + (" (dry mode: CPU, no speed check; not real GPU grades)" if dry else ""))
+    cpu = args.merge_with or (out / "gradebook.csv")
+    if args.merge_with or cpu.exists():
+        for warning in merge_gradebooks(cpu, gradebook, out / MERGED):
+            print(f"warning: {warning}", file=sys.stderr)
+        print(f"Wrote {out / MERGED}")
+    return 0
+
+
+def _print_outcome(name: str, outcome: dict[str, Any]) -> None:
+    data = outcome["results"]
+    if outcome["status"] != "graded":
+        print(f"{name}: {UNGRADED} [{outcome['reason']}]", flush=True)
+        return
+    failed = [t["number"] for t in data["tests"] if t.get("status") == "failed"]
+    print(f"{name}: {data['score']:g} / {gpu_max_points():g} on {data['device']}"
+          + (f" (failed: {', '.join(failed)})" if failed else ""), flush=True)
+
+
+def _dry_flag(text: str) -> bool:
+    try:
+        return parse_dry(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    try:
+        warnings = merge_gradebooks(args.cpu, args.gpu, args.out)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"Wrote {args.out}")
+    return 0
+
+
+def add_subcommands(sub: Any) -> None:
+    """Add ``grade-gpu`` and ``merge`` to the CLI's subparsers."""
+    gpu = sub.add_parser("grade-gpu", help="grade the GPU part of submissions (on a GPU machine; --dry on the CPU)")
+    gpu.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION")
+    gpu.add_argument("--out", type=Path, default=Path("out/grade"), help="output folder (default: out/grade)")
+    gpu.add_argument("--dry", nargs="?", const=True, default=None, type=_dry_flag, metavar="VALUE",
+                     help="run on the CPU, tiny, without the speed assertion (CI); --dry 0/false/no: the real GPU run "
+                          "(default: $AMP_GPU_DRY, else real)")
+    gpu.add_argument("--preflight-only", action="store_true", help="check the device (OUT/gpu_preflight.json) and stop")
+    gpu.add_argument("--force", action="store_true", help="regrade submissions that already have gpu_results.json")
+    gpu.add_argument("--merge-with", type=Path, metavar="CPU.csv",
+                     help="CPU gradebook to merge with (default: OUT/gradebook.csv when it exists)")
+    gpu.add_argument("--call-timeout", type=float, metavar="S", help="seconds per student call without its own limit")
+    gpu.set_defaults(func=cmd_grade_gpu)
+    merge = sub.add_parser("merge", help="merge a CPU gradebook and a GPU gradebook into one CSV")
+    merge.add_argument("cpu", type=Path, metavar="CPU.csv")
+    merge.add_argument("gpu", type=Path, metavar="GPU.csv")
+    merge.add_argument("--out", type=Path, required=True, help="merged CSV to write")
+    merge.set_defaults(func=cmd_merge)

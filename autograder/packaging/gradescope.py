@@ -1,0 +1,164 @@
+"""Gradescope packaging and entry point.
+
+``python -m autograder.packaging.gradescope --out dist/autograder.zip`` builds the zip that
+Gradescope's "Configure Autograder" page takes: ``setup.sh`` and
+``run_autograder`` at its root, the grader and the public + hidden tests under
+``source/``-relative paths, no solutions.
+
+Inside the container, ``run_autograder`` calls ``python3 -m autograder.packaging.gradescope
+run``, which grades ``$AUTOGRADER_ROOT/submission`` (default ``/autograder``) and
+always writes ``$AUTOGRADER_ROOT/results/results.json``, even when the grader
+itself fails.  ``tests/`` sets ``AUTOGRADER_ROOT`` to simulate a whole run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+import zipfile
+from pathlib import Path
+from autograder import ROOT
+
+REQUIREMENTS = ("pytest==9.2.0", "hypothesis==6.170.17", "rich==15.0.0", "pyseccomp==0.1.2", "landlock==1.0.0.dev5")
+TORCH = "torch==2.13.0"
+
+SETUP_SH = f"""#!/usr/bin/env bash
+# Gradescope runs this once when it builds the autograder image.
+set -euo pipefail
+apt-get update -q
+apt-get install -y -q python3 python3-pip libseccomp2  # libseccomp2: the seccomp layer (autograder/engine/confine.py)
+# A CPU-only torch: Gradescope has no GPU, and the CUDA build is several GB.
+python3 -m pip install --no-cache-dir {TORCH} --index-url https://download.pytorch.org/whl/cpu
+python3 -m pip install --no-cache-dir -r /autograder/source/requirements.txt
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for every submission; it writes /autograder/results/results.json.
+cd "${AUTOGRADER_ROOT:-/autograder}/source"
+exec python3 -m autograder.packaging.gradescope run
+"""
+
+
+def package_files() -> list[tuple[Path, str]]:
+    """(file on disk, path inside the zip's source/ folder) for everything the grader needs."""
+    files: list[tuple[Path, str]] = []
+    for folder in (ROOT / "autograder", ROOT / "assignment" / "checks"):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".ini", ".json"):
+                files.append((path, str(path.relative_to(ROOT))))
+    return files
+
+
+def recorded_plan() -> str | None:
+    """The call plan (:mod:`autograder.engine.plan`) recorded from solutions/ in a fresh process, or None (slower, same grades)."""
+    import subprocess
+    import tempfile
+
+    if os.environ.get("AMP_PLAN", "").lower() == "off":
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        target = Path(folder) / "plan.json"
+        done = subprocess.run([sys.executable, "-m", "autograder.engine.plan", "--write", str(target)], cwd=ROOT,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"warning: no call plan in the zip (grading will be slower):\n{done.stderr[-1500:]}", file=sys.stderr)
+            return None
+        return target.read_text()
+
+
+def build(out: Path) -> Path:
+    """Write the Gradescope autograder zip to ``out``; return it."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".zip.tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = 0o100755 << 16
+            bundle.writestr(info, text)
+        info = zipfile.ZipInfo("requirements.txt", date_time=(2020, 1, 1, 0, 0, 0))
+        bundle.writestr(info, "\n".join(REQUIREMENTS) + "\n")
+        for path, arcname in package_files():
+            info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = 0o100644 << 16
+            bundle.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
+        plan_text = recorded_plan()
+        if plan_text is not None:  # as secret as the hidden tests, beside them
+            info = zipfile.ZipInfo("autograder/hidden/plan.json", date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = 0o100644 << 16
+            bundle.writestr(info, plan_text, zipfile.ZIP_DEFLATED)
+    os.replace(tmp, out)
+    return out
+
+
+def run(root: Path) -> int:
+    """Grade ``root/submission`` into ``root/results/results.json``; never exits without it."""
+    results_path = root / "results" / "results.json"
+    started = time.monotonic()  # execution_time counts everything: start-up and intake too
+    try:
+        from autograder.engine.sandbox import start_zygote
+
+        if os.geteuid() == 0:  # the student process runs as another uid: keep it out of our files
+            for private in (root / "source", root / "results"):
+                if private.exists():
+                    private.chmod(0o700)
+        from autograder.engine import confine
+
+        required = confine.required_level()  # $AMP_MIN_ISOLATION
+        if required is not None:
+            reached = confine.probe_level()
+            refused = confine.refusal(reached, required)
+            if refused:
+                from autograder.engine.files import write_json_atomic
+                from autograder.engine.results import error_results
+
+                print(refused)  # the staff log
+                data = error_results("The autograder refused to grade here because this machine cannot isolate "
+                                     "student code well enough (not your fault). Staff have been told.")
+                data["extra_data"] = {"isolation": reached, "refused": refused}
+                write_json_atomic(results_path, data)
+                return 0
+        start_zygote()
+        import gc
+
+        from autograder.engine import judge  # noqa: F401 - pytest and hypothesis, before the freeze below
+        from autograder.cli import grade_one
+        from autograder.engine.files import write_json_atomic
+
+        gc.collect()
+        gc.freeze()  # torch's heap out of the collector's sight: grading allocates a lot (see worker._freeze_heap)
+
+        data = grade_one(root / "submission", root / "results", extra_private=(root / "source" / "autograder",))
+        data["execution_time"] = round(time.monotonic() - started, 1)
+        staff_log = data.pop("_staff_log", "")
+        if staff_log:
+            print(staff_log)  # run_autograder's stdout: visible to staff only (stdout_visibility hidden)
+        write_json_atomic(results_path, data)
+        return 0
+    except BaseException:  # noqa: BLE001 - results.json must exist whatever happened
+        trace = traceback.format_exc()
+        print(trace, file=sys.stderr)
+        from autograder.engine.files import write_json_atomic
+        from autograder.engine.results import error_results
+
+        write_json_atomic(results_path, error_results(
+            "The autograder failed while grading this submission (not your fault). Staff have the details; "
+            "please let them know."))
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.packaging.gradescope", description=__doc__.splitlines()[0])
+    parser.add_argument("command", nargs="?", choices=["build", "run"], default="build")
+    parser.add_argument("--out", type=Path, default=ROOT / "dist" / "autograder.zip")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        return run(Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
+    print(f"wrote {build(args.out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

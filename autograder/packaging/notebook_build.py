@@ -1,0 +1,433 @@
+"""Build the notebook edition, ``assignment/amp_homework.ipynb``, with ``otter assign``.
+
+``python -m autograder.packaging.notebook_build`` (``make notebook``) generates an otter-assign
+*master* notebook from the sources, so nothing drifts:
+
+* the lesson and the task statements: sections of ``assignment/README.md`` (the handout);
+* the task cells: ``solutions/*.py`` behind ``%%writefile <file>`` (running a cell writes the
+  contract's file, so the notebook and ``.py`` submissions are graded by the same grader).
+  Each ``# BEGIN SOLUTION`` block gets, as otter's prompt, the ``raise NotImplementedError``
+  line of :mod:`autograder.packaging.release`, so a student's cells hold exactly ``assignment/*.py``;
+* the test cells: one per rubric row (points, visibility), for :mod:`autograder.packaging.otter_build`'s tests;
+* cells showing which dtypes autocast picks, the underflow demo with its loss plot
+  (``underflow_demo.py``, which ``make student`` copies next to the notebook), the same
+  demo with the student's scaler and ``amp_step``, and a GPU cell timing fp32 against
+  AMP with the student's ``amp_step`` where CUDA exists.
+
+``otter assign`` turns the master into the student notebook (solutions stripped, an otter
+init cell, ``grader.check(...)`` cells, an export cell whose zip holds the three ``.py``
+files).  The test code in the notebook's metadata is then replaced by otter_build's
+public test files (``grader.check`` runs the public checks in ``checks/`` with pytest),
+cell ids are made deterministic, and the result is written to ``assignment/``.
+
+``--master PATH`` and ``--solution PATH`` also keep the master and otter's solution
+notebook (not shipped; the tests execute the solution notebook).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from autograder.packaging import otter_build, release
+from autograder.engine import rubric
+from autograder import ROOT
+
+HANDOUT = ROOT / "assignment" / "README.md"
+NOTEBOOK = "amp_homework.ipynb"
+#: Lesson sections of the handout's Part I shown in the notebook (by number).
+LESSON = (1, 3, 4, 5, 6, 7)
+TASK_FILES = {"scaler": "loss_scaler.py", "amp_step": "amp_step.py", "quick_check": "answers.py"}
+TASK_HEADINGS = {"scaler": "Task 1", "amp_step": "Task 2", "quick_check": "Task 3"}
+
+ASSIGNMENT_CONFIG = """\
+# ASSIGNMENT CONFIG
+name: amp_homework
+init_cell: true
+check_all_cell: false
+run_tests: false
+generate: false
+solutions_pdf: false
+template_pdf: false
+tests:
+  files: false
+  ok_format: false
+export_cell:
+  pdf: false
+  run_tests: false
+  ignore_log: true
+  files:
+    - loss_scaler.py
+    - amp_step.py
+    - answers.py
+  instructions: >-
+    Submit the zip file this cell makes (it holds loss_scaler.py, amp_step.py and answers.py as your
+    %%writefile cells last wrote them: run every task cell first), or upload those three .py files.
+"""
+
+INTRO = """\
+**The notebook edition.** Everything here is also in `README.md`; this notebook adds runnable
+cells. Open it *in the assignment folder*, next to `checks/`, `underflow_demo.py` and `README.md`
+(on a hosted notebook, upload and unzip the whole folder first). You need
+`pip install torch==2.13.0 pytest hypothesis matplotlib otter-grader==7.0.0`.
+
+How it works:
+
+* Each task cell starts with `%%writefile loss_scaler.py` (or `amp_step.py`, `answers.py`):
+  running the cell **writes your code to that file**. The files are what gets graded, by the same
+  autograder as students who edit the `.py` files directly. Re-run a task cell after every change.
+* `grader.check("q_scaler")` (and friends) runs the **public checks** from `checks/` on those files,
+  like `python -m pytest` in this folder. The autograder also runs **hidden tests**.
+* To submit, run the last cell and upload the zip it makes (or the three `.py` files).
+"""
+
+DTYPES_MD = """\
+### Try it: which dtype does autocast pick?
+
+The cell below runs a few operations inside `torch.autocast` and prints the dtype of each result.
+On CPU (`bfloat16` or `float16`) only the matrix products go 16-bit and the losses stay `float32`;
+other ops keep their input's dtype. On CUDA, `softmax`, `sum` and `layer_norm` run in `float32` too:
+each backend has its own lists. Parameters and inputs stay `float32` throughout.
+"""
+
+DTYPES_CODE = """\
+import torch
+import torch.nn.functional as F
+
+
+def autocast_dtypes(device_type, dtype):
+    \"\"\"The dtype of each operation's result inside torch.autocast(device_type, dtype).\"\"\"
+    x = torch.randn(8, 16, device=device_type)       # float32 input
+    w = torch.randn(4, 16, device=device_type)       # float32 "weight"
+    t = torch.randn(8, 4, device=device_type)        # float32 target
+    labels = torch.zeros(8, dtype=torch.long, device=device_type)
+    ops = {
+        "F.linear(x, w)": lambda: F.linear(x, w),
+        "x @ w.T": lambda: x @ w.T,
+        "F.relu(h)": lambda: F.relu(F.linear(x, w)),
+        "torch.softmax(h, 1)": lambda: torch.softmax(F.linear(x, w), 1),
+        "h.sum()": lambda: F.linear(x, w).sum(),
+        "F.layer_norm(h, (4,))": lambda: F.layer_norm(F.linear(x, w), (4,)),
+        "F.mse_loss(h, t)": lambda: F.mse_loss(F.linear(x, w), t),
+        "F.cross_entropy(h, labels)": lambda: F.cross_entropy(F.linear(x, w), labels),
+        "torch.cat([h, t])": lambda: torch.cat([F.linear(x, w), t]),
+    }
+    with torch.autocast(device_type=device_type, dtype=dtype):
+        return {name: str(op().dtype).replace("torch.", "") for name, op in ops.items()}
+
+
+settings = [("cpu", torch.bfloat16), ("cpu", torch.float16)]
+if torch.cuda.is_available():
+    settings.append(("cuda", torch.float16))
+columns = {f"{device} {str(dtype).replace('torch.', '')}": autocast_dtypes(device, dtype)
+           for device, dtype in settings}
+print(f"{'operation (h = F.linear(x, w))':32}" + "".join(f"{name:>16}" for name in columns))
+for op in next(iter(columns.values())):
+    print(f"{op:32}" + "".join(f"{column[op]:>16}" for column in columns.values()))
+"""
+
+DEMO_MD = """\
+### Try it: silent gradient underflow
+
+`underflow_demo.py` trains a linear regression with tiny targets under float16 autocast, once
+without and once with loss scaling (`torch.amp.GradScaler`). Without scaling, the gradient
+underflows to exactly zero and the loss freezes; with it, the loss keeps falling.
+"""
+
+DEMO_CODE = """\
+from underflow_demo import run_demo
+
+plain = run_demo(200, use_scaler=False)
+scaled = run_demo(200, use_scaler=True)
+print(f"{'step':>5} | {'loss, no scaler':>15} | {'loss, scaler':>13} | {'scale':>9}")
+for step in (0, 10, 25, 33, 50, 100, 199):
+    print(f"{step:>5} | {plain.losses[step]:>15.3e} | {scaled.losses[step]:>13.3e} | {scaled.scales[step]:>9.0f}")
+print(f"Without scaling the weight gradient is exactly zero from step {plain.first_zero_grad_step} on.")
+
+try:
+    import matplotlib.pyplot as plt
+except ImportError:
+    print("(pip install matplotlib to see the loss curves)")
+else:
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.semilogy(plain.losses, label="fp16 autocast, no loss scaling")
+    ax.semilogy(scaled.losses, label="fp16 autocast + torch.amp.GradScaler")
+    if plain.first_zero_grad_step is not None:
+        ax.axvline(plain.first_zero_grad_step, color="grey", linestyle=":", label="gradient underflows to 0")
+    ax.set(xlabel="step", ylabel="MSE loss (log scale)", title="float16 gradient underflow")
+    ax.legend()
+    plt.show()
+"""
+
+LOAD_HELPER = """\
+import importlib.util
+import sys
+
+
+def load_mine(name):
+    \"\"\"Import the file your %%writefile cell wrote (name.py), fresh: re-running a cell changes it.\"\"\"
+    spec = importlib.util.spec_from_file_location(f"mine_{name}", f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+"""
+
+MINE_MD = """\
+### Try it: your scaler and `amp_step` on the underflow problem
+
+Once Tasks 1 and 2 pass their checks, the same demo with *your* `ToyLossScaler` and `amp_step`
+should recover like torch's `GradScaler` does.
+"""
+
+MINE_CODE = """\
+try:
+    ToyLossScaler = load_mine("loss_scaler").ToyLossScaler
+    my_amp_step = load_mine("amp_step").amp_step
+    mine = run_demo(200, use_scaler=True, scaler_factory=lambda: ToyLossScaler(growth_interval=20),
+                    step_fn=my_amp_step)
+except NotImplementedError as exc:
+    print(f"Not yet: {exc}")
+else:
+    print(f"final loss: no scaler {plain.final_loss:.2e}, torch's GradScaler {scaled.final_loss:.2e}, "
+          f"your ToyLossScaler + amp_step {mine.final_loss:.2e}")
+"""
+
+GPU_MD = """\
+### On a GPU: is AMP faster?
+
+Where CUDA exists (for example on a hosted notebook GPU), this cell times a training step of a
+large MLP in plain float32 against your `amp_step` with `torch.amp.GradScaler("cuda")` and
+float16 autocast. On a GPU with tensor cores, expect AMP to be clearly faster. Staff grade the GPU
+part with the same kind of measurement; on a CPU-only machine the cell just says so.
+"""
+
+GPU_CODE = """\
+import time
+
+import torch
+
+
+def seconds_per_step(step, steps=20, warmup=5):
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / steps
+
+
+if not torch.cuda.is_available():
+    print("No CUDA GPU here: skipped. Run this notebook on a GPU machine to time fp32 against AMP.")
+else:
+    my_amp_step = load_mine("amp_step").amp_step
+    torch.backends.cuda.matmul.allow_tf32 = False  # plain float32 matmuls for the baseline
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(0)
+    width, batch = 4096, 4096
+    model = torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU(),
+                                torch.nn.Linear(width, width), torch.nn.ReLU(),
+                                torch.nn.Linear(width, width)).cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
+    x = torch.randn(batch, width, device="cuda")
+    y = torch.randn(batch, width, device="cuda")
+    loss_fn = torch.nn.functional.mse_loss
+
+    def fp32_step():
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+
+    scaler = torch.amp.GradScaler("cuda")
+
+    def amp_step_once():
+        my_amp_step(model, x, y, loss_fn, optimizer, scaler, device_type="cuda", dtype=torch.float16)
+
+    fp32 = seconds_per_step(fp32_step)
+    amp = seconds_per_step(amp_step_once)
+    print(f"{torch.cuda.get_device_name()}: fp32 {fp32 * 1e3:.1f} ms/step, "
+          f"AMP with your amp_step {amp * 1e3:.1f} ms/step: {fp32 / amp:.2f}x faster")
+"""
+
+
+def handout_sections(text: str) -> dict[str, str]:
+    """``### `` sections of the handout by heading (without the ``### ``), up to the next heading."""
+    sections: dict[str, str] = {}
+    heading: str | None = None
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.startswith(("## ", "### ", "---")):
+            if heading is not None:
+                sections[heading] = "\n".join(lines).strip()
+            heading, lines = (line[4:].strip(), []) if line.startswith("### ") else (None, [])
+            continue
+        lines.append(line)
+    if heading is not None:
+        sections[heading] = "\n".join(lines).strip()
+    return sections
+
+
+def lesson_section(sections: dict[str, str], number: int) -> str:
+    heading = next(h for h in sections if h.startswith(f"{number}. "))
+    return f"### {heading}\n\n{sections[heading]}"
+
+
+def task_section(sections: dict[str, str], task: str) -> str:
+    heading = next(h for h in sections if h.startswith(TASK_HEADINGS[task] + ":"))
+    return (f"## {heading}\n\n{sections[heading]}\n\n"
+            f"Write your code in the cell below and run it: it writes `{TASK_FILES[task]}`.")
+
+
+def master_cell_source(source: str, filename: str) -> str:
+    """A solution file as the body of a master-notebook cell: otter's markers, release's prompts."""
+    student = release.strip_solution(source, filename).splitlines()
+    raises = [line for line in student if "raise NotImplementedError(" in line and "not implemented yet" in line]
+    out: list[str] = [f"%%writefile {filename}"]
+    blocks = 0
+    for line in source.splitlines():
+        stripped = line.strip()
+        if stripped == release.BEGIN:
+            indent = line[: len(line) - len(line.lstrip())]
+            out += [f'{indent}""" # BEGIN PROMPT', raises[blocks], f'{indent}""" # END PROMPT',
+                    f"{indent}# BEGIN SOLUTION NO PROMPT"]
+            blocks += 1
+            continue
+        out.append(line)
+    if blocks != len(raises):
+        raise ValueError(f"{filename}: {blocks} solution blocks but {len(raises)} prompts")
+    return "\n".join(out)
+
+
+def test_cell_source(row: otter_build.Row) -> str:
+    """A master-notebook test cell for one rubric row: its points and visibility for otter assign.
+
+    otter assign needs a test cell per case to write the question's tests and check cell; the
+    test code it writes is then replaced by otter_build's test file (see :func:`finish`).
+    """
+    return (f'""" # BEGIN TEST CONFIG\npoints: {otter_build._num(row.item.points)}\n'
+            f'hidden: {"true" if row.hidden else "false"}\n""" # END TEST CONFIG\n'
+            f"def {row.function}():\n"
+            f"    pass  # rubric row {row.item.number}: replaced by autograder/packaging/otter_build.py's test file")
+
+
+def master_notebook(rows: list[otter_build.Row]) -> Any:
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
+
+    text = HANDOUT.read_text(encoding="utf-8")
+    sections = handout_sections(text)
+    title, _, rest = text.partition("\n")
+    first_paragraph = rest.strip().split("\n\n")[0]
+    cells = [new_raw_cell(ASSIGNMENT_CONFIG),
+             new_markdown_cell(f"{title}\n\n{first_paragraph}\n\n{INTRO}"),
+             new_markdown_cell("## Part I: the lesson\n\n(The full lesson, with why 16 bits is faster and the "
+                               "old and new API names, is in `README.md`.)")]
+    for number in LESSON:
+        cells.append(new_markdown_cell(lesson_section(sections, number)))
+        if number == 4:
+            cells += [new_markdown_cell(DTYPES_MD), new_code_cell(DTYPES_CODE)]
+    cells += [new_markdown_cell(DEMO_MD), new_code_cell(DEMO_CODE),
+              new_markdown_cell("## Part II: the tasks\n\n"
+                                "Fill in the bodies that raise `NotImplementedError`; keep the signatures."),
+              new_code_cell(LOAD_HELPER)]
+    for task, filename in TASK_FILES.items():
+        question, _ = otter_build.QUESTIONS[task]
+        mine = [r for r in rows if r.item.task == task]
+        source = (ROOT / "solutions" / filename).read_text(encoding="utf-8")
+        cells += [new_markdown_cell(task_section(sections, task)),
+                  new_raw_cell(f"# BEGIN QUESTION\nname: {question}\n"
+                               f"points: {otter_build._num(sum(r.item.points for r in mine))}"),
+                  new_raw_cell("# BEGIN SOLUTION"),
+                  new_code_cell(master_cell_source(source, filename)),
+                  new_raw_cell("# END SOLUTION"),
+                  new_raw_cell("# BEGIN TESTS")]
+        cells += [new_code_cell(test_cell_source(row)) for row in mine]
+        cells += [new_raw_cell("# END TESTS"), new_raw_cell("# END QUESTION")]
+        if task == "quick_check":
+            cells.append(new_markdown_cell("The Quick Check has no public check: the autograder's hidden tests "
+                                           "grade `answers.py`."))
+        if task == "amp_step":
+            cells += [new_markdown_cell(MINE_MD), new_code_cell(MINE_CODE)]
+    gpu = next(h for h in sections if h.startswith("GPU part"))
+    cells += [new_markdown_cell(f"## {gpu}\n\n{sections[gpu]}"), new_markdown_cell(GPU_MD), new_code_cell(GPU_CODE)]
+    return new_notebook(cells=cells, metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python"}})
+
+
+def finish(nb: Any, rows: list[otter_build.Row]) -> Any:
+    """Our public test files in the metadata, deterministic cell ids, no outputs."""
+    nb = copy.deepcopy(nb)
+    tests = nb["metadata"]["otter"]["tests"]
+    expected = {otter_build.QUESTIONS[task][0]: task for task in TASK_FILES}
+    if set(tests) != set(expected):
+        raise RuntimeError(f"otter assign wrote tests for {sorted(tests)}, expected {sorted(expected)}")
+    for question, task in expected.items():
+        tests[question] = otter_build.render_test_file(task, rows, public_only=True)
+    nb["cells"] = [cell for cell in nb["cells"] if cell["source"].strip()]  # otter's empty last cell
+    for index, cell in enumerate(nb["cells"]):
+        cell["id"] = f"cell-{index:03d}"
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    return nb
+
+
+def build(out: Path, *, master_out: Path | None = None, solution_out: Path | None = None) -> Path:
+    import nbformat
+
+    otter_build.check_otter_version()
+    rows = otter_build.rubric_rows()
+    master = master_notebook(rows)
+    with tempfile.TemporaryDirectory(prefix="amp-notebook-") as tmp:
+        stage = Path(tmp)
+        for name in TASK_FILES.values():  # otter assign checks that export files exist
+            (stage / name).write_text("", encoding="utf-8")
+        nbformat.write(master, stage / NOTEBOOK)
+        done = subprocess.run([sys.executable, "-m", "otter", "assign", "--no-pdfs", "--no-run-tests",
+                               NOTEBOOK, "dist"], cwd=stage, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"otter assign failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        student = finish(nbformat.read(stage / "dist" / "student" / NOTEBOOK, as_version=4), rows)
+        solution = finish(nbformat.read(stage / "dist" / "autograder" / NOTEBOOK, as_version=4), rows)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(student, out)
+    if master_out:
+        master_out.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(master, master_out)
+    if solution_out:
+        solution_out.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(solution, solution_out)
+    return out
+
+
+def task_cells(nb: Any) -> dict[str, str]:
+    """File name -> source of the notebook's ``%%writefile`` cell for it."""
+    found = {}
+    for cell in nb["cells"]:
+        match = re.match(r"%%writefile (\S+)\n", cell["source"]) if cell["cell_type"] == "code" else None
+        if match:
+            found[match.group(1)] = cell["source"][match.end():]
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "assignment" / NOTEBOOK)
+    parser.add_argument("--master", type=Path, help="also write the generated master notebook here")
+    parser.add_argument("--solution", type=Path, help="also write otter's solution notebook here")
+    args = parser.parse_args(argv)
+    path = build(args.out, master_out=args.master, solution_out=args.solution)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+"""Build ``dist/otter-autograder.zip``: this assignment's grader, packaged for otter-grader.
+
+``python -m autograder.packaging.otter_build`` (``make otter``) generates one otter question per
+graded task of :mod:`autograder.engine.rubric` (``q_scaler``, ``q_amp_step``, ``q_quick_check``)
+in otter's exception-based test format: one test case per rubric row, with the row's
+points and visibility (a visible row is a public case, a hidden one a hidden case).  The
+cases test nothing inside otter's kernel: they take the verdicts of the isolated judge
+(:mod:`autograder.packaging.otter_bridge`), so isolation, messages with counterexamples and
+determinism are those of ``python -m autograder grade``, and so is partial credit (a row
+partly passed becomes two cases, its passed and its failed part, with the judge's score).
+
+The zip is made by ``otter generate`` with:
+
+* ``tests/q_*.py``: the generated test files;
+* ``files/amp_grader.zip``: the grader (``autograder/`` with the hidden tests, and
+  ``assignment/checks/``), extracted to a temporary folder when grading;
+* ``files/amp_homework.ipynb``: a stand-in notebook.  Otter grades one notebook, or one
+  ``.py`` file, per submission; this assignment's submissions are three ``.py`` files.
+  Otter copies ``files/`` into the submission folder, so the stand-in is always the one
+  notebook there (it replaces a submitted ``amp_homework.ipynb``) and otter executes it,
+  never submitted code; its tests then grade the ``.py`` files (which the notebook
+  edition's ``%%writefile`` cells produce);
+* ``requirements.txt``: CPU torch and the grader's pinned dependencies (from
+  ``pyproject.toml``), on top of otter's own; Python 3.11;
+* ``otter_config.json``: hidden rows shown after publication unless
+  ``AMP_HIDDEN_VISIBILITY=hidden``, and the plugin below;
+
+and, added at the zip's root, ``autograder/packaging/otter_plugin.py`` (:mod:`autograder.packaging.otter_plugin`),
+which moves the submitted files out of otter's kernel's way before grading.
+
+``--tests-only DIR`` writes just the test files (``--public-only`` drops the hidden rows,
+as in a student's copy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import keyword
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.engine import rubric
+from autograder import ROOT
+
+BRIDGE = Path(__file__).resolve().parent / "otter_bridge.py"
+BRIDGE_MARKER = "# ---- otter bridge:"
+OTTER_VERSION = "7.0.0"
+PYTHON_VERSION = "3.11"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+#: The judge's runtime dependencies (pins taken from pyproject.toml).
+RUNTIME_PACKAGES = ("torch", "pytest", "hypothesis", "rich")
+DRIVER_NAME = "amp_homework.ipynb"
+GRADER_ZIP_NAME = "amp_grader.zip"
+#: Build tools, not needed to grade.
+NOT_IN_GRADER = {"otter_build.py", "otter_bridge.py", "otter_plugin.py", "notebook_build.py", "gradescope.py"}
+PLUGIN = "autograder.packaging.otter_plugin.AmpQuarantine"
+ZIP_DATE = (2024, 1, 1, 0, 0, 0)
+
+TITLES = {
+    "scaler": "Task 1: the ToyLossScaler (loss_scaler.py)",
+    "amp_step": "Task 2: amp_step (amp_step.py)",
+    "quick_check": "Task 3: Quick Check (answers.py)",
+}
+#: task -> (otter question name, title): one question per task of the rubric's graded rows, in rubric order.
+QUESTIONS = {task: (f"q_{task}", TITLES.get(task, f"Task {task}"))
+             for task in dict.fromkeys(item.task for item in rubric.ITEMS)}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One rubric row, as an otter test case."""
+
+    item: rubric.Item
+    public_node: str  # "checks/test_public_x.py::test_name" for a public row, else ""
+
+    @property
+    def hidden(self) -> bool:
+        return self.item.visibility != "visible"
+
+    @property
+    def function(self) -> str:
+        name = "test_" + re.sub(r"\W+", "_", self.item.number)
+        return name + "_" if keyword.iskeyword(name) else name
+
+
+def public_node(item: rubric.Item) -> str:
+    """``checks/<file>::<test>`` of a public row (where ``grader.check`` finds it next to the notebook)."""
+    if item.suite != rubric.PUBLIC:
+        return ""
+    checks = ROOT / "assignment" / "checks"
+    found = [p for p in sorted(checks.glob("test_*.py")) if re.search(rf"^def {item.test}\(", p.read_text(), re.M)]
+    if len(found) != 1:
+        raise RuntimeError(f"public rubric row {item.number}: {item.test} is defined in {len(found)} files of {checks}")
+    return f"checks/{found[0].name}::{item.test}"
+
+
+def rubric_rows() -> list[Row]:
+    return [Row(item, public_node(item)) for item in rubric.ITEMS]
+
+
+def bridge_source() -> str:
+    text = BRIDGE.read_text(encoding="utf-8")
+    start = text.index(BRIDGE_MARKER)
+    return text[text.index("\n", start) + 1:]
+
+
+def _num(value: float) -> str:
+    return f"{value:g}" if float(value).is_integer() else repr(float(value))
+
+
+def _py(value: object) -> str:
+    """A Python literal (JSON strings are valid Python strings)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def render_test_file(task: str, rows: list[Row], *, public_only: bool = False) -> str:
+    """The otter exception-based test file of one task: its rows, defined by the bridge when loaded."""
+    question, title = QUESTIONS[task]
+    chosen = [r for r in rows if r.item.task == task and not (public_only and r.hidden)]
+    points = sum(r.item.points for r in chosen)
+    table = "".join(f"    ({_py(r.item.number)}, {_py(r.item.title)}, {_num(r.item.points)}, {r.hidden}, "
+                    f"{_py(r.public_node)}),\n" for r in chosen)
+    lines = [
+        f'"""{title}: otter test file, {_num(points)} points.',
+        "",
+        "Generated by autograder/packaging/otter_build.py from autograder/engine/rubric.py: do not edit.  One case per",
+        "rubric row (number, title, points, hidden, public check), defined when otter loads this file:",
+        "in otter's grading run from the verdicts of the isolated judge (python -m autograder grade; a",
+        "partly passed row becomes its passed and its failed part), in a student's notebook by running",
+        "the public checks in checks/ with pytest.  See autograder/packaging/otter_bridge.py.",
+        '"""',
+        "",
+        "from otter.test_files import test_case",
+        "",
+        "OK_FORMAT = False",
+        "",
+        f"name = {_py(question)}",
+        f"# points: {_num(points)}, the sum of the rows' (not set as `points`, which would be checked against a",
+        "# float sum of a partly passed row's two parts)",
+        "",
+        bridge_source().rstrip(),
+        "",
+        "",
+        "AMP_ROWS = [",
+        table.rstrip("\n"),
+        "]",
+        "amp_define_cases(globals(), test_case, AMP_ROWS)",
+    ]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_tests(out: Path, rows: list[Row], *, public_only: bool = False) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for task, (question, _) in QUESTIONS.items():
+        path = out / f"{question}.py"
+        path.write_text(render_test_file(task, rows, public_only=public_only), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def _add(bundle: zipfile.ZipFile, arcname: str, data: bytes) -> None:
+    info = zipfile.ZipInfo(arcname, ZIP_DATE)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    bundle.writestr(info, data)
+
+
+def grader_zip(path: Path) -> None:
+    """The grader as the judge needs it: ``autograder/`` (hidden tests included) and ``assignment/checks/``."""
+    files = sorted(p for p in (ROOT / "autograder").rglob("*") if p.is_file())
+    files += sorted(p for p in (ROOT / "assignment" / "checks").rglob("*") if p.is_file())
+    with zipfile.ZipFile(path, "w") as bundle:
+        for file in files:
+            if "__pycache__" in file.parts or file.suffix == ".pyc" or file.name in NOT_IN_GRADER:
+                continue
+            _add(bundle, file.relative_to(ROOT).as_posix(), file.read_bytes())
+
+
+def driver_notebook() -> str:
+    """The stand-in notebook otter executes instead of any submitted code."""
+    import nbformat
+
+    cell = nbformat.v4.new_markdown_cell(
+        "# Stand-in notebook of the otter autograder\n\n"
+        "Otter executes this notebook instead of any submitted notebook: grading runs the assignment's "
+        "isolated judge on the submitted `.py` files (`loss_scaler.py`, `amp_step.py`, `answers.py`), "
+        "which the notebook edition's `%%writefile` cells produce. No submitted code runs in otter's kernel.")
+    cell["id"] = "amp-otter-driver"
+    nb = nbformat.v4.new_notebook(cells=[cell], metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python"}})
+    return nbformat.writes(nb) + "\n"
+
+
+def requirements() -> str:
+    """CPU torch and the judge's other dependencies, pinned as in pyproject.toml."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    try:
+        import tomllib
+        deps = tomllib.loads(text)["project"]["dependencies"]
+    except ImportError:  # Python 3.10: the pins are plain "name==version" strings
+        deps = re.findall(r'"([A-Za-z0-9_.-]+==[^"]+)"', text)
+    pins = {re.split(r"[=<>!~ \[]", d, maxsplit=1)[0].lower(): d for d in deps}
+    lines = ["# The judge's runtime dependencies (pins from pyproject.toml); torch as the CPU build.",
+             f"--extra-index-url {TORCH_CPU_INDEX}"]
+    for name in RUNTIME_PACKAGES:
+        pin = pins[name]
+        lines.append(pin + "+cpu" if name == "torch" else pin)
+    return "\n".join(lines) + "\n"
+
+
+def otter_config() -> dict[str, object]:
+    return {
+        "lang": "python",
+        "show_hidden": rubric.HIDDEN_VISIBILITY != "hidden",
+        "show_stdout": False,
+        "pdf": False,
+        "print_summary": True,
+        "plugins": [PLUGIN],
+    }
+
+
+def otter_env() -> dict[str, str]:
+    """The environment for running otter here: it imports the plugin (``autograder.packaging.otter_plugin``) by name."""
+    import os
+
+    paths = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
+
+
+def check_otter_version() -> None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("otter-grader")
+    except PackageNotFoundError:
+        raise SystemExit('otter-grader is not installed: pip install -e ".[otter]" (or make otter)') from None
+    if found != OTTER_VERSION:
+        raise SystemExit(f"otter-grader {found} is installed; this build is pinned to {OTTER_VERSION}")
+
+
+def build(out: Path) -> Path:
+    """Write the otter autograder zip to ``out`` with ``otter generate``."""
+    check_otter_version()
+    rows = rubric_rows()
+    out = out.resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="amp-otter-build-") as tmp:
+        stage = Path(tmp)
+        write_tests(stage / "tests", rows)
+        grader_zip(stage / GRADER_ZIP_NAME)
+        (stage / DRIVER_NAME).write_text(driver_notebook(), encoding="utf-8")
+        (stage / "requirements.txt").write_text(requirements(), encoding="utf-8")
+        (stage / "otter_config.json").write_text(json.dumps(otter_config(), indent=2) + "\n", encoding="utf-8")
+        command = [sys.executable, "-m", "otter", "generate", "--tests-dir", "tests", "--output-path", str(out),
+                   "--config", "otter_config.json", "--requirements", "requirements.txt", "--no-environment",
+                   "--python-version", PYTHON_VERSION, GRADER_ZIP_NAME, DRIVER_NAME]
+        subprocess.run(command, cwd=stage, check=True, env=otter_env())
+    with zipfile.ZipFile(out, "a") as bundle:  # the plugin, importable by run_otter.py from the zip's root
+        _add(bundle, "autograder/__init__.py", b'"""The otter plugin of the AMP homework\'s autograder."""\n')
+        _add(bundle, "autograder/packaging/otter_plugin.py", (ROOT / "autograder" / "otter_plugin.py").read_bytes())
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "dist" / "otter-autograder.zip")
+    parser.add_argument("--tests-only", type=Path, metavar="DIR", help="only write the otter test files to DIR")
+    parser.add_argument("--public-only", action="store_true", help="with --tests-only: leave out hidden rows")
+    args = parser.parse_args(argv)
+    if args.tests_only:
+        for path in write_tests(args.tests_only, rubric_rows(), public_only=args.public_only):
+            print(f"wrote {path}")
+        return 0
+    path = build(args.out)
+    with zipfile.ZipFile(path) as bundle:
+        names = bundle.namelist()
+    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB): " + ", ".join(sorted(names)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

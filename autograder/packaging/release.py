@@ -1,0 +1,103 @@
+"""Generate the student release (``assignment/*.py``) from the reference solution.
+
+``solutions/`` is the single source.  Solution code is marked with otter-grader's
+conventions:
+
+* a block between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` becomes
+  ``raise NotImplementedError("<Class.method> ...")`` at the block's indentation;
+* a line ending in ``# SOLUTION`` keeps its left-hand side: ``Q1 = "B"  # SOLUTION``
+  becomes ``Q1 = ...``.
+
+Signatures, docstrings and comments outside the markers are kept.  Files without
+markers are copied verbatim.  Run ``python -m autograder.packaging.release`` (``make student``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import sys
+from pathlib import Path
+from autograder import ROOT
+
+TASKS = {"loss_scaler.py": "Task 1", "amp_step.py": "Task 2", "answers.py": "Task 3"}
+BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
+LINE_MARKER = re.compile(r"^(?P<lhs>\s*[\w.\[\]\"']+\s*=\s*).*#\s*SOLUTION\s*$")
+
+
+def _qualnames(source: str) -> dict[int, str]:
+    """Map each line number to the qualified name of the innermost def/class around it."""
+    names: dict[int, str] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                qualname = f"{prefix}{child.name}"
+                for line in range(child.lineno, (child.end_lineno or child.lineno) + 1):
+                    names[line] = qualname
+                visit(child, qualname + ".")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), "")
+    return names
+
+
+def strip_solution(source: str, filename: str) -> str:
+    """Return the student skeleton of one solution file."""
+    names = _qualnames(source)
+    out: list[str] = []
+    inside = False
+    for number, line in enumerate(source.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped == BEGIN:
+            if inside:
+                raise ValueError(f"{filename}:{number}: nested {BEGIN}")
+            inside = True
+            indent = line[: len(line) - len(line.lstrip())]
+            where = names.get(number, "this part")
+            task = TASKS.get(filename, "the handout")
+            out.append(f'{indent}raise NotImplementedError("{where} is not implemented yet: see {task} in README.md")')
+            continue
+        if stripped == END:
+            if not inside:
+                raise ValueError(f"{filename}:{number}: {END} without {BEGIN}")
+            inside = False
+            continue
+        if inside:
+            continue
+        match = LINE_MARKER.match(line)
+        out.append(f"{match.group('lhs')}..." if match else line)
+    if inside:
+        raise ValueError(f"{filename}: {BEGIN} without {END}")
+    return "\n".join(out) + "\n"
+
+
+def release_files(solutions: Path) -> dict[str, str]:
+    """File name -> student text for every ``*.py`` in ``solutions``."""
+    return {path.name: strip_solution(path.read_text(encoding="utf-8"), path.name)
+            for path in sorted(solutions.glob("*.py"))}
+
+
+def write_release(solutions: Path, assignment: Path) -> list[str]:
+    assignment.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in release_files(solutions).items():
+        (assignment / name).write_text(text, encoding="utf-8")
+        written.append(name)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--solutions", type=Path, default=ROOT / "solutions")
+    parser.add_argument("--out", type=Path, default=ROOT / "assignment")
+    args = parser.parse_args(argv)
+    for name in write_release(args.solutions, args.out):
+        print(f"wrote {args.out / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
