@@ -18,7 +18,7 @@ from autograder.batch import regrade
 from autograder.engine import rubric
 from autograder.batch.inputs import Submission, Submitter
 from autograder.batch.ledger import Entry, Ledger
-from autograder.batch.report_escape import markdown_text
+from autograder.engine.escape import markdown_inline
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = {"solutions": ROOT / "solutions", "assignment": ROOT / "assignment",
@@ -102,7 +102,7 @@ def test_regrade_lists_exactly_the_rows_that_moved_and_keeps_the_old_gradebook(t
     raised = sum(float(new[n]["score"]) > float(old[n]["score"]) for n in old)
     assert "## Regrade impact" in summary
     assert f"Raised: **{raised}**, lowered: **{lowered}**, unchanged: **{3 - raised - lowered}**" in summary
-    assert all(markdown_text(name) in summary for name in moved)
+    assert all(markdown_inline(name) in summary for name in moved)
     with Ledger(out / "ledger.sqlite") as ledger:  # the previous verdicts are kept
         for name in SUBMISSIONS:
             kept = list(ledger.replaced(name))

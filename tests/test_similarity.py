@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from autograder.batch import inputs, similarity
-from autograder.batch.report_escape import csv_cell, markdown_text
+from autograder.engine.escape import csv_cell, markdown_inline
 from code_transforms import TRANSFORMS, disguise
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,7 +104,7 @@ def test_default_threshold_is_the_outlier_fence_within_bounds() -> None:
 def test_escaping_helpers() -> None:
     assert csv_cell("=HYPERLINK(1)") == "'=HYPERLINK(1)" and csv_cell("@x") == "'@x" and csv_cell(-1.5) == -1.5
     assert csv_cell("Ada") == "Ada"
-    assert markdown_text("a|b *c*\n[x](y)") == r"a\|b \*c\* \[x\]\(y\)"
+    assert markdown_inline("a|b *c*\n[x](y)") == r"a\|b \*c\* \[x\](y)"
 
 
 EVIL = "=HYPERLINK(\"x\") <script>alert(1)</script> *Mallory* | Doe"

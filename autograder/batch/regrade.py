@@ -25,7 +25,7 @@ from autograder.engine import rubric
 from autograder.engine.files import csv_text
 from autograder.batch.inputs import Submission
 from autograder.batch.ledger import Entry, Ledger
-from autograder.batch.report_escape import csv_cell, markdown_text
+from autograder.engine.escape import csv_cell, markdown_inline
 
 CHANGES, PREVIOUS_GRADEBOOK = "changes.csv", "gradebook.previous.csv"
 #: which grader the kept previous gradebook was saved for (a resumed regrade must not overwrite it)
@@ -137,7 +137,7 @@ def markdown_section(changes: Sequence[Change]) -> str:
     lines += ["| Submission | Old → new | Change | Rows that moved |", "| --- | ---: | ---: | --- |"]
     for change in moved[:MAX_IN_SUMMARY]:
         rows = ", ".join(f"{r.number} {_fmt(r.old)}→{_fmt(r.new)}" for r in change.rows) or "-"
-        who = markdown_text(change.submission.name) + (f" ({markdown_text(_name(change.submission))})"
+        who = markdown_inline(change.submission.name) + (f" ({markdown_inline(_name(change.submission))})"
                                                        if _name(change.submission) else "")
         lines.append(f"| {who} | {_fmt(change.old.score)} → {_fmt(change.new.score)} | {change.delta:+g} | {rows} |")
     if len(moved) > MAX_IN_SUMMARY:

@@ -41,7 +41,7 @@ import numpy as np
 
 from autograder.engine.files import csv_text
 from autograder.batch.inputs import Submission
-from autograder.batch.report_escape import csv_cell, markdown_text
+from autograder.engine.escape import csv_cell, markdown_inline
 from autograder import ROOT
 
 FILES = ("loss_scaler.py", "amp_step.py")
@@ -380,7 +380,7 @@ def markdown_section(report: Report, link: str = HTML_NAME) -> str:
     for rank, pair in enumerate(flagged[:MAX_IN_SUMMARY], 1):
         cells = [f"{pair.files[f].similarity:.2f} ({pair.files[f].overlap} tokens)" if f in pair.files else "-"
                  for f in FILES]
-        lines.append(f"| {rank} | [{markdown_text(pair.a.label)} ~ {markdown_text(pair.b.label)}]({link}#pair-{rank}) "
+        lines.append(f"| {rank} | [{markdown_inline(pair.a.label)} ~ {markdown_inline(pair.b.label)}]({link}#pair-{rank}) "
                      f"| {pair.score:.2f} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from autograder.batch.report_escape import html_text
+from autograder.engine.escape import html_text
 
 if TYPE_CHECKING:
     from autograder.batch.similarity import Pair, Report

@@ -8,6 +8,7 @@ One function per destination, each total and linear-time:
   ``summary.md``): control characters and line breaks become spaces, ``& < >`` become
   entities and Markdown's formatting characters are backslash-escaped, so ``**Score: 90 / 90**`` or
   ``<img onerror=…>`` show as typed.
+* :func:`html_text`: HTML element content and quoted attribute values (the similarity report).
 * :func:`console`: ``rich`` markup (``[/b]`` made the final table raise) and terminal
   control sequences (escape codes reached the TA's terminal) for console output.
 """
@@ -58,6 +59,13 @@ def markdown_inline(text: object) -> str:
         else:
             out.append(char)
     return "".join(out)
+
+
+def html_text(text: object) -> str:
+    """``text`` safe inside HTML element content and quoted attribute values."""
+    import html
+
+    return html.escape(str(text), quote=True)
 
 
 def console(text: object) -> str:
