@@ -114,7 +114,8 @@ def check_steps_through_scaler(student: Any, steps: int, inject_inf_at: list[int
                         "Use scaler.step(optimizer), which skips the step when gradients overflowed.")
         if "scaler.step" not in [e["event"] for e in call]:
             expect.fail(f"Call {index + 1} never called scaler.step(optimizer): {order(call)}")
-        if index in inject_inf_at and result["steps"][index]["params_changed"]:
+        troubled = any(e["event"] == "scaler error" for e in call)  # e.g. float16 params: other rows report it
+        if index in inject_inf_at and result["steps"][index]["params_changed"] and not troubled:
             expect.fail(f"The gradients of call {index + 1} held an inf, so the parameters must not change "
                         f"(scaler.step(optimizer) skips the step), but they did: {order(call)}")
 
@@ -123,13 +124,18 @@ def check_update_once_after_step(student: Any, steps: int) -> None:
     result = probe(student, steps=steps)
     for index, call in enumerate(per_call(result)):
         kinds = [e["event"] for e in call]
-        if kinds.count("update") != 1 or "scaler.step" not in kinds or kinds.index("update") < kinds.index("scaler.step"):
+        stepped = "scaler.step" in kinds  # whether it steps through the scaler is row 2.5's
+        if kinds.count("update") != 1 or (stepped and kinds.index("update") < kinds.index("scaler.step")):
             expect.fail(f"Each amp_step call must call scaler.update() exactly once, after scaler.step(optimizer); "
                         f"call {index + 1} did: {order(call)}")
 
 
 def check_unscale_before_clipping(student: Any, max_norm: float) -> None:
-    result = probe(student, steps=1, max_grad_norm=max_norm)
+    # A small scale (4) keeps the true gradients far above max_norm even if something else divides them by it.
+    result = probe(student, steps=1, max_grad_norm=max_norm, scaler_kwargs={"init_scale": 4.0})
+    kinds = [e["event"] for e in result["log"]]
+    if "scaler error" in kinds or "scaler.step" not in kinds or "update" in kinds[:kinds.index("scaler.step")]:
+        return  # the order of step and update, or the scaler's complaint, is what other rows grade
     seen = events(result, "optimizer.step")
     if not seen:
         expect.fail(f"With max_grad_norm set, the optimizer never stepped: {order(per_call(result)[0])}")
