@@ -27,7 +27,7 @@ pytest.importorskip("otter", reason='otter-grader is not installed: pip install 
 nbclient = pytest.importorskip("nbclient", reason='nbclient is not installed: pip install -e ".[otter]"')
 nbformat = pytest.importorskip("nbformat", reason='nbformat is not installed: pip install -e ".[otter]"')
 
-from autograder import notebook_build, otter_build  # noqa: E402
+from autograder import notebook_build, otter_build, rubric  # noqa: E402
 from conftest import ROOT, grade, load_results  # noqa: E402
 
 SHIPPED = ROOT / "assignment" / notebook_build.NOTEBOOK
@@ -97,6 +97,9 @@ def test_task_cells_are_the_release_and_the_solutions(built: dict[str, Any]) -> 
     tests = built["student"].metadata["otter"]["tests"]  # otter_build's public test files
     assert all("amp_define_cases(globals(), test_case, AMP_ROWS)" in text for text in tests.values())
     assert all(", True, " not in text.split("AMP_ROWS = [", 1)[1] for text in tests.values())  # no hidden row
+    for task, (question, _) in otter_build.QUESTIONS.items():  # the real task points, not the public rows' sum
+        worth = sum(item.points for item in rubric.ITEMS if item.task == task)
+        assert f"the task is worth {worth:g} points" in tests[question], (question, tests[question][:300])
 
 
 @pytest.mark.slow
