@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from conftest import ROOT
 
@@ -53,3 +57,32 @@ def test_a_property_failure_shows_a_runnable_minimal_counterexample(tmp_path: Pa
     # Only the row of the behaviour it breaks fails (one cause, one deduction), 1.11's public example aside.
     assert {name for name, failure in results.items() if failure} <= {"test_update_rule_one_optimizer",
                                                                      "test_matches_torch_gradscaler"}
+
+
+def _catalogue() -> Any:
+    spec = importlib.util.spec_from_file_location("amp_catalogue_public", ROOT / "tests" / "catalogue" / "catalogue.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: Catalogue bugs that may pass every public check, with the reason.
+NO_PUBLIC_EXAMPLE = {
+    "delegation cheats (gate 1.17)": "the rule is in the handout; the check needs the grader's static analysis",
+    "Quick Check answers": "the answer key exists only in the hidden suite",
+}
+
+
+@pytest.mark.slow
+def test_every_catalogue_bug_fails_some_public_check(tmp_path: Path) -> None:
+    """A student whose public checks pass has met every concept: each catalogued bug fails one of them."""
+    catalogue = _catalogue()
+    unseen = []
+    for entry in catalogue.BUGS:
+        if entry.must_fail == catalogue.TASK1 or entry.touched == {"answers.py"}:  # NO_PUBLIC_EXAMPLE
+            continue
+        results = run_public_checks(catalogue.materialize(entry, tmp_path / entry.name), tmp_path)
+        if not any(results.values()):
+            unseen.append(entry.name)
+    assert not unseen, f"bugs that pass every public check: {unseen}"

@@ -97,6 +97,9 @@ def op_line(op: dict[str, Json]) -> str:
     return repr(op)
 
 
+_PRINTED = ("observe", "clip", "params", "grads_of", "state_dict")
+
+
 def printing_lines(op: dict[str, Json], step_return: bool = True) -> list[str]:
     """``op`` as the statements that run it and print what the grader compares (see :func:`shown`)."""
     kind, opt = op["op"], f"opt{op.get('opt', 0)}"
@@ -112,9 +115,7 @@ def printing_lines(op: dict[str, Json], step_return: bool = True) -> list[str]:
         if step_return:
             return [f"calls = {opt}.calls", f"result = {op_line(op)}", f"print(result, {opt}.calls - calls)"]
         return [f"calls = {opt}.calls", op_line(op), f"print({opt}.calls - calls)"]
-    if kind == "observe":
-        return [f"print({op_line(op)})"]
-    if kind in ("clip", "params", "grads_of", "state_dict"):
+    if kind in _PRINTED:
         return [f"print({op_line(op)})"]
     return [op_line(op)]
 
@@ -138,7 +139,8 @@ def snippet(args: dict[str, Json], upto: int | None = None, step_return: bool = 
             "{'params': [" + ", ".join(f"torch.nn.Parameter(torch.randn({size}, generator=g){cast})" for size in sizes)
             + "]}" for sizes in spec["groups"])
         lines.append(f"opt{index} = {optimizer}([{groups}], lr={spec.get('lr', 0.1)})")
-    lines += [op_line(op) for op in ops[:-1]]
+    # Observations before the last are printed too (handy to follow the run); the last line printed is the one compared.
+    lines += [f"print({op_line(op)})" if op["op"] in _PRINTED else op_line(op) for op in ops[:-1]]
     if ops:
         lines += printing_lines(ops[-1], step_return)
     return "\n".join("    " + line for line in lines)

@@ -205,7 +205,7 @@ def test_amp_step_returns_unscaled_detached_loss(student: Any) -> None:
 
 
 def test_amp_step_works_with_both_scalers(student: Any) -> None:
-    check_both_scalers(student, "contract", by_keyword=False)
+    check_both_scalers(student, "contract", by_keyword=True)
 
 
 def test_underflow_training_converges(student: Any) -> None:

@@ -81,7 +81,7 @@ def test_update_rule_properties(student: Any) -> None:
 
 
 def test_update_rule_non_power_of_two_factors(student: Any) -> None:
-    kwargs = {"init_scale": 1.0, "growth_factor": 1.1, "backoff_factor": 0.3, "growth_interval": 1}
+    kwargs = {"init_scale": 0.1, "growth_factor": 1.1, "backoff_factor": 0.3, "growth_interval": 1}
     behaviours.float32_rounding(student, kwargs, [False, False, True, False])
 
 
@@ -113,10 +113,12 @@ def test_unscale_bit_exact(student: Any) -> None:
     behaviours.overflow_detection(student, 1.0, [[1.0, -math.inf], [2.0]])
     behaviours.overflow_detection(student, 2.0, [[1.0, 2.0], [math.nan]])
     behaviours.overflow_detection(student, 0.25, [[3e38, 1.0], [2.0]])  # finite, though 3e38 * 4 overflows
+    behaviours.overflow_detection(student, 1.0, [[3e38, 3e38], [1.0]])  # finite, though their sum overflows
 
 
 def test_misuse_raises_runtime_error(student: Any) -> None:
-    behaviours.misuse(student, ["unscale_", "unscale_"])
+    for calls in (["unscale_", "unscale_"], ["step", "unscale_"], ["step", "step"], ["step", "update", "update"]):
+        behaviours.misuse(student, calls)
 
 
 def test_float16_grads_rejected(student: Any) -> None:
