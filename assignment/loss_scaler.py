@@ -1,6 +1,6 @@
 """Task 1: a toy dynamic loss scaler that behaves exactly like ``torch.amp.GradScaler``.
 
-Why a loss scaler?  Under float16 autocast, gradients smaller than about 6e-8 round
+Why a loss scaler?  Under float16 autocast, gradients smaller than about 3e-8 round
 to zero and larger than 65504 overflow to inf.  Multiplying the loss by a large
 *scale* S before ``backward()`` multiplies every gradient by S as well, lifting the
 small ones out of the underflow zone.  Before the optimizer uses them, the
@@ -44,6 +44,11 @@ _FLOAT32_MAX = 3.4028234663852886e38
 def _round_to_float32(value: float) -> float:
     """Return ``value`` rounded to the nearest float32, as a Python float."""
     raise NotImplementedError("_round_to_float32 is not implemented yet: see Task 1 in README.md")
+
+
+def _to_float32_scale(value: float) -> float:
+    """``value`` rounded to float32; RuntimeError if it is finite but above float32's maximum (as torch)."""
+    raise NotImplementedError("_to_float32_scale is not implemented yet: see Task 1 in README.md")
 
 
 class _Stage(Enum):
@@ -91,9 +96,10 @@ class ToyLossScaler:
 
         Returns:
             The scaled value(s), in a container of the same type.  The scale is
-            applied as a 0-dim float32 tensor on the output's device, so a float16
-            scalar loss comes back as float32 and a loss above 1.0 does not
-            overflow float16's maximum of 65504.
+            applied as a 0-dim float32 tensor on the output's device, with torch's
+            type promotion: a 0-dim float16 loss comes back as float32 (so a loss
+            above 1.0 does not overflow float16's maximum of 65504), while a float16
+            tensor with dimensions stays float16.
 
         Raises:
             ValueError: if ``outputs`` is neither a tensor nor a list/tuple of them.
@@ -105,11 +111,15 @@ class ToyLossScaler:
 
         Every existing ``.grad`` of the optimizer's parameters is multiplied by the
         float32 reciprocal of the scale (computed in float64, then rounded).
-        Parameters whose ``.grad`` is None are skipped.  Call it explicitly only
-        when you need the true gradients before ``step`` (e.g. for clipping).
+        Parameters whose ``.grad`` is None are skipped.  inf/NaN is looked for in the
+        gradients as they are *before* the multiplication (the scaled values), as
+        torch does.  Call it explicitly only when you need the true gradients before
+        ``step`` (e.g. for clipping).
 
         Raises:
-            ValueError: if a gradient is float16 (parameters must stay float32).
+            ValueError: if a gradient is float16 (parameters must stay float32).  Nothing
+                changes then: the gradients stay as they were and the call does not
+                count as this iteration's ``unscale_``.
             RuntimeError: if called twice for ``optimizer`` in one iteration, or
                 after ``step(optimizer)``.
         """
@@ -128,6 +138,9 @@ class ToyLossScaler:
 
         Raises:
             RuntimeError: if called twice for ``optimizer`` in one iteration.
+
+        An optimizer none of whose parameters has a gradient is outside the contract
+        (torch raises AssertionError there); the grader never steps one.
         """
         raise NotImplementedError("ToyLossScaler.step is not implemented yet: see Task 1 in README.md")
 
@@ -146,7 +159,8 @@ class ToyLossScaler:
 
         Raises:
             RuntimeError: if no ``unscale_``/``step`` happened since the last
-                update and ``new_scale`` is None.
+                update and ``new_scale`` is None, or if ``new_scale`` is finite but
+                above float32's maximum (as torch).
         """
         raise NotImplementedError("ToyLossScaler.update is not implemented yet: see Task 1 in README.md")
 
@@ -171,6 +185,7 @@ class ToyLossScaler:
         """Restore the state produced by :meth:`state_dict` (this or torch's GradScaler).
 
         Raises:
-            RuntimeError: if ``state_dict`` is empty.
+            RuntimeError: if ``state_dict`` is empty, or its scale is finite but above
+                float32's maximum (as torch).
         """
         raise NotImplementedError("ToyLossScaler.load_state_dict is not implemented yet: see Task 1 in README.md")

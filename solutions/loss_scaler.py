@@ -1,6 +1,6 @@
 """Task 1: a toy dynamic loss scaler that behaves exactly like ``torch.amp.GradScaler``.
 
-Why a loss scaler?  Under float16 autocast, gradients smaller than about 6e-8 round
+Why a loss scaler?  Under float16 autocast, gradients smaller than about 3e-8 round
 to zero and larger than 65504 overflow to inf.  Multiplying the loss by a large
 *scale* S before ``backward()`` multiplies every gradient by S as well, lifting the
 small ones out of the underflow zone.  Before the optimizer uses them, the
@@ -48,6 +48,15 @@ def _round_to_float32(value: float) -> float:
     # END SOLUTION
 
 
+def _to_float32_scale(value: float) -> float:
+    """``value`` rounded to float32; RuntimeError if it is finite but above float32's maximum (as torch)."""
+    # BEGIN SOLUTION
+    if math.isfinite(value) and abs(value) > _FLOAT32_MAX:
+        raise RuntimeError(f"scale {value!r} cannot be converted to float32 without overflow")
+    return _round_to_float32(value)
+    # END SOLUTION
+
+
 class _Stage(Enum):
     """Where one optimizer is in the current iteration."""
 
@@ -83,7 +92,7 @@ class ToyLossScaler:
         if not (isinstance(init_scale, (int, float)) and math.isfinite(init_scale) and init_scale > 0):
             raise ValueError(f"init_scale must be positive and finite, got {init_scale!r}")
         scale = _round_to_float32(float(init_scale))
-        if scale == 0.0 or not math.isfinite(scale):
+        if scale == 0.0 or init_scale > _FLOAT32_MAX:
             raise ValueError(f"init_scale {init_scale!r} is not representable as a positive float32")
         if not (isinstance(growth_factor, (int, float)) and growth_factor > 1.0 and math.isfinite(growth_factor)):
             raise ValueError(f"growth_factor must be a finite number > 1, got {growth_factor!r}")
@@ -116,9 +125,10 @@ class ToyLossScaler:
 
         Returns:
             The scaled value(s), in a container of the same type.  The scale is
-            applied as a 0-dim float32 tensor on the output's device, so a float16
-            scalar loss comes back as float32 and a loss above 1.0 does not
-            overflow float16's maximum of 65504.
+            applied as a 0-dim float32 tensor on the output's device, with torch's
+            type promotion: a 0-dim float16 loss comes back as float32 (so a loss
+            above 1.0 does not overflow float16's maximum of 65504), while a float16
+            tensor with dimensions stays float16.
 
         Raises:
             ValueError: if ``outputs`` is neither a tensor nor a list/tuple of them.
@@ -136,19 +146,23 @@ class ToyLossScaler:
 
         Every existing ``.grad`` of the optimizer's parameters is multiplied by the
         float32 reciprocal of the scale (computed in float64, then rounded).
-        Parameters whose ``.grad`` is None are skipped.  Call it explicitly only
-        when you need the true gradients before ``step`` (e.g. for clipping).
+        Parameters whose ``.grad`` is None are skipped.  inf/NaN is looked for in the
+        gradients as they are *before* the multiplication (the scaled values), as
+        torch does.  Call it explicitly only when you need the true gradients before
+        ``step`` (e.g. for clipping).
 
         Raises:
-            ValueError: if a gradient is float16 (parameters must stay float32).
+            ValueError: if a gradient is float16 (parameters must stay float32).  Nothing
+                changes then: the gradients stay as they were and the call does not
+                count as this iteration's ``unscale_``.
             RuntimeError: if called twice for ``optimizer`` in one iteration, or
                 after ``step(optimizer)``.
         """
         # BEGIN SOLUTION
-        state = self._state(optimizer)
-        if state["stage"] is _Stage.UNSCALED:
+        stage = self._per_optimizer_states.get(id(optimizer), {}).get("stage", _Stage.READY)
+        if stage is _Stage.UNSCALED:
             raise RuntimeError("unscale_() has already been called on this optimizer since the last update()")
-        if state["stage"] is _Stage.STEPPED:
+        if stage is _Stage.STEPPED:
             raise RuntimeError("unscale_() is being called after step()")
         grads = [
             param.grad
@@ -158,6 +172,7 @@ class ToyLossScaler:
         ]
         if any(grad.dtype == torch.float16 for grad in grads):
             raise ValueError("Attempting to unscale float16 gradients; keep parameters in float32")
+        state = self._state(optimizer)
         inv_scale = _round_to_float32(1.0 / self._scale)
         found_inf = False
         for grad in grads:
@@ -180,6 +195,9 @@ class ToyLossScaler:
 
         Raises:
             RuntimeError: if called twice for ``optimizer`` in one iteration.
+
+        An optimizer none of whose parameters has a gradient is outside the contract
+        (torch raises AssertionError there); the grader never steps one.
         """
         # BEGIN SOLUTION
         if "closure" in kwargs:
@@ -209,11 +227,12 @@ class ToyLossScaler:
 
         Raises:
             RuntimeError: if no ``unscale_``/``step`` happened since the last
-                update and ``new_scale`` is None.
+                update and ``new_scale`` is None, or if ``new_scale`` is finite but
+                above float32's maximum (as torch).
         """
         # BEGIN SOLUTION
         if new_scale is not None:
-            self._scale = _round_to_float32(float(new_scale))
+            self._scale = _to_float32_scale(float(new_scale))
         else:
             if not self._per_optimizer_states:
                 raise RuntimeError("update() called without any unscale_()/step() since the last update()")
@@ -263,12 +282,13 @@ class ToyLossScaler:
         """Restore the state produced by :meth:`state_dict` (this or torch's GradScaler).
 
         Raises:
-            RuntimeError: if ``state_dict`` is empty.
+            RuntimeError: if ``state_dict`` is empty, or its scale is finite but above
+                float32's maximum (as torch).
         """
         # BEGIN SOLUTION
         if not state_dict:
             raise RuntimeError("the state dict is empty (saved from a disabled scaler?)")
-        self._scale = _round_to_float32(float(state_dict["scale"]))
+        self._scale = _to_float32_scale(float(state_dict["scale"]))
         self._growth_factor = float(state_dict["growth_factor"])
         self._backoff_factor = float(state_dict["backoff_factor"])
         self._growth_interval = int(state_dict["growth_interval"])

@@ -1,7 +1,10 @@
 """Grades the catalogue of buggy and correct submissions (tests/catalogue) and checks the verdicts.
 
-* every bug loses points on each rubric row it names (``must_fail``) and its total lies in
-  its band, and rows of tasks whose files it leaves alone stay at full marks;
+* every bug loses points on exactly the rubric rows it names (``must_fail``; the differential
+  row 1.11 may fail on top) and its total lies in its band: one cause, one deduction;
+* the rows-per-bug median and maximum (besides 1.11) are printed;
+* every bug's first failure snippet, pasted into a fresh Python next to the bug's files,
+  prints the wrong value the grader reported (and does not with the solution);
 * every correct variant gets full marks;
 * together the bugs catch every row of Tasks 1 and 2.
 
@@ -17,7 +20,12 @@ import ast
 import importlib.util
 import json
 import os
+import re
+import shutil
+import statistics
+import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -43,8 +51,11 @@ BUGS, VARIANTS, ENTRIES = catalogue.BUGS, catalogue.VARIANTS, catalogue.ENTRIES
 CONTRACT, SOLUTIONS, Entry, materialize = catalogue.CONTRACT, catalogue.SOLUTIONS, catalogue.Entry, catalogue.materialize
 MAX = rubric.max_points()
 ITEMS = {item.number: item for item in rubric.ITEMS}
-#: Task-2 rows whose tests run the submission's own ToyLossScaler (so a Task-1 bug may cost them).
-USES_STUDENT_SCALER = {"2.9", "2.10"}
+#: Task-2 rows whose tests run the submission's own ToyLossScaler (so a Task-1 bug may cost them): none, since
+#: 2.9 and 2.10 run amp_step with torch's scaler.
+USES_STUDENT_SCALER: set[str] = set()
+#: The differential row: it compares everything with torch, so any Task-1 bug may fail it on top of its own rows.
+CATCH_ALL = "1.11"
 GRADE_TIMEOUT_S = 1800
 #: Debugging aid: grade into this folder, or reuse the grades already there (never set in CI).
 REUSE_ENV = "AMP_CATALOGUE_GRADES"
@@ -141,24 +152,111 @@ def test_bugs_cover_every_row_of_tasks_1_and_2() -> None:
 # --------------------------------------------------------------------------- graded
 
 
+def lost_rows(results: dict[str, Any]) -> set[str]:
+    return {number for number, row in rows(results).items() if lost(row)}
+
+
 @pytest.mark.parametrize("entry", [_param(entry) for entry in BUGS])
 def test_bug_is_caught(graded: dict[str, dict[str, Any]], entry: Entry) -> None:
+    """The bug loses exactly the rows it names (1.11 allowed on top), and its total lies in its band."""
     results = graded[entry.name]
     graded_rows = rows(results)
     assert graded_rows.keys() == ITEMS.keys()
     problems = []
-    for number in sorted(entry.must_fail):
+    lost_now = lost_rows(results)
+    for number in sorted(entry.must_fail - lost_now, key=_order):
         row = graded_rows[number]
-        if not lost(row):
-            problems.append(f"row {number} ({ITEMS[number].test}) should lose points but scored "
-                            f"{row['score']:g}/{row['max_score']:g}")
-    for number, row in graded_rows.items():
-        if not may_lose(entry, number) and lost(row):
-            problems.append(f"row {number} lost points although {entry.name} leaves its file alone:\n{row['output']}")
+        problems.append(f"row {number} ({ITEMS[number].test}) should lose points but scored "
+                        f"{row['score']:g}/{row['max_score']:g}")
+    for number in sorted(lost_now - entry.must_fail - {CATCH_ALL}, key=_order):
+        problems.append(f"row {number} ({ITEMS[number].test}) lost points, but the bug does not name it (one cause, "
+                        f"one deduction):\n{graded_rows[number]['output']}")
     low, high = entry.band
     if not low <= results["score"] <= high:
         problems.append(f"total {results['score']:g} outside the band [{low:g}, {high:g}]")
     assert not problems, f"{entry.name} ({entry.description}): {summary(results)}\n- " + "\n- ".join(problems)
+
+
+def _order(number: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in number.split("."))
+
+
+def rows_per_bug(graded: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """How many rows each bug loses besides 1.11 (gate cheats, which zero Task 1 by design, left out)."""
+    return {entry.name: len(lost_rows(graded[entry.name]) - {CATCH_ALL}) for entry in BUGS
+            if not entry.known_gap and entry.must_fail != catalogue.TASK1}
+
+
+def _spread(counts: dict[str, int]) -> str:
+    most = max(counts.values())
+    worst = ", ".join(sorted(n for n, c in counts.items() if c == most))
+    return f"median {statistics.median(counts.values()):g}, max {most} ({worst}) over {len(counts)} bugs"
+
+
+def test_rows_per_bug(graded: dict[str, dict[str, Any]]) -> None:
+    """Prints the rows-per-bug median and maximum (the goal: median 1, max 2, besides the listed cascades)."""
+    counts = rows_per_bug(graded)
+    usual = {name: count for name, count in counts.items() if name not in catalogue.CASCADES}
+    print(f"\nrows lost per bug besides 1.11: {_spread(counts)}; without the listed cascades: {_spread(usual)}")
+    for name, reason in catalogue.CASCADES.items():
+        print(f"  cascade {name}: {counts.get(name)} rows ({reason})")
+    assert statistics.median(usual.values()) <= 1 and max(usual.values()) <= 2, usual
+
+
+# --------------------------------------------------------------------------- snippets reproduce
+
+_SNIPPET = re.compile(r"After running:\n((?:    .*\n)+)the last line should: (?P<want>[\s\S]*?)\nbut with your code it "
+                      r"(?P<kind>prints|raises|runs without error) ?(?P<value>.*)")
+
+
+def first_snippet(results: dict[str, Any]) -> tuple[str, str, str, str] | None:
+    """(row number, program, "prints"/"raises"/"runs without error", value) of the first failure with a snippet."""
+    for number in sorted(lost_rows(results), key=_order):
+        found = _SNIPPET.search(rows(results)[number]["output"])
+        if found:
+            return number, textwrap.dedent(found.group(1)), found.group("kind"), found.group("value")
+    return None
+
+
+def run_snippet(program: str, files: Path, folder: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``program`` in a fresh Python, in a copy of assignment/ holding the contract files of ``files``."""
+    shutil.copytree(ROOT / "assignment", folder, ignore=shutil.ignore_patterns("__pycache__", "*.ipynb"))
+    for name in CONTRACT:
+        shutil.copyfile(files / name, folder / name)
+    (folder / "snippet.py").write_text(program, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "snippet.py"], cwd=folder, capture_output=True, text=True, timeout=120,
+                          env={**env, "OMP_NUM_THREADS": "1"})
+
+
+def reproduces(done: subprocess.CompletedProcess[str], kind: str, value: str) -> bool:
+    """Whether a snippet run did what the failure message said the student's code does."""
+    if kind == "raises":
+        last = (done.stderr.strip().splitlines() or [""])[-1]
+        return done.returncode != 0 and last.split(":", 1)[0].split(".")[-1] == value.split(":", 1)[0]
+    if done.returncode != 0:
+        return False
+    printed = done.stdout.strip().splitlines()
+    return kind == "runs without error" or (bool(printed) and printed[-1] == value.strip())
+
+
+#: Bugs whose failures carry no snippet (their rows observe amp_step or answers.py, not scaler calls).
+SNIPPET_BUGS = [entry for entry in BUGS if entry.touched == {"loss_scaler.py"} and entry.must_fail != catalogue.TASK1]
+
+
+@pytest.mark.parametrize("entry", [_param(entry) for entry in SNIPPET_BUGS])
+def test_first_failure_snippet_reproduces(graded: dict[str, dict[str, Any]], entry: Entry, tmp_path: Path) -> None:
+    found = first_snippet(graded[entry.name])
+    assert found is not None, f"{entry.name}: no failure message with a snippet\n{summary(graded[entry.name])}"
+    number, program, kind, value = found
+    buggy = run_snippet(program, materialize(entry, tmp_path / "files"), tmp_path / "bug")
+    assert reproduces(buggy, kind, value), (
+        f"{entry.name}, row {number}: the snippet should {kind} {value!r} with the bug, but it printed "
+        f"{buggy.stdout[-500:]!r} and {buggy.stderr[-800:]!r}\n{program}")
+    fixed = run_snippet(program, SOLUTIONS, tmp_path / "solution")
+    assert not reproduces(fixed, kind, value), (
+        f"{entry.name}, row {number}: the snippet does the same with the reference solution ({kind} {value!r}):\n"
+        f"{program}")
 
 
 @pytest.mark.parametrize("entry", [_param(entry) for entry in VARIANTS])

@@ -28,6 +28,7 @@ nbclient = pytest.importorskip("nbclient", reason='nbclient is not installed: pi
 nbformat = pytest.importorskip("nbformat", reason='nbformat is not installed: pip install -e ".[otter]"')
 
 from autograder.packaging import notebook_build, otter_build  # noqa: E402
+from autograder.engine import rubric
 from conftest import ROOT, grade, load_results  # noqa: E402
 
 SHIPPED = ROOT / "assignment" / notebook_build.NOTEBOOK
@@ -97,6 +98,9 @@ def test_task_cells_are_the_release_and_the_solutions(built: dict[str, Any]) -> 
     tests = built["student"].metadata["otter"]["tests"]  # otter_build's public test files
     assert all("amp_define_cases(globals(), test_case, AMP_ROWS)" in text for text in tests.values())
     assert all(", True, " not in text.split("AMP_ROWS = [", 1)[1] for text in tests.values())  # no hidden row
+    for task, (question, _) in otter_build.QUESTIONS.items():  # the real task points, not the public rows' sum
+        worth = sum(item.points for item in rubric.ITEMS if item.task == task)
+        assert f"the task is worth {worth:g} points" in tests[question], (question, tests[question][:300])
 
 
 @pytest.mark.slow

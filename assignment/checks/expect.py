@@ -2,8 +2,13 @@
 
 Scaler scenarios are lists of ops (see :func:`checks.harness.run_scaler_ops`).
 :func:`snippet` turns them into a short Python program that a student can paste
-to reproduce a failure; hypothesis shrinks the ops first, so the program shown is
-a minimal counterexample.  Messages never include test source code.
+into a file next to ``loss_scaler.py`` and run: it rebuilds the same parameters and
+optimizers as the grader (including an SGD whose ``step()`` returns a recognisable
+number, as the grader's does) and its last line *prints* the observation that was
+compared, exactly as :func:`shown` renders it in the message.  So the program prints
+the wrong value the grader saw, and a correct scaler prints the expected one.
+hypothesis shrinks the ops first, so the program shown is a minimal counterexample.
+Messages never include test source code.
 """
 
 from __future__ import annotations
@@ -13,6 +18,17 @@ from typing import Any, Iterable, Sequence
 
 Json = Any
 
+#: Lines that define the optimizer class of every snippet that calls ``step``: it behaves like
+#: ``checks.harness.RecordingSGD`` (SGD whose ``step()`` returns 1000.0 + its number of calls).
+SGD_CLASS = [
+    "class SGD(torch.optim.SGD):  # the grader's optimizer: step() returns 1000.0 + how often it ran",
+    "    calls = 0",
+    "    def step(self, closure=None):",
+    "        self.calls += 1",
+    "        super().step(closure)",
+    "        return 1000.0 + self.calls",
+]
+
 
 def fail(message: str) -> None:
     """Fail the current check with ``message`` (shown to the student as is)."""
@@ -21,6 +37,7 @@ def fail(message: str) -> None:
 
 
 def number(value: Json) -> str:
+    """``value`` as Python source (inf/NaN spelled so that the snippet runs)."""
     if isinstance(value, float):
         if math.isnan(value):
             return 'float("nan")'
@@ -33,35 +50,42 @@ def number(value: Json) -> str:
     return repr(value)
 
 
-def _kwargs(values: dict[str, Json]) -> str:
+def kwargs_text(values: dict[str, Json]) -> str:
     return ", ".join(f"{key}={number(value)}" for key, value in values.items())
+
+
+_kwargs = kwargs_text  # the public checks' parametrize ids use this name
+
+
+def _tensors(op: dict[str, Json]) -> str:
+    dtype = op.get("dtype", "float16")
+    tensors = [f"torch.tensor({number(v)}, dtype=torch.{dtype})" for v in op["values"]]
+    container = op.get("container", "tensor")
+    if container == "tensor":
+        return tensors[0]
+    return f"[{', '.join(tensors)}]" if container == "list" else f"({', '.join(tensors)},)"
 
 
 def op_line(op: dict[str, Json]) -> str:
     """One op as the Python statement it stands for."""
     kind, opt = op["op"], f"opt{op.get('opt', 0)}"
     if kind == "new":
-        return f"scaler = ToyLossScaler({_kwargs(op.get('kwargs', {}))})"
+        return f"scaler = ToyLossScaler({kwargs_text(op.get('kwargs', {}))})"
     if kind == "grads":
         dtype = op.get("dtype", "float32")
         values = ", ".join("None" if v is None else f"torch.tensor({number(v)}, dtype=torch.{dtype})"
                            for v in op["values"])
         return f"set_grads({opt}, [{values}])"
     if kind == "scale":
-        dtype = op.get("dtype", "float16")
-        tensors = [f"torch.tensor({number(v)}, dtype=torch.{dtype})" for v in op["values"]]
-        container = op.get("container", "tensor")
-        given = tensors[0] if container == "tensor" else (
-            f"[{', '.join(tensors)}]" if container == "list" else f"({', '.join(tensors)},)")
-        return f"scaler.scale({given})"
+        return f"scaler.scale({_tensors(op)})"
     if kind in ("unscale_", "step"):
         return f"scaler.{kind}({opt})"
     if kind == "update":
         return "scaler.update()" if op.get("new_scale") is None else f"scaler.update(new_scale={number(op['new_scale'])})"
     if kind == "clip":
-        return f"torch.nn.utils.clip_grad_norm_(params({opt}), {number(op['max_norm'])})"
+        return f"float(torch.nn.utils.clip_grad_norm_(params({opt}), {number(op['max_norm'])}))"
     if kind == "observe":
-        return "scaler.get_scale(), scaler.get_growth_tracker()"
+        return "float(scaler.get_scale()), int(scaler.get_growth_tracker())"
     if kind == "params":
         return f"[p.tolist() for p in params({opt})]"
     if kind == "grads_of":
@@ -73,26 +97,89 @@ def op_line(op: dict[str, Json]) -> str:
     return repr(op)
 
 
-def snippet(args: dict[str, Json], upto: int | None = None) -> str:
-    """A runnable program that replays ``args["ops"][:upto + 1]``."""
+_PRINTED = ("observe", "clip", "params", "grads_of", "state_dict")
+
+
+def printing_lines(op: dict[str, Json], step_return: bool = True) -> list[str]:
+    """``op`` as the statements that run it and print what the grader compares (see :func:`shown`)."""
+    kind, opt = op["op"], f"opt{op.get('opt', 0)}"
+    if kind == "scale":
+        if op.get("container", "tensor") == "tensor":
+            return [f"result = {op_line(op)}", "print(result.dtype, result.tolist())"]
+        return [f"result = {op_line(op)}", "print(type(result).__name__, [(t.dtype, t.tolist()) for t in result])"]
+    if kind == "unscale_":
+        return [f"before = [p.grad for p in params({opt})]", op_line(op),
+                f"print(all(p.grad is b for p, b in zip(params({opt}), before) if b is not None), "
+                f"[None if p.grad is None else p.grad.tolist() for p in params({opt})])"]
+    if kind == "step":
+        if step_return:
+            return [f"calls = {opt}.calls", f"result = {op_line(op)}", f"print(result, {opt}.calls - calls)"]
+        return [f"calls = {opt}.calls", op_line(op), f"print({opt}.calls - calls)"]
+    if kind in _PRINTED:
+        return [f"print({op_line(op)})"]
+    return [op_line(op)]
+
+
+def snippet(args: dict[str, Json], upto: int | None = None, step_return: bool = True) -> str:
+    """A runnable program that replays ``args["ops"][:upto + 1]`` and prints the last op's observation."""
     ops = args["ops"] if upto is None else args["ops"][: upto + 1]
-    lines = [
-        "import torch",
-        "from loss_scaler import ToyLossScaler",
+    steps = any(op["op"] == "step" for op in ops)
+    lines = ["import torch", "from loss_scaler import ToyLossScaler"] + (SGD_CLASS if steps else [])
+    lines += [
         "params = lambda opt: [p for g in opt.param_groups for p in g['params']]",
         "def set_grads(opt, grads):",
         "    for p, g in zip(params(opt), grads):",
         "        p.grad = g",
-        "g = torch.Generator().manual_seed(0)",
+        f"g = torch.Generator().manual_seed({int(args['world'].get('seed', 0))})",
     ]
+    optimizer = "SGD" if steps else "torch.optim.SGD"
     for index, spec in enumerate(args["world"]["optimizers"]):
         cast = f".to(torch.{spec['dtype']})" if spec.get("dtype", "float32") != "float32" else ""
         groups = ", ".join(
             "{'params': [" + ", ".join(f"torch.nn.Parameter(torch.randn({size}, generator=g){cast})" for size in sizes)
             + "]}" for sizes in spec["groups"])
-        lines.append(f"opt{index} = torch.optim.SGD([{groups}], lr={spec.get('lr', 0.1)})")
-    lines += [op_line(op) for op in ops]
+        lines.append(f"opt{index} = {optimizer}([{groups}], lr={spec.get('lr', 0.1)})")
+    # Observations before the last are printed too (handy to follow the run); the last line printed is the one compared.
+    lines += [f"print({op_line(op)})" if op["op"] in _PRINTED else op_line(op) for op in ops[:-1]]
+    if ops:
+        lines += printing_lines(ops[-1], step_return)
     return "\n".join("    " + line for line in lines)
+
+
+def _value(value: Json) -> str:
+    """How Python's print() shows a plain value (floats, lists, dicts, None)."""
+    return str(value)
+
+
+def shown(op: dict[str, Json], result: dict[str, Json], step_return: bool = True) -> str:
+    """What the snippet's last line does for ``op`` given the observation ``result``.
+
+    "prints X", "raises T: message" or "runs without error" (ops that print nothing).
+    """
+    if "error" in result:
+        return f"raises {result['error']['type']}: {result['error'].get('message', '')}".rstrip(": ")
+    value, kind = result.get("ok"), op["op"]
+    if kind == "scale" and isinstance(value, dict):
+        items = value.get("items", [])
+        texts = []
+        for given, item in zip(op["values"], items):
+            values = item.get("values", [])
+            shown_values = values[0] if not isinstance(given, list) and len(values) == 1 else values
+            texts.append((f"torch.{item.get('dtype')}", shown_values))
+        if op.get("container", "tensor") == "tensor":
+            return "prints " + (f"{texts[0][0]} {_value(texts[0][1])}" if texts else "nothing")
+        inner = ", ".join(f"({dtype}, {_value(v)})" for dtype, v in texts)
+        return f"prints {value.get('container')} [{inner}]"
+    if kind == "unscale_" and isinstance(value, dict):
+        return f"prints {value.get('in_place')} {_value(value.get('grads'))}"
+    if kind == "step" and isinstance(value, dict):
+        calls = int(bool(value.get("called")))
+        return f"prints {value.get('returned')} {calls}" if step_return else f"prints {calls}"
+    if kind == "observe" and isinstance(value, dict):
+        return f"prints {_value(value.get('scale'))} {_value(value.get('tracker'))}"
+    if kind in ("clip", "params", "grads_of", "state_dict"):
+        return f"prints {_value(value)}"
+    return "runs without error"
 
 
 def describe(result: dict[str, Json]) -> str:
@@ -118,12 +205,33 @@ def raised(result: dict[str, Json], error: str) -> bool:
     return "error" in result and error in result["error"]["mro"]
 
 
+def _compared(op: dict[str, Json], result: dict[str, Json], step_return: bool) -> dict[str, Json]:
+    """The part of an observation a check compares: step()'s return value only when ``step_return``."""
+    if op["op"] == "step" and not step_return and isinstance(result.get("ok"), dict):
+        return {"ok": {"called": result["ok"].get("called")}}
+    return result
+
+
+def mismatch(args: dict[str, Json], index: int, want: str, have: dict[str, Json], *, what: str = "",
+             step_return: bool = True) -> None:
+    """Fail with the snippet up to op ``index``, what it should do (``want``) and what it did."""
+    __tracebackhide__ = True
+    trace = have.get("error", {}).get("trace", "")
+    fail((f"{what}\n" if what else "")
+         + f"After running:\n{snippet(args, index, step_return)}\n"
+         + f"the last line should: {want}\n"
+         + f"but with your code it {shown(args['ops'][index], have, step_return)}"
+         + (f"\n\nYour traceback:\n{trace}" if trace else ""))
+
+
 def check_results(args: dict[str, Json], expected: Sequence[dict[str, Json]], got: Sequence[dict[str, Json]],
-                  *, rel: float = 0.0, only: Iterable[str] | None = None, what: str = "") -> None:
+                  *, rel: float = 0.0, only: Iterable[str] | None = None, what: str = "",
+                  step_return: bool = True) -> None:
     """Fail at the first op whose result differs from the reference's.
 
     Errors are compared by type only (the student's error must be the same type
-    or a subclass).  ``only`` restricts the comparison to some op kinds.
+    or a subclass).  ``only`` restricts the comparison to some op kinds; ``step_return``
+    says whether step()'s return value is compared (only the checks that grade it do).
     """
     __tracebackhide__ = True
     if len(got) != len(args["ops"]) or len(expected) != len(args["ops"]):
@@ -137,16 +245,11 @@ def check_results(args: dict[str, Json], expected: Sequence[dict[str, Json]], go
         if "error" in want:
             ok = raised(have, want["error"]["type"])
         else:
-            ok = "ok" in have and close(want["ok"], have["ok"], rel)
+            ok = "ok" in have and close(_compared(op, want, step_return)["ok"], _compared(op, have, step_return)["ok"], rel)
         if not ok:
-            trace = have.get("error", {}).get("trace", "")
-            fail(
-                (f"{what}\n" if what else "")
-                + f"After running:\n{snippet(args, index)}\n"
-                + f"the last call should have {describe(want)}\n"
-                + f"but it {describe(have)}"
-                + (f"\n\nYour traceback:\n{trace}" if trace and "error" not in want else "")
-            )
+            wanted = f"raise {want['error']['type']}" if "error" in want else \
+                shown(op, want, step_return).replace("prints", "print", 1).replace("runs without", "run without", 1)
+            mismatch(args, index, wanted, have, what=what, step_return=step_return)
 
 
 def no_errors(args: dict[str, Json], results: Sequence[dict[str, Json]], what: str = "") -> None:
@@ -154,9 +257,7 @@ def no_errors(args: dict[str, Json], results: Sequence[dict[str, Json]], what: s
     __tracebackhide__ = True
     for index, result in enumerate(results):
         if "error" in result:
-            fail((f"{what}\n" if what else "") + f"After running:\n{snippet(args, index)}\n"
-                 f"the last call raised {result['error']['type']}: {result['error']['message']}\n"
-                 f"{result['error'].get('trace', '')}")
+            mismatch(args, index, "run without error", result, what=what)
 
 
 def ok_or_fail(result: dict[str, Json], what: str) -> Json:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, Verbosity, settings
 
 from checks import harness, probes  # noqa: F401 - probes registers its scenarios
 
@@ -32,6 +32,7 @@ settings.register_profile(
     max_examples=25,
     report_multiple_bugs=False,
     print_blob=False,
+    verbosity=Verbosity.quiet,  # no "Falsifying example: test(student=<...>)": each failure prints its own snippet
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
     suppress_health_check=list(HealthCheck),
 )
@@ -67,6 +68,9 @@ class LocalRunner:
 
     def __init__(self, root: Path) -> None:
         self.submission = harness.Submission(root)
+
+    def __repr__(self) -> str:
+        return f"student({self.submission.root.name})"
 
     def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
         result = harness.run_scenario(scenario, json.loads(json.dumps(args)), self.submission)

@@ -7,6 +7,7 @@ and runs in the student process (the sandbox preloads this module).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Callable
 
@@ -81,11 +82,24 @@ class AmpProbe(torch.nn.Module):
 
 
 class ScalerProbe:
-    """Wraps a scaler, logging each call and flagging optimizer steps made through it."""
+    """Wraps a scaler, logging each call and flagging optimizer steps made through it.
+
+    An error raised by the wrapped scaler's ``unscale_``/``step``/``update`` (torch's scaler
+    raises on calls out of order) is logged as a ``scaler error`` event instead of ending the
+    ``amp_step`` call: the check of the order that was wrong reports it, the checks of other
+    behaviours still see the rest of the call.
+    """
 
     def __init__(self, inner: Any, log: list[dict[str, Json]]) -> None:
         self._inner = inner
         self._log = log
+
+    def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return getattr(self._inner, name)(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - reported through the log
+            self._log.append({"event": "scaler error", "call": name, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            return None
 
     def scale(self, outputs: Any) -> Any:
         self._log.append({"event": "scale", "scale": float(self._inner.get_scale())})
@@ -93,7 +107,7 @@ class ScalerProbe:
 
     def unscale_(self, optimizer: Any) -> None:
         self._log.append({"event": "unscale_"})
-        self._inner.unscale_(optimizer)
+        self._call("unscale_", optimizer)
 
     def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
         self._log.append({"event": "scaler.step"})
@@ -101,17 +115,52 @@ class ScalerProbe:
         if flag is not None:
             optimizer._inside_scaler_step = True
         try:
-            return self._inner.step(optimizer, *args, **kwargs)
+            return self._call("step", optimizer, *args, **kwargs)
         finally:
             if flag is not None:
                 optimizer._inside_scaler_step = False
 
     def update(self, new_scale: Any = None) -> None:
         self._log.append({"event": "update"})
-        self._inner.update(new_scale)
+        self._call("update", new_scale)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
+class ContractScaler:
+    """torch's GradScaler behind only the contract's methods: a scaler that is not a ``GradScaler``.
+
+    Task 2 checks that ``amp_step`` works with any scaler of the contract with this one rather
+    than the submission's ToyLossScaler, so that a Task 1 bug does not cost Task 2 points.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._inner = torch_scaler(**kwargs)
+
+    def scale(self, outputs: Any) -> Any:
+        return self._inner.scale(outputs)
+
+    def unscale_(self, optimizer: Any) -> None:
+        self._inner.unscale_(optimizer)
+
+    def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+        return self._inner.step(optimizer, *args, **kwargs)
+
+    def update(self, new_scale: Any = None) -> None:
+        self._inner.update(new_scale)
+
+    def get_scale(self) -> float:
+        return float(self._inner.get_scale())
+
+    def get_growth_tracker(self) -> int:
+        return int(self._inner._get_growth_tracker())
+
+    def state_dict(self) -> dict[str, Any]:
+        return self._inner.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._inner.load_state_dict(state)
 
 
 class _LoggingSGD(RecordingSGD):
@@ -174,6 +223,12 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
 # --------------------------------------------------------------------------- underflow training
 
 
+def _mse(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    with torch.no_grad():
+        weight = model.weight.to(torch.float32)
+        return float(torch.nn.functional.mse_loss(x @ weight.t(), y))
+
+
 def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, make_scaler: Callable[..., Any] | None,
                   root: Path | None = None) -> dict[str, Json]:
     """Train the demo's tiny-target linear regression in fp16 autocast; report the losses.
@@ -212,7 +267,9 @@ def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, ma
         return None
 
     outcome = guarded(train, root)
-    return {**outcome, "losses": losses}
+    final_loss = guarded(lambda: _mse(model, x, y), root)  # measured here, not from amp_step's return value
+    final = final_loss.get("ok", math.nan)
+    return {**outcome, "losses": losses, "final_loss": final}
 
 
 # --------------------------------------------------------------------------- delegation
@@ -246,7 +303,8 @@ def run_delegation_probe(make_scaler: Callable[..., Any], root: Path | None = No
 
 def _amp_step_and_scaler(args: dict[str, Json], submission: Submission) -> tuple[Callable[..., Any], Callable[..., Any]]:
     amp_step = submission.attribute("amp_step")
-    make_scaler = torch_scaler if args.get("scaler") == "torch" else submission.attribute("loss_scaler")
+    chosen = args.get("scaler")
+    make_scaler = {"torch": torch_scaler, "contract": ContractScaler}.get(chosen) or submission.attribute("loss_scaler")
     return amp_step, make_scaler
 
 

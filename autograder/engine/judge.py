@@ -171,6 +171,14 @@ class _Collector:
         self.names = {getattr(item, "originalname", item.name) for item in items}
 
 
+def _labelled(case: Outcome) -> str:
+    """A failed case's message, prefixed with its parameters ("[float16] ...") unless it already names them."""
+    if "[" not in case.case:
+        return case.message
+    label = case.case.split("[", 1)[1].rstrip("]")
+    return case.message if case.message.startswith(label) else f"[{label}] {case.message}"
+
+
 def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...]) -> tuple[list[Row], str]:
     """Rubric rows from outcomes: per-case partial credit, gates applied; and the staff log."""
     rows: list[Row] = []
@@ -185,9 +193,9 @@ def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...]) -> tuple[list
         messages = []
         for case in cases:
             if not case.passed:
-                label = f"[{case.case.split('[', 1)[1].rstrip(']')}] " if "[" in case.case else ""
-                if case.message not in messages:
-                    messages.append(label + case.message)
+                text = _labelled(case)
+                if text not in messages:
+                    messages.append(text)
                 if case.internal:
                     staff.append(f"{case.case}:\n{case.internal}")
         rows.append(Row(item, round(item.points * passed / len(cases), 4), "\n\n".join(messages),

@@ -1,0 +1,257 @@
+"""One check per graded behaviour of ``ToyLossScaler``, shared by the public and the hidden suite.
+
+A rubric row is one behaviour.  Its public test (in ``checks/test_public_scaler.py``)
+and its hidden test (same function name, in the grader's hidden suite) call the same
+check here with different inputs, so the public checks show every concept once and
+the hidden tests only vary inputs and sizes.
+
+Each check looks only at the observations of its own behaviour (one cause, one
+deduction): update-rule checks judge each update from the scaler's own previous
+(scale, tracker); the state check compares what was saved with what was restored;
+metamorphic checks (one backoff per update, lists and tuples) compare the scaler with
+itself; only :func:`matches_torch` (the differential row) compares everything with
+``torch.amp.GradScaler``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from checks import expect, scenarios
+
+Json = Any
+
+
+def _run(student: Any, args: dict[str, Json]) -> list[Json]:
+    return student.run("scaler_ops", args)
+
+
+# --------------------------------------------------------------------------- update rule
+
+
+def backoff(student: Any, kwargs: dict[str, Json], runs: Sequence[Sequence[int]], opts: int) -> None:
+    """After an iteration in which an optimizer overflowed: scale * backoff_factor (float32), tracker 0."""
+    args, found_inf = scenarios.runs_args(kwargs, runs, opts)
+    scenarios.check_update_rule(args, _run(student, args), kwargs, found_inf, overflowing=True,
+                                what="After an iteration with inf/NaN in any optimizer's gradients, update() must "
+                                     "multiply the scale by backoff_factor (rounded to float32) and reset the "
+                                     "growth tracker to 0.")
+
+
+def growth(student: Any, kwargs: dict[str, Json], runs: Sequence[Sequence[int]], opts: int) -> None:
+    """After a clean iteration: tracker + 1, or growth (and tracker 0) when that reaches growth_interval."""
+    args, found_inf = scenarios.runs_args(kwargs, runs, opts)
+    scenarios.check_update_rule(args, _run(student, args), kwargs, found_inf, overflowing=False,
+                                what="After a clean iteration, update() must add 1 to the growth tracker; when that "
+                                     "makes it equal to growth_interval, multiply the scale by growth_factor "
+                                     "(rounded to float32) and reset the tracker to 0.")
+
+
+def _float32_product(before: float, after: float, factors: Sequence[float]) -> float | None:
+    """The float32-rounded product ``before * f`` that ``after`` approximates (to 1e-7, more than float32's
+    rounding error of 6e-8 but less than any other rule's), if any."""
+    for factor in factors:
+        exact = before * factor
+        if math.isfinite(exact) and math.isclose(after, exact, rel_tol=1e-7):
+            return scenarios.float32(exact)
+    return None
+
+
+def float32_rounding(student: Any, kwargs: dict[str, Json], overflows: Sequence[bool]) -> None:
+    """Every scale held is a float32 value: init_scale rounded, each new scale the rounded float64 product."""
+    args, found_inf = scenarios.runs_args(kwargs, [[0] if o else [] for o in overflows], 1)
+    results = _run(student, args)
+    what = ("The scale is a float32 value: init_scale is rounded to float32, and each new scale is the float64 "
+            "product scale * factor rounded to float32 (as torch stores it).")
+    expect.no_errors(args, results, what)
+    first_index, first = scenarios.observations(args, results)[0]
+    init = float(kwargs["init_scale"])
+    if math.isclose(first["ok"]["scale"], init, rel_tol=1e-6) and first["ok"]["scale"] != scenarios.float32(init):
+        expect.mismatch(args, first_index, f"print {scenarios.float32(init)!r} 0", first, what=what)
+    factors = (kwargs.get("growth_factor", 2.0), kwargs.get("backoff_factor", 0.5))
+    for index, before, _, result in scenarios.transitions(args, results, found_inf):
+        old, new = float(before["scale"]), float(result["ok"]["scale"])
+        if new == old:
+            continue
+        rounded = _float32_product(old, new, factors)
+        if rounded is not None and new != rounded:
+            expect.mismatch(args, index, f"print {rounded!r} {result['ok']['tracker']}", result,
+                            what=what + f"\n(The observation before this update() printed {old!r}.)")
+
+
+def no_growth_to_inf(student: Any, kwargs: dict[str, Json], iterations: int) -> None:
+    """A growth whose float32 result would be inf is skipped: the scale stays as it was."""
+    args, found_inf = scenarios.runs_args(kwargs, [[]] * iterations, 1)
+    results = _run(student, args)
+    what = "A growth that would overflow float32 must be skipped: the scale stays as it was (finite)."
+    expect.no_errors(args, results, what)
+    growth_factor = kwargs.get("growth_factor", 2.0)
+    for index, before, _, result in scenarios.transitions(args, results, found_inf):
+        old = float(before["scale"])
+        if not math.isfinite(scenarios.float32(old * growth_factor)) and result["ok"]["scale"] != old:
+            expect.mismatch(args, index, f"print {old!r} {result['ok']['tracker']}", result,
+                            what=what + f"\n(The observation before this update() printed {old!r}.)")
+
+
+def new_scale_keeps_tracker(student: Any, kwargs: dict[str, Json], clean: int, new_scale: float,
+                            after: Sequence[bool]) -> None:
+    """update(new_scale): scale = float32(new_scale), tracker unchanged; the next iteration starts fresh."""
+    args = scenarios.run_args({**kwargs, "growth_interval": 1000}, [False] * clean)
+    sizes = [scenarios.param_sizes(args["world"], 0)]
+    args["ops"] += [{"op": "observe"}] + scenarios.iteration_ops(1, [], sizes)[:-2]
+    args["ops"] += [{"op": "update", "new_scale": new_scale}, {"op": "observe"}]
+    for overflow in after:  # the next iterations must run: update(new_scale) clears the per-optimizer state
+        args["ops"] += scenarios.iteration_ops(1, [0] if overflow else [], sizes)
+    results = _run(student, args)
+    what = ("update(new_scale) sets the scale to new_scale (rounded to float32), leaves the growth tracker alone "
+            "and, like every update(), lets the next iteration start fresh.")
+    expect.no_errors(args, results, what)
+    seen = scenarios.observations(args, results)
+    position = next(i for i, (index, _) in enumerate(seen) if args["ops"][index - 1].get("new_scale") is not None)
+    before, (index, result) = seen[position - 1][1]["ok"], seen[position]
+    want = {"scale": scenarios.float32(new_scale), "tracker": before["tracker"]}
+    if not expect.close(want, result["ok"]):
+        expect.mismatch(args, index, f"print {want['scale']!r} {want['tracker']}", result,
+                        what=what + f"\n(The observation before this update printed {before['scale']!r} "
+                                    f"{before['tracker']}.)")
+
+
+def one_backoff_per_update(student: Any, opts: int, bad_params: int, special: float) -> None:
+    """However many gradients and optimizers overflow, one update() acts as for a single overflow."""
+    def scenario(optimizers: int, bad: int) -> dict[str, Json]:
+        # every gradient overflows, so that where a scaler looks for inf/NaN does not matter here
+        w = scenarios.world([[[1] * bad]] * optimizers)
+        grads = [[special]] * bad
+        ops: list[dict[str, Json]] = [{"op": "new", "kwargs": {"init_scale": 1024.0}}]
+        ops += [{"op": "grads", "opt": opt, "values": grads} for opt in range(optimizers)]
+        ops += [{"op": "step", "opt": opt} for opt in range(optimizers)] + [{"op": "update"}, {"op": "observe"}]
+        return {"world": w, "ops": ops}
+
+    single, many = scenario(1, 1), scenario(opts, bad_params)
+    what = (f"One update() backs off once however many gradients overflow: with {bad_params} overflowing "
+            f"gradient(s) in each of {opts} optimizer(s) the scale and tracker must be what they are with a "
+            "single overflowing gradient in a single optimizer.")
+    single_results, many_results = _run(student, single), _run(student, many)
+    expect.no_errors(single, single_results, what)
+    expect.no_errors(many, many_results, what)
+    want = single_results[-1]["ok"]
+    if not expect.close(want, many_results[-1]["ok"]):
+        expect.mismatch(many, len(many["ops"]) - 1, f"print {want['scale']!r} {want['tracker']} (what it prints "
+                        f"with one overflowing gradient:\n{expect.snippet(single)}\n)", many_results[-1], what=what)
+
+
+# --------------------------------------------------------------------------- the other behaviours
+
+
+def matches_torch(student: Any, scenario: dict[str, Json], powers_of_two: bool) -> None:
+    """The differential check: the same observations as torch.amp.GradScaler('cpu'), step() results included."""
+    expected, got = scenarios.torch_results(scenario), _run(student, scenario)
+    what = ("Your scaler must behave exactly like torch.amp.GradScaler('cpu') on this run: the same scale, "
+            "tracker and skipped steps (exactly for power-of-two factors, to 1e-6 otherwise), parameters to 1e-6.")
+    expect.check_results(scenario, expected, got, rel=0.0 if powers_of_two else 1e-6, only=["observe", "step"], what=what)
+    expect.check_results(scenario, expected, got, rel=1e-6, what=what)
+
+
+def overflow_detection(student: Any, scale: float, grads: list[Json]) -> None:
+    """inf, -inf and NaN anywhere are found, in the gradients as they are before unscaling; finite values are not.
+
+    Observed through update(): with the default growth_interval a clean iteration leaves the scale
+    alone and an overflowing one changes it, whatever step() and the backoff arithmetic do.
+    """
+    args = {"world": scenarios.world([[[len(g) for g in grads]]]),
+            "ops": [{"op": "new", "kwargs": {"init_scale": scale}}, {"op": "grads", "opt": 0, "values": grads},
+                    {"op": "step", "opt": 0}, {"op": "update"}, {"op": "observe"}]}
+    expected, got = scenarios.torch_results(args), _run(student, args)
+    what = ("unscale_()/step() must find inf/NaN exactly when a gradient, as it is before unscaling, holds +inf, -inf "
+            "or NaN anywhere (finite values, however large, and finite values that only overflow once multiplied "
+            "by 1/scale, do not count); update() then backs off, and otherwise leaves the scale alone.")
+    expect.no_errors(args, got, what)
+    found = expected[-1]["ok"]["scale"] != scenarios.float32(scale)
+    if (got[-1]["ok"]["scale"] != scenarios.float32(scale)) != found:
+        want = expected[-1]["ok"]
+        expect.mismatch(args, len(args["ops"]) - 1, f"print {want['scale']!r} {want['tracker']} (the gradients "
+                        f"{'hold' if found else 'hold no'} inf/NaN)", got[-1], what=what)
+
+
+def misuse(student: Any, calls: Sequence[str]) -> None:
+    """The second of two calls that the contract forbids raises RuntimeError; the first runs."""
+    ops: list[dict[str, Json]] = [{"op": "new", "kwargs": {}}, {"op": "grads", "opt": 0, "values": [[1.0, 2.0]]}]
+    ops += [{"op": kind, "opt": 0} if kind != "update" else {"op": "update"} for kind in calls]
+    args = {"world": scenarios.world([[[2]]]), "ops": ops}
+    results = _run(student, args)
+    what = f"{' then '.join(calls)}: the last call must raise RuntimeError, the ones before it must not."
+    expect.no_errors(args, results[:-1], what)
+    if not expect.raised(results[-1], "RuntimeError"):
+        expect.mismatch(args, len(ops) - 1, "raise RuntimeError", results[-1], what=what, step_return=False)
+
+
+def float16_rejected(student: Any, values: list[float]) -> None:
+    """unscale_() raises ValueError for float16 gradients and changes nothing: a second try raises it again."""
+    w = scenarios.world([[[len(values)]]])
+    w["optimizers"][0]["dtype"] = "float16"  # as after model.half()
+    grads = {"op": "grads", "opt": 0, "values": [values], "dtype": "float16"}
+    args = {"world": w, "ops": [{"op": "new", "kwargs": {}}, grads, {"op": "unscale_", "opt": 0},
+                                {"op": "grads_of", "opt": 0}, {"op": "unscale_", "opt": 0}]}
+    expect.check_results(args, scenarios.torch_results(args), _run(student, args),
+                         what="unscale_() must raise ValueError for float16 gradients, leaving them and the "
+                              "scaler as they were (so trying again raises ValueError again).")
+
+
+def lists_and_tuples(student: Any, values: list[float], container: str) -> None:
+    """scale() of a list/tuple returns the same container type holding scale() of each item."""
+    items = [{"op": "scale", "values": [v], "dtype": "float16"} for v in values]
+    args = {"world": scenarios.world([[[1]]]),
+            "ops": [{"op": "new", "kwargs": {"init_scale": 4096.0}}, *items,
+                    {"op": "scale", "values": values, "dtype": "float16", "container": container}]}
+    results = _run(student, args)
+    what = f"scale() of a {container} must return a {container} holding what scale() returns for each item."
+    expect.no_errors(args, results, what)
+    singles = [r["ok"]["items"][0] for r in results[1:-1]]
+    want = {"ok": {"container": container, "items": singles}}
+    if not expect.close(want["ok"], results[-1]["ok"]):
+        expect.mismatch(args, len(args["ops"]) - 1, expect.shown(args["ops"][-1], want).replace("prints", "print", 1),
+                        results[-1], what=what)
+
+
+def state_round_trip(student: Any, kwargs: dict[str, Json], overflows: Sequence[bool]) -> None:
+    """state_dict() has torch's keys and values; load_state_dict() restores a saved state (yours or torch's)."""
+    args = scenarios.run_args(kwargs, overflows)
+    args["ops"].append({"op": "state_dict"})
+    saved = _run(student, args)
+    what = ("state_dict() returns torch's five keys; a new scaler that loads it (with load_state_dict) returns the "
+            "same state_dict() and the same scale and tracker.")
+    expect.no_errors(args, saved, what)
+    own = saved[-1]["ok"]
+    reference = scenarios.torch_results(args)[-1]["ok"]
+    if not isinstance(own, dict) or sorted(own) != sorted(reference):
+        expect.mismatch(args, len(args["ops"]) - 1, f"print a dict with the keys {sorted(reference)}", saved[-1],
+                        what=what)
+    for state, source in ((own, "your scaler"), (reference, "torch.amp.GradScaler")):
+        restore = {"world": args["world"],
+                   "ops": [{"op": "new", "kwargs": {}}, {"op": "load_state_dict", "state": dict(state)},
+                           {"op": "state_dict"}, {"op": "observe"}]}
+        results = _run(student, restore)
+        expect.no_errors(restore, results, what)
+        state = {**state, "scale": scenarios.float32(float(state["scale"]))}  # loading rounds it (row 1.7 grades that)
+        want = {"state_dict": state, "observe": {"scale": state["scale"], "tracker": state["_growth_tracker"]}}
+        for index, op in enumerate(restore["ops"]):
+            if op["op"] in want and not expect.close(want[op["op"]], results[index]["ok"]):
+                expect.mismatch(restore, index, expect.shown(op, {"ok": want[op["op"]]}).replace("prints", "print", 1),
+                                results[index], what=f"{what} (The state loaded here was saved by {source}.)")
+
+
+def defaults(student: Any) -> None:
+    """The constructor's defaults are torch's: 2**16, 2.0, 0.5, 2000 (read from state_dict() and the scale)."""
+    args = {"world": scenarios.world([[[2]]]),
+            "ops": [{"op": "new", "kwargs": {}}, {"op": "observe"}, {"op": "state_dict"}]}
+    expected, got = scenarios.torch_results(args), _run(student, args)
+    what = ("ToyLossScaler() must have torch's defaults: init_scale=2**16, growth_factor=2.0, backoff_factor=0.5, "
+            "growth_interval=2000.")
+    expect.no_errors(args, got, what)
+    expect.check_results(args, expected, got, only=["observe"], what=what)
+    saved, reference = got[-1]["ok"], expected[-1]["ok"]
+    if isinstance(saved, dict):  # only the keys it has: the key names are row 1.16's
+        want = {key: reference[key] for key in saved if key in reference}
+        if not expect.close(want, {key: saved[key] for key in want}):
+            expect.mismatch(args, 2, f"print a state_dict() with {want}", got[-1], what=what)
