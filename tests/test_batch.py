@@ -61,6 +61,10 @@ def copy_contract(source: Path, target: Path, files: tuple[str, ...] = CONTRACT)
     return target
 
 
+#: The mixed batch holds a submission that exits and hangs on purpose (the OS layers' job, not the rules').
+BATCH_ENV = {"AMP_STATIC_RULES": "off", "AMP_RUNTIME_GUARD": "off"}
+
+
 def grade(*args: object, env: dict[str, str] | None = None, timeout: float = 400) -> subprocess.CompletedProcess[str]:
     """Run ``python -m autograder grade ARGS`` like a TA would (stdout not a terminal)."""
     return subprocess.run([sys.executable, "-m", "autograder", "grade", *map(str, args)], cwd=ROOT,
@@ -93,9 +97,11 @@ def batch_inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     copy_contract(ASSIGNMENT, mixed / "skeleton")
     broken = copy_contract(SOLUTIONS, mixed / "broken", ("amp_step.py", "answers.py"))
     (broken / "loss_scaler.py").write_text("class ToyLossScaler(:\n    pass\n")
-    hostile = copy_contract(SOLUTIONS, mixed / "hostile", ("loss_scaler.py",))
+    # A process that exits and one that hangs.  answers.py is never run (it is parsed), and the static rules and
+    # the runtime guard would refuse os._exit: this batch runs with both off (see BATCH_ENV).
+    hostile = copy_contract(SOLUTIONS, mixed / "hostile", ("answers.py",))
+    (hostile / "loss_scaler.py").write_text("import os\nprint('bye')\nos._exit(3)\n")
     (hostile / "amp_step.py").write_text("while True:\n    pass\n")
-    (hostile / "answers.py").write_text("import os\nprint('bye')\nos._exit(3)\n")
     copy_contract(SOLUTIONS, mixed / "nested" / "homework" / "src")
     (mixed / "nested" / "notes.txt").write_text("not a submission file\n")
     with zipfile.ZipFile(mixed / "zipped.zip", "w") as bundle:
@@ -118,7 +124,7 @@ BATCH_FLAGS = ("--jobs", "2", "--import-timeout", "3")
 def graded(batch_inputs: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The mixed batch graded once, uninterrupted: (OUT, stdout)."""
     out = tmp_path_factory.mktemp("batch-out") / "out"
-    done = grade(*batch_inputs, "--out", out, *BATCH_FLAGS)
+    done = grade(*batch_inputs, "--out", out, *BATCH_FLAGS, env=BATCH_ENV)
     assert done.returncode == 0, done.stdout + done.stderr
     return out, done.stdout
 
@@ -137,7 +143,7 @@ def test_mixed_folder_gives_the_expected_gradebook(graded: tuple[Path, str]) -> 
     assert score["skeleton"] == score["submission_101"] == 0
     assert score["garbage"] == 0
     assert score["submission_102"] == QUICK_POINTS  # only answers.py, all right
-    assert score["hostile"] == SCALER_POINTS  # its hanging amp_step and exiting answers cost only their tests
+    assert score["hostile"] == QUICK_POINTS  # its exiting loss_scaler and hanging amp_step cost only their tests
     broken = next(row for row in rows if row["submission"] == "broken")
     assert QUICK_POINTS <= score["broken"] < TOP
     for item in rubric.ITEMS:
@@ -209,7 +215,7 @@ def test_rerun_grades_nothing_and_gives_identical_files(graded: tuple[Path, str]
     out = graded[0]
     before = {name: (out / name).read_bytes() for name in ("gradebook.csv", "summary.json", "summary.md",
                                                           "score_histogram.png")}
-    again = grade(*batch_inputs, "--out", out, *BATCH_FLAGS, timeout=120)
+    again = grade(*batch_inputs, "--out", out, *BATCH_FLAGS, env=BATCH_ENV, timeout=120)
     assert again.returncode == 0, again.stderr
     assert "9 submission(s): 9 already graded, 0 to grade." in again.stdout
     assert {name: (out / name).read_bytes() for name in before} == before
@@ -219,7 +225,7 @@ def test_kill_9_mid_run_then_resume_gives_the_same_gradebook(graded: tuple[Path,
                                                              tmp_path: Path) -> None:
     out = tmp_path / "out"
     process = subprocess.Popen([sys.executable, "-m", "autograder", "grade", *map(str, batch_inputs), "--out", str(out),
-                                *BATCH_FLAGS], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                                *BATCH_FLAGS], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **BATCH_ENV},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     while ledger_count(out / "ledger.sqlite") < 1:
@@ -237,7 +243,7 @@ def test_kill_9_mid_run_then_resume_gives_the_same_gradebook(graded: tuple[Path,
         time.sleep(0.2)
     assert not _processes_mentioning(str(out))
 
-    resumed = grade(*batch_inputs, "--out", out, *BATCH_FLAGS)
+    resumed = grade(*batch_inputs, "--out", out, *BATCH_FLAGS, env=BATCH_ENV)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     first_line = resumed.stdout.splitlines()[0]
     already = int(first_line.split(": ")[1].split(" already")[0])

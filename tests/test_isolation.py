@@ -76,14 +76,20 @@ def grade_as(mode: str, paths: list[Path], out: Path, *extra: str, env: dict[str
                 os.chown(item, NOBODY, NOBODY)
     command = MODES[mode] + [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
                              "--jobs", "1", *(extra or ("--no-progress",))]
-    # These submissions probe the layers behind the static rules (checks/rules.py would refuse their imports
-    # before they run; tests/test_forgery.py covers that): the rules are off here.
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "AMP_STATIC_RULES": "off", **(env or {})}
+    # These submissions probe the OS layers (the static rules and the runtime guard would refuse their imports and
+    # calls first; tests/test_forgery.py covers those): both are off here.
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "AMP_STATIC_RULES": "off", "AMP_RUNTIME_GUARD": "off",
+                   **(env or {})}
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=environment)
 
 
 def results_of(out: Path, name: str) -> dict[str, Any]:
     return json.loads((out / name / "results.json").read_text())
+
+
+def shown(results: dict[str, Any]) -> str:
+    """Everything a results.json shows: what student code prints during a test sits in that test's row."""
+    return "\n".join([results["output"], *(str(test.get("output", "")) for test in results["tests"])])
 
 
 def submission(folder: Path, patches: dict[str, str]) -> Path:
@@ -204,7 +210,7 @@ def test_confinement_holds_in_every_mode(mode: str, workspace: Path) -> None:
     key = int(uuid.uuid4().hex[:7], 16)
     listener = Listener()
     secret = ROOT / "autograder" / "hidden" / "test_hidden_scaler.py"
-    probe = submission(tmp_path / "probe", {"answers.py": PROBE.format(port=listener.port, secret=str(secret),
+    probe = submission(tmp_path / "probe", {"loss_scaler.py": PROBE.format(port=listener.port, secret=str(secret),
                                                                        key=key, token=token)})
     try:
         done = grade_as(mode, [probe], tmp_path / "out")
@@ -213,9 +219,9 @@ def test_confinement_holds_in_every_mode(mode: str, workspace: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     assert "\x1b" not in done.stdout
     results = results_of(tmp_path / "out", "probe")
-    reports = [json.loads(line[len("PROBE "):]) for line in results["output"].splitlines()
+    reports = [json.loads(line[len("PROBE "):]) for line in shown(results).splitlines()
                if line.startswith("PROBE ")]
-    assert reports, results["output"][-2000:]
+    assert reports, shown(results)[-2000:]
     report = reports[0]
     assert listener.accepted == 0 and report["net"] != "connected"  # no network
     assert isinstance(report["read"], str), "a hidden test file was readable"  # grader files unreadable
@@ -344,11 +350,11 @@ def test_huge_scratch_writes_are_capped(mode: str, tmp_path: Path) -> None:
     reason = _skip_reason(mode)
     if reason:
         pytest.skip(reason)
-    hoarder = submission(tmp_path / "hoarder", {"answers.py": HOARDER})
+    hoarder = submission(tmp_path / "hoarder", {"loss_scaler.py": HOARDER})
     done = grade_as(mode, [hoarder], tmp_path / "out")
     assert done.returncode == 0, done.stderr[-3000:]
     results = results_of(tmp_path / "out", "hoarder")
-    written = [int(line.split()[1]) for line in results["output"].splitlines() if line.startswith("HOARDED ")]
+    written = [int(line.split()[1]) for line in shown(results).splitlines() if line.startswith("HOARDED ")]
     if mode == "root":  # a size-capped tmpfs: writes fail at the cap
         assert written and max(written) <= confine.SCRATCH_BYTES
     else:  # the guard stops the process soon after the cap
@@ -387,14 +393,13 @@ def test_staged_submissions_stay_private_with_tmpdir_elsewhere(tmp_path: Path) -
             marker = f"SECRET-MARKER-{k}-{uuid.uuid4().hex[:6]}"
             other = f"SECRET-MARKER-{1 - k}-"
             spy = TMP_SPY.format(pattern=f"{tmpdir}/amp-submission-*/loss_scaler.py", marker=other)
-            folder = submission(tmp_path / "batch" / f"s{k}", {"loss_scaler.py": f"\n# {marker}\n",
-                                                               "answers.py": spy})
+            folder = submission(tmp_path / "batch" / f"s{k}", {"loss_scaler.py": f"\n# {marker}\n" + spy})
             names.append(folder.name)
         done = grade_as("root", [tmp_path / "batch"], tmp_path / "out", "--jobs", "2", env={"TMPDIR": str(tmpdir)})
         assert done.returncode == 0, done.stderr[-3000:]
         for name in names:
             results = results_of(tmp_path / "out", name)
-            assert "FOUND" not in results["output"]
+            assert "FOUND" not in shown(results)
             assert results["score"] == 90
         assert not list(tmpdir.glob("amp-submission-*"))  # cleaned up
     finally:

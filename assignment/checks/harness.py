@@ -346,7 +346,10 @@ def run_scaler_ops(args: dict[str, Json], make_scaler: Callable[..., Any], root:
 def read_answers(submission: Submission) -> dict[str, Json]:
     """The Quick Check answers, read as literal data from answers.py (never imported, never run)."""
     path = submission.root / CONTRACT_FILES["answers"]
-    source = path.read_bytes().decode("utf-8", errors="replace") if path.is_file() else None
+    try:
+        source = path.read_bytes()[: 2**20].decode("utf-8") if path.is_file() else None
+    except UnicodeDecodeError as exc:
+        raise SubmissionFault(f"{path.name} is not valid UTF-8 text (byte {exc.start}): save it as UTF-8.") from None
     return rules.parse_answers(source)
 
 

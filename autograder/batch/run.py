@@ -47,7 +47,7 @@ from autograder.batch.pools import GraderFault, LocalPool, SlurmPool, UsageError
 GRADER_FOLDERS = (ROOT / "autograder" / "engine",)
 GRADER_FILES = (ROOT / "autograder" / "batch" / "worker.py",)
 GRADER_ENV = ("AMP_HIDDEN_VISIBILITY", "AMP_GPU_POINTS", "AMP_PUBLIC_TESTS", "AMP_HIDDEN_TESTS", "AMP_SANDBOX_LIMITS",
-              "AMP_STATIC_RULES")
+              "AMP_STATIC_RULES", "AMP_RUNTIME_GUARD", "AMP_HIDDEN_EXAMPLES")
 
 @dataclass
 class Options:

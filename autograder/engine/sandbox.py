@@ -58,6 +58,7 @@ SCENARIO_NEEDS = {
 }
 MAX_REPLY_BYTES = 16 * 2**20
 RULES_ENV = "AMP_STATIC_RULES"
+GUARD_ENV = "AMP_RUNTIME_GUARD"
 OUTPUT_KEEP_BYTES = 7 * 1024  # with the "more bytes not shown" notice, within results.OUTPUT_LIMIT
 
 
@@ -123,9 +124,12 @@ class SandboxRunner:
         self.uid = uid if uid is not None or os.geteuid() != 0 else 61000 + os.getpid() % 4000
         # Off only to test the layers behind the static rules (the project's hostile suite): AMP_STATIC_RULES=off.
         self.static_rules = static_rules if static_rules is not None else os.environ.get(RULES_ENV, "").lower() != "off"
+        # Off only to test the OS layers by themselves (tests/test_hostile.py, tests/test_isolation.py).
+        self.runtime_guard = os.environ.get(GUARD_ENV, "").lower() != "off"
         self.import_faults: dict[str, str] = {}
         self.output: dict[str, bytearray] = {}
         self.output_total = 0
+        self.output_dropped: dict[str, int] = {}  # test case -> bytes printed beyond what is kept
         self.started = time.monotonic()
         self._scratch = Path(tempfile.mkdtemp(prefix="amp-scratch-"))
         self._processes: dict[tuple[str, ...], _StudentProcess] = {}
@@ -168,7 +172,7 @@ class SandboxRunner:
         reply_r, reply_w = os.pipe()
         output_r, output_w = os.pipe()
         request = SpawnRequest(str(self.submission), str(self._scratch), modules, self.uid, self.hide, self.limits,
-                               self.static_rules, self.device_access)
+                               self.static_rules, self.device_access, self.runtime_guard)
         pid = self.zygote.spawn(request, [request_r, reply_w, output_w])
         for fd in (request_r, reply_w, output_w):
             os.close(fd)
@@ -254,6 +258,8 @@ class SandboxRunner:
             room = OUTPUT_KEEP_BYTES - len(sink)
             if room > 0:
                 sink.extend(chunk[:room])
+            if len(chunk) > room:
+                self.output_dropped[self._test] = self.output_dropped.get(self._test, 0) + len(chunk) - max(room, 0)
 
     def _read(self, process: _StudentProcess, timeout: float) -> dict[str, Any] | None:
         """Next reply line, or None on timeout / end of stream (then ``process.pid`` tells which).
@@ -417,7 +423,7 @@ class SandboxRunner:
     def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
         """Run ``scenario`` in a student process; raise SubmissionFault if it cannot, or if the reply is malformed."""
         if scenario == "answers":  # never run: read as literal data
-            return rules.parse_answers(self.source("answers"))
+            return harness.read_answers(harness.Submission(self.submission, enforce_rules=False))
         needed = self.needs(scenario, args)
         blocked = self._blocked(needed)
         if blocked:
@@ -489,9 +495,6 @@ class SandboxRunner:
 
     def output_by_test(self) -> dict[str, str]:
         """What the student's code printed during each test (node id -> text; "" before any test)."""
-        return {test: bytes(data).decode("utf-8", errors="replace") for test, data in self.output.items() if data}
-
-    def captured_output(self) -> str:
-        text = "".join(self.output_by_test().values())
-        extra = self.output_total - sum(len(data) for data in self.output.values())
-        return text + (f"\n… ({extra} more bytes of output not shown)" if extra > 0 else "")
+        return {test: bytes(data).decode("utf-8", errors="replace")
+                + (f"\n… ({self.output_dropped[test]} more bytes of output not shown)" if test in self.output_dropped else "")
+                for test, data in self.output.items() if data}

@@ -105,6 +105,7 @@ class SpawnRequest:
     limits: Limits = field(default_factory=Limits)
     static_rules: bool = True
     device: DeviceAccess | None = None  # a GPU student process (see DeviceAccess)
+    runtime_guard: bool = True  # off only to test the OS layers alone (AMP_RUNTIME_GUARD=off)
 
 
 # --------------------------------------------------------------------------- inside the child
@@ -236,8 +237,9 @@ def _child_main(request: SpawnRequest, fds: list[int]) -> None:
             del sys.modules[name]  # student code cannot simply import and patch the harness we run
         if "loss_scaler" in request.modules:
             guard.refuse_reference_scaler(harness.DELEGATION_REFUSALS)
-        harness.set_trusted_section(guard.install(request.submission, request.scratch,
-                                                  device.keep if device else ()))
+        if request.runtime_guard:
+            harness.set_trusted_section(guard.install(request.submission, request.scratch,
+                                                      device.keep if device else ()))
         submission = harness.Submission(Path(request.submission), enforce_rules=request.static_rules)
         for name in request.modules:
             try:

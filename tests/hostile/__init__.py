@@ -262,12 +262,6 @@ print(f"HIDDEN-SEARCH found={len(_FOUND)} checked={_checked}")
 _text = " ".join(_d.decode("utf-8", "replace") for _d in _FOUND.values())
 '''
 
-HIDDEN_SEARCH_ANSWERS = '''
-_chunks = [_text[i:i + 90] for i in range(0, 360, 90)] if _text else []
-Q1 = "B"
-Q2, Q3, Q4, Q5 = (_chunks + [None] * 4)[:4]
-'''
-
 PATCH_HARNESS = '''
 import importlib as _importlib, sys as _sys
 _report = []
@@ -609,19 +603,20 @@ def memory_bomb_in_amp_step(kit: Kit) -> Case:
 
 @case
 def fork_bomb_at_import(kit: Kit) -> Case:
-    return kit.folder(kit.solution(answers=at_import(kit.answers, FORK_BOMB)), full=SCALER + AMP, zero=QUICK,
-                      score=80.0, messages={"3.1": "did not finish within"})
+    return kit.folder(kit.solution(loss_scaler=at_import(kit.scaler, FORK_BOMB)), full=AMP + QUICK, zero=SCALER,
+                      score=40.0, messages={"1.1": "did not finish within"})
 
 
 @case
 def print_100mb(kit: Kit) -> Case:
-    return kit.folder(kit.solution(answers=at_import(kit.answers, PRINT_FLOOD)), score=90.0,
+    return kit.folder(kit.solution(loss_scaler=at_import(kit.scaler, PRINT_FLOOD)), score=90.0,
                       notes=("more bytes of output not shown",))
 
 
 @case
 def pipe_garbage(kit: Kit) -> Case:
-    return kit.folder({"answers.py": at_import(kit.answers, PIPE_GARBAGE)}, max_score=10.0, zero=SCALER + AMP)
+    return kit.folder({"loss_scaler.py": at_import(kit.scaler, PIPE_GARBAGE), "answers.py": kit.answers},
+                      max_score=10.0, zero=SCALER + AMP)
 
 
 # -- escapes: writing outside, reading the hidden tests, patching the grader, the network, daemons
@@ -631,13 +626,15 @@ def fake_results(kit: Kit) -> Case:
     ctx = kit.ctx
     code = FAKE_RESULTS.format(marker=f"FAKE-{ctx.token}", out=ctx.out, name=kit.name, token=ctx.token, root=ROOT,
                                canary=ctx.canary)
-    return kit.folder({"answers.py": at_import(kit.answers, code)}, score=10.0, full=QUICK, zero=SCALER + AMP)
+    return kit.folder({"loss_scaler.py": at_import(kit.scaler, code), "answers.py": kit.answers}, max_score=60.0,
+                      full=QUICK, zero=AMP)
 
 
 @case
 def hidden_search(kit: Kit) -> Case:
-    return kit.folder({"answers.py": at_import(kit.answers, HIDDEN_SEARCH) + HIDDEN_SEARCH_ANSWERS}, score=2.0,
-                      full=("3.1",), zero=("3.2", "3.3", "3.4", "3.5"), notes=("HIDDEN-SEARCH found=0",))
+    return kit.folder({"loss_scaler.py": at_import(kit.scaler, HIDDEN_SEARCH),
+                       "answers.py": 'Q1 = "B"\n'}, score=52.0, full=("3.1",) + SCALER, zero=("3.2", "3.3", "3.4", "3.5"),
+                      notes=("HIDDEN-SEARCH found=0",))
 
 
 @case
@@ -673,14 +670,16 @@ def patch_torch(kit: Kit) -> Case:
 
 @case
 def patch_pytest_hypothesis(kit: Kit) -> Case:
-    return kit.folder(kit.solution(answers=at_import(kit.wrong_q1, PATCH_TEST_TOOLS)), score=88.0, zero=("3.1",),
+    return kit.folder(kit.solution(loss_scaler=at_import(kit.scaler, PATCH_TEST_TOOLS), answers=kit.wrong_q1),
+                      score=88.0, zero=("3.1",),
                       full=SCALER + AMP, notes=("PATCH-TOOLS",))
 
 
 @case
 def network(kit: Kit) -> Case:
     code = NETWORK.format(token=kit.ctx.token, port=kit.ctx.port, unix_name=kit.ctx.unix_name)
-    return kit.folder({"answers.py": at_import(kit.answers, code)}, score=10.0, full=QUICK, notes=("NETWORK",),
+    return kit.folder({"loss_scaler.py": at_import(kit.scaler, code), "answers.py": kit.answers}, score=60.0,
+                      full=QUICK + SCALER, notes=("NETWORK",),
                       output_lacks=("localhost: ok", "abstract: ok", "internet: ok", "dns: ok"))
 
 
