@@ -1,10 +1,13 @@
-"""Batch grading speed: N synthetic submissions graded with ``--jobs 2``, against a naive baseline.
+"""Batch grading speed: N realistic submissions graded with ``--jobs 2``, against a naive baseline.
 
-Generates N submissions (a mix of correct, buggy, crashing and hanging ones), grades
-them with ``python -m autograder grade DIR --jobs 2`` and prints submissions per minute,
-the per-submission overhead beyond test time, and the ratio against a naive baseline
-measured in the same run: a fresh ``python -m autograder grade ONE`` process per
-submission, sequential, on a subset with the same mix.  Extrapolates to 500.
+The mix is what a course sees (issue 13): 60 % correct or nearly correct (the reference and
+the catalogue's correct variants), 37 % catalogue bugs (tests/catalogue, each bug in turn),
+2 % crashing and 1 % hanging submissions.  They are graded with
+``python -m autograder grade DIR --jobs 2`` (the call plan on, as in any batch of more than a
+few submissions per worker) and the run prints submissions per minute, the per-submission
+overhead beyond test time, the ratio against a naive baseline measured in the same run (a
+fresh ``python -m autograder grade ONE`` process per submission, sequential, on a subset with
+the same mix), and extrapolations to 500 and 2,000 submissions.
 
 Hanging submissions run into the per-call limit: the whole run uses short limits
 (``--call-timeout 3 --submission-timeout 15``) so that they cost seconds, not minutes.
@@ -13,7 +16,7 @@ Then times the similarity report (``python -m autograder similarity``) on 500 di
 submissions (goal: under 60 s on 2 cores), against copydetect's one-pair-at-a-time
 ``compare_files`` measured on a subset in the same run and extrapolated by the number of pairs.
 
-    python benchmarks/batch_speed.py [--n 40] [--jobs 2] [--naive 8] [--similarity-n 500] [--keep DIR]
+    python benchmarks/batch_speed.py [--n 100] [--jobs 2] [--naive 8] [--similarity-n 500] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -37,42 +40,44 @@ ASSIGNMENT = ROOT / "assignment"
 CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
 LIMITS = ("--call-timeout", "3", "--submission-timeout", "15")
 #: (kind, share of the batch); the order is also the order of the naive subset's picks
-MIX = (("correct", 0.50), ("buggy", 0.30), ("crashing", 0.125), ("hanging", 0.075))
-GOAL_SECONDS, GOAL_N = 600, 500
+MIX = (("correct", 0.60), ("buggy", 0.37), ("crashing", 0.02), ("hanging", 0.01))
+GOAL_SECONDS, GOAL_N, LARGE_N = 600, 500, 2000
 SIMILARITY_GOAL_SECONDS = 60
 VARIANTS = ROOT / "tests" / "catalogue" / "variants"
 
 
+def _catalogue() -> object:
+    sys.path.insert(0, str(ROOT / "tests" / "catalogue"))
+    import catalogue
+
+    return catalogue
+
+
 def _write(folder: Path, kind: str, k: int) -> None:
-    folder.mkdir(parents=True)
-    for name in CONTRACT:
-        shutil.copy(SOLUTIONS / name, folder / name)
-    amp = folder / "amp_step.py"
-    scaler = folder / "loss_scaler.py"
-    if kind == "buggy":
-        variant = k % 3
-        if variant == 0:  # gradients accumulate across steps
-            amp.write_text(amp.read_text().replace("optimizer.zero_grad(set_to_none=True)", "pass"))
-        elif variant == 1:  # wrong backoff
-            scaler.write_text(scaler.read_text().replace("self._scale * self._backoff_factor", "self._scale * 0.25"))
-        else:  # Quick Check not done, amp_step not started
-            shutil.copy(ASSIGNMENT / "answers.py", folder / "answers.py")
-            shutil.copy(ASSIGNMENT / "amp_step.py", amp)
-    elif kind == "crashing":
-        if k % 2:
-            amp.write_text(amp.read_text() + "\n\ndef amp_step(*args, **kwargs):\n    import ctypes\n"
-                           "    ctypes.string_at(0)  # segfault\n")
+    catalogue = _catalogue()
+    if kind in ("correct", "buggy"):
+        entries = [e for e in catalogue.ENTRIES if e.kind == ("variant" if kind == "correct" else "bug")]
+        if kind == "correct" and k % 3 == 0:  # a third hand in the reference itself
+            folder.mkdir(parents=True)
+            for name in CONTRACT:
+                shutil.copy(SOLUTIONS / name, folder / name)
         else:
-            scaler.write_text(scaler.read_text() + "\n\ndef _exit(self, *args, **kwargs):\n    import os\n"
-                              "    os._exit(3)\n\n\nToyLossScaler.update = _exit\n")
-    elif kind == "hanging":
-        amp.write_text(amp.read_text() + "\n\ndef amp_step(*args, **kwargs):\n    while True:\n        pass\n")
+            catalogue.materialize(entries[k % len(entries)], folder)
+    else:
+        folder.mkdir(parents=True)
+        for name in CONTRACT:
+            shutil.copy(SOLUTIONS / name, folder / name)
+        amp = folder / "amp_step.py"
+        if kind == "crashing":  # the static rules refuse os._exit: the file is not run (as in production)
+            amp.write_text(amp.read_text() + "\n\nimport os\nos._exit(3)\n")
+        else:
+            amp.write_text(amp.read_text() + "\n\ndef amp_step(*args, **kwargs):\n    while True:\n        pass\n")
     (folder / "answers.py").write_text((folder / "answers.py").read_text() + f"\n# student {k}\n")
 
 
 def generate(folder: Path, n: int) -> dict[str, str]:
     """N submissions named s000..; returns name -> kind."""
-    counts = {kind: int(round(share * n)) for kind, share in MIX}
+    counts = {kind: max(1, int(round(share * n))) for kind, share in MIX}
     counts["correct"] += n - sum(counts.values())
     kinds = [kind for kind, _ in MIX for _ in range(counts[kind])]
     # interleave kinds so that the batch is not sorted by difficulty
@@ -152,7 +157,7 @@ def similarity_speed(work: Path, n: int, subset: int = 40) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=40, help="synthetic submissions (default 40)")
+    parser.add_argument("--n", type=int, default=100, help="submissions (default 100)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--naive", type=int, default=8, help="submissions in the naive baseline's subset (default 8)")
     parser.add_argument("--keep", type=Path, help="keep the submissions and outputs in this folder")
@@ -210,7 +215,10 @@ def main() -> int:
     projected = per_sub_wall * GOAL_N
     verdict = "meets" if projected <= GOAL_SECONDS else "misses"
     print(f"extrapolated to {GOAL_N}: {projected / 60:.1f} min with --jobs {args.jobs} ({verdict} the goal of "
-          f"{GOAL_SECONDS // 60} min); naive: {naive_per_sub * GOAL_N / 60:.1f} min")
+          f"{GOAL_SECONDS // 60} min, i.e. {60 * GOAL_N / GOAL_SECONDS:.0f}/min); naive: "
+          f"{naive_per_sub * GOAL_N / 60:.1f} min")
+    print(f"extrapolated to {LARGE_N}: {per_sub_wall * LARGE_N / 60:.1f} min with --jobs {args.jobs}; naive: "
+          f"{naive_per_sub * LARGE_N / 60:.1f} min")
     similarity_speed(work, args.similarity_n)
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (other work on the machine slows every number above)")
     if not args.keep:
