@@ -1,65 +1,99 @@
 """Grading time per submission against the floor of starting Python and importing torch.
 
-Both are measured in the same run, pinned to one core, as the median of a few
-repeats (machines here are shared and noisy: read the ratio, not the seconds).
+Measured in the same run, pinned to one core, as the median of a few repeats (machines
+here are shared and noisy: read the ratios, not the seconds):
 
-    python benchmarks/grading_speed.py [--repeats 3] [--submission solutions]
+* **floor**: ``python -c "import torch"``;
+* **Gradescope, correct**: the real entry point (``run_autograder``'s command) in a fresh
+  ``/autograder`` layout built from ``dist``'s zip (call plan included), grading solutions/;
+  goal <= 2x the floor;
+* **Gradescope, buggy**: the same for three catalogue bugs (goal <= 3x);
+* **student's loop**: ``python -m pytest`` in ``assignment/`` on the solution (goal <= 2.5x).
+
+    python benchmarks/grading_speed.py [--repeats 3] [--bugs growth_off_by_one backoff_divides nan_ignored]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+BUGS = ("growth_off_by_one", "backoff_divides", "nan_ignored")
+GOALS = {"gradescope, correct": 2.0, "gradescope, buggy": 3.0, "student pytest": 2.5}
 
 
-def timed(command: list[str], core: int | None, env: dict[str, str] | None = None) -> float:
+def timed(command: list[str], core: int | None, cwd: Path = ROOT, env: dict[str, str] | None = None) -> float:
     def pin() -> None:
         if core is not None:
             os.sched_setaffinity(0, {core})
 
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, preexec_fn=pin,
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, preexec_fn=pin,
                           env={**os.environ, **(env or {})})
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
-        sys.exit(f"command failed: {' '.join(command)}\n{done.stderr[-2000:]}")
+        sys.exit(f"command failed: {' '.join(command)}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     return elapsed
+
+
+def gradescope_layout(bundle: Path, submission: Path, root: Path) -> Path:
+    """A fresh /autograder: source/ from the zip, submission/ with the contract files."""
+    with zipfile.ZipFile(bundle) as archive:
+        archive.extractall(root / "source")
+    (root / "submission").mkdir(parents=True)
+    for name in ("loss_scaler.py", "amp_step.py", "answers.py"):
+        if (submission / name).is_file():
+            (root / "submission" / name).write_bytes((submission / name).read_bytes())
+    return root
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--submission", type=Path, default=ROOT / "solutions")
+    parser.add_argument("--bugs", nargs="*", default=list(BUGS))
     parser.add_argument("--all-cores", action="store_true", help="do not pin to one core")
     args = parser.parse_args()
     core = None if args.all_cores else min(os.sched_getaffinity(0))
-    floor, gradescope, cli = [], [], []
-    for _ in range(args.repeats):
-        floor.append(timed([sys.executable, "-c", "import torch"], core))
-        with tempfile.TemporaryDirectory() as root:  # a fresh /autograder layout, as on Gradescope
-            shutil.copytree(args.submission, Path(root) / "submission",
-                            ignore=shutil.ignore_patterns("__pycache__", "*.md", "checks", "*.ini", "*.ipynb"))
-            gradescope.append(timed([sys.executable, "-m", "autograder.packaging.gradescope", "run"], core,
-                                    {"AUTOGRADER_ROOT": root}))
-        with tempfile.TemporaryDirectory() as out:  # fresh: the batch ledger would skip a graded submission
-            cli.append(timed([sys.executable, "-m", "autograder", "grade", str(args.submission),
-                              "--out", out, "--jobs", "1", "--no-progress"], core))
-    f, g, c = statistics.median(floor), statistics.median(gradescope), statistics.median(cli)
+    sys.path.insert(0, str(ROOT / "tests" / "catalogue"))
+    import catalogue
+
+    with tempfile.TemporaryDirectory() as work:
+        work_path = Path(work)
+        bundle = work_path / "autograder.zip"
+        subprocess.run([sys.executable, "-m", "autograder.packaging.gradescope", "--out", str(bundle)], cwd=ROOT,
+                       check=True, capture_output=True)
+        bugs = [catalogue.materialize(next(e for e in catalogue.ENTRIES if e.name == name), work_path / name)
+                for name in args.bugs]
+        times: dict[str, list[float]] = {"floor": [], "gradescope, correct": [], "gradescope, buggy": [],
+                                         "student pytest": []}
+        for repeat in range(args.repeats):
+            times["floor"].append(timed([sys.executable, "-c", "import torch"], core))
+            for label, submission in [("gradescope, correct", ROOT / "solutions")] + [
+                    ("gradescope, buggy", bug) for bug in bugs]:
+                root = gradescope_layout(bundle, submission, work_path / f"gs-{repeat}-{submission.name}")
+                times[label].append(timed([sys.executable, "-m", "autograder.packaging.gradescope", "run"], core,
+                                          cwd=root / "source", env={"AUTOGRADER_ROOT": str(root)}))
+            times["student pytest"].append(timed([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], core,
+                                                 cwd=ROOT / "assignment",
+                                                 env={"AMP_SUBMISSION": str(ROOT / "solutions")}))
+    floor = statistics.median(times["floor"])
     where = "all cores" if core is None else f"core {core}"
-    print(f"pinned to: {where}; repeats: {args.repeats} (median)")
-    print(f"floor       python -c 'import torch'                    {f:6.2f} s")
-    print(f"gradescope  one submission, full suite, judge + sandbox {g:6.2f} s   ratio {g / f:4.2f}x  (goal <= 3x)")
-    print(f"cli         python -m autograder grade (+ gradebook,    {c:6.2f} s   ratio {c / f:4.2f}x")
-    print("            summary, histogram, worker process)")
+    print(f"pinned to: {where}; repeats: {args.repeats} (median); buggy = {', '.join(args.bugs)}; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    label = 'floor  python -c "import torch"'
+    print(f"{label:48} {floor:6.2f} s")
+    for label, goal in GOALS.items():
+        value = statistics.median(times[label])
+        verdict = "meets" if value / floor <= goal else "misses"
+        print(f"{label:48} {value:6.2f} s   ratio {value / floor:4.2f}x  (goal <= {goal:g}x: {verdict})")
     return 0
 
 
