@@ -122,8 +122,12 @@ def _amp_probe(_args: dict[str, Json], reply: Json) -> str | None:
 
 
 def _underflow(_args: dict[str, Json], reply: Json) -> str | None:
-    found = _outcome(reply, {"losses"})
-    return found or (None if _floats(reply.get("losses")) else "a list of losses of the wrong shape")
+    found = _outcome(reply, {"losses", "final_loss"})
+    if found:
+        return found
+    if not _floats(reply.get("losses")) or not (reply.get("final_loss") is None or _is_float(reply["final_loss"])):
+        return "a list of losses of the wrong shape"
+    return None
 
 
 def _delegation(_args: dict[str, Json], reply: Json) -> str | None:

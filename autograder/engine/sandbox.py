@@ -56,6 +56,8 @@ SCENARIO_NEEDS = {
     "gpu_scaler_ops": ("loss_scaler",),
     "gpu_preflight": (),
 }
+#: ``args["scaler"]`` values of Task 2 scenarios that use torch's scaler (checks/probes.py), not loss_scaler.py.
+TORCH_SCALERS = ("torch", "contract")
 MAX_REPLY_BYTES = 16 * 2**20
 RULES_ENV = "AMP_STATIC_RULES"
 GUARD_ENV = "AMP_RUNTIME_GUARD"
@@ -312,7 +314,7 @@ class SandboxRunner:
 
     def needs(self, scenario: str, args: dict[str, Any]) -> tuple[str, ...]:
         needed = SCENARIO_NEEDS[scenario]
-        if scenario in ("amp_probe", "underflow") and args.get("scaler") != "torch":
+        if scenario in ("amp_probe", "underflow") and args.get("scaler") not in TORCH_SCALERS:
             needed += ("loss_scaler",)
         return tuple(name for name in IMPORT_ORDER if name in needed)
 
