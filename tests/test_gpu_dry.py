@@ -160,7 +160,7 @@ def test_gpu_checks_skip_with_a_reason_without_cuda() -> None:
 
 def test_zygote_preloads_the_gpu_scenarios() -> None:
     """(That nothing touches CUDA before the fork: tests/test_gpu_faults.py.)"""
-    code = ("from autograder import sandbox\nfrom checks import registry\n"
+    code = ("from autograder.engine import sandbox\nfrom checks import registry\n"
             "assert registry.registered('gpu_speed') and registry.registered('amp_probe')\n"
             "assert set(sandbox.SCENARIO_NEEDS) >= {'gpu_speed', 'gpu_underflow', 'gpu_scaler_ops', 'gpu_preflight'}\n")
     done = run("-c", code, env={"PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'assignment'}"})

@@ -129,6 +129,7 @@ class SandboxRunner:
         # Off only to test the OS layers by themselves (tests/test_hostile.py, tests/test_isolation.py).
         self.runtime_guard = os.environ.get(GUARD_ENV, "").lower() != "off"
         self.import_faults: dict[str, str] = {}
+        self._rule_faults: dict[str, str | None] = {}  # contract module -> rule violations (None: none)
         self.output: dict[str, bytearray] = {}
         self.output_total = 0
         self.output_dropped: dict[str, int] = {}  # test case -> bytes printed beyond what is kept
@@ -319,15 +320,22 @@ class SandboxRunner:
         return tuple(name for name in IMPORT_ORDER if name in needed)
 
     def rule_fault(self, module: str) -> str | None:
-        """Why ``module``'s file may not run (the static rules), or None; read here, never executed."""
-        if not self.static_rules or module in self.import_faults:
-            return self.import_faults.get(module)
-        filename = harness.CONTRACT_FILES[module]
-        source = self.source(module)
-        violations = rules.check_source(source, filename) if source is not None else []
-        if violations:
-            self.import_faults[module] = rules.explain(filename, violations)
-        return self.import_faults.get(module)
+        """Why ``module``'s file may not run under the static rules, or None (read here, never executed).
+
+        Only rule violations: a file that failed to import is :attr:`import_faults`' business.
+        """
+        if not self.static_rules:
+            return None
+        if module not in self._rule_faults:
+            filename = harness.CONTRACT_FILES[module]
+            source = self.source(module)
+            violations = rules.check_source(source, filename) if source is not None else []
+            self._rule_faults[module] = rules.explain(filename, violations) if violations else None
+        return self._rule_faults[module]
+
+    def _file_fault(self, module: str) -> str | None:
+        """Why a call needing ``module`` cannot run: its rule violations, else its import fault."""
+        return self.rule_fault(module) or self.import_faults.get(module)
 
     def _blocked(self, needed: tuple[str, ...]) -> tuple[str, str] | None:
         """(limit kind or "", message) when a call needing ``needed`` fails before it runs, else None:
@@ -337,7 +345,7 @@ class SandboxRunner:
         if self._budget_left() <= 0:
             return budget.TIME_LIMIT, budget.used_up_message(self.limits.submission_seconds)
         for name in needed:
-            fault = self.rule_fault(name)
+            fault = self._file_fault(name)
             if fault:
                 return self._import_limit.get(name, ""), fault
             if self.hangs.get(name, 0) >= self.limits.hangs_per_module:
