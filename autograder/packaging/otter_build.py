@@ -268,7 +268,8 @@ def build(out: Path) -> Path:
         subprocess.run(command, cwd=stage, check=True, env=otter_env())
     with zipfile.ZipFile(out, "a") as bundle:  # the plugin, importable by run_otter.py from the zip's root
         _add(bundle, "autograder/__init__.py", b'"""The otter plugin of the AMP homework\'s autograder."""\n')
-        _add(bundle, "autograder/packaging/otter_plugin.py", (ROOT / "autograder" / "otter_plugin.py").read_bytes())
+        _add(bundle, "autograder/packaging/__init__.py", b"")
+        _add(bundle, "autograder/packaging/otter_plugin.py", Path(__file__).with_name("otter_plugin.py").read_bytes())
     return out
 
 
