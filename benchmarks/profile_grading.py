@@ -1,16 +1,19 @@
 """Where one submission's grading time goes: start-up, student calls, reference, hypothesis, pytest, results.
 
-Grades a correct submission and a buggy one (catalogue bugs) in this process, the way a batch
+Grades a correct submission and buggy ones (catalogue bugs) in this process, the way a batch
 worker does, with light instrumentation:
 
 * **start-up**: ``import torch`` and the sandbox zygote (paid once per worker);
-* **student calls**: wall time inside ``SandboxRunner.run`` (round trips to the student process,
-  including process starts and the student's own work);
+* **batched calls**: the call plan's round trips (``SandboxRunner.prefetch``, one per test case);
+* **student calls**: wall time inside ``SandboxRunner.run`` made live (round trips to the student
+  process, including process starts and the student's own work);
 * **reference**: wall time inside the judge's reference runs (``scenarios.torch_results``);
 * **pytest**: collection and hook overhead (pytest's own time outside test bodies);
 * **hypothesis + test bodies**: the rest of the test time (example generation, shrinking, assertions);
 * **results**: building and serialising results.json.
 
+Each submission is graded twice: every test live (the path before the call plan, and the one a
+single CLI grading without a plan takes) and with the call plan (batch workers, Gradescope).
 Shares are what to read (machines here are shared and noisy).  ``make profile``.
 """
 
@@ -30,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "assignment"), str(ROOT / "tests" / "catalogue")]
 
 started = time.perf_counter()
-import torch  # noqa: E402
+import torch  # noqa: E402,F401 - timed: the floor every grading process pays
 
 TORCH_IMPORT_S = time.perf_counter() - started
 
@@ -69,8 +72,8 @@ class Clock:
         setattr(owner, name, timed)
 
 
-def grade_profiled(folder: Path, clock: Clock) -> dict[str, float]:
-    from autograder.engine import judge, results
+def grade_profiled(folder: Path, clock: Clock, call_plan: object = None) -> dict[str, float]:
+    from autograder.engine import plan, results
 
     test_time: list[float] = []
 
@@ -84,12 +87,12 @@ def grade_profiled(folder: Path, clock: Clock) -> dict[str, float]:
             test_time.append(time.perf_counter() - begin)
 
     runner = sandbox.SandboxRunner(folder)
-    base = {label: clock.seconds[label] for label in ("student calls", "reference")}
+    base = {label: clock.seconds[label] for label in ("student calls", "reference", "batched calls")}
     original_main = pytest.main
     pytest.main = lambda args, plugins=(): original_main(args, plugins=[*plugins, Timer()])  # type: ignore[assignment]
     begin = time.perf_counter()
     try:
-        report = judge.grade_staged(runner)
+        report = plan.grade_with_plan(runner, call_plan)
     finally:
         pytest.main = original_main  # type: ignore[assignment]
         runner.close()
@@ -97,11 +100,12 @@ def grade_profiled(folder: Path, clock: Clock) -> dict[str, float]:
     begin = time.perf_counter()
     json.dumps(results.gradescope_results(report, folder.name))
     written = time.perf_counter() - begin
-    calls = clock.seconds["student calls"] - base["student calls"]
+    batched = clock.seconds["batched calls"] - base["batched calls"]
+    live = clock.seconds["student calls"] - base["student calls"] - batched  # (answers run inside a batch)
     reference = clock.seconds["reference"] - base["reference"]
     tests = sum(test_time)
-    return {"score": report.score, "student calls": calls, "reference": reference,
-            "hypothesis + test bodies": max(tests - calls - reference, 0.0), "pytest": judged - tests,
+    return {"score": report.score, "batched calls": batched, "student calls": max(live, 0.0), "reference": reference,
+            "hypothesis + test bodies": max(tests - live - reference, 0.0), "pytest": max(judged - tests - batched, 0.0),
             "results": written, "total": judged + written}
 
 
@@ -116,24 +120,35 @@ def main() -> int:
     from checks import scenarios
 
     clock.wrap(sandbox.SandboxRunner, "run", "student calls")
+    clock.wrap(sandbox.SandboxRunner, "prefetch", "batched calls")
     clock.wrap(scenarios, "torch_results", "reference")
     import catalogue
 
+    from autograder.engine import plan
+
+    begin = time.perf_counter()
+    call_plan = plan.record()
+    record_s = time.perf_counter() - begin
+    profiles: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        profiles = {"correct (solutions/)": grade_profiled(ROOT / "solutions", clock)}
+        folders = {"correct (solutions/)": ROOT / "solutions"}
         for name in args.bugs:
             entry = next((e for e in catalogue.ENTRIES if e.name == name), None)
             if entry is None:
                 print(f"(no catalogue entry {name!r}; skipped)")
                 continue
-            profiles[f"buggy ({name})"] = grade_profiled(catalogue.materialize(entry, Path(tmp) / name), clock)
-    print(f"start-up (once per worker): import torch {TORCH_IMPORT_S:.2f} s, zygote {zygote_s:.2f} s")
-    labels = ("student calls", "reference", "hypothesis + test bodies", "pytest", "results")
-    print(f"{'submission':34} {'score':>6} {'total s':>8}  " + "  ".join(f"{label:>24}" for label in labels))
+            folders[f"buggy ({name})"] = catalogue.materialize(entry, Path(tmp) / name)
+        for label, folder in folders.items():
+            profiles[f"{label}, every test live"] = grade_profiled(folder, clock)
+            profiles[f"{label}, call plan"] = grade_profiled(folder, clock, call_plan)
+    print(f"start-up (once per worker): import torch {TORCH_IMPORT_S:.2f} s, zygote {zygote_s:.2f} s, "
+          f"recording the call plan {record_s:.2f} s")
+    labels = ("batched calls", "student calls", "reference", "hypothesis + test bodies", "pytest", "results")
+    print(f"{'submission':52} {'score':>6} {'total s':>8}  " + "  ".join(f"{label:>24}" for label in labels))
     for name, profile in profiles.items():
         total = profile["total"]
         shares = "  ".join(f"{profile[label]:7.2f} s {100 * profile[label] / total:5.1f} %{'':7}" for label in labels)
-        print(f"{name:34} {profile['score']:6g} {total:8.2f}  {shares}")
+        print(f"{name:52} {profile['score']:6g} {total:8.2f}  {shares}")
     return 0
 
 
