@@ -462,8 +462,11 @@ class SandboxRunner:
         store = self._prefetched.setdefault(self._test, {})
         groups: dict[tuple[str, ...], list[int]] = {}
         for index, (scenario, args, _timeout) in enumerate(calls):
-            if scenario == "answers":
-                answers[index] = _canonical({"ok": self.run(scenario, args)})
+            if scenario == "answers":  # read here, not run: a fault (not UTF-8) is the test's to report
+                try:
+                    answers[index] = _canonical({"ok": self.run(scenario, args)})
+                except harness.SubmissionFault as exc:
+                    answers[index] = _canonical({"fault": str(exc)})
             else:
                 groups.setdefault(self.needs(scenario, args), []).append(index)
         for needed, indices in groups.items():

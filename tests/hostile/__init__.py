@@ -31,7 +31,7 @@ FILES = ("loss_scaler.py", "amp_step.py", "answers.py")
 
 SCALER = tuple(f"1.{i}" for i in range(1, 17))
 AMP = tuple(f"2.{i}" for i in range(1, 11))
-AMP_TORCH_SCALER = tuple(f"2.{i}" for i in range(1, 9))  # amp_step tests that run with torch's scaler only
+AMP_TORCH_SCALER = tuple(f"2.{i}" for i in range(1, 11))  # every amp_step test runs with torch's scaler
 QUICK = tuple(f"3.{i}" for i in range(1, 6))
 
 
@@ -548,27 +548,27 @@ LOOP = "while True:\n    pass"
 
 # -- faults in the student process: the other tests must still score
 
-#: The most a scaler that crashes in step() can earn: Task 1's constructor/scale/unscale rows, the amp_step rows
-#: that use torch's scaler (2.9 has two torch-scaler cases out of three) and the Quick Check.
-TORCH_SCALER_SHARE = 47.0 + 1 / 3
+#: The most a scaler that crashes in step() can earn: Task 1's constructor/scale/unscale rows (1.1-1.3), all of
+#: Task 2 (its tests run with torch's scaler) and the Quick Check.
+TORCH_SCALER_SHARE = 9.0 + 30.0 + 10.0
 
 @case
 def loop_at_import(kit: Kit) -> Case:
     return kit.folder(kit.solution(loss_scaler=at_import(kit.scaler, LOOP)), full=AMP_TORCH_SCALER + QUICK,
-                      zero=SCALER + ("2.10",), messages={"1.2": "did not finish within"})
+                      zero=SCALER, messages={"1.2": "did not finish within"})
 
 
 @case
 def loop_in_update(kit: Kit) -> Case:
     return kit.folder(kit.solution(loss_scaler=kit.in_update(LOOP)), full=AMP_TORCH_SCALER + QUICK,
-                      zero=tuple(f"1.{i}" for i in range(4, 14)) + ("1.16", "2.10"), max_score=47.0,
+                      zero=tuple(f"1.{i}" for i in range(4, 14)) + ("1.16",), max_score=52.0,  # 90 - those rows
                       messages={"1.5": "did not finish within"}, max_seconds=120)
 
 
 @case
 def os_exit_at_import(kit: Kit) -> Case:
     return kit.folder(kit.solution(loss_scaler=at_import(kit.scaler, "import os\nos._exit(0)")),
-                      full=AMP_TORCH_SCALER + QUICK, zero=SCALER + ("2.10",), messages={"1.2": "ended the process"})
+                      full=AMP_TORCH_SCALER + QUICK, zero=SCALER, messages={"1.2": "ended the process"})
 
 
 @case
@@ -640,7 +640,7 @@ def hidden_search(kit: Kit) -> Case:
 @case
 def patch_harness(kit: Kit) -> Case:
     files = {"loss_scaler.py": at_import(STUB_SCALER, PATCH_HARNESS), "amp_step.py": kit.amp, "answers.py": kit.answers}
-    return kit.folder(files, zero=SCALER + ("2.10",), full=AMP_TORCH_SCALER + QUICK, notes=("PATCH-HARNESS",),
+    return kit.folder(files, zero=SCALER, full=AMP_TORCH_SCALER + QUICK, notes=("PATCH-HARNESS",),
                       output_lacks=(": patched",))
 
 
