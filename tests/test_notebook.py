@@ -110,7 +110,8 @@ def test_checks_fail_before_and_pass_after_the_solution(built: dict[str, Any], t
     assert set(checks) == {"q_scaler", "q_amp_step"}  # Task 3 has no public check
     for question, text in checks.items():
         assert "❌" in text and "All test cases passed" not in text, (question, text[:2000])
-        assert "NotImplementedError" in text, (question, text[:2000])
+        # (otter shows the first lines of each failure here, now the runnable snippet; that the skeleton's
+        # failures name its NotImplementedError is asserted on the full text in tests/test_public_checks.py)
 
     after = _execute(built["solution"], tmp_path / "solution")
     for question, text in _checks(after).items():
