@@ -508,6 +508,7 @@ class SandboxRunner:
 
     def output_by_test(self) -> dict[str, str]:
         """What the student's code printed during each test (node id -> text; "" before any test)."""
-        return {test: bytes(data).decode("utf-8", errors="replace")
+        staged = str(Path(self.submission).resolve())  # a temporary folder: its name would differ on every run
+        return {test: bytes(data).decode("utf-8", errors="replace").replace(staged, "<your submission>")
                 + (f"\n… ({self.output_dropped[test]} more bytes of output not shown)" if test in self.output_dropped else "")
                 for test, data in self.output.items() if data}

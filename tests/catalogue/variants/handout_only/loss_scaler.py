@@ -1,12 +1,12 @@
 """ToyLossScaler written from the handout's contract alone (assignment/README.md, Task 1).
 
-Another style: float32 rounding through ctypes, per-optimizer bookkeeping in two small
+Another style: float32 rounding through struct (the handout's rules allow struct, not ctypes), per-optimizer bookkeeping in two small
 dicts of strings and flags, inf/NaN found with one torch.stack, unscaling with a Python
 float, errors raised from small helper checks.
 """
 
-import ctypes
 import math
+import struct
 
 import torch
 
@@ -14,7 +14,10 @@ F32_MAX = 3.4028234663852886e38
 
 
 def f32(x):
-    return ctypes.c_float(x).value
+    try:
+        return struct.unpack("f", struct.pack("f", x))[0]
+    except OverflowError:  # beyond float32's range: inf, as a float32 cast gives
+        return math.copysign(math.inf, x)
 
 
 def _number(x):
