@@ -101,10 +101,10 @@ def grade_profiled(folder: Path, clock: Clock, call_plan: object = None) -> dict
     json.dumps(results.gradescope_results(report, folder.name))
     written = time.perf_counter() - begin
     batched = clock.seconds["batched calls"] - base["batched calls"]
-    live = clock.seconds["student calls"] - base["student calls"] - batched  # (answers run inside a batch)
+    live = clock.seconds["student calls"] - base["student calls"]
     reference = clock.seconds["reference"] - base["reference"]
     tests = sum(test_time)
-    return {"score": report.score, "batched calls": batched, "student calls": max(live, 0.0), "reference": reference,
+    return {"score": report.score, "batched calls": batched, "student calls": live, "reference": reference,
             "hypothesis + test bodies": max(tests - live - reference, 0.0), "pytest": max(judged - tests - batched, 0.0),
             "results": written, "total": judged + written}
 
