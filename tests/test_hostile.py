@@ -16,6 +16,9 @@ zips itself).
 
 Needs root on Linux: only then does the sandbox drop to a separate uid, which both the
 isolation and these checks rely on.
+
+Why one file of ~440 lines: the hostile runs are graded once (a module fixture) and every check
+reads them.
 """
 
 from __future__ import annotations

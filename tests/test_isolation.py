@@ -3,6 +3,9 @@ without CAP_SYS_ADMIN), an unprivileged user, concurrent batches; and every path
 
 The confinement runs are few and representative (one probing submission per mode), not the
 whole hostile suite again: each costs one short grading run.
+
+Why one file of ~620 lines: every test here drives the same grader run in the same modes (root,
+Docker's capabilities, unprivileged) with shared probes.
 """
 
 from __future__ import annotations

@@ -24,6 +24,10 @@ Fork safety: nothing here touches CUDA at import time.  The sandbox's zygote
 preloads this module and forks student processes from it; a process that initialised
 CUDA before forking cannot use it in the child.  Only torch and the standard library
 are imported (no pytest), as for the harness.
+
+Why one file of ~520 lines: it is everything the student process runs for the GPU part (preflight,
+timed runs, underflow, dry mode), preloaded into the zygote as one module; splitting it would add
+modules the sandbox must preload and keep in step.
 """
 
 from __future__ import annotations

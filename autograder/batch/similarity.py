@@ -23,6 +23,9 @@ at a time (about a millisecond each: minutes for 500 submissions), so :func:`all
 computes the same numbers for all pairs at once with numpy; a test checks that both agree.
 k-gram hashes are a fixed polynomial hash (Python's ``hash`` is salted per process), so the
 same submissions give the same report.
+
+Why one file of ~400 lines: fingerprinting, pair scores, threshold and report rows form one pipeline
+over the same arrays.
 """
 
 from __future__ import annotations

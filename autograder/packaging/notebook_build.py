@@ -22,6 +22,9 @@ cell ids are made deterministic, and the result is written to ``assignment/``.
 
 ``--master PATH`` and ``--solution PATH`` also keep the master and otter's solution
 notebook (not shipped; the tests execute the solution notebook).
+
+Why one file of ~430 lines: it is one generator (the otter-assign master notebook, cell by cell,
+from the handout and the solutions); its parts share the cell builders and only make sense in order.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ To look at the submissions by hand::
 
     .venv/bin/python tests/catalogue/catalogue.py materialize /tmp/catalogue
     .venv/bin/python -m autograder grade /tmp/catalogue/* --out /tmp/catalogue-grades
+
+Why one file of ~570 lines: it is data, one entry per bug or variant, grouped by the behaviour they
+break; a reader scans it as a table.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ in order); the :class:`Case` it returns says what grading must produce: ``full``
 ``zero`` list rubric numbers that must score all / none of their points, ``score`` is
 the exact total where it is known and ``max_score`` an upper bound ("no unearned
 points").  A case with ``known_hole`` documents an attack the grader cannot stop.
+
+Why one file of ~850 lines: it is data, the hostile payloads and their cases side by side, so each
+expectation sits next to the code it is about.
 """
 
 from __future__ import annotations
