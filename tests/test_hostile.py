@@ -40,6 +40,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402
+from conftest import shown  # noqa: E402
 
 ROOT = hostile.ROOT
 LIMITS = {"call_seconds": 2, "import_seconds": 4, "max_call_seconds": 4}  # legit calls take < 0.3 s here
@@ -334,17 +335,11 @@ def check_result(graded: Graded, case: hostile.Case, result: dict[str, Any]) -> 
         assert tests[number]["score"] == 0, f"{number} earned {tests[number]['score']}"
     for number, text in case.messages.items():
         assert text in tests[number]["output"], f"{number}: {tests[number]['output'][:500]}"
-    printed = everything_shown(result)
+    printed = shown(result)
     for text in case.notes:
         assert text in printed, printed[:2000]
     for text in case.output_lacks:
         assert text not in printed, printed[:2000]
-
-
-def everything_shown(result: dict[str, Any]) -> str:
-    """The top-level output and every row's: what student code prints during a hidden test is shown with
-    that test's row (after the due date), not at the top level (see judge.route_output)."""
-    return "\n".join([result["output"], *(str(test.get("output", "")) for test in result["tests"])])
 
 
 def hostile_rubric() -> tuple[Any, ...]:
@@ -404,7 +399,7 @@ def test_hidden_tests_never_reach_results_or_gradebook(graded: Graded) -> None:
                   if path.is_file() and path.suffix in (".csv", ".md", ".json") and path.name != "results.json"]
     leaked = sorted({marker for marker in markers for text in texts if marker in text})
     assert leaked == []
-    assert "HIDDEN-SEARCH found=0" in everything_shown(graded.results["hidden_search"])
+    assert "HIDDEN-SEARCH found=0" in shown(graded.results["hidden_search"])
 
 
 def _strings(value: Any) -> list[str]:
@@ -427,7 +422,7 @@ def test_hidden_search_payload_finds_hidden_tests_outside_the_sandbox() -> None:
 
 def test_network_is_unreachable(graded: Graded) -> None:
     assert graded.network == [], graded.network
-    output = everything_shown(graded.results["network"])
+    output = shown(graded.results["network"])
     assert "tcp-localhost:" in output and "tcp-localhost: ok" not in output
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from autograder.engine import budget, confine, escape, intake
-from conftest import ROOT
+from conftest import ROOT, shown
 
 SOLUTIONS = ROOT / "solutions"
 FILES = ("loss_scaler.py", "amp_step.py", "answers.py")
@@ -88,11 +88,6 @@ def grade_as(mode: str, paths: list[Path], out: Path, *extra: str, env: dict[str
 
 def results_of(out: Path, name: str) -> dict[str, Any]:
     return json.loads((out / name / "results.json").read_text())
-
-
-def shown(results: dict[str, Any]) -> str:
-    """Everything a results.json shows: what student code prints during a test sits in that test's row."""
-    return "\n".join([results["output"], *(str(test.get("output", "")) for test in results["tests"])])
 
 
 def submission(folder: Path, patches: dict[str, str]) -> Path:

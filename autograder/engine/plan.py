@@ -36,15 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from autograder.engine import judge, rubric
+from autograder.engine.sandbox import canonical  # the one text answers are compared by
 from autograder import ROOT
 
 PLAN_ENV = "AMP_PLAN"  # "off": grade every test in pytest, call by call (the reference path)
 SHIPPED = ROOT / "autograder" / "hidden" / "plan.json"
-
-
-def canonical(value: Any) -> str:
-    """The JSON text two answers are compared by (NaN equals NaN, key order does not matter)."""
-    return json.dumps(value, sort_keys=True, allow_nan=True)
 
 
 @dataclass

@@ -64,13 +64,13 @@ GUARD_ENV = "AMP_RUNTIME_GUARD"
 OUTPUT_KEEP_BYTES = 7 * 1024  # with the "more bytes not shown" notice, within results.OUTPUT_LIMIT
 
 
-def _canonical(value: Any) -> str:
+def canonical(value: Any) -> str:
     """JSON text replies are compared by (NaN equals NaN; key order does not matter)."""
     return json.dumps(value, sort_keys=True, allow_nan=True)
 
 
 def _call_key(scenario: str, args: dict[str, Any]) -> str:
-    return _canonical([scenario, args])
+    return canonical([scenario, args])
 
 
 class _StudentProcess:
@@ -464,9 +464,9 @@ class SandboxRunner:
         for index, (scenario, args, _timeout) in enumerate(calls):
             if scenario == "answers":  # read here, not run: a fault (not UTF-8) is the test's to report
                 try:
-                    answers[index] = _canonical({"ok": self.run(scenario, args)})
+                    answers[index] = canonical({"ok": self.run(scenario, args)})
                 except harness.SubmissionFault as exc:
-                    answers[index] = _canonical({"fault": str(exc)})
+                    answers[index] = canonical({"fault": str(exc)})
             else:
                 groups.setdefault(self.needs(scenario, args), []).append(index)
         for needed, indices in groups.items():
@@ -491,7 +491,7 @@ class SandboxRunner:
                     # A hang costs its wait once: after one, every call is made live (and budgeted as such).
                     self._prefetch_off = self._prefetch_off or bool(reply.get("lost"))
                     break
-                answers[index] = _canonical({key: reply[key] for key in ("ok", "fault") if key in reply})
+                answers[index] = canonical({key: reply[key] for key in ("ok", "fault") if key in reply})
         return answers
 
     def forget_prefetched(self, case: str) -> None:
