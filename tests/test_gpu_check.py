@@ -47,9 +47,13 @@ def test_an_unknown_dry_value_is_an_error_not_a_guess(monkeypatch: pytest.Monkey
 
 @pytest.mark.parametrize("target", ["grade-gpu", "bench-gpu", "gpu-check"])
 def test_make_passes_dry_through_the_parser(target: str) -> None:
+    # Under `make test` the parent make's MAKEFLAGS/MAKELEVEL would make this one print "Entering/Leaving
+    # directory" lines; the test reads the recipe, so it runs make as a user would, from a clean slate.
+    clean_env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+
     def command(*assignments: str) -> str:
-        done = subprocess.run(["make", "-n", target, "PY=python", *assignments], cwd=ROOT, capture_output=True,
-                              text=True, timeout=60)
+        done = subprocess.run(["make", "--no-print-directory", "-n", target, "PY=python", *assignments], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60, env=clean_env)
         assert done.returncode == 0, done.stderr
         return done.stdout.strip().splitlines()[-1]
 
