@@ -188,7 +188,45 @@ def guarded(call: Callable[[], Json], root: Path | None) -> dict[str, Json]:
 # --------------------------------------------------------------------------- scaler ops
 
 
-class RecordingSGD(torch.optim.SGD):
+def _without_dynamo_guard(method: Callable[..., Any]) -> Callable[..., Any]:
+    """The plain function under torch's ``torch._disable_dynamo`` wrapper (itself if there is none)."""
+    return getattr(method, "__wrapped__", method)
+
+
+class PlainSGD(torch.optim.SGD):
+    """``torch.optim.SGD`` with its defaults (no momentum, no weight decay), minus ``torch._dynamo``.
+
+    torch's optimizers import ``torch._dynamo`` (about 1 s, most of a check's start-up) the first
+    time ``step``, ``zero_grad`` or ``add_param_group`` runs, only to tell a compiler to keep out.
+    Nothing here is compiled, so this class calls the plain functions and takes the step itself:
+    ``p -= lr * grad`` under ``no_grad``, the very update (same op, same rounding) that torch's
+    single-tensor SGD makes for these defaults.  Anything else (momentum, ...) is refused.
+    """
+
+    add_param_group = _without_dynamo_guard(torch.optim.Optimizer.add_param_group)
+    zero_grad = _without_dynamo_guard(torch.optim.Optimizer.zero_grad)
+    state_dict = _without_dynamo_guard(torch.optim.Optimizer.state_dict)
+    load_state_dict = _without_dynamo_guard(torch.optim.Optimizer.load_state_dict)
+
+    def __init__(self, params: Any, lr: float) -> None:
+        super().__init__(params, lr=lr)
+
+    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        with torch.no_grad():
+            for group in self.param_groups:
+                if group["momentum"] or group["weight_decay"] or group["maximize"]:
+                    raise ValueError("PlainSGD only takes plain steps (no momentum, weight decay or maximize)")
+                for param in group["params"]:
+                    if param.grad is not None:
+                        param.add_(param.grad, alpha=-group["lr"])
+        return loss
+
+
+class RecordingSGD(PlainSGD):
     """SGD that records each ``step`` call and returns a recognisable token.
 
     Its bookkeeping is private (``_log``...): the static rules refuse private attributes of

@@ -14,8 +14,8 @@ from typing import Any, Callable
 import torch
 
 from checks import registry
-from checks.harness import (DELEGATION_REFUSALS, Json, RecordingSGD, Submission, guarded, run_scaler_ops, seed_cpu,
-                            tensor_values, torch_scaler)
+from checks.harness import (DELEGATION_REFUSALS, Json, PlainSGD, RecordingSGD, Submission, guarded, run_scaler_ops,
+                            seed_cpu, tensor_values, torch_scaler)
 
 
 class _BackwardProbe(torch.autograd.Function):
@@ -244,7 +244,7 @@ def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, ma
     x, y = x.to(device), y.to(device)
     model = torch.nn.Linear(d, 1, bias=False).to(device)
     torch.nn.init.zeros_(model.weight)
-    optimizer = torch.optim.SGD(model.parameters(), lr=float(args.get("lr", 0.25)))
+    optimizer = PlainSGD(model.parameters(), lr=float(args.get("lr", 0.25)))
     losses: list[float] = []
     made = guarded(lambda: make_scaler(**args.get("scaler_kwargs", {})), root) if make_scaler else {"ok": None}
     if "error" in made:

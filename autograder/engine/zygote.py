@@ -24,12 +24,14 @@
 from __future__ import annotations
 
 import ctypes
+import importlib
 import json
 import os
 import resource
 import signal
 import socket
 import sys
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -230,6 +232,7 @@ def _child_main(request: SpawnRequest, fds: list[int]) -> None:
         isolation = confine.confine(request.submission, request.scratch, namespaces,  # also a clean environment
                                     device.keep if device else (), _device_nodes() if device else ())
         sys.dont_write_bytecode = True
+        tempfile.tempdir = request.scratch  # the zygote's cached answer (/tmp) is not writable from here
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         torch.set_num_threads(1)
@@ -343,12 +346,18 @@ class Zygote:
 _ZYGOTE: Zygote | None = None
 
 
-def start_zygote() -> Zygote:
-    """Start (once per process) the zygote that forks student processes."""
+def start_zygote(import_dynamo: bool = False) -> Zygote:
+    """Start (once per process) the zygote that forks student processes.
+
+    ``import_dynamo``: import ``torch._dynamo`` (about 1 s) here, once, instead of in every student
+    process.  torch's own optimizers import it on their first step; the CPU scenarios use
+    ``checks.harness.PlainSGD``, which does not, so only the GPU part (real ``Adam``) asks for it.
+    A student process that imports it anyway still can, at its own cost.
+    """
     global _ZYGOTE
     if _ZYGOTE is None:
         torch.set_num_threads(1)
-        # The first optimizer imports torch._dynamo (1-4 s): do it once here, not in every student process.
-        torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+        if import_dynamo:
+            importlib.import_module("torch._dynamo")
         _ZYGOTE = Zygote()
     return _ZYGOTE

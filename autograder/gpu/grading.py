@@ -261,7 +261,7 @@ def cmd_grade_gpu(args: argparse.Namespace) -> int:
         from autograder.engine.sandbox import start_zygote
         from checks.gpu_reference import ReferenceProcess
 
-        start_zygote()  # before pytest (imported by the judge) and before anything touches CUDA
+        start_zygote(import_dynamo=True)  # before pytest (imported by the judge) and before anything touches CUDA
         for warning in limit_warnings():
             print(f"warning: {warning}", file=sys.stderr)
         limits = gpu_limits(**({"call_seconds": args.call_timeout} if args.call_timeout else {}))
