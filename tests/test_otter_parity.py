@@ -270,6 +270,18 @@ def test_a_missing_or_changed_bridge_is_never_run(rows: list[otter_build.Row], t
     assert not ran.exists()
 
 
+def test_a_bridge_with_windows_line_ends_still_loads(rows: list[otter_build.Row], tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkout that turned the bridge's line ends into CRLF is still the staff's bridge."""
+    folder = tmp_path / "graded"
+    folder.mkdir()
+    (folder / otter_build.BRIDGE_NAME).write_bytes(otter_build.bridge_source().replace(b"\n", b"\r\n"))
+    results = _fake_results(SCENARIOS["2.1 half lost"])
+    tests = otter_build.write_tests(tmp_path / "tests", rows)
+    for test_file in _load_graded(tests, folder, results, monkeypatch, bridge=False):
+        assert test_file.score == pytest.approx(_task_totals(results)[test_file.name], abs=1e-9)
+
+
 def test_a_submitted_bridge_is_replaced_by_the_staff_one(rows: list[otter_build.Row], tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Otter's own order: the submission lands in submission/, then its runner's ``prepare_files`` copies the
