@@ -13,6 +13,7 @@ Skipped when otter-grader / nbclient are not installed (``pip install -e ".[otte
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -38,13 +39,14 @@ PROMPT = re.compile(r'^( *)""" # BEGIN PROMPT\n.*\n *""" # END PROMPT\n *# BEGIN
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """A fresh build: the student and the solution notebook."""
+    """A fresh build: the student and the solution notebook, and the bridge written next to the student one."""
     out = tmp_path_factory.mktemp("notebook")
     done = subprocess.run([sys.executable, "-m", "autograder.packaging.notebook_build", "--out", str(out / "student.ipynb"),
                            "--solution", str(out / "solution.ipynb")], cwd=ROOT, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    return {name: nbformat.read(out / f"{name}.ipynb", as_version=4) for name in ("student", "solution")}
+    notebooks = {name: nbformat.read(out / f"{name}.ipynb", as_version=4) for name in ("student", "solution")}
+    return {**notebooks, "bridge": (out / otter_build.BRIDGE_NAME).read_bytes()}
 
 
 def _execute(nb: Any, folder: Path) -> Any:
@@ -82,6 +84,10 @@ def _checks(nb: Any) -> dict[str, str]:
 def test_shipped_notebook_is_up_to_date(built: dict[str, Any]) -> None:
     assert SHIPPED.is_file(), "run make notebook"
     assert nbformat.read(SHIPPED, as_version=4) == built["student"], "stale notebook: run make notebook"
+    # The module its test files load (by SHA-256) ships next to it, as the build writes it.
+    shipped_bridge = SHIPPED.parent / otter_build.BRIDGE_NAME
+    assert shipped_bridge.is_file(), "run make notebook"
+    assert shipped_bridge.read_bytes() == built["bridge"] == otter_build.bridge_source(), "stale bridge: make notebook"
 
 
 def test_task_cells_are_the_release_and_the_solutions(built: dict[str, Any]) -> None:
@@ -93,10 +99,12 @@ def test_task_cells_are_the_release_and_the_solutions(built: dict[str, Any]) -> 
         original = (ROOT / "solutions" / name).read_text().rstrip("\n")
         assert PROMPT.sub(r"\1# BEGIN SOLUTION", solution[name]).rstrip("\n") == original, name
     # Apart from the task cells, the solution notebook is the student notebook.
-    others = [[c.source for c in nb.cells if "%%writefile" not in c.source] for nb in built.values()]
+    others = [[c.source for c in built[nb].cells if "%%writefile" not in c.source] for nb in ("student", "solution")]
     assert others[0] == others[1]
-    tests = built["student"].metadata["otter"]["tests"]  # otter_build's public test files
-    assert all("amp_define_cases(globals(), test_case, AMP_ROWS)" in text for text in tests.values())
+    tests = built["student"].metadata["otter"]["tests"]  # otter_build's public test files: loaders of the bridge
+    digest = hashlib.sha256(otter_build.bridge_source()).hexdigest()
+    assert all(f'AMP_BRIDGE = ("amp_otter_bridge.py", "{digest}")' in text for text in tests.values())
+    assert all("def judge_results(" not in text and len(text.splitlines()) < 100 for text in tests.values())
     assert all(", True, " not in text.split("AMP_ROWS = [", 1)[1] for text in tests.values())  # no hidden row
     for task, (question, _) in otter_build.QUESTIONS.items():  # the real task points, not the public rows' sum
         worth = sum(item.points for item in rubric.ITEMS if item.task == task)

@@ -14,9 +14,11 @@ Skipped when otter-grader is not installed (``pip install -e ".[otter]"``).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -124,14 +126,17 @@ def _fake_results(rows: dict[str, tuple[float, str]], notes: str = "Graded.") ->
 
 
 def _load_graded(tests: list[Path], folder: Path, results: dict[str, Any] | None,
-                 monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+                 monkeypatch: pytest.MonkeyPatch, *, bridge: bool = True) -> list[Any]:
     """Load and run the test files as otter's grading kernel does, in ``folder``, with a stand-in judge
-    (an ``amp_grader.zip`` whose ``python -m autograder grade`` writes ``results``, or fails if None)."""
+    (an ``amp_grader.zip`` whose ``python -m autograder grade`` writes ``results``, or fails if None) and,
+    if ``bridge``, the staff's ``amp_otter_bridge.py`` (as otter copies it from the zip's files/)."""
     from otter import Notebook
     from otter.test_files import ExceptionTestFile
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "loss_scaler.py").write_text("# submitted\n")
+    if bridge:
+        otter_build.write_bridge(folder)
     main = ("import json, sys\nfrom pathlib import Path\nout = Path(sys.argv[sys.argv.index('--out') + 1])\n"
             "(out / 'submission').mkdir(parents=True)\n"
             f"(out / 'submission' / 'results.json').write_text({json.dumps(json.dumps(results))})\n"
@@ -211,6 +216,104 @@ def test_missing_files_are_explained_once_per_question(rows: list[otter_build.Ro
         assert sum("%%writefile" in tcr.message for tcr in test_file.test_case_results) == 1
 
 
+def test_test_files_are_small_loaders_of_the_shipped_bridge(rows: list[otter_build.Row], tmp_path: Path) -> None:
+    """The bridge's code lives in amp_otter_bridge.py; a test file holds its rows, the bridge's digest and a loader."""
+    bridge = otter_build.bridge_source()
+    assert bridge == (ROOT / "autograder" / "packaging" / "otter_bridge.py").read_bytes()
+    functions = re.findall(r"^def (\w+)\(", bridge.decode(), re.MULTILINE)
+    assert {"judge_results", "copy_submission", "cases"} <= set(functions)
+    for public_only in (False, True):
+        for path in otter_build.write_tests(tmp_path / f"public_{public_only}", rows, public_only=public_only):
+            text = path.read_text()
+            assert len(text.splitlines()) < 100, path
+            assert not [f for f in functions if f"def {f}(" in text], path
+            assert "subprocess" not in text and "zipfile" not in text
+            assert f'"{hashlib.sha256(bridge).hexdigest()}"' in text
+
+
+#: A bridge module in the folder otter grades in that is not the staff's: never run, every case says why.
+FORGED_BRIDGE = b"def cases(rows, grading):\n    return [(f'{r[0]} {r[1]}', r[2], r[3], lambda: None) for r in rows]\n"
+
+
+@pytest.mark.parametrize("how", ["missing", "changed", "forged for full marks", "a symlink to a copy"])
+def test_a_missing_or_changed_bridge_is_never_run(rows: list[otter_build.Row], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    from otter import Notebook
+    from otter.test_files import ExceptionTestFile
+
+    folder, ran = tmp_path / "graded", tmp_path / "bridge-ran"
+    folder.mkdir()
+    payload = f"open({str(ran)!r}, 'w').write('the untrusted bridge ran')\n".encode()
+    target, staff = folder / otter_build.BRIDGE_NAME, otter_build.bridge_source()
+    if how == "changed":
+        target.write_bytes(staff + b"\n" + payload)
+    elif how == "forged for full marks":
+        target.write_bytes(payload + FORGED_BRIDGE)
+    elif how == "a symlink to a copy":
+        (tmp_path / "elsewhere.py").write_bytes(staff)
+        target.symlink_to(tmp_path / "elsewhere.py")
+    tests = otter_build.write_tests(tmp_path / "tests", rows)
+    for test_file in _load_graded(tests, folder, _fake_results({}), monkeypatch, bridge=False):  # otter's grading
+        assert test_file.score == 0
+        assert test_file.possible == pytest.approx(_task_totals(_fake_results({}))[test_file.name], abs=1e-9)
+        for tcr in test_file.test_case_results:
+            assert "Autograder setup error: amp_otter_bridge.py" in tcr.message, tcr.message
+            assert "Please tell the staff." in tcr.message and "Traceback" not in tcr.message
+    monkeypatch.setattr(Notebook, "_grading_mode", False)  # grader.check in a student's notebook
+    for path in otter_build.write_tests(tmp_path / "public", rows, public_only=True):
+        test_file = ExceptionTestFile.from_file(str(path))
+        test_file.run({})
+        public = [i for i in rubric.ITEMS if i.suite == rubric.PUBLIC and test_file.name == f"q_{i.task}"]
+        assert len(test_file.test_case_results) == len(public)
+        for tcr in test_file.test_case_results:
+            assert not tcr.passed and "download amp_otter_bridge.py again" in tcr.message, tcr.message
+    assert not ran.exists()
+
+
+def test_a_bridge_with_windows_line_ends_still_loads(rows: list[otter_build.Row], tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkout that turned the bridge's line ends into CRLF is still the staff's bridge."""
+    folder = tmp_path / "graded"
+    folder.mkdir()
+    (folder / otter_build.BRIDGE_NAME).write_bytes(otter_build.bridge_source().replace(b"\n", b"\r\n"))
+    results = _fake_results(SCENARIOS["2.1 half lost"])
+    tests = otter_build.write_tests(tmp_path / "tests", rows)
+    for test_file in _load_graded(tests, folder, results, monkeypatch, bridge=False):
+        assert test_file.score == pytest.approx(_task_totals(results)[test_file.name], abs=1e-9)
+
+
+def test_a_submitted_bridge_is_replaced_by_the_staff_one(rows: list[otter_build.Row], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Otter's own order: the submission lands in submission/, then its runner's ``prepare_files`` copies the
+    zip's files/ over it, then the plugin moves what was submitted aside: the staff's bridge is what loads,
+    and the judge's copy of the submission leaves it out."""
+    from otter.run.run_autograder.runners import create_runner
+
+    from autograder.packaging import otter_bridge
+    from autograder.packaging.otter_plugin import QUARANTINE, quarantine
+
+    autograder_dir, staff = tmp_path / "autograder", otter_build.bridge_source()
+    otter_build.write_tests(autograder_dir / "source" / "tests", rows)
+    (autograder_dir / "source" / "files").mkdir()
+    otter_build.write_bridge(autograder_dir / "source" / "files")
+    submission = autograder_dir / "submission"
+    submission.mkdir()
+    (submission / otter_build.BRIDGE_NAME).write_bytes(FORGED_BRIDGE)
+    monkeypatch.chdir(autograder_dir)
+    create_runner({}, autograder_dir=str(autograder_dir)).prepare_files()
+    assert (submission / otter_build.BRIDGE_NAME).read_bytes() == staff
+    quarantine(submission)
+    assert (submission / otter_build.BRIDGE_NAME).read_bytes() == staff
+    assert not (submission / QUARANTINE / otter_build.BRIDGE_NAME).exists()
+
+    results = _fake_results(SCENARIOS["2.1 half lost"])
+    tests = sorted((submission / "tests").glob("q_*.py"))
+    for test_file in _load_graded(tests, submission, results, monkeypatch, bridge=False):
+        assert test_file.score == pytest.approx(_task_totals(results)[test_file.name], abs=1e-9)
+    otter_bridge.copy_submission(submission, tmp_path / "judged")  # the copy made when nothing was quarantined
+    assert sorted(p.name for p in (tmp_path / "judged").iterdir()) == ["loss_scaler.py"]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(EXAMPLES))
 def test_otter_run_matches_the_grader_on_the_examples(name: str, otter_zip: Path, tmp_path: Path,
@@ -231,10 +334,11 @@ def test_otter_run_matches_the_grader(name: str, otter_zip: Path, tmp_path: Path
 def test_submitted_modules_cannot_reach_otters_kernel(otter_zip: Path, tmp_path: Path,
                                                       graded_examples: dict[str, dict[str, Any]]) -> None:
     """Otter's kernel runs in the submission folder: a submitted otter.py / json.py / .OTTER_LOG would be
-    imported or unpickled by otter itself; the quarantine plugin moves them out of its way first."""
+    imported or unpickled by otter itself; the quarantine plugin moves them out of its way first.  A submitted
+    amp_otter_bridge.py is overwritten by the zip's own before anything loads it."""
     folder = tmp_path / "hostile"
     shutil.copytree(EXAMPLES["solutions"], folder, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("otter.py", "json.py", "pickle.py"):
+    for name in ("otter.py", "json.py", "pickle.py", otter_build.BRIDGE_NAME):
         (folder / name).write_text('raise SystemExit("a submitted module ran in otter\'s kernel")\n')
     (folder / ".OTTER_LOG").write_bytes(b"not a pickle")
     (folder / "amp_homework.ipynb").write_text("{}")  # replaced by the stand-in, never executed
@@ -242,16 +346,18 @@ def test_submitted_modules_cannot_reach_otters_kernel(otter_zip: Path, tmp_path:
 
 
 def test_quarantine_moves_what_was_submitted(tmp_path: Path) -> None:
-    from autograder.packaging.otter_plugin import QUARANTINE, quarantine
+    from autograder.packaging import otter_bridge
+    from autograder.packaging.otter_plugin import KEEP, QUARANTINE, quarantine
 
+    assert KEEP == set(otter_bridge.ADDED)  # what the plugin keeps in place, the bridge leaves out of the copy
     for name in ("tests", "sub"):
         (tmp_path / name).mkdir()
-    for name in ("amp_grader.zip", "amp_homework.ipynb", "__init__.py", "loss_scaler.py", "otter.py", ".OTTER_LOG",
-                 "sub/amp_step.py"):
+    for name in ("amp_grader.zip", "amp_homework.ipynb", "amp_otter_bridge.py", "__init__.py", "loss_scaler.py",
+                 "otter.py", ".OTTER_LOG", "sub/amp_step.py"):
         (tmp_path / name).write_text("" if name == "__init__.py" else "x")
     assert quarantine(tmp_path) == [".OTTER_LOG", "loss_scaler.py", "otter.py", "sub"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        ["tests", "amp_grader.zip", "amp_homework.ipynb", "__init__.py", QUARANTINE])
+        ["tests", "amp_grader.zip", "amp_homework.ipynb", "amp_otter_bridge.py", "__init__.py", QUARANTINE])
     assert (tmp_path / QUARANTINE / "sub" / "amp_step.py").is_file()
 
 
@@ -260,15 +366,18 @@ def test_the_zip_holds_the_grader_and_the_stand_in(otter_zip: Path) -> None:
     with zipfile.ZipFile(otter_zip) as bundle:
         names = set(bundle.namelist())
         driver = json.loads(bundle.read(f"files/{otter_build.DRIVER_NAME}"))
+        shipped_bridge = bundle.read(f"files/{otter_build.BRIDGE_NAME}")
         env = bundle.read("environment.yml").decode()
         with zipfile.ZipFile(bundle.open(f"files/{otter_build.GRADER_ZIP_NAME}")) as grader:
             inside = grader.namelist()
     assert {f"tests/{q}.py" for q, _ in otter_build.QUESTIONS.values()} <= names
+    assert f"files/{otter_build.BRIDGE_NAME}" in names
     assert [c["cell_type"] for c in driver["cells"]] == ["markdown"]
     assert "torch==2.13.0+cpu" in env and "download.pytorch.org/whl/cpu" in env
     assert "autograder/hidden/test_hidden_scaler.py" in inside and "assignment/checks/harness.py" in inside
     assert not any(n.startswith("solutions/") or n.rsplit("/", 1)[-1] in ("loss_scaler.py", "amp_step.py", "answers.py")
                    for n in inside)
+    assert shipped_bridge == otter_build.bridge_source()  # the module the test files' digest names
 
 
 @pytest.mark.slow

@@ -18,12 +18,14 @@
 init cell, ``grader.check(...)`` cells, an export cell whose zip holds the three ``.py``
 files).  The test code in the notebook's metadata is then replaced by otter_build's
 public test files (``grader.check`` runs the public checks in ``checks/`` with pytest),
-cell ids are made deterministic, and the result is written to ``assignment/``.
+cell ids are made deterministic, and the result is written to ``assignment/``, with the
+module those test files load next to it: ``amp_otter_bridge.py`` (a copy of
+``autograder/packaging/otter_bridge.py``, whose SHA-256 the test files check).
 
 ``--master PATH`` and ``--solution PATH`` also keep the master and otter's solution
 notebook (not shipped; the tests execute the solution notebook).
 
-Why one file of ~430 lines: it is one generator (the otter-assign master notebook, cell by cell,
+Why one file of ~440 lines: it is one generator (the otter-assign master notebook, cell by cell,
 from the handout and the solutions); its parts share the cell builders and only make sense in order.
 """
 
@@ -402,6 +404,7 @@ def build(out: Path, *, master_out: Path | None = None, solution_out: Path | Non
         solution = finish(nbformat.read(stage / "dist" / "autograder" / NOTEBOOK, as_version=4), rows)
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(student, out)
+    otter_build.write_bridge(out.parent)  # what its test files load: part of the student's folder
     if master_out:
         master_out.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(master, master_out)

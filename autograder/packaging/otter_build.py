@@ -11,7 +11,12 @@ partly passed becomes two cases, its passed and its failed part, with the judge'
 
 The zip is made by ``otter generate`` with:
 
-* ``tests/q_*.py``: the generated test files;
+* ``tests/q_*.py``: the generated test files, each a small loader of the bridge (its rows,
+  and the SHA-256 of the bridge it was built with);
+* ``files/amp_otter_bridge.py``: the bridge (``autograder/packaging/otter_bridge.py``, byte
+  for byte), which the test files load from the folder otter grades in after checking its
+  digest.  Otter copies ``files/`` into that folder after the submission, over any
+  submitted file of the same name, and the plugin keeps it there;
 * ``files/amp_grader.zip``: the grader (``autograder/`` with the hidden tests, and
   ``assignment/checks/``), extracted to a temporary folder when grading;
 * ``files/amp_homework.ipynb``: a stand-in notebook.  Otter grades one notebook, or one
@@ -28,13 +33,15 @@ The zip is made by ``otter generate`` with:
 and, added at the zip's root, ``autograder/packaging/otter_plugin.py`` (:mod:`autograder.packaging.otter_plugin`),
 which moves the submitted files out of otter's kernel's way before grading.
 
-``--tests-only DIR`` writes just the test files (``--public-only`` drops the hidden rows,
-as in a student's copy).
+``--tests-only DIR`` writes just the test files, and the bridge they load (which belongs in
+the folder otter grades in, the parent of their ``tests/``), to DIR (``--public-only`` drops
+the hidden rows, as in a student's copy).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import keyword
 import re
@@ -46,10 +53,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.engine import rubric
+from autograder.packaging import otter_bridge
 from autograder import ROOT
 
 BRIDGE = Path(__file__).resolve().parent / "otter_bridge.py"
-BRIDGE_MARKER = "# ---- otter bridge:"
+#: The bridge's name where it ships: files/ of the otter zip, next to the notebook (a name no student picks).
+BRIDGE_NAME = otter_bridge.SHIPPED_NAME
 OTTER_VERSION = "7.0.0"
 PYTHON_VERSION = "3.11"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -104,12 +113,6 @@ def rubric_rows() -> list[Row]:
     return [Row(item, public_node(item)) for item in rubric.ITEMS]
 
 
-def bridge_source() -> str:
-    text = BRIDGE.read_text(encoding="utf-8")
-    start = text.index(BRIDGE_MARKER)
-    return text[text.index("\n", start) + 1:]
-
-
 def _num(value: float) -> str:
     return f"{value:g}" if float(value).is_integer() else repr(float(value))
 
@@ -119,8 +122,79 @@ def _py(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+LOADER = """\
+#: The helpers' module (autograder/packaging/otter_bridge.py) and its SHA-256 when this file was built.  It is in
+#: the otter zip's files/ (otter copies it over any submitted file of that name) and next to the notebook.
+AMP_BRIDGE = ({name}, {digest})
+
+
+def amp_bridge():
+    \"\"\"The helpers' module from the current folder, or None when it is missing or not the one built with.\"\"\"
+    path = pathlib.Path.cwd() / AMP_BRIDGE[0]
+    source = path.read_bytes() if path.is_file() and not path.is_symlink() else b""
+    source = source.replace(b"\\r\\n", b"\\n")  # line ends as a Windows checkout may have changed them
+    if hashlib.sha256(source).hexdigest() != AMP_BRIDGE[1]:
+        return None  # never run: it may be anything
+    key = "amp_otter_bridge_" + AMP_BRIDGE[1][:16]
+    if key not in sys.modules:  # the bytes just checked, not a second read of the file
+        module = types.ModuleType(key)
+        module.__file__ = str(path)
+        exec(compile(source, str(path), "exec"), module.__dict__)
+        sys.modules[key] = module
+    return sys.modules[key]
+
+
+def amp_cases(grading):
+    \"\"\"(name, points, hidden, verdict) per case; without a trustworthy bridge, every case fails saying why.\"\"\"
+    try:
+        bridge = amp_bridge()
+        if bridge is not None:
+            return bridge.cases(AMP_ROWS, grading)
+        problem = f"{{AMP_BRIDGE[0]}} is missing or is not the file this test was built with (SHA-256 differs)"
+    except Exception as exc:
+        problem = f"{{AMP_BRIDGE[0]}} could not be loaded ({{exc!r}})"
+    if grading:
+        message = f"Autograder setup error: {{problem}}. Please tell the staff."
+    else:
+        message = (f"{{problem}}. grader.check needs it: download {{AMP_BRIDGE[0]}} again (it comes with the "
+                   "assignment) and keep it, unchanged, next to this notebook.")
+
+    def verdict():
+        raise AssertionError(message)
+    return [(f"{{row[0]}} {{row[1]}}", row[2], row[3], verdict) for row in AMP_ROWS if grading or row[4]]
+
+
+def amp_case(verdict):
+    def case():
+        verdict()  # this rubric row's verdict: returns, or fails with the autograder's message
+    return case
+
+
+for amp_index, amp_row in enumerate(amp_cases(bool(getattr(Notebook, "_grading_mode", False)))):
+    globals()[f"amp_case_{{amp_index:02d}}"] = test_case(name=amp_row[0], points=amp_row[1],
+                                                        hidden=amp_row[2])(amp_case(amp_row[3]))
+"""
+
+
+def bridge_source() -> bytes:
+    """The helpers' module as shipped (``amp_otter_bridge.py``): the bytes of ``otter_bridge.py``."""
+    return BRIDGE.read_bytes()
+
+
+def bridge_digest() -> str:
+    """What the test files compare with: SHA-256 of the bridge with ``\\n`` line ends (as the loader reads it)."""
+    return hashlib.sha256(bridge_source().replace(b"\r\n", b"\n")).hexdigest()
+
+
+def write_bridge(folder: Path) -> Path:
+    """Write the helpers' module into ``folder`` under its shipped name."""
+    path = folder / BRIDGE_NAME
+    path.write_bytes(bridge_source())
+    return path
+
+
 def render_test_file(task: str, rows: list[Row], *, public_only: bool = False) -> str:
-    """The otter exception-based test file of one task: its rows, defined by the bridge when loaded."""
+    """The otter exception-based test file of one task: its rows and a loader of the bridge module."""
     question, title = QUESTIONS[task]
     chosen = [r for r in rows if r.item.task == task and not (public_only and r.hidden)]
     points = sum(r.item.points for r in chosen)
@@ -136,9 +210,16 @@ def render_test_file(task: str, rows: list[Row], *, public_only: bool = False) -
         "rubric row (number, title, points, hidden, public check), defined when otter loads this file:",
         "in otter's grading run from the verdicts of the isolated judge (python -m autograder grade; a",
         "partly passed row becomes its passed and its failed part), in a student's notebook by running",
-        "the public checks in checks/ with pytest.  See autograder/packaging/otter_bridge.py.",
+        f"the public checks in checks/ with pytest.  The code that does it is {BRIDGE_NAME}",
+        "(autograder/packaging/otter_bridge.py), loaded only if its SHA-256 is the one below.",
         '"""',
         "",
+        "import hashlib",
+        "import pathlib",
+        "import sys",
+        "import types",
+        "",
+        "from otter import Notebook",
         "from otter.test_files import test_case",
         "",
         "OK_FORMAT = False",
@@ -147,13 +228,10 @@ def render_test_file(task: str, rows: list[Row], *, public_only: bool = False) -
         f"# points: {_num(points)}, the sum of the rows' (not set as `points`, which would be checked against a",
         "# float sum of a partly passed row's two parts)",
         "",
-        bridge_source().rstrip(),
-        "",
-        "",
         "AMP_ROWS = [",
         table.rstrip("\n"),
         "]",
-        "amp_define_cases(globals(), test_case, AMP_ROWS)",
+        LOADER.format(name=_py(BRIDGE_NAME), digest=_py(bridge_digest())).rstrip(),
     ]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -260,11 +338,12 @@ def build(out: Path) -> Path:
         write_tests(stage / "tests", rows)
         grader_zip(stage / GRADER_ZIP_NAME)
         (stage / DRIVER_NAME).write_text(driver_notebook(), encoding="utf-8")
+        write_bridge(stage)
         (stage / "requirements.txt").write_text(requirements(), encoding="utf-8")
         (stage / "otter_config.json").write_text(json.dumps(otter_config(), indent=2) + "\n", encoding="utf-8")
         command = [sys.executable, "-m", "otter", "generate", "--tests-dir", "tests", "--output-path", str(out),
                    "--config", "otter_config.json", "--requirements", "requirements.txt", "--no-environment",
-                   "--python-version", PYTHON_VERSION, GRADER_ZIP_NAME, DRIVER_NAME]
+                   "--python-version", PYTHON_VERSION, GRADER_ZIP_NAME, DRIVER_NAME, BRIDGE_NAME]
         subprocess.run(command, cwd=stage, check=True, env=otter_env())
     with zipfile.ZipFile(out, "a") as bundle:  # the plugin, importable by run_otter.py from the zip's root
         _add(bundle, "autograder/__init__.py", b'"""The otter plugin of the AMP homework\'s autograder."""\n')
@@ -282,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tests_only:
         for path in write_tests(args.tests_only, rubric_rows(), public_only=args.public_only):
             print(f"wrote {path}")
+        print(f"wrote {write_bridge(args.tests_only)} (the test files load it from the folder otter grades in)")
         return 0
     path = build(args.out)
     with zipfile.ZipFile(path) as bundle:

@@ -6,7 +6,8 @@ own cells and could rewrite the results.  Otter also unpickles a submitted ``.OT
 in its main process.  This plugin's ``before_grading`` hook runs after otter has copied
 the autograder's files in and before either of those happens: it moves everything the
 student submitted into ``amp_submitted/``, where nothing imports or reads it except the
-test files' bridge (:mod:`autograder.packaging.otter_bridge`), which copies it for the isolated judge.
+test files' bridge (:mod:`autograder.packaging.otter_bridge`, shipped as ``amp_otter_bridge.py``),
+which copies it for the isolated judge.
 
 Otter imports plugins by name in its own process: on Gradescope from the autograder zip's
 root (``otter_build`` adds ``autograder/packaging/otter_plugin.py`` there), with ``otter run`` from
@@ -23,7 +24,8 @@ from otter.plugins import AbstractOtterPlugin
 
 QUARANTINE = "amp_submitted"
 #: What otter and the otter autograder put in the submission folder (kept in place).
-KEEP = {"tests", "__init__.py", "amp_grader.zip", "amp_homework.ipynb", QUARANTINE}
+#: (The test files load ``amp_otter_bridge.py`` from this folder; otter copied it over any submitted one.)
+KEEP = {"tests", "__init__.py", "amp_grader.zip", "amp_homework.ipynb", "amp_otter_bridge.py", QUARANTINE}
 
 
 def quarantine(folder: Path) -> list[str]:

@@ -1,0 +1,248 @@
+"""Runtime of the generated otter test files: how an otter test case gets its verdict.
+
+This file ships, byte for byte, as ``amp_otter_bridge.py`` (:data:`SHIPPED_NAME`): in the
+``files/`` folder of the otter autograder zip (otter copies it into the folder it grades,
+over any submitted file of that name) and next to the notebook in the student's
+``assignment/`` folder (for ``grader.check``).  Each test file that
+``autograder/packaging/otter_build.py`` generates is a small loader: it reads this module
+from the current folder, checks its SHA-256 against the digest baked into the test file
+at build time, and only then runs it and calls :func:`cases`; a missing or changed copy
+is never run, every case fails with a clear message instead.  It is a module of its own,
+in the package, so that it can be read, linted and unit-tested.
+
+Two modes, chosen by the test file (``otter.Notebook._grading_mode``):
+
+* **Grading** (otter's grading kernel: ``otter run`` / otter on Gradescope).  The folder
+  otter grades in is copied, minus what otter and this autograder added to it
+  (:data:`ADDED`, this module included), to a fresh folder, and the isolated judge grades
+  that copy in a subprocess::
+
+      python -m autograder grade <copy> --out <tmp>
+
+  using the grader shipped in the autograder zip as ``amp_grader.zip``.  Each case then
+  reads its rubric row from ``results.json``: the same verdicts, messages (with
+  hypothesis's counterexamples) and determinism as ``python -m autograder grade``.  The
+  judge runs once per submission: the three test files share this module (the loader
+  keeps it in ``sys.modules``) and so its cache.
+* **Student** (``grader.check(...)`` in the student's notebook).  The public checks next
+  to the notebook (``checks/``) run with pytest in a subprocess, on the files the
+  notebook's ``%%writefile`` cells wrote, as ``python -m pytest`` would.  Hidden cases do
+  not exist in the student's copy of the tests.
+
+Only the standard library is used, and nothing is imported from the folder being graded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+#: This module's file name wherever it ships (a name no submission would pick).
+SHIPPED_NAME = "amp_otter_bridge.py"
+GRADER_ZIP = "amp_grader.zip"
+DRIVER_NOTEBOOK = "amp_homework.ipynb"
+#: Where the otter plugin (autograder/packaging/otter_plugin.py) moved the submitted files.
+QUARANTINE = "amp_submitted"
+#: What otter and this autograder add to the folder otter grades in (left out of the judge's copy).
+ADDED = ("tests", "__init__.py", GRADER_ZIP, DRIVER_NOTEBOOK, QUARANTINE, SHIPPED_NAME)
+CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
+JUDGE_TIMEOUT = 1800
+MISSING_HINT = ("If you worked in the notebook: submit the zip its last cell makes (it holds the .py files "
+                "that the %%writefile cells wrote), or upload those .py files.")
+
+#: ``(number, title, points, hidden, public check node id or "")``: one rubric row of a test file.
+Row = Sequence[Any]
+#: A case's verdict: returns when the case passes, raises AssertionError with the message when not.
+Verdict = Callable[[], None]
+#: ``(case name, points, hidden, verdict)``: one otter test case.
+Case = tuple[str, float, bool, Verdict]
+
+_CACHE: dict[str, Any] = {}  # judge results and public outcomes, shared by the test files of this process
+
+
+def _digest(folder: Path) -> str:
+    """SHA-256 of every file's relative path and bytes under ``folder``."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+        digest.update(str(path.relative_to(folder)).encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def copy_submission(source: Path, dest: Path) -> None:
+    """Copy what the student submitted (``source`` minus otter's and our additions) to ``dest``."""
+    dest.mkdir(parents=True)
+    for entry in sorted(source.iterdir()):
+        if entry.name in ADDED:
+            if entry.name != "__init__.py" or entry.stat().st_size == 0:  # otter creates it empty
+                continue
+        target = dest / entry.name
+        if entry.is_symlink():
+            continue
+        if entry.is_dir():
+            shutil.copytree(entry, target, symlinks=True)
+        else:
+            shutil.copy2(entry, target)
+
+
+def _protect(path: Path) -> None:
+    """As root, make ``path`` readable by root only: student processes run as another user."""
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and path.exists() and not path.is_symlink():
+        path.chmod(0o700 if path.is_dir() else 0o600)
+
+
+def judge_results() -> dict[str, Any]:
+    """Grade the submission in the current folder with the isolated judge (once per submission)."""
+    here = Path.cwd()
+    grader_zip = here / GRADER_ZIP
+    if not grader_zip.is_file():
+        raise AssertionError(f"Autograder setup error: {GRADER_ZIP} is missing from {here} "
+                             "(it ships in the files/ folder of the otter autograder zip). Please tell the staff.")
+    for private in (grader_zip, here.parent / "source" / "files" / GRADER_ZIP):
+        _protect(private)  # the hidden tests are inside
+    work = Path(tempfile.mkdtemp(prefix="amp-otter-"))
+    try:
+        submission = work / "submission"
+        moved = here / QUARANTINE
+        if moved.is_dir() and not moved.is_symlink():
+            shutil.copytree(moved, submission, symlinks=True)
+        else:
+            copy_submission(here, submission)
+        key = "judge:" + _digest(submission) + ":" + hashlib.sha256(grader_zip.read_bytes()).hexdigest()
+        if key not in _CACHE:
+            work.chmod(0o755)
+            with zipfile.ZipFile(grader_zip) as bundle:
+                bundle.extractall(work / "grader")
+            env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+            env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1")
+            out = work / "out"
+            proc = subprocess.run(
+                [sys.executable, "-m", "autograder", "grade", str(submission), "--out", str(out)],
+                cwd=work / "grader", env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, timeout=JUDGE_TIMEOUT, check=False)
+            results = out / "submission" / "results.json"
+            if not results.is_file():
+                log = proc.stdout.decode("utf-8", "replace")[-4000:]
+                raise AssertionError(f"Autograder error: the judge exited with status {proc.returncode} and wrote "
+                                     f"no results. Please tell the staff.\n{log}")
+            _CACHE[key] = json.loads(results.read_text(encoding="utf-8"))
+        return _CACHE[key]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _public_outcomes(node_ids: list[str]) -> dict[str, tuple[bool, str]]:
+    """Run the public checks ``node_ids`` next to the notebook; map test name -> (passed, message)."""
+    here = Path.cwd()
+    if not (here / "checks").is_dir():
+        raise AssertionError("The public checks (the checks/ folder of the assignment) are not next to this "
+                             f"notebook ({here}). Open the notebook in the assignment folder.")
+    digest = hashlib.sha256(repr(sorted(node_ids)).encode())
+    for name in CONTRACT:
+        path = here / name
+        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"<missing>") + b"\0")
+    key = "public:" + digest.hexdigest()
+    if key not in _CACHE:
+        with tempfile.TemporaryDirectory(prefix="amp-checks-") as tmp:
+            report = Path(tmp) / "junit.xml"
+            env = dict(os.environ, AMP_SUBMISSION=str(here), PYTHONDONTWRITEBYTECODE="1")
+            proc = subprocess.run(
+                [sys.executable, "-m", "pytest", *node_ids, f"--junitxml={report}", "-q",
+                 "-p", "checks.plugin", "-p", "no:cacheprovider"],
+                cwd=here, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, check=False)
+            if not report.is_file():
+                raise AssertionError("pytest could not run the public checks:\n"
+                                     + proc.stdout.decode("utf-8", "replace")[-3000:])
+            outcomes = {}
+            for case in ET.parse(report).iter("testcase"):
+                problem = next((child for child in case if child.tag in ("failure", "error")), None)
+                if problem is None:
+                    outcomes[case.get("name")] = (True, "")
+                    continue
+                message = problem.get("message") or problem.text or "failed"
+                if message.startswith("AssertionError: "):
+                    message = message[len("AssertionError: "):]
+                outcomes[case.get("name")] = (False, message)
+            _CACHE[key] = outcomes
+    return _CACHE[key]
+
+
+def fail(message: str) -> Verdict:
+    def verdict() -> None:
+        raise AssertionError(message)
+    return verdict
+
+
+def _pass() -> None:
+    return None
+
+
+def _public_check(node: str, every: list[str]) -> Verdict:
+    def verdict() -> None:
+        outcomes = _public_outcomes(every)
+        base = node.split("::", 1)[1]
+        found = [o for name, o in outcomes.items() if name == base or name.startswith(base + "[")]
+        if not found:
+            raise AssertionError(f"The public check {node} did not run (see the output of python -m pytest).")
+        problems = [message for passed, message in found if not passed]
+        if problems:
+            raise AssertionError("\n\n".join(problems))
+    return verdict
+
+
+def _judge_cases(rows: Sequence[Row]) -> list[Case]:
+    """One case per row from the judge's results; a partly passed row gives two (its passed and failed part)."""
+    try:
+        data = judge_results()
+    except Exception as exc:  # no verdicts: every row fails with the reason
+        reason = str(exc) or repr(exc)
+        return [(f"{number} {title}", points, hidden, fail(reason)) for number, title, points, hidden, _ in rows]
+    by_number = {t.get("number"): t for t in data.get("tests", [])}
+    notes = data.get("output", "")
+    told = False
+    cases: list[Case] = []
+    for number, title, points, hidden, _ in rows:
+        name, row = f"{number} {title}", by_number.get(number)
+        if row is None:
+            cases.append((name, points, hidden, fail(f"Autograder error: no result for test {number}. "
+                                                     "Please tell the staff.")))
+            continue
+        if row.get("status") == "passed":
+            cases.append((name, points, hidden, _pass))
+            continue
+        message = row.get("output", "") or "Failed."
+        if notes.startswith("About your submission") and "Missing:" in notes and not told:
+            told = True  # once per question
+            message = f"{message}\n\n{notes.split(chr(10) + chr(10))[0]}\n{MISSING_HINT}"
+        score = float(row.get("score", 0.0))
+        if 0.0 < score < points:  # partial credit (some cases of the row failed): keep the judge's score
+            cases.append((f"{name} (passed part: {score:g} of {points:g} points)", score, hidden, _pass))
+            cases.append((f"{name} (failed part: {points - score:g} of {points:g} points)", points - score, hidden,
+                          fail(message)))
+        else:
+            cases.append((name, points, hidden, fail(message)))
+    return cases
+
+
+def cases(rows: Sequence[Row], grading: bool) -> list[Case]:
+    """A test file's otter cases for its ``rows`` (``(number, title, points, hidden, public node or "")``).
+
+    ``grading`` (otter's grading kernel): the cases carry the judge's verdicts, computed now,
+    once per submission.  Otherwise (``grader.check`` in a student's notebook) each public
+    row's case runs its public check when called, and a row without one has no case.
+    """
+    if grading:
+        return _judge_cases(rows)
+    every = sorted({row[4] for row in rows if row[4]})
+    return [(f"{number} {title}", points, hidden, _public_check(node, every))
+            for number, title, points, hidden, node in rows if node]
