@@ -315,6 +315,17 @@ def test_a_worker_that_dies_is_replaced_and_its_submission_recorded(small_batch:
         assert db.execute("SELECT attempts FROM graded WHERE name = 'skeleton'").fetchone() == (2,)
 
 
+def test_a_machine_where_the_reference_loses_points_grades_nobody(small_batch: Path, tmp_path: Path) -> None:
+    """The plan's recording is a canary: limits so tight that correct code fails stop the batch, with the reason."""
+    copy_contract(SOLUTIONS, small_batch / "reference")  # three submissions for one worker: the plan is recorded
+    out = tmp_path / "out"
+    done = grade(small_batch, "--out", out, "--jobs", "1", env={"AMP_SANDBOX_LIMITS": '{"memory_bytes": 300000000}'})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "refusing to grade: the reference solution" in done.stderr and "loses points on this machine" in done.stderr
+    assert "can't allocate memory" in done.stderr  # the first failing row's own message says why
+    assert not (out / "gradebook.csv").exists() and ledger_count(out / "ledger.sqlite") == 0
+
+
 def test_slurm_executor_with_submitits_local_cluster(small_batch: Path, tmp_path: Path) -> None:
     pytest.importorskip("submitit")
     out = tmp_path / "out"

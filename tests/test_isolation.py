@@ -296,6 +296,21 @@ def test_unprivileged_user_gets_confined(workspace: Path) -> None:
     assert isinstance(data["child"]["read"], str)  # a world-readable grader file, yet unreadable here
 
 
+@pytest.mark.skipif(sys.prefix == sys.base_prefix, reason="needs a virtual environment to reach through a symlink")
+def test_a_virtual_environment_reached_through_a_symlink_still_grades_correct_code_fully(tmp_path: Path) -> None:
+    """``~/venv -> /data/venv`` (or a worktree's .venv): covering /tmp or /home used to hide the link, so every
+    student process failed its first lazy import and correct code scored 10/90, blamed on the student."""
+    link = tmp_path / "venv"  # below /tmp: a folder the sandbox covers
+    link.symlink_to(sys.prefix)
+    python = link / "bin" / Path(sys.executable).name
+    done = subprocess.run([str(python), "-m", "autograder", "grade", str(SOLUTIONS), "--out", str(tmp_path / "out"),
+                           "--no-progress"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    data = results_of(tmp_path / "out", "solutions")
+    assert data["score"] == 90, [t["output"][:300] for t in data["tests"] if t["score"] != t["max_score"]]
+
+
 def test_min_isolation_refuses_below_the_level_reached(tmp_path: Path) -> None:
     if _skip_reason("docker"):
         pytest.skip(_skip_reason("docker") or "")

@@ -64,6 +64,17 @@ def _error_outcome(reason: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- local workers
 
 
+def _canary_line(log: Path) -> str | None:
+    """The worker's reason to refuse grading (see ``worker.CANARY_MARK``), if its log has one."""
+    from autograder.batch.worker import CANARY_MARK
+
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return next((line for line in reversed(lines) if line.startswith(CANARY_MARK)), None)
+
+
 @dataclass
 class _Job:
     submission: Submission
@@ -219,6 +230,9 @@ class LocalPool:
             job = worker.job
             drop(worker)
             if job is None:
+                canary = _canary_line(self.logs / f"worker-{worker.slot}.log")
+                if canary and not worker.ready:
+                    raise GraderFault(canary)
                 if not worker.ready and not worker.retiring:
                     failures[worker.slot] += 1
                     if failures[worker.slot] >= self.STARTUP_FAILURES:

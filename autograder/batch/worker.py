@@ -40,6 +40,10 @@ FAULT_MESSAGE = ("The grader could not grade this submission because of an inter
                  "staff have the details and will regrade it.")
 #: Test hook: a worker that is handed this submission name dies on the spot (simulates a worker crash).
 DIE_ON_ENV = "AMP_BATCH_TEST_DIE_ON"
+#: A worker whose reference solution loses points exits with this status, after one log line that
+#: starts with CANARY_MARK: the batch stops and shows that line (no grades rather than wrong ones).
+CANARY_EXIT = 3
+CANARY_MARK = "refusing to grade: "
 
 _CURRENT: dict[str, Any] = {}
 
@@ -183,7 +187,11 @@ def serve(argv: Sequence[str] | None = None) -> int:
         # The reference solution passes every test: a short per-submission budget (a TA's --submission-timeout)
         # must not cut its recording short, or the whole batch would go without a plan.
         roomy = dataclasses.replace(limits, submission_seconds=max(limits.submission_seconds, 600.0))
-        call_plan = plan.current_plan(lambda folder: SandboxRunner(folder, limits=roomy, hide=hide, uid=args.uid))
+        try:
+            call_plan = plan.current_plan(lambda folder: SandboxRunner(folder, limits=roomy, hide=hide, uid=args.uid))
+        except plan.ReferenceFails as exc:
+            print(f"{CANARY_MARK}{exc}", file=sys.stderr, flush=True)  # the batch shows this line and stops
+            return CANARY_EXIT
     _freeze_heap()
     _send(channel, {"kind": "ready", "pid": os.getpid(), "slot": args.slot})
     graded = 0

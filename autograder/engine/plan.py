@@ -118,8 +118,21 @@ class RecordingRunner:
         return getattr(self.inner, name)
 
 
-def record(solution: Path = ROOT / "solutions", runner_factory: Any = None) -> Plan | None:
-    """Grade ``solution`` once and return its plan, or None if it does not get full marks."""
+class ReferenceFails(Exception):
+    """The reference solution does not get full marks here: this machine cannot grade fairly.
+
+    Recording the plan doubles as a canary.  When correct code loses points, the cause is the
+    machine (a sandbox layer that breaks Python, an unreachable interpreter, ...), and every
+    submission graded there would lose the same points: better no grades than wrong ones.
+    """
+
+
+def record(solution: Path = ROOT / "solutions", runner_factory: Any = None) -> Plan:
+    """Grade ``solution`` once and return its plan.
+
+    Raises:
+        ReferenceFails: a row of the reference solution failed (its message says which and why).
+    """
     from autograder.engine.sandbox import SandboxRunner
 
     started = time.monotonic()
@@ -129,8 +142,12 @@ def record(solution: Path = ROOT / "solutions", runner_factory: Any = None) -> P
         report = judge.grade_staged(recorder)
     finally:
         inner.close()
-    if any(not row.passed for row in report.rows):
-        return None
+    failed = [row for row in report.rows if not row.passed]
+    if failed:
+        first = failed[0]
+        detail = " ".join(first.message.split())[:300]
+        raise ReferenceFails(f"the reference solution ({solution}) loses points on this machine, so grading here "
+                             f"would not be fair: {len(failed)} row(s) fail, the first {first.item.number} '{first.item.title}': {detail}")
     return Plan(list(recorder.cases.values()), time.monotonic() - started)
 
 
@@ -148,7 +165,11 @@ def shipped_plan() -> Plan | None:
 
 
 def current_plan(runner_factory: Any = None) -> Plan | None:
-    """This process's plan: the shipped one, else recorded from solutions/ once; None when off or unavailable."""
+    """This process's plan: the shipped one, else recorded from solutions/ once; None when off or unavailable.
+
+    Raises:
+        ReferenceFails: from :func:`record`.
+    """
     if os.environ.get(PLAN_ENV, "").lower() == "off":
         return None
     if not _PLAN:
@@ -199,9 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", type=Path, required=True)
     args = parser.parse_args(argv)
     start_zygote()  # before pytest and the hidden tests are imported
-    found = record()
-    if found is None:
-        print("solutions/ does not get full marks: no plan written", file=sys.stderr)
+    try:
+        found = record()
+    except ReferenceFails as exc:
+        print(f"{exc}\nno plan written", file=sys.stderr)
         return 1
     args.write.write_text(found.to_json())
     print(f"wrote {args.write}: {len(found.cases)} cases, {sum(len(c.calls) for c in found.cases)} calls")

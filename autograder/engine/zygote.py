@@ -166,12 +166,47 @@ def _cover(libc: Any, folder: str, keep: list[str], options: bytes) -> None:
             os.close(fd)
 
 
+def _interpreter_links() -> list[tuple[str, str]]:
+    """(symlink, its resolved target) for the first symlink on the way to each interpreter path.
+
+    A virtual environment reached through a symlink (``~/venv -> /data/venv``, a worktree's
+    ``.venv`` pointing at another checkout's) puts the link's path in ``sys.prefix`` and
+    ``sys.path``.  Covering a folder hides the link even when its target is kept, and the
+    student process would then fail its first lazy import: each link is put back after covering.
+    """
+    links: dict[str, str] = {}
+    for entry in (sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path):
+        if not entry or not os.path.isabs(entry):
+            continue
+        walked = "/"
+        for part in Path(os.path.normpath(entry)).parts[1:]:
+            walked = os.path.join(walked, part)
+            if os.path.islink(walked):
+                links.setdefault(walked, os.path.realpath(walked))
+                break
+    return sorted(links.items())
+
+
+def _restore_links(links: list[tuple[str, str]]) -> None:
+    """Recreate, inside our covering tmpfs, each link that covering hid (never on the real disk:
+    a link that still resolves was not hidden, and one that does not sits below one of our tmpfs)."""
+    for link, target in links:
+        if os.path.lexists(link) or not os.path.exists(target):
+            continue
+        try:
+            os.makedirs(os.path.dirname(link), exist_ok=True)
+            os.symlink(target, link)
+        except OSError:
+            pass  # best effort, as every covering step: the process then reports what it cannot import
+
+
 def _isolate(request: SpawnRequest) -> bool:
     """Namespaces, hidden folders, rlimits and the unprivileged uid (best effort); True if namespaces worked."""
     libc = _libc()
     is_root = os.geteuid() == 0
     namespaces = confine.enter_namespaces(libc, is_root)  # mount, net, IPC, PID (+user); see autograder.engine.confine
     if namespaces:
+        links = _interpreter_links()
         keep = [os.path.realpath(p) for p in (request.submission, request.scratch, sys.prefix, sys.base_prefix,
                                               os.path.dirname(torch.__file__),
                                               *(request.device.keep if request.device else ()))]
@@ -182,6 +217,7 @@ def _isolate(request: SpawnRequest) -> bool:
             _cover(libc, os.path.realpath(path), keep, b"mode=1777,size=64m")
         for path in (str(REPO_ROOT),) * _COVER_REPO + request.hide:
             _cover(libc, os.path.realpath(path), keep, b"mode=0755,size=64k")
+        _restore_links(links)
         if request.uid is not None:
             _expose_interpreter(libc, request.scratch)
         confine.cap_scratch(libc, request.scratch, request.uid)
