@@ -5,7 +5,8 @@ here are shared and noisy: read the ratios, not the seconds):
 
 * **floor**: ``python -c "import torch"``;
 * **Gradescope, correct**: the real entry point (``run_autograder``'s command) in a fresh
-  ``/autograder`` layout built from ``dist``'s zip (call plan included), grading solutions/;
+  ``/autograder`` layout built from ``dist``'s zip (call plan included) and byte-compiled as
+  ``setup.sh`` does once per image, grading solutions/;
   goal <= 2x the floor;
 * **Gradescope, buggy**: the same for three catalogue bugs (goal <= 3x);
 * **student's loop**: ``python -m pytest`` in ``assignment/`` on the solution (goal <= 2.5x).
@@ -48,6 +49,8 @@ def gradescope_layout(bundle: Path, submission: Path, root: Path) -> Path:
     """A fresh /autograder: source/ from the zip, submission/ with the contract files."""
     with zipfile.ZipFile(bundle) as archive:
         archive.extractall(root / "source")
+    # as setup.sh does once per image (untimed): bytecode for the grader's modules
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "source")], check=True)
     (root / "submission").mkdir(parents=True)
     for name in ("loss_scaler.py", "amp_step.py", "answers.py"):
         if (submission / name).is_file():

@@ -32,6 +32,7 @@ def test_zip_layout(autograder_zip: Path) -> None:
     assert not any(n.startswith(("solutions/", "tests/", "examples/")) for n in names)
     setup = zipfile.ZipFile(autograder_zip).read("setup.sh").decode()
     assert "torch==2.13.0" in setup and "whl/cpu" in setup and "conda" not in setup
+    assert setup.rstrip().endswith("python3 -m compileall -q /autograder/source")  # after the installs
     assert zipfile.ZipFile(autograder_zip).getinfo("run_autograder").external_attr >> 16 & 0o111
 
 

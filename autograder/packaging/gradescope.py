@@ -33,6 +33,8 @@ apt-get install -y -q python3 python3-pip libseccomp2  # libseccomp2: the seccom
 # A CPU-only torch: Gradescope has no GPU, and the CUDA build is several GB.
 python3 -m pip install --no-cache-dir {TORCH} --index-url https://download.pytorch.org/whl/cpu
 python3 -m pip install --no-cache-dir -r /autograder/source/requirements.txt
+# Bytecode now, once: every submission runs in a fresh container of this image (saves ~0.1 s each).
+python3 -m compileall -q /autograder/source
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
