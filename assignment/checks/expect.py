@@ -19,7 +19,7 @@ from typing import Any, Iterable, Sequence
 Json = Any
 
 #: Lines that define the optimizer class of every snippet that calls ``step``: it behaves like
-#: ``checks.harness.RecordingSGD`` (SGD whose ``step()`` returns 1000.0 + its number of calls).
+#: ``checks.optimizers.RecordingSGD`` (SGD whose ``step()`` returns 1000.0 + its number of calls).
 SGD_CLASS = [
     "class SGD(torch.optim.SGD):  # the grader's optimizer: step() returns 1000.0 + how often it ran",
     "    calls = 0",

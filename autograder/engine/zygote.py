@@ -387,7 +387,7 @@ def start_zygote(import_dynamo: bool = False) -> Zygote:
 
     ``import_dynamo``: import ``torch._dynamo`` (about 1 s) here, once, instead of in every student
     process.  torch's own optimizers import it on their first step; the CPU scenarios use
-    ``checks.harness.PlainSGD``, which does not, so only the GPU part (real ``Adam``) asks for it.
+    ``checks.optimizers.PlainSGD``, which does not, so only the GPU part (real ``Adam``) asks for it.
     A student process that imports it anyway still can, at its own cost.
     """
     global _ZYGOTE
