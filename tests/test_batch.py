@@ -316,13 +316,21 @@ def test_a_worker_that_dies_is_replaced_and_its_submission_recorded(small_batch:
 
 
 def test_a_machine_where_the_reference_loses_points_grades_nobody(small_batch: Path, tmp_path: Path) -> None:
-    """The plan's recording is a canary: limits so tight that correct code fails stop the batch, with the reason."""
+    """The plan's recording is a canary: when the reference loses points, the batch stops and says why.
+
+    What breaks correct code on a real machine (a memory limit, a sandbox layer) does so unevenly; here the
+    "reference" is a solution with one bug, which fails one row the same way every time."""
+    from autograder.batch.worker import REFERENCE_ENV
+
     copy_contract(SOLUTIONS, small_batch / "reference")  # three submissions for one worker: the plan is recorded
+    broken = copy_contract(SOLUTIONS, tmp_path / "broken_reference")
+    source = (broken / "amp_step.py").read_text()
+    (broken / "amp_step.py").write_text(source.replace("return loss.detach()", "return loss"))
     out = tmp_path / "out"
-    done = grade(small_batch, "--out", out, "--jobs", "1", env={"AMP_SANDBOX_LIMITS": '{"memory_bytes": 300000000}'})
+    done = grade(small_batch, "--out", out, "--jobs", "1", env={REFERENCE_ENV: str(broken)})
     assert done.returncode == 1, done.stdout + done.stderr
     assert "refusing to grade: the reference solution" in done.stderr and "loses points on this machine" in done.stderr
-    assert "can't allocate memory" in done.stderr  # the first failing row's own message says why
+    assert "1 row(s) fail, the first 2.8" in done.stderr  # the failing row, with its own message
     assert not (out / "gradebook.csv").exists() and ledger_count(out / "ledger.sqlite") == 0
 
 

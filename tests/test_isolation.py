@@ -370,8 +370,8 @@ def test_huge_scratch_writes_are_capped(mode: str, tmp_path: Path) -> None:
     written = [int(line.split()[1]) for line in shown(results).splitlines() if line.startswith("HOARDED ")]
     if mode == "root":  # a size-capped tmpfs: writes fail at the cap
         assert written and max(written) <= confine.SCRATCH_BYTES
-    else:  # the guard stops the process soon after the cap
-        assert "to its scratch folder" in json.dumps(results) or (written and max(written) <= confine.SCRATCH_BYTES)
+    else:  # no tmpfs: measured when the import ends (then a guard thread polls), the file is refused as written
+        assert "importing loss_scaler.py wrote more than 256 MiB" in json.dumps(results), shown(results)[-2000:]
     assert not list(Path("/tmp").glob("amp-scratch-*/hoard-0"))  # nothing of it left
 
 

@@ -40,6 +40,8 @@ FAULT_MESSAGE = ("The grader could not grade this submission because of an inter
                  "staff have the details and will regrade it.")
 #: Test hook: a worker that is handed this submission name dies on the spot (simulates a worker crash).
 DIE_ON_ENV = "AMP_BATCH_TEST_DIE_ON"
+#: Test only: the folder a worker records its plan (and its canary) from instead of solutions/.
+REFERENCE_ENV = "AMP_BATCH_TEST_REFERENCE"
 #: A worker whose reference solution loses points exits with this status, after one log line that
 #: starts with CANARY_MARK: the batch stops and shows that line (no grades rather than wrong ones).
 CANARY_EXIT = 3
@@ -188,7 +190,8 @@ def serve(argv: Sequence[str] | None = None) -> int:
         # must not cut its recording short, or the whole batch would go without a plan.
         roomy = dataclasses.replace(limits, submission_seconds=max(limits.submission_seconds, 600.0))
         try:
-            call_plan = plan.current_plan(lambda folder: SandboxRunner(folder, limits=roomy, hide=hide, uid=args.uid))
+            call_plan = plan.current_plan(lambda folder: SandboxRunner(folder, limits=roomy, hide=hide, uid=args.uid),
+                                          Path(os.environ.get(REFERENCE_ENV) or plan.ROOT / "solutions"))
         except plan.ReferenceFails as exc:
             print(f"{CANARY_MARK}{exc}", file=sys.stderr, flush=True)  # the batch shows this line and stops
             return CANARY_EXIT

@@ -164,7 +164,7 @@ def shipped_plan() -> Plan | None:
         return None  # a damaged plan only costs speed
 
 
-def current_plan(runner_factory: Any = None) -> Plan | None:
+def current_plan(runner_factory: Any = None, solution: Path = ROOT / "solutions") -> Plan | None:
     """This process's plan: the shipped one, else recorded from solutions/ once; None when off or unavailable.
 
     Raises:
@@ -174,8 +174,8 @@ def current_plan(runner_factory: Any = None) -> Plan | None:
         return None
     if not _PLAN:
         found = shipped_plan()
-        if found is None and (ROOT / "solutions" / "loss_scaler.py").is_file():
-            found = record(runner_factory=runner_factory)
+        if found is None and (solution / "loss_scaler.py").is_file():
+            found = record(solution, runner_factory=runner_factory)
         _PLAN.append(found)
     return _PLAN[0]
 

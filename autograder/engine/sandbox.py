@@ -44,6 +44,8 @@ __all__ = ["SandboxRunner", "Limits", "DeviceAccess", "default_limits", "start_z
            "REPO_ROOT", "PRIVATE_TOPS", "SHARED_TMP", "LIMITS_ENV"]
 
 IMPORT_ORDER = ("loss_scaler", "amp_step")  # answers.py is never imported: it is parsed
+SCRATCH_FAULT = (f"wrote more than {confine.SCRATCH_BYTES // 2**20} MiB (or {confine.SCRATCH_ENTRIES} files) "
+                 "to its scratch folder; it was stopped")
 #: The contract files each scenario's process imports (the student's scaler is added for Task 2
 #: scenarios unless they use torch's, see :meth:`SandboxRunner.needs`).
 SCENARIO_NEEDS = {
@@ -201,6 +203,12 @@ class SandboxRunner:
                 return self._start(wanted)
             if message.get("imported") == name and message.get("fault"):
                 self.import_faults[name] = str(message["fault"])[:4000]
+            elif self._scratch_over():  # where scratch is no capped tmpfs, the guard's thread starts too late for this
+                self._import_limit[name] = budget.CRASH_LIMIT
+                self.import_faults[name] = f"importing {harness.CONTRACT_FILES[name]} {SCRATCH_FAULT}"
+                self._kill_all()
+                confine.wipe_folder(self._scratch)
+                return self._start(wanted)
         ready = self._read(process, max(0.1, min(self.limits.import_seconds, self._budget_left())))
         if not (ready and ready.get("ready")):
             self._kill_all()
@@ -211,6 +219,12 @@ class SandboxRunner:
             self._scratch_guard.start()
         self._processes[wanted] = process
         return process
+
+    def _scratch_over(self) -> bool:
+        """Whether the scratch folder as this process sees it is over its caps (never, when the student
+        processes have their own size-capped tmpfs there: this side then sees an empty folder)."""
+        size, entries = confine.scratch_usage(self._scratch)
+        return size > confine.SCRATCH_BYTES or entries > confine.SCRATCH_ENTRIES
 
     def _stop_processes(self) -> None:
         """Called from the scratch guard's thread: stop the student processes (the reader notices)."""
@@ -413,8 +427,7 @@ class SandboxRunner:
                     self.hangs[name] = self.hangs.get(name, 0) + 1
                 self._test_fault = f"your code did not finish within {reply['limit']:.0f} s (an infinite loop?); it was stopped"
             elif reply["scratch"]:
-                self._test_fault = (f"your code wrote more than {confine.SCRATCH_BYTES // 2**20} MiB (or "
-                                    f"{confine.SCRATCH_ENTRIES} files) to its scratch folder; it was stopped")
+                self._test_fault = f"your code {SCRATCH_FAULT}"
             else:
                 self._test_fault = "your code ended the process while it ran (sys.exit, os._exit, a crash or a memory limit)"
             self._test_fault_kind = budget.TIME_LIMIT if hung else budget.CRASH_LIMIT
