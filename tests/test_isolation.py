@@ -122,11 +122,9 @@ class Listener:
         self.server.close()
 
 
-PROBE = '''
-
-def _probe():  # hostile: network, grader files, SysV IPC, a daemon, files outside scratch
-    import ctypes, json, os, socket, subprocess
-    report = {{}}
+#: The two questions every confined process is asked (indented for a function body): does a TCP connection to
+#: ``{port}`` on localhost work, and can ``{secret}`` (a grader file) be read?  Filled in with ``str.format``.
+NET_AND_READ = '''
     try:
         client = socket.socket()
         client.settimeout(2)
@@ -138,7 +136,14 @@ def _probe():  # hostile: network, grader files, SysV IPC, a daemon, files outsi
         report["read"] = len(open({secret!r}).read())
     except Exception as exc:
         report["read"] = type(exc).__name__
-    libc = ctypes.CDLL(None, use_errno=True)
+'''
+
+PROBE = '''
+
+def _probe():  # hostile: network, grader files, SysV IPC, a daemon, files outside scratch
+    import ctypes, json, os, socket, subprocess
+    report = {{}}
+''' + NET_AND_READ + '''    libc = ctypes.CDLL(None, use_errno=True)
     report["shm"] = libc.shmget({key}, 1 << 20, 0o1666)  # IPC_CREAT | 0666
     try:
         subprocess.Popen(["/bin/sh", "-c", "sleep 300; : {token}"], start_new_session=True,
@@ -248,18 +253,7 @@ if pid == 0:  # a student process as the sandbox makes it, minus torch: namespac
     spaced = confine.enter_namespaces(ctypes.CDLL(None, use_errno=True), False)
     scratch = {scratch!r}
     report = {{"level": confine.confine(scratch, scratch, spaced)}}
-    try:
-        client = socket.socket()
-        client.settimeout(2)
-        client.connect((b"127.0.0.1", {port}))
-        report["net"] = "connected"
-    except Exception as exc:
-        report["net"] = type(exc).__name__
-    try:
-        report["read"] = len(open({secret!r}).read())
-    except Exception as exc:
-        report["read"] = type(exc).__name__
-    os.write(write_fd, json.dumps(report).encode())
+""" + NET_AND_READ + """    os.write(write_fd, json.dumps(report).encode())
     os._exit(0)
 os.close(write_fd)
 print(json.dumps({{"probe": level, "child": json.loads(os.read(read_fd, 65536) or b"{{}}")}}))

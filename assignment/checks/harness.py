@@ -28,7 +28,7 @@ from typing import Any, Callable
 import torch
 
 from checks import registry, rules
-from checks.optimizers import PlainSGD, RecordingSGD  # noqa: F401 - PlainSGD: part of this module's API
+from checks.optimizers import RecordingSGD
 
 Json = Any
 CONTRACT_FILES = {"loss_scaler": "loss_scaler.py", "amp_step": "amp_step.py", "answers": "answers.py"}

@@ -14,8 +14,9 @@ from typing import Any, Callable
 import torch
 
 from checks import registry
-from checks.harness import (DELEGATION_REFUSALS, Json, PlainSGD, RecordingSGD, Submission, guarded, run_scaler_ops,
-                            seed_cpu, tensor_values, torch_scaler)
+from checks.harness import (DELEGATION_REFUSALS, Json, Submission, guarded, run_scaler_ops, seed_cpu, tensor_values,
+                            torch_scaler)
+from checks.optimizers import PlainSGD, RecordingSGD
 
 
 class _BackwardProbe(torch.autograd.Function):

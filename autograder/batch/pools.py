@@ -29,6 +29,7 @@ from autograder.engine import budget
 from autograder import ROOT
 from autograder.engine.files import kill_uid
 from autograder.batch.inputs import Submission
+from autograder.batch.worker import CANARY_EXIT, CANARY_MARK
 from autograder.engine.uids import claim_uid
 
 #: A worker records the call plan (autograder/engine/plan.py) when it will grade at least this many submissions.
@@ -65,9 +66,7 @@ def _error_outcome(reason: str) -> dict[str, Any]:
 
 
 def _canary_line(log: Path) -> str | None:
-    """The worker's reason to refuse grading (see ``worker.CANARY_MARK``), if its log has one."""
-    from autograder.batch.worker import CANARY_MARK
-
+    """The last reason to refuse grading (``worker.CANARY_MARK``) in a worker's log (appended to across runs)."""
     try:
         lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -230,9 +229,9 @@ class LocalPool:
             job = worker.job
             drop(worker)
             if job is None:
-                canary = _canary_line(self.logs / f"worker-{worker.slot}.log")
-                if canary and not worker.ready:
-                    raise GraderFault(canary)
+                if not worker.ready and worker.proc.poll() == CANARY_EXIT:
+                    log = self.logs / f"worker-{worker.slot}.log"
+                    raise GraderFault(_canary_line(log) or f"the reference solution loses points here; see {log}")
                 if not worker.ready and not worker.retiring:
                     failures[worker.slot] += 1
                     if failures[worker.slot] >= self.STARTUP_FAILURES:

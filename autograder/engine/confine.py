@@ -349,6 +349,12 @@ def scratch_usage(folder: Path, limit_entries: int = SCRATCH_ENTRIES) -> tuple[i
     return total, entries
 
 
+def scratch_over(folder: Path) -> bool:
+    """Whether ``folder`` holds more than :data:`SCRATCH_BYTES` or :data:`SCRATCH_ENTRIES`."""
+    size, entries = scratch_usage(folder)
+    return size > SCRATCH_BYTES or entries > SCRATCH_ENTRIES
+
+
 class ScratchGuard(threading.Thread):
     """Where scratch cannot be a size-capped tmpfs: watch its size and call ``stop`` when over the cap."""
 
@@ -360,8 +366,7 @@ class ScratchGuard(threading.Thread):
 
     def run(self) -> None:
         while not self._done.wait(self.interval):
-            size, entries = scratch_usage(self.folder)
-            if size > SCRATCH_BYTES or entries > SCRATCH_ENTRIES:
+            if scratch_over(self.folder):
                 self.exceeded = True
                 self.stop()
                 wipe_folder(self.folder)

@@ -147,7 +147,8 @@ def record(solution: Path = ROOT / "solutions", runner_factory: Any = None) -> P
         first = failed[0]
         detail = " ".join(first.message.split())[:300]
         raise ReferenceFails(f"the reference solution ({solution}) loses points on this machine, so grading here "
-                             f"would not be fair: {len(failed)} row(s) fail, the first {first.item.number} '{first.item.title}': {detail}")
+                             f"would not be fair: {len(failed)} row(s) fail, the first {first.item.number} "
+                             f"'{first.item.title}': {detail}")
     return Plan(list(recorder.cases.values()), time.monotonic() - started)
 
 

@@ -203,7 +203,9 @@ class SandboxRunner:
                 return self._start(wanted)
             if message.get("imported") == name and message.get("fault"):
                 self.import_faults[name] = str(message["fault"])[:4000]
-            elif self._scratch_over():  # where scratch is no capped tmpfs, the guard's thread starts too late for this
+            # Where scratch is no capped tmpfs, the guard's thread starts too late for an import that fills it.  (With
+            # one, the student processes write to their own tmpfs and this side sees an empty folder.)
+            elif confine.scratch_over(self._scratch):
                 self._import_limit[name] = budget.CRASH_LIMIT
                 self.import_faults[name] = f"importing {harness.CONTRACT_FILES[name]} {SCRATCH_FAULT}"
                 self._kill_all()
@@ -219,12 +221,6 @@ class SandboxRunner:
             self._scratch_guard.start()
         self._processes[wanted] = process
         return process
-
-    def _scratch_over(self) -> bool:
-        """Whether the scratch folder as this process sees it is over its caps (never, when the student
-        processes have their own size-capped tmpfs there: this side then sees an empty folder)."""
-        size, entries = confine.scratch_usage(self._scratch)
-        return size > confine.SCRATCH_BYTES or entries > confine.SCRATCH_ENTRIES
 
     def _stop_processes(self) -> None:
         """Called from the scratch guard's thread: stop the student processes (the reader notices)."""
