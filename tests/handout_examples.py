@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import doctest
 import importlib.util
+import math
 import re
 import sys
 import types
@@ -138,3 +139,93 @@ def run_example(block: Block, scaler: Callable[..., Any]) -> tuple[int, str]:
 def numbers(text: str) -> list[str]:
     """Every number written in ``text`` (as written: ``2**16``, ``3.4e38``, ``1.100000023841858``)."""
     return re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", text)
+
+
+# --------------------------------------------------------------------------- tables and sections
+
+
+def section(text: str, prefix: str) -> str:
+    """The text of the section whose heading starts with ``prefix`` (e.g. ``"### 7. "``), up to the next heading."""
+    marks = headings(text)
+    lines = text.splitlines()
+    for position, (index, heading) in enumerate(marks):
+        if heading.startswith(prefix):
+            end = marks[position + 1][0] if position + 1 < len(marks) else len(lines)
+            return "\n".join(lines[index:end])
+    raise AssertionError(f"no section starts with {prefix!r}")
+
+
+def first_table(text: str) -> list[list[str]]:
+    """The body rows (cells stripped) of the first Markdown table in ``text``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+def number_in(cell: str) -> float:
+    return float(re.search(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", cell.replace("*", "")).group())
+
+
+def _as_written(true: float, written: float) -> bool:
+    """``written`` is ``true`` exactly or rounded to the two significant digits the table shows."""
+    return written == true or written == float(f"{true:.2g}") or written == float(f"{true:.1e}")
+
+
+def check_format_table(text: str, dtype: torch.dtype) -> None:
+    """Section 3's table of float formats says what ``torch.finfo`` says about ``dtype``."""
+    rows = {row[0].strip("`"): row for row in first_table(section(text, "### 3. "))}
+    _, bits, largest, normal, subnormal, eps, digits = rows[str(dtype).removeprefix("torch.")]
+    info = torch.finfo(dtype)
+    mantissa = round(-math.log2(info.eps))
+    assert [int(b) for b in bits.split("/")] == [1, info.bits - 1 - mantissa, mantissa], f"{dtype}: bits {bits}"
+    for cell, true in ((largest, info.max), (normal, info.smallest_normal),
+                       (subnormal, info.smallest_normal * info.eps), (eps, info.eps)):
+        assert _as_written(true, number_in(cell)), f"{dtype}: the table says {cell}, torch.finfo says {true!r}"
+    assert digits == f"~{math.floor((mantissa + 1) * math.log10(2))}", f"{dtype}: decimal digits {digits}"
+
+
+#: The words of section 7's "step taken?" column, in every edition.
+STEP_TAKEN = {"yes": True, "**skipped**": False, "실행": True, "**건너뜀**": False}
+
+
+def check_worked_example(text: str, factory: Callable[..., Any], name: str) -> None:
+    """Section 7's worked example, replayed: one float32 parameter, inf in the gradient where the table says so."""
+    part = section(text, "### 7. ")
+    init = float(re.search(r"`init_scale=(\d+)`", part).group(1))
+    interval = int(re.search(r"`growth_interval=(\d+)`", part).group(1))
+    scaler = factory(init_scale=init, growth_interval=interval)
+    w = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([w], lr=1.0)
+    for iteration, gradients, taken, tracker, scale in first_table(part[part.index("`growth_interval="):]):
+        scaler.scale(torch.tensor(1.0))
+        w.grad = torch.tensor([math.inf if "inf" in gradients else 1.0])
+        before = w.detach().clone()
+        scaler.step(opt)
+        scaler.update()
+        got = (not torch.equal(before, w.detach()), scaler.get_growth_tracker(), scaler.get_scale())
+        want = (STEP_TAKEN[taken], int(tracker), number_in(scale))
+        assert got == want, f"{name}: iteration {iteration} gives (step taken, tracker, S) = {got}, the table {want}"
+
+
+def check_demo_output(text: str) -> None:
+    """Section 10's demo output is what ``underflow_demo.run_demo`` prints, and its prose numbers hold."""
+    spec = importlib.util.spec_from_file_location("_handout_underflow_demo", ROOT / "solutions" / "underflow_demo.py")
+    assert spec is not None and spec.loader is not None
+    demo = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = demo
+    spec.loader.exec_module(demo)
+    part = section(text, "### 10. ")
+    [shown] = [block.text for block in blocks(part) if "loss, no scaler" in block.text]
+    plain, scaled = demo.run_demo(200, use_scaler=False), demo.run_demo(200, use_scaler=True)
+    for line in shown.splitlines()[2:]:
+        step = int(line.split("|")[0])
+        printed = (f"{step:>5} | {plain.losses[step]:>15.3e} | {scaled.losses[step]:>13.3e} | "
+                   f"{scaled.scales[step]:>9.0f}")
+        assert line == printed, f"the handout shows\n{line}\nthe demo prints\n{printed}"
+    assert f"{plain.first_zero_grad_step}" in numbers(part.split(shown)[1]), "the step where the gradient hits 0"
+    assert plain.final_loss / scaled.final_loss > 10_000  # "ends more than 10,000 times lower"
