@@ -151,3 +151,36 @@ def test_korean_float_format_table_matches_finfo(dtype: torch.dtype) -> None:
 def test_korean_worked_example_of_the_update_rule(scaler: tuple[str, Callable[..., Any]]) -> None:
     name, factory = scaler
     hx.check_worked_example(KOREAN, factory, name)
+
+
+# --------------------------------------------------------------------------- the Korean notebook
+
+
+@pytest.fixture(scope="module")
+def notebooks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The shipped English notebook, the shipped Korean one, and a fresh Korean build."""
+    pytest.importorskip("otter", reason='otter-grader is not installed: pip install -e ".[otter]"')
+    nbformat = pytest.importorskip("nbformat")
+    from autograder.packaging import notebook_build
+
+    out = tmp_path_factory.mktemp("notebook-ko") / "amp_homework.ko.ipynb"
+    notebook_build.build(out, language="ko")
+    folder = hx.ROOT / "assignment"
+    return {"en": nbformat.read(folder / "amp_homework.ipynb", as_version=4),
+            "ko": nbformat.read(folder / "amp_homework.ko.ipynb", as_version=4),
+            "built": nbformat.read(out, as_version=4)}
+
+
+def test_shipped_korean_notebook_is_up_to_date(notebooks: dict[str, Any]) -> None:
+    assert notebooks["ko"] == notebooks["built"], "stale Korean notebook: run make notebook AMP_LANGUAGE=ko"
+
+
+def test_korean_notebook_has_the_english_cells_and_tests(notebooks: dict[str, Any]) -> None:
+    english, korean = notebooks["en"], notebooks["ko"]
+    assert [c.cell_type for c in english.cells] == [c.cell_type for c in korean.cells]
+    for en_cell, ko_cell in zip(english.cells, korean.cells):
+        if en_cell.cell_type == "code":  # otter's init cell opens the notebook by its own name
+            assert en_cell.source.replace("amp_homework.ipynb", "amp_homework.ko.ipynb") == ko_cell.source
+    assert english.metadata["otter"] == korean.metadata["otter"]
+    markdown = "\n".join(c.source for c in korean.cells if c.cell_type == "markdown")
+    assert "과제 1" in markdown and "README.ko.md" in markdown and "Write your code" not in markdown
