@@ -136,6 +136,16 @@ def run_example(block: Block, scaler: Callable[..., Any]) -> tuple[int, str]:
     return runner.failures, "".join(report)
 
 
+def check_example(block: Block, name: str, scaler: Callable[..., Any]) -> None:
+    """``block`` holds for the scaler called ``name``; a deviation block must fail for torch's scaler."""
+    failures, report = run_example(block, scaler)
+    if name == "torch" and block.is_deviation:
+        assert failures, (f"{block.label} is marked as a deliberate deviation from torch, but torch.amp.GradScaler "
+                          f"gives exactly the results shown: drop the mark and the 'deviation' wording")
+    else:
+        assert not failures, f"the example at {block.label} does not hold for the {name} scaler:\n{report}"
+
+
 def numbers(text: str) -> list[str]:
     """Every number written in ``text`` (as written: ``2**16``, ``3.4e38``, ``1.100000023841858``)."""
     return re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", text)

@@ -1,6 +1,9 @@
 """The handout's claims that have a result are executed: a wrong example fails here.
 
-* every ``pycon`` example block of ``assignment/README.md`` holds for the reference solution
+Both editions, ``assignment/README.md`` and the Korean ``README.ko.md`` (kept in step with it by
+``tests/test_handout_sync.py``), are executed the same way:
+
+* every ``pycon`` example block holds for the reference solution
   and for ``torch.amp.GradScaler("cpu")``; a block marked ``deviation`` holds for the solution
   and fails for torch (the deviation it documents is real);
 * no ``>>>`` line lives outside such a block (so none escapes these tests);
@@ -20,10 +23,12 @@ import handout_examples as hx
 
 TEXT = hx.HANDOUT.read_text(encoding="utf-8")
 EXAMPLES = hx.examples(TEXT)
+EDITIONS = {"en": TEXT, "ko": hx.KOREAN_HANDOUT.read_text(encoding="utf-8")}
 
 
 def _example_params() -> list[Any]:
-    return [pytest.param(block, id=f"line{block.line}") for block in EXAMPLES]
+    return [pytest.param(block, id=f"{language}-line{block.line}")
+            for language, text in EDITIONS.items() for block in hx.examples(text)]
 
 
 @pytest.fixture(scope="module", params=sorted(hx.SCALERS))
@@ -45,13 +50,7 @@ def test_no_example_lives_outside_a_pycon_block() -> None:
 
 @pytest.mark.parametrize("block", _example_params())
 def test_example_holds(block: hx.Block, scaler: tuple[str, Callable[..., Any]]) -> None:
-    name, factory = scaler
-    failures, report = hx.run_example(block, factory)
-    if name == "torch" and block.is_deviation:
-        assert failures, (f"{block.label} is marked as a deliberate deviation from torch, but torch.amp.GradScaler "
-                          f"gives exactly the results shown: drop the mark and the 'deviation' wording")
-    else:
-        assert not failures, f"the example at {block.label} does not hold for the {name} scaler:\n{report}"
+    hx.check_example(block, *scaler)
 
 
 def test_a_wrong_result_fails_the_check() -> None:
@@ -68,14 +67,16 @@ def test_a_wrong_result_fails_the_check() -> None:
 # --------------------------------------------------------------------------- tables
 
 
+@pytest.mark.parametrize("language", sorted(EDITIONS))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-def test_float_format_table_matches_finfo(dtype: torch.dtype) -> None:
-    hx.check_format_table(TEXT, dtype)
+def test_float_format_table_matches_finfo(dtype: torch.dtype, language: str) -> None:
+    hx.check_format_table(EDITIONS[language], dtype)
 
 
-def test_worked_example_of_the_update_rule(scaler: tuple[str, Callable[..., Any]]) -> None:
+@pytest.mark.parametrize("language", sorted(EDITIONS))
+def test_worked_example_of_the_update_rule(scaler: tuple[str, Callable[..., Any]], language: str) -> None:
     name, factory = scaler
-    hx.check_worked_example(TEXT, factory, name)
+    hx.check_worked_example(EDITIONS[language], factory, name)
 
 
 def test_demo_output_in_section_10_is_what_the_demo_prints() -> None:
