@@ -43,9 +43,11 @@ def test_the_handout_has_examples_of_every_task_1_method() -> None:
         assert call in task1, f"no Task 1 example calls {call}"
 
 
-def test_no_example_lives_outside_a_pycon_block() -> None:
-    inside = sum(block.text.count(">>> ") for block in EXAMPLES)
-    assert inside == TEXT.count(">>> "), "a `>>>` line outside a ```pycon block would never be executed"
+@pytest.mark.parametrize("language", sorted(EDITIONS))
+def test_no_example_lives_outside_a_pycon_block(language: str) -> None:
+    text = EDITIONS[language]
+    inside = sum(block.text.count(">>> ") for block in hx.examples(text))
+    assert inside == text.count(">>> "), "a `>>>` line outside a ```pycon block would never be executed"
 
 
 @pytest.mark.parametrize("block", _example_params())
