@@ -38,7 +38,7 @@ from typing import Any, Callable
 import torch
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 
-from checks.policy import FRAME_ATTRIBUTES, READ_DUNDERS, _RESERVED, _dunder
+from checks.policy import FRAME_ATTRIBUTES, READ_DUNDERS
 
 
 class PolicyError(PermissionError):
@@ -211,8 +211,7 @@ class Guards:
         where = f"reading .{name} of {type(obj).__name__}"
         if name in PRIVATE_KERNELS and self.refuse_reference:
             return _KERNEL_STUBS[name]
-        if name in REFUSED_ATTRIBUTES or (_dunder(name) and name not in READ_DUNDERS) or name.startswith("__") \
-                or _RESERVED.match(name):
+        if name in REFUSED_ATTRIBUTES or (name.startswith("__") and name not in READ_DUNDERS):
             raise PolicyError(f"{where} is not allowed ({RULES})")
         if isinstance(obj, types.ModuleType):
             return self._member(obj, name, default)
@@ -240,12 +239,12 @@ class Guards:
         return obj if self.owns(obj) else _Writer(self, obj)
 
     def setattr(self, obj: Any, name: str, value: Any) -> None:
-        if type(name) is not str or name.startswith("__") or _RESERVED.match(name):
+        if type(name) is not str or name.startswith("__"):
             raise PolicyError(f"setattr(..., {name!r}, ...) is not allowed ({RULES})")
         setattr(self.write(obj), name, value)
 
     def delattr(self, obj: Any, name: str) -> None:
-        if type(name) is not str or name.startswith("__") or _RESERVED.match(name):
+        if type(name) is not str or name.startswith("__"):
             raise PolicyError(f"delattr(..., {name!r}) is not allowed ({RULES})")
         delattr(self.write(obj), name)
 

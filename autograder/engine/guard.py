@@ -34,6 +34,8 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from checks import guards
+
 
 class Refused(PermissionError):
     """A call the grader does not allow in a student process."""
@@ -55,9 +57,6 @@ FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 REFUSED_SETATTR = frozenset({"__code__", "__globals__", "__closure__", "__builtins__", "f_trace"})
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
-DELEGATION_MESSAGE = ("{what} is not allowed in Task 1: ToyLossScaler must do the scaling itself "
-                      "(the grader disables it in the process that runs loss_scaler.py)")
-PRIVATE_KERNELS = ("_amp_update_scale_", "_amp_foreach_non_finite_check_and_unscale_")
 
 
 def _under(path: str, roots: tuple[str, ...]) -> bool:
@@ -116,33 +115,23 @@ def install(submission: str, scratch: str, extra_read: tuple[str, ...] = ()) -> 
     return trusted
 
 
-def refuse_reference_scaler(counts: dict[str, int]) -> None:
-    """Disable torch's GradScaler and private AMP kernels in this process; count each attempt in ``counts``."""
+def refuse_reference_scaler() -> None:
+    """Disable torch's GradScaler and private AMP kernels in this whole process (a second line behind the
+    policy's stand-ins, for code the policy does not compile, e.g. with ``AMP_STATIC_RULES=off``).
 
-    def refusal(what: str) -> Callable[..., Any]:
-        counts.setdefault(what, 0)
-
-        def refuse(*_args: Any, **_kwargs: Any) -> Any:
-            counts[what] += 1
-            raise RuntimeError(DELEGATION_MESSAGE.format(what=what))
-
-        return refuse
-
-    class RefusedGradScaler:
-        """Stands in for torch.amp.GradScaler (and its aliases) in Task 1's process."""
-
-        __init__ = refusal("torch.amp.GradScaler")
-
+    The stand-ins are the policy's own (:mod:`checks.guards`): they count into the same
+    ``DELEGATION_CALLS`` that gate 1.17 reads, and raise.
+    """
     for module_name in ("torch.amp", "torch.amp.grad_scaler", "torch.cuda.amp", "torch.cuda.amp.grad_scaler",
                         "torch.cpu.amp", "torch.cpu.amp.grad_scaler"):
         module = sys.modules.get(module_name)
         if module is not None and hasattr(module, "GradScaler"):
-            setattr(module, "GradScaler", RefusedGradScaler)
+            setattr(module, "GradScaler", guards.RefusedGradScaler)
     library = torch.library.Library("aten", "IMPL")  # noqa: TOR901 - overriding is the point
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for name in PRIVATE_KERNELS:
-            refuse = refusal(f"torch.{name}")
+        for name in guards.PRIVATE_KERNELS:
+            refuse = guards.refused_kernel(name)
             setattr(torch, name, refuse)
             for key in ("CPU", "CUDA"):
                 library.impl(name, refuse, key)
