@@ -215,7 +215,7 @@ class Guards:
             raise PolicyError(f"{where} is not allowed ({RULES})")
         if isinstance(obj, types.ModuleType):
             return self._member(obj, name, default)
-        if name.startswith("_") and not self._private_ok(obj, name):
+        if name.startswith("_") and not name.startswith("__") and not self._private_ok(obj, name):
             raise PolicyError(f"{where} is not allowed: private attributes may be used only on objects of classes "
                               f"your file defines ({RULES})")
         if name == "format" and isinstance(obj, str):

@@ -141,6 +141,22 @@ class PolicyTransformer(RestrictingNodeTransformer):
 
     # -- statements honest code uses that RestrictedPython refuses by default
 
+    def visit_Module(self, node: ast.Module) -> Any:
+        """As RestrictedPython's, but ``print``'s collector goes after the docstring and ``__future__`` imports
+        (RestrictedPython puts it before a docstring, where ``from __future__`` then no longer compiles)."""
+        node = self.node_contents_visit(node)
+        position = 0
+        for position, child in enumerate(node.body):  # noqa: B007 - the first statement that is neither
+            docstring = position == 0 and isinstance(child, ast.Expr) and isinstance(child.value, ast.Constant) \
+                and isinstance(child.value.value, str)
+            future = isinstance(child, ast.ImportFrom) and child.module == "__future__"
+            if not (docstring or future):
+                break
+        else:
+            position = len(node.body)
+        self.inject_print_collector(node, position)
+        return node
+
     def visit_Constant(self, node: ast.Constant) -> Any:
         return self.node_contents_visit(node)  # `...` too (stubs, Tuple[int, ...])
 
