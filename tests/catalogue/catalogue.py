@@ -478,8 +478,9 @@ QUICK_CHECK_BUGS = [
 #: statistics, never hidden: their ``fail`` sets still name every row they lose).
 CASCADES = {
     "state_never_cleared": "every behaviour observed over more than one iteration breaks: each later step() raises",
-    "uses_gradscaler_internals": "reading another object's private attribute breaks the static rules (checks/rules.py): "
-                                 "amp_step.py is not run, so every Task 2 row fails, each saying why",
+    "uses_gradscaler_internals": "reading another object's private attribute is refused by the policy "
+                                 "(checks/guards.py): every call of amp_step raises, so every Task 2 row fails, "
+                                 "each saying why",
 }
 
 BUGS: list[Entry] = UPDATE_RULE_BUGS + DETECTION_BUGS + UNSCALE_STEP_BUGS + SCALE_STATE_BUGS + AMP_STEP_BUGS \
