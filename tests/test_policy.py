@@ -9,6 +9,7 @@ tests/test_forgery.py (attacks) and the catalogue's HONEST_HABITS (honest code, 
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -193,3 +194,12 @@ def test_the_refusal_cannot_be_undone(tmp_path: Path, counts: dict[str, int]) ->
     with pytest.raises(RuntimeError, match="not allowed in Task 1"):
         module.run(None)
     assert torch.amp.GradScaler is guards._REFERENCE_SCALER  # the real module was never written
+
+
+def test_the_handout_lists_exactly_the_importable_modules() -> None:
+    """The handout's "Imports" rule names every module the guards let a submission import, and no other."""
+    handout = (Path(__file__).resolve().parent.parent / "assignment" / "README.md").read_text(encoding="utf-8")
+    rule = handout.split("* **Imports** other than", 1)[1].split("\n* ", 1)[0]
+    named = set(re.findall(r"`([a-z_][a-z_.]*)`", rule)) - {"loss_scaler", "amp_step"}
+    unnamed_aliases = {"typing_extensions", "collections.abc", "torch.cuda.amp", "torch.cpu.amp"}
+    assert named == set(guards.ALLOWED_MODULES) - unnamed_aliases
