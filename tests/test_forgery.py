@@ -404,13 +404,14 @@ def test_private_kernels_are_disabled_whatever_the_path(graded_runtime: dict[str
     assert "is not allowed in Task 1" in " ".join(row["output"] for row in task1.values())
 
 
-def test_short_replies_are_malformed_never_passing(graded_runtime: dict[str, dict[str, Any]]) -> None:
-    """Frame attributes are invisible to audit hooks, so with the static rules off this submission does make
-    its process answer ``[]``: the judge must fail every such test, and never as a grader fault."""
+def test_frame_walk_is_refused_by_the_runtime_guard(graded_runtime: dict[str, dict[str, Any]]) -> None:
+    """With the policy off, the runtime guard alone refuses the frame walk (``sys._getframe`` called by the
+    submission's own code): it cannot reach the harness to make its process answer short replies (what the
+    judge does with malformed replies is unit-tested in tests/test_replies.py)."""
     results = graded_runtime["rt_frame_walk_short_replies"]
     assert results["score"] <= HONEST_WITH_ANSWERS
-    task1 = [row for number, row in _rows(results).items() if number.startswith("1.") and number != "1.17"]
-    assert any("returned something malformed" in row["output"] for row in task1)
+    task1 = [row for number, row in _rows(results).items() if number.startswith("1.")]
+    assert all("sys._getframe is not allowed while the grader runs your code" in row["output"] for row in task1)
     assert not any("internal problem" in row["output"] for row in task1)
 
 

@@ -8,8 +8,9 @@ sandbox has dropped privileges and before the first line of student code:
 * :func:`install` adds a PEP 578 audit hook.  Audit hooks cannot be removed, so
   nothing imported later can turn it off.  It refuses object walks (``gc``),
   tracing and new audit hooks, ``ctypes``, sockets, subprocesses and ``fork``,
-  the audited ways into a frame (``tb_frame``, ``gi_frame``...), swapping a
-  function's ``__code__``, and opening files outside the submission, the scratch
+  the audited ways into a frame (``tb_frame``, ``gi_frame``, ``sys._getframe`` called by the
+  submission's own code), ``compile``/``exec`` called by the submission's own code, swapping a
+  function's ``__code__`` or an object's ``__class__``, and opening files outside the submission, the scratch
   folder and the interpreter's own folders (writes: scratch only).  A refused call
   raises :class:`Refused`, whose message names the call; the scenario then fails
   with that message like any other exception of the submission.
@@ -54,7 +55,10 @@ REFUSED_PREFIXES = ("ctypes.", "socket.", "winreg.", "_posixsubprocess.")
 #: torch itself reads) raise an audit event; ``f_back``/``f_globals`` raise none, which is why the static
 #: rules refuse them by name.
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
-REFUSED_SETATTR = frozenset({"__code__", "__globals__", "__closure__", "__builtins__", "f_trace"})
+REFUSED_SETATTR = frozenset({"__code__", "__globals__", "__closure__", "__builtins__", "f_trace", "__class__"})
+#: Events refused when the submission's own code raises them directly (library code, e.g. namedtuple taking its
+#: caller's frame or dataclasses exec-ing a generated __init__, may): taking a frame, compiling, executing code.
+REFUSED_FROM_SUBMISSION = frozenset({"sys._getframe", "sys._getframemodulename", "exec", "compile"})
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
@@ -75,7 +79,18 @@ def install(submission: str, scratch: str, extra_read: tuple[str, ...] = ()) -> 
         submission, scratch, sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(torch.__file__),
         "/proc/self", "/sys", "/dev", "/usr", "/lib", "/lib64", "/etc", *extra_read)}))
     writable = (scratch_real, "/dev/null")
+    submission_real = os.path.realpath(submission)
     depth = [0]
+    looking = [False]
+
+    def from_submission() -> bool:
+        """Whether the Python code that raised the current event is one of the submission's files."""
+        looking[0] = True  # sys._getframe raises its own event: do not look again from inside
+        try:
+            caller = sys._getframe(2)  # 0: this function, 1: the hook, 2: the code that raised the event
+        finally:
+            looking[0] = False
+        return _under(os.path.realpath(caller.f_code.co_filename), (submission_real,))
 
     def refuse(what: str) -> None:
         raise Refused(f"{what} is not allowed while the grader runs your code")
@@ -102,6 +117,8 @@ def install(submission: str, scratch: str, extra_read: tuple[str, ...] = ()) -> 
             refuse(f"changing .{args[1]}")
         elif event == "open":
             check_open(args)
+        elif event in REFUSED_FROM_SUBMISSION and not looking[0] and not depth[0] and from_submission():
+            refuse(event)
 
     @contextlib.contextmanager
     def trusted() -> Iterator[None]:
