@@ -442,4 +442,5 @@ def test_gpu_part_cannot_be_forged_in_dry_mode(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads((tmp_path / "out" / "gpu_forgery" / "gpu_results.json").read_text())
     assert results["score"] == 0
-    assert any("amp_step.py was not run" in test["output"] for test in results["tests"])
+    assert any("import gc: only torch and a few standard modules may be imported" in test["output"]
+               for test in results["tests"]), [test["output"][:300] for test in results["tests"]]
