@@ -35,6 +35,7 @@ def test_solution_passes_every_public_check(tmp_path: Path) -> None:
 def test_skeleton_fails_every_public_check_with_its_not_implemented_message(tmp_path: Path) -> None:
     results = run_public_checks(ROOT / "assignment", tmp_path)
     assert len(results) >= 9
+    assert results.pop("test_no_forbidden_delegation") == ""  # the 0-point gate: the skeleton delegates nothing
     for name, text in results.items():
         assert "NotImplementedError" in text and "is not implemented yet" in text, name
 
