@@ -139,3 +139,17 @@ def test_the_guard_refuses_it_and_names_the_call(outcomes: dict[str, dict[str, s
 @pytest.mark.parametrize("name", sorted(ALLOWED))
 def test_the_guard_lets_honest_code_through(outcomes: dict[str, dict[str, str]], name: str) -> None:
     assert outcomes["armed"][name] == "allowed"
+
+
+@pytest.mark.parametrize("switch", ["AMP_STATIC_RULES", "AMP_RUNTIME_GUARD"])
+def test_switching_a_layer_off_changes_the_grader_fingerprint(switch: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """README: both switches are part of the grader fingerprint, so a batch regrades when they change."""
+    from autograder.batch.run import grader_fingerprint
+
+    monkeypatch.delenv(switch, raising=False)
+    monkeypatch.delenv("AMP_UNRELATED_SETTING", raising=False)
+    default = grader_fingerprint({})
+    monkeypatch.setenv("AMP_UNRELATED_SETTING", "1")  # the control: a variable the grader does not read
+    assert grader_fingerprint({}) == default
+    monkeypatch.setenv(switch, "off")
+    assert grader_fingerprint({}) != default
