@@ -10,12 +10,14 @@ Docker's capabilities, unprivileged) with shared probes.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -26,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from autograder.engine import budget, confine, escape, intake
+from autograder.engine import budget, confine, escape, intake, sandbox
 from conftest import ROOT, shown
 
 SOLUTIONS = ROOT / "solutions"
@@ -39,15 +41,57 @@ HAS_SETPRIV = shutil.which("setpriv") is not None
 NOBODY = 65534
 
 
-def _runs_as_nobody() -> bool:
-    """Whether an unprivileged uid can start this interpreter (a pyenv under /root cannot)."""
-    if not (IS_ROOT and HAS_SETPRIV):
-        return False
+def _runs_as_nobody(python: str) -> bool:
+    """Whether an unprivileged uid can start ``python`` and import what the grader needs."""
     check = ("import subprocess, sys; "  # the batch starts its workers with sys.executable: that must work too
              "subprocess.run([sys.executable, '-c', 'import torch, pyseccomp, landlock'], check=True)")
-    done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable,
+    done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", python,
                            "-c", check], capture_output=True, timeout=120)
     return done.returncode == 0
+
+
+def _copy_tree(source: str, target: Path) -> None:
+    """``source`` copied to ``target``: hard links where one filesystem holds both (instant), else a real copy."""
+    if subprocess.run(["cp", "-al", source, str(target)], capture_output=True).returncode != 0:
+        shutil.rmtree(target, ignore_errors=True)
+        subprocess.run(["cp", "-a", source, str(target)], check=True, capture_output=True)
+
+
+def reachable_interpreter(folder: Path) -> str:
+    """An interpreter with this one's packages that uid nobody can run, built below ``folder`` when needed.
+
+    This interpreter may sit where only root may enter (a pyenv under ``/root``): then its installation is
+    copied into ``folder`` (hard links: no disk, no time), and a virtual environment made from the copy gets
+    this environment's site-packages the same way.  The grader then runs as nobody exactly as it would
+    from a system-wide Python.
+    """
+    if _runs_as_nobody(sys.executable):
+        return sys.executable
+    folder.chmod(0o755)
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    _copy_tree(sys.base_prefix, folder / "base")
+    python = folder / "base" / "bin" / version
+    if sys.prefix != sys.base_prefix:  # a virtual environment: the same, over the copied base
+        subprocess.run([str(python), "-m", "venv", "--without-pip", str(folder / "venv")], check=True,
+                       capture_output=True)
+        packages = folder / "venv" / "lib" / version / "site-packages"
+        shutil.rmtree(packages)
+        _copy_tree(sysconfig.get_paths()["purelib"], packages)
+        python = folder / "venv" / "bin" / "python"
+    assert _runs_as_nobody(str(python)), f"uid {NOBODY} cannot run {python} even after copying it to {folder}"
+    return str(python)
+
+
+@pytest.fixture(scope="session")
+def nobody_python() -> Any:
+    """The interpreter the unprivileged runs use (see :func:`reachable_interpreter`); its copy is removed after."""
+    if not (IS_ROOT and HAS_SETPRIV):
+        pytest.skip("needs root and setpriv (to run the grader as another user)")
+    folder = Path(tempfile.mkdtemp(prefix="amp-nobody-python-", dir="/var/tmp"))
+    try:
+        yield reachable_interpreter(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 MODES = {  # "root": as this process runs (the other two need root to start from)
@@ -62,14 +106,11 @@ def _skip_reason(mode: str) -> str | None:
         return "needs root (to run the grader as root, as root without CAP_SYS_ADMIN, and as another user)"
     if mode != "root" and not HAS_SETPRIV:
         return "needs setpriv (Debian package util-linux)"
-    if mode == "unprivileged" and not _runs_as_nobody():
-        return (f"uid {NOBODY} cannot run {sys.executable} with torch, pyseccomp and landlock "
-                "(the interpreter sits in a folder only root may enter)")
     return None
 
 
 def grade_as(mode: str, paths: list[Path], out: Path, *extra: str, env: dict[str, str] | None = None,
-             timeout: float = 300) -> subprocess.CompletedProcess[str]:
+             timeout: float = 300, python: str = sys.executable) -> subprocess.CompletedProcess[str]:
     """``python -m autograder grade`` run as root, as root with Docker's capabilities, or as nobody."""
     if mode == "unprivileged":
         out.mkdir(parents=True, exist_ok=True)
@@ -77,7 +118,7 @@ def grade_as(mode: str, paths: list[Path], out: Path, *extra: str, env: dict[str
         for path in paths:
             for item in [path, *path.rglob("*")]:
                 os.chown(item, NOBODY, NOBODY)
-    command = MODES[mode] + [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
+    command = MODES[mode] + [python, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
                              "--jobs", "1", *(extra or ("--no-progress",))]
     # These submissions probe the OS layers (the static rules and the runtime guard would refuse their imports and
     # calls first; tests/test_forgery.py covers those): both are off here.
@@ -145,6 +186,40 @@ def _probe():  # hostile: network, grader files, SysV IPC, a daemon, files outsi
     report = {{}}
 ''' + NET_AND_READ + '''    libc = ctypes.CDLL(None, use_errno=True)
     report["shm"] = libc.shmget({key}, 1 << 20, 0o1666)  # IPC_CREAT | 0666
+    import resource
+    report["rlimits"] = {{name: resource.getrlimit(getattr(resource, name))[0]
+                         for name in ("RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_CPU")}}
+    try:  # one byte past the file-size limit
+        with open("big", "wb") as stream:
+            stream.write(b"x" * (report["rlimits"]["RLIMIT_FSIZE"] + 1))
+        report["file size"] = "written"
+    except OSError as exc:
+        report["file size"] = exc.errno
+    handles = []
+    try:  # descriptors until refused
+        for _ in range(100_000):
+            handles.append(open(os.devnull))
+        report["open files"] = "unbounded"
+    except OSError:
+        report["open files"] = len(handles)
+    for handle in handles:
+        handle.close()
+    report["pid"], report["ppid"] = os.getpid(), os.getppid()
+    try:  # the grader's test process, alive all along
+        os.kill({outsider}, 0)
+        report["outsider"] = "signalled"
+    except OSError as exc:
+        report["outsider"] = type(exc).__name__
+    try:  # every process this one can see, with its command line where readable
+        report["processes"] = {{}}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    report["processes"][entry] = open("/proc/%s/cmdline" % entry, "rb").read()[:120].decode("latin-1")
+                except OSError:
+                    report["processes"][entry] = None
+    except OSError as exc:
+        report["processes"] = type(exc).__name__
     try:
         subprocess.Popen(["/bin/sh", "-c", "sleep 300; : {token}"], start_new_session=True,
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -183,9 +258,17 @@ def _processes_with(token: str) -> list[str]:
     return found
 
 
-def _expected_level(mode: str) -> str:
-    """Root gets namespaces; root without CAP_SYS_ADMIN gets Landlock (where the kernel has it) and seccomp."""
-    if mode == "docker":
+def _nobody_gets_user_namespaces(python: str) -> bool:
+    """Whether uid nobody may unshare a user namespace with the others (unprivileged user namespaces enabled)."""
+    flags = 0x10000000 | 0x00020000 | 0x40000000 | 0x08000000 | 0x20000000  # USER | NS | NET | IPC | PID
+    code = f"import ctypes; raise SystemExit(ctypes.CDLL(None).unshare({flags}) != 0)"
+    return subprocess.run(MODES["unprivileged"] + [python, "-c", code], capture_output=True, timeout=60).returncode == 0
+
+
+def _expected_level(mode: str, python: str = sys.executable) -> str:
+    """Root gets namespaces, and so does an ordinary user where unprivileged user namespaces are enabled; root
+    without CAP_SYS_ADMIN (and a user without them) gets Landlock (where the kernel has it) and seccomp."""
+    if mode == "docker" or (mode == "unprivileged" and not _nobody_gets_user_namespaces(python)):
         try:
             landlocked = confine.landlock is not None and confine.landlock.landlock_abi_version() >= 1
         except OSError:
@@ -204,19 +287,21 @@ def workspace(tmp_path: Path) -> Any:
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-def test_confinement_holds_in_every_mode(mode: str, workspace: Path) -> None:
+def test_confinement_holds_in_every_mode(mode: str, workspace: Path, request: pytest.FixtureRequest) -> None:
     reason = _skip_reason(mode)
     if reason:
         pytest.skip(reason)
+    python = request.getfixturevalue("nobody_python") if mode == "unprivileged" else sys.executable
     tmp_path = workspace
     token = f"amp-probe-{uuid.uuid4().hex[:12]}"
     key = int(uuid.uuid4().hex[:7], 16)
     listener = Listener()
     secret = ROOT / "autograder" / "hidden" / "test_hidden_scaler.py"
     probe = submission(tmp_path / "probe", {"loss_scaler.py": PROBE.format(port=listener.port, secret=str(secret),
-                                                                       key=key, token=token)})
+                                                                       key=key, token=token,
+                                                                       outsider=os.getpid())})
     try:
-        done = grade_as(mode, [probe], tmp_path / "out")
+        done = grade_as(mode, [probe], tmp_path / "out", python=python)
     finally:
         listener.close()
     assert done.returncode == 0, done.stderr[-3000:]
@@ -229,15 +314,27 @@ def test_confinement_holds_in_every_mode(mode: str, workspace: Path) -> None:
     assert listener.accepted == 0 and report["net"] != "connected"  # no network
     assert isinstance(report["read"], str), "a hidden test file was readable"  # grader files unreadable
     assert set(report["env"]) <= set(confine.clean_environment("/x"))  # a clean environment
+    assert report["shm"] == -1  # no SysV IPC (seccomp, below every level reached here)...
     time.sleep(0.5)
-    assert key not in _shm_keys()  # no IPC object left
+    assert key not in _shm_keys()  # ...and no IPC object left
+    limits = sandbox.Limits()  # rlimits: set, and enforced
+    assert report["rlimits"] == {"RLIMIT_NOFILE": limits.open_files, "RLIMIT_FSIZE": limits.file_bytes,
+                                 "RLIMIT_CPU": limits.cpu_seconds}
+    assert report["file size"] == errno.EFBIG and report["open files"] < limits.open_files
     assert not _processes_with(token)  # no process left
     for folder in ("/tmp", "/var/tmp", "/dev/shm"):  # nothing written outside scratch survives
         assert not (Path(folder) / token).exists(), f"{folder}/{token} survived"
     assert results["score"] == 90, results["output"][-2000:]  # results valid: the probe broke nothing graded
     level = results["extra_data"]["isolation"]
-    assert level == _expected_level(mode) if mode != "unprivileged" else level in confine.LEVELS[1:]
-    assert f"isolation level: {level}" in (tmp_path / "out" / "probe" / "staff.log").read_text()
+    assert level == _expected_level(mode, python)
+    if level == "namespaces":  # no other process visible: PID 1 of its own PID namespace, no parent in it
+        assert (report["pid"], report["ppid"], report["outsider"]) == (1, 0, "ProcessLookupError"), report
+    else:  # no PID namespace: the grader's processes exist (EPERM) but cannot be signalled
+        assert report["outsider"] == "PermissionError", report
+    # Landlock (under every level here) lists nothing in /proc; without it, only the process itself would show
+    assert report["processes"] == "PermissionError" or set(report["processes"]) == {str(report["pid"])}, report
+    staff_log = (tmp_path / "out" / "probe" / "staff.log").read_text()
+    assert staff_log.splitlines()[0] == f"isolation level: {level}"  # promised on the first line
     assert f"- {escape.markdown_inline(level)}: 1 submission(s)" in (tmp_path / "out" / "summary.md").read_text()
 
 
