@@ -468,25 +468,50 @@ def test_huge_scratch_writes_are_capped(mode: str, tmp_path: Path) -> None:
 
 TMP_SPY = '''
 
-def _spy():  # looks for another student's staged files under $TMPDIR for a few seconds
-    import glob, time
-    deadline = time.monotonic() + 4
+def _spy():  # for a few seconds, looks for another student's staged files beside its own (under $TMPDIR)
+    import json, os, time
+    mine = os.path.dirname(os.path.abspath(__file__))
+    report = {{"start": time.time(), "own": False, "listing": None, "other_folders": 0, "found": False}}
+    try:
+        report["own"] = {marker!r} in open(__file__).read()  # the positive control: a staged file can be read
+    except OSError as exc:
+        report["own"] = type(exc).__name__
+    deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        for path in glob.glob({pattern!r}):
+        try:
+            entries = [os.path.join(os.path.dirname(mine), e) for e in os.listdir(os.path.dirname(mine))]
+            report["listing"] = "listed"
+        except OSError as exc:
+            entries, report["listing"] = [], type(exc).__name__
+        others = [e for e in entries if os.path.basename(e).startswith("amp-submission-") and e != mine]
+        report["other_folders"] = max(report["other_folders"], len(others))
+        for folder in others:
             try:
-                if {marker!r} in open(path).read():
-                    print("FOUND another student's file")
-                    return
+                if {other!r} in open(os.path.join(folder, "loss_scaler.py")).read():
+                    report["found"] = True
             except OSError:
                 pass
-        time.sleep(0.2)
+        time.sleep(0.1)
+    report["end"] = time.time()
+    print("SPY " + json.dumps(report))
 
 
 _spy()
 '''
 
 
+def _watch_staging(folder: Path, until: threading.Event) -> list[tuple[float, int]]:
+    """(time, staging folders in ``folder``) every 50 ms until ``until`` is set, as the grader's own user sees it."""
+    samples = []
+    while not until.is_set():
+        samples.append((time.time(), len(list(folder.glob("amp-submission-*")))))
+        time.sleep(0.05)
+    return samples
+
+
 def test_staged_submissions_stay_private_with_tmpdir_elsewhere(tmp_path: Path) -> None:
+    """Two submissions staged side by side under a ``TMPDIR`` the sandbox does not cover: each one's code, while
+    the other is staged (seen from outside), can read its own staged file but not the other's."""
     if not IS_ROOT:
         pytest.skip("needs root (two sandbox uids)")
     tmpdir = Path("/var/lib") / f"amp-tmp-{uuid.uuid4().hex[:8]}"  # outside every folder the sandbox covers
@@ -495,16 +520,30 @@ def test_staged_submissions_stay_private_with_tmpdir_elsewhere(tmp_path: Path) -
         names = []
         for k in range(2):
             marker = f"SECRET-MARKER-{k}-{uuid.uuid4().hex[:6]}"
-            other = f"SECRET-MARKER-{1 - k}-"
-            spy = TMP_SPY.format(pattern=f"{tmpdir}/amp-submission-*/loss_scaler.py", marker=other)
+            spy = TMP_SPY.format(marker=marker, other=f"SECRET-MARKER-{1 - k}-")
             folder = submission(tmp_path / "batch" / f"s{k}", {"loss_scaler.py": f"\n# {marker}\n" + spy})
             names.append(folder.name)
-        done = grade_as("root", [tmp_path / "batch"], tmp_path / "out", "--jobs", "2", env={"TMPDIR": str(tmpdir)})
+        done_event, samples = threading.Event(), []
+        watcher = threading.Thread(target=lambda: samples.extend(_watch_staging(tmpdir, done_event)), daemon=True)
+        watcher.start()
+        try:
+            done = grade_as("root", [tmp_path / "batch"], tmp_path / "out", "--jobs", "2",
+                            env={"TMPDIR": str(tmpdir)})
+        finally:
+            done_event.set()
+            watcher.join(timeout=10)
         assert done.returncode == 0, done.stderr[-3000:]
+        both_staged = [when for when, count in samples if count >= 2]
         for name in names:
             results = results_of(tmp_path / "out", name)
-            assert "FOUND" not in shown(results)
             assert results["score"] == 90
+            spies = [json.loads(line[4:]) for line in shown(results).splitlines() if line.startswith("SPY ")]
+            assert spies, shown(results)[-2000:]
+            for report in spies:
+                assert report["own"] is True, report  # reading a staged file works from there...
+                assert not report["found"], report  # ...yet the other's never was read
+            # the spies looked while the other submission was staged (the comparison means something)
+            assert any(r["start"] <= when <= r["end"] for r in spies for when in both_staged), (spies, both_staged[:3])
         assert not list(tmpdir.glob("amp-submission-*"))  # cleaned up
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
