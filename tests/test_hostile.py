@@ -323,7 +323,8 @@ def check_result(graded: Graded, case: hostile.Case, result: dict[str, Any]) -> 
     if case.error:  # refused at intake: every row says why, with the refusal the case names (its notes)
         assert case.notes, f"{case.name}: an intake refusal must name its message"
         assert result["score"] == 0 and all(test["score"] == 0 for test in result["tests"])
-        assert all(test["output"] == result["output"] for test in result["tests"] if "number" in test), result
+        graded_rows = {item.number for item in hostile_rubric()}
+        assert all(tests[number]["output"] == result["output"] for number in graded_rows), result["output"][:500]
     if case.score is not None:
         assert result["score"] == pytest.approx(case.score), _failed(result)
     if case.max_score is not None:
