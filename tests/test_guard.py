@@ -44,7 +44,17 @@ ATTEMPTS = {
     "read outside the submission": "open(OUTSIDE).read()",
     "write into the submission": "open(os.path.join(SUBMISSION, 'forged.txt'), 'w').close()",
     "write outside scratch via os.open": "os.close(os.open(OUTSIDE + '.new', os.O_WRONLY | os.O_CREAT, 0o600))",
+    # called by the submission's own code (compiled with its file name): refused; the same from a library: allowed
+    "from the submission: sys._getframe": "sys._getframe()",
+    "from the submission: compile": "compile('1', 'forged', 'eval')",
+    "from the submission: exec": "exec(_sample.__code__, {})",
+    "from the submission: __class__": "class A:\n    pass\nclass B:\n    pass\nA().__class__ = B",
     # what honest code does: never refused
+    "from the submission: namedtuple and dataclass": "import collections, dataclasses\n"
+                                                      "collections.namedtuple('P', 'x')(1)\n"
+                                                      "dataclasses.make_dataclass('S', ['a'])(1)",
+    "a library sets __class__": "lazy = types.ModuleType('lazy')\n"
+                                "lazy.__class__ = type('Lazy', (types.ModuleType,), {})",
     "read the submission": "open(os.path.join(SUBMISSION, 'loss_scaler.py')).read()",
     "write scratch": "open(os.path.join(SCRATCH, 'notes.txt'), 'w').write('x')",
     "write /dev/null": "open(os.devnull, 'w').write('x')",
@@ -55,7 +65,7 @@ ATTEMPTS = {
 }
 #: What the guard must let through.
 ALLOWED = {"read the submission", "write scratch", "write /dev/null", "read the interpreter's files", "torch maths",
-           "trusted frame read"}
+           "trusted frame read", "from the submission: namedtuple and dataclass", "a library sets __class__"}
 #: Refused attempt -> words its message must hold (the message names the call).
 NAMED = {"gc.get_objects": "gc.get_objects", "gc.get_referrers": "gc.get_referrers",
          "sys._current_frames": "sys._current_frames", "sys.settrace": "sys.settrace",
@@ -63,7 +73,9 @@ NAMED = {"gc.get_objects": "gc.get_objects", "gc.get_referrers": "gc.get_referre
          "socket": "socket.", "unix socket": "socket.", "subprocess": "subprocess.Popen", "os.system": "os.system",
          "os.fork": "os.fork", "os.kill": "os.kill", "tb_frame": ".tb_frame", "gi_frame": ".gi_frame",
          "__code__ swap": ".__code__", "code object built": "code.__new__", "read outside the submission": "opening",
-         "write into the submission": "writing", "write outside scratch via os.open": "writing"}
+         "write into the submission": "writing", "write outside scratch via os.open": "writing",
+         "from the submission: sys._getframe": "sys._getframe", "from the submission: compile": "compile",
+         "from the submission: exec": "exec", "from the submission: __class__": ".__class__"}
 #: Refused without an exception reaching the caller (CPython's rule for ``sys.addaudithook``).
 SILENT = {"sys.addaudithook"}
 
@@ -83,7 +95,8 @@ functions = {{}}
 for name, body in ATTEMPTS.items():  # compiled before anything runs: compiling is not what is tested
     source = "def attempt():\\n" + "".join("    " + line + "\\n" for line in body.splitlines())
     scope = dict(globals())
-    exec(compile(source, name, "exec"), scope)
+    filename = os.path.join(SUBMISSION, "loss_scaler.py") if name.startswith("from the submission") else name
+    exec(compile(source, filename, "exec"), scope)
     functions[name] = scope["attempt"]
 outcomes = {{}}
 for name, attempt in functions.items():

@@ -55,7 +55,7 @@ REFUSED_PREFIXES = ("ctypes.", "socket.", "winreg.", "_posixsubprocess.")
 #: torch itself reads) raise an audit event; ``f_back``/``f_globals`` raise none, which is why the static
 #: rules refuse them by name.
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
-REFUSED_SETATTR = frozenset({"__code__", "__globals__", "__closure__", "__builtins__", "f_trace", "__class__"})
+REFUSED_SETATTR = frozenset({"__code__", "__globals__", "__closure__", "__builtins__", "f_trace"})
 #: Events refused when the submission's own code raises them directly (library code, e.g. namedtuple taking its
 #: caller's frame or dataclasses exec-ing a generated __init__, may): taking a frame, compiling, executing code.
 REFUSED_FROM_SUBMISSION = frozenset({"sys._getframe", "sys._getframemodulename", "exec", "compile"})
@@ -90,7 +90,8 @@ def install(submission: str, scratch: str, extra_read: tuple[str, ...] = ()) -> 
             caller = sys._getframe(2)  # 0: this function, 1: the hook, 2: the code that raised the event
         finally:
             looking[0] = False
-        return _under(os.path.realpath(caller.f_code.co_filename), (submission_real,))
+        filename = caller.f_code.co_filename  # "<string>", "<frozen ...>": generated or frozen code, never the submission
+        return os.path.isabs(filename) and _under(os.path.realpath(filename), (submission_real,))
 
     def refuse(what: str) -> None:
         raise Refused(f"{what} is not allowed while the grader runs your code")
@@ -119,6 +120,9 @@ def install(submission: str, scratch: str, extra_read: tuple[str, ...] = ()) -> 
             check_open(args)
         elif event in REFUSED_FROM_SUBMISSION and not looking[0] and not depth[0] and from_submission():
             refuse(event)
+        elif event == "object.__setattr__" and len(args) > 1 and args[1] == "__class__" and not looking[0] \
+                and from_submission():  # torch's own lazy modules set __class__ when they are first imported
+            refuse("changing .__class__")
 
     @contextlib.contextmanager
     def trusted() -> Iterator[None]:
