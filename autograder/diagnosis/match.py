@@ -47,9 +47,13 @@ def row_digests(plan_cases: Sequence[Any], answers: Mapping[str, Sequence[str | 
 
 def match_row(table: Table, number: str, mine: Mapping[str, str]) -> tuple[str, ...]:
     """The bugs whose answers equal ``mine`` (case -> digest) on row ``number``; () unless unambiguous."""
-    if any(name not in table.cases for name in mine):
+    if not mine or any(name not in table.cases for name in mine):
         return ()
     cases = [table.cases[name] for name in mine]
+    test = cases[0].test
+    if any(case.test != test for case in cases) or \
+            sum(case.test == test for case in table.cases.values()) != len(cases):
+        return ()  # every case of the row, and only those
     suspects = [bug for bug, rows in table.rows.items()
                 if number in rows and any(bug in case.bugs for case in cases)]
     matches = [bug for bug in suspects
