@@ -24,19 +24,20 @@ from typing import Any
 import pytest
 
 from autograder.diagnosis import match, words
-from autograder.diagnosis.table import CaseDigests, Table, load_catalogue
+from autograder.diagnosis.table import UNANSWERED, CaseDigests, Table, load_catalogue
+from checks.diagnose import match_test
 from autograder.engine import rubric
 from conftest import ROOT, grade, load_results
 
 catalogue = load_catalogue()
 BY_NAME = {entry.name: entry for entry in catalogue.ENTRIES}
-#: Two bugs per row on 1.5 and 1.6 (told apart only by their answers), detection, Task 2, Task 3, and one the
-#: gate alone catches.
+#: Two bugs per row on 1.5 and 1.6 (told apart only by their answers), detection, Task 2, and one that the gate
+#: alone catches (its file is refused, so it answers nothing).  (Task 3's tests make no call of their own: the
+#: Quick Check is never diagnosed.)
 BUGS = ["growth_off_by_one", "tracker_not_reset_after_growth", "tracker_not_reset_on_backoff", "backoff_divides",
-        "nan_ignored", "no_zero_grad", "returns_scaled_loss", "quick_check_backward_inside", "delegate_subclass"]
+        "nan_ignored", "no_zero_grad", "returns_scaled_loss", "delegate_subclass"]
 VARIANTS = ["plain_style", "tracker_increment_then_compare", "isinf_or_isnan", "amp_style", "answers_lowercase"]
 GRADED_VARIANT = "plain_style"
-NUMBER_OF = {item.test: item.number for item in rubric.ITEMS}
 
 
 @pytest.fixture(scope="session")
@@ -54,14 +55,13 @@ def table(table_path: Path) -> Table:
     return Table.from_json(table_path.read_text())
 
 
-def own_digests(table: Table, entry: str, number: str) -> dict[str, str]:
-    """What ``entry`` answered on every case of row ``number`` (case -> digest)."""
-    return {name: case.bugs.get(entry, case.reference) for name, case in table.cases.items()
-            if NUMBER_OF.get(case.test) == number}
+def own_digests(table: Table, entry: str, test: str) -> dict[str, str]:
+    """What ``entry`` answered on every case of ``test`` (case -> digest)."""
+    return {name: case.bugs.get(entry, case.reference) for name, case in table.cases.items() if case.test == test}
 
 
-def differs(table: Table, entry: str, number: str) -> bool:
-    return any(entry in case.bugs for case in table.cases.values() if NUMBER_OF.get(case.test) == number)
+def differs(table: Table, entry: str, test: str) -> bool:
+    return any(entry in case.bugs for case in table.cases.values() if case.test == test)
 
 
 def test_the_table_holds_digests_only(table_path: Path, table: Table) -> None:
@@ -69,27 +69,28 @@ def test_the_table_holds_digests_only(table_path: Path, table: Table) -> None:
     assert '"scenario"' not in text and '"args"' not in text  # no recorded inputs, no answers
     assert set(table.rows) == set(BUGS) | set(VARIANTS)
     assert all(table.rows[name] == [] for name in VARIANTS)
-    assert {NUMBER_OF[case.test] for case in table.cases.values()} == {item.number for item in rubric.ITEMS}
+    assert {case.test for case in table.cases.values()} == {item.test for item in rubric.ITEMS}
+    assert all(case.calls is None for case in table.cases.values())  # the grader's table: no calls either
 
 
 def test_each_bug_is_diagnosed_as_itself_or_a_twin_never_as_another(table: Table) -> None:
     diagnosable = set()
     for bug in BUGS:
-        for number in table.rows[bug]:
-            got = match.match_row(table, number, own_digests(table, bug, number))
-            assert set(got) <= words.twins_of(bug), f"{bug} on {number} diagnosed as {got}"
-            if differs(table, bug, number):
-                assert bug in got, f"{bug} answers {number} differently from the reference but is not diagnosed " \
+        for test in table.rows[bug]:
+            got = match_test(table, test, own_digests(table, bug, test))
+            assert set(got) <= table.twins_of(bug), f"{bug} on {test} diagnosed as {got}"
+            if differs(table, bug, test) and UNANSWERED not in own_digests(table, bug, test).values():
+                assert bug in got, f"{bug} answers {test} differently from the reference but is not diagnosed " \
                                    f"(an unlisted twin?)"
                 diagnosable.add(bug)
-    # the gate's bug answers like the reference: nothing to diagnose; every other one is diagnosable
+    # the gate's bug answers nothing (its file is refused): nothing to diagnose; every other one is diagnosable
     assert diagnosable == set(BUGS) - {"delegate_subclass"}
 
 
 def test_no_correct_variant_answers_a_row_like_a_bug(table: Table) -> None:
     for variant in VARIANTS:
         for item in rubric.ITEMS:
-            got = match.match_row(table, item.number, own_digests(table, variant, item.number))
+            got = match_test(table, item.test, own_digests(table, variant, item.test))
             assert got == (), f"the correct variant {variant} would be diagnosed as {got} on {item.number}"
 
 
@@ -104,7 +105,8 @@ def graded(tmp_path_factory: pytest.TempPathFactory, table_path: Path) -> dict[s
     return {name: load_results(base / "out", name) for name in names}
 
 
-def test_graded_bugs_are_diagnosed_as_themselves_on_their_failing_rows(graded: dict[str, dict[str, Any]]) -> None:
+def test_graded_bugs_are_diagnosed_as_themselves_on_their_failing_rows(graded: dict[str, dict[str, Any]],
+                                                                        table: Table) -> None:
     for bug in BUGS:
         results = graded[bug]
         diagnosis = results["extra_data"].get("diagnosis", {})
@@ -114,7 +116,7 @@ def test_graded_bugs_are_diagnosed_as_themselves_on_their_failing_rows(graded: d
             continue
         assert diagnosis, f"{bug} got no diagnosis: {results['extra_data']}"
         for number, bugs in diagnosis.items():
-            assert set(bugs) <= words.twins_of(bug), f"{bug} diagnosed as {bugs} on {number}"
+            assert set(bugs) <= table.twins_of(bug), f"{bug} diagnosed as {bugs} on {number}"
             assert rows[number]["status"] == "failed"
             assert words.sentence(bugs) in rows[number]["output"]  # the student's line, in the row's own output
         for number, row in rows.items():  # no other row carries a diagnosis line
@@ -131,48 +133,56 @@ def test_a_correct_variant_gets_no_diagnosis(graded: dict[str, dict[str, Any]]) 
 # --------------------------------------------------------------------------- the rules, by hand (fast)
 
 
+T = "test_update_rule_properties"
+
+
 def _table() -> Table:
-    cases = {"t[a]": CaseDigests("test_update_rule_properties", "ref-a", {"x": "bad-a", "y": "bad-a"}),
-             "t[b]": CaseDigests("test_update_rule_properties", "ref-b", {"y": "bad-b"})}
-    return Table(cases, {"x": ["1.6"], "y": ["1.6"], "z": ["1.5"]})
+    cases = {"t[a]": CaseDigests(T, "ref-a", {"x": "bad-a", "y": "bad-a"}), "t[b]": CaseDigests(T, "ref-b", {"y": "bad-b"})}
+    return Table(cases, {"x": [T], "y": [T], "z": ["test_update_rule_one_optimizer"]})
 
 
 def test_a_match_must_cover_every_case_of_the_row_and_be_unambiguous() -> None:
     table = _table()
-    assert match.match_row(table, "1.6", {"t[a]": "bad-a", "t[b]": "ref-b"}) == ("x",)
-    assert match.match_row(table, "1.6", {"t[a]": "bad-a", "t[b]": "bad-b"}) == ("y",)
-    assert match.match_row(table, "1.6", {"t[a]": "bad-a", "t[b]": "other"}) == ()  # one case differs
-    assert match.match_row(table, "1.6", {"t[a]": "bad-a"}) == ()  # a case of the row without answers
-    assert match.match_row(table, "1.5", {"t[a]": "bad-a", "t[b]": "ref-b"}) == ()  # x does not fail 1.5
-    assert match.match_row(table, "1.6", {"t[a]": "bad-a", "unknown": "?"}) == ()  # a case the table lacks
-    ambiguous = Table({"t[a]": CaseDigests("test_update_rule_properties", "ref", {"x": "bad", "y": "bad"})},
-                      {"x": ["1.6"], "y": ["1.6"]})
-    assert match.match_row(ambiguous, "1.6", {"t[a]": "bad"}) == ()  # two bugs, not twins: say nothing
+    assert match_test(table, T, {"t[a]": "bad-a", "t[b]": "ref-b"}) == ("x",)
+    assert match_test(table, T, {"t[a]": "bad-a", "t[b]": "bad-b"}) == ("y",)
+    assert match_test(table, T, {"t[a]": "bad-a", "t[b]": "other"}) == ()  # one case differs
+    assert match_test(table, T, {"t[a]": "bad-a"}) == ()  # a case of the row without answers
+    assert match_test(table, "test_update_rule_one_optimizer", {"t[a]": "bad-a", "t[b]": "ref-b"}) == ()
+    assert match_test(table, T, {"t[a]": "bad-a", "t[b]": "ref-b", "unknown": "?"}) == ()  # a case the table lacks
+    ambiguous = Table({"t[a]": CaseDigests(T, "ref", {"x": "bad", "y": "bad"})}, {"x": [T], "y": [T]})
+    assert match_test(ambiguous, T, {"t[a]": "bad"}) == ()  # two bugs, not twins: say nothing
+    unanswered = Table({"t[a]": CaseDigests(T, "ref", {"x": UNANSWERED})}, {"x": [T]})
+    assert match_test(unanswered, T, {"t[a]": UNANSWERED}) == ()  # two refusals are no shared mistake
 
 
-def test_twins_are_named_together(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(words, "TWINS", (frozenset({"x", "y"}),))
-    ambiguous = Table({"t[a]": CaseDigests("test_update_rule_properties", "ref", {"x": "bad", "y": "bad"})},
-                      {"x": ["1.6"], "y": ["1.6"]})
-    assert match.match_row(ambiguous, "1.6", {"t[a]": "bad"}) == ("x", "y")
-    assert ", or when " in words.sentence(["x", "y"])
+def test_twins_are_named_together() -> None:
+    twins = Table({"t[a]": CaseDigests(T, "ref", {"x": "bad", "y": "bad"})}, {"x": [T], "y": [T]},
+                  {"x": "one thing", "y": "another"}, twins=[["x", "y"]])
+    assert match_test(twins, T, {"t[a]": "bad"}) == ("x", "y")
+    assert twins.sentence(["x", "y"]).endswith("when one thing, or when another.")
+
+
+def _plan_and_report(answers: dict[str, list[str | None]], passed: bool = False) -> tuple[Any, Any, Table]:
+    from autograder.diagnosis.table import case_digest
+
+    plan = SimpleNamespace(cases=[SimpleNamespace(test=T, name=name, calls=[]) for name in ("t[a]", "t[b]")])
+    table = Table({"t[a]": CaseDigests(T, case_digest(plan.cases[0], ["ref"]), {"x": case_digest(plan.cases[0], ["A"])}),
+                   "t[b]": CaseDigests(T, case_digest(plan.cases[1], ["ref"]), {})}, {"x": [T]}, {"x": "it breaks"})
+    row = SimpleNamespace(item=rubric.BY_TEST[T], passed=passed, message="saw 2.0, expected 4.0")
+    return row, SimpleNamespace(rows=[row], plan=plan, answers=answers), table
 
 
 def test_annotate_adds_one_line_to_failing_diagnosed_rows_only() -> None:
-    plan = SimpleNamespace(cases=[SimpleNamespace(test="test_update_rule_properties", name=name, calls=[])
-                                  for name in ("t[a]", "t[b]")])
-    from autograder.diagnosis import table as table_module
-
-    digest_of = {answer: table_module.digest([], [answer]) for answer in ("A", "B", "ref")}
-    table = Table({"t[a]": CaseDigests("test_update_rule_properties", digest_of["ref"], {"x": digest_of["A"]}),
-                   "t[b]": CaseDigests("test_update_rule_properties", digest_of["ref"], {})}, {"x": ["1.6"]})
-    item = rubric.BY_TEST["test_update_rule_properties"]
-    failing = SimpleNamespace(item=item, passed=False, message="saw 2.0, expected 4.0")
-    report = SimpleNamespace(rows=[failing], plan=plan, answers={"t[a]": ["A"], "t[b]": ["ref"]})
+    row, report, table = _plan_and_report({"t[a]": ["A"], "t[b]": ["ref"]})
     assert match.annotate(report, table) == {"diagnosis": {"1.6": ["x"]}}
-    assert failing.message.endswith(words.sentence(["x"])) and failing.message.startswith("saw 2.0")
+    assert row.message.startswith("saw 2.0") and row.message.endswith(table.sentence(["x"]))
     match.annotate(report, table)
-    assert failing.message.count("Likely mistake") == 1  # idempotent
-    passing = SimpleNamespace(item=item, passed=True, message="")
-    assert match.annotate(SimpleNamespace(rows=[passing], plan=plan, answers=report.answers), table) == {}
-    assert match.annotate(SimpleNamespace(rows=[failing], plan=None, answers={}), table) == {}
+    assert row.message.count("Likely mistake") == 1  # idempotent
+    row, report, table = _plan_and_report({"t[a]": ["A"], "t[b]": ["ref"]}, passed=True)
+    assert match.annotate(report, table) == {} and "Likely" not in row.message
+    row, report, table = _plan_and_report({"t[a]": ["A"], "t[b]": [None]})  # a call not answered
+    assert match.annotate(report, table) == {}
+    row, report, table = _plan_and_report({"t[a]": ["A"]})  # a case not answered
+    assert match.annotate(report, table) == {}
+    report.plan = None
+    assert match.annotate(report, table) == {}

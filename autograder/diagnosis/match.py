@@ -1,16 +1,9 @@
-"""Matching a failing row's answers with the catalogued bugs, and the feedback line it earns.
+"""The grader's side of the diagnosis: match each failing row, add its line, report it to staff.
 
-A row (one rubric item: one test function, one or more cases) is diagnosed as bug ``B`` when
-
-* the row failed;
-* ``B`` is catalogued as failing that row (its ``must_fail``) and answers at least one of the row's
-  cases differently from the reference (so ``B`` is really caught there);
-* on **every** case of the row the submission's answers to the recorded calls are exactly ``B``'s;
-* no other bug matches as well, unless every match is a listed twin of the others
-  (:data:`autograder.diagnosis.words.TWINS`): then the line names the group.
-
-Anything less (no match, an ambiguous one, a case without answers) gives no diagnosis: a wrong
-diagnosis is worse than none.
+The matching rule is :func:`checks.diagnose.match_test` (shared with the public checks): a failing
+row is diagnosed as a catalogued bug only when its answers on every case of the row are exactly that
+bug's (or one group of listed twins'), every call was answered, and the bug is known to fail the row.
+Anything less gives no diagnosis: a wrong diagnosis is worse than none.
 """
 
 from __future__ import annotations
@@ -18,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from autograder.diagnosis import words
-from autograder.diagnosis.table import Table, digest, current_table
+from autograder.diagnosis.table import Table, case_digest, current_table
+from checks.diagnose import match_test
 
 
 @dataclass(frozen=True)
@@ -27,41 +20,13 @@ class Diagnosis:
     number: str  # the rubric row
     test: str
     bugs: tuple[str, ...]  # one bug, or one group of twins
-
-    @property
-    def line(self) -> str:
-        return words.sentence(list(self.bugs))
+    line: str  # what the student reads
 
 
-def row_digests(plan_cases: Sequence[Any], answers: Mapping[str, Sequence[str | None]], test: str) -> dict[str, str] | None:
-    """The submission's digest of every plan case of ``test``; None when a case has no answers."""
-    found = {}
-    for case in plan_cases:
-        if case.test != test:
-            continue
-        if case.name not in answers:
-            return None
-        found[case.name] = digest(case.calls, answers[case.name])
-    return found or None
-
-
-def match_row(table: Table, number: str, mine: Mapping[str, str]) -> tuple[str, ...]:
-    """The bugs whose answers equal ``mine`` (case -> digest) on row ``number``; () unless unambiguous."""
-    if not mine or any(name not in table.cases for name in mine):
-        return ()
-    cases = [table.cases[name] for name in mine]
-    test = cases[0].test
-    if any(case.test != test for case in cases) or \
-            sum(case.test == test for case in table.cases.values()) != len(cases):
-        return ()  # every case of the row, and only those
-    suspects = [bug for bug, rows in table.rows.items()
-                if number in rows and any(bug in case.bugs for case in cases)]
-    matches = [bug for bug in suspects
-               if all(case.bugs.get(bug, case.reference) == mine[name] for name, case in zip(mine, cases))]
-    if not matches:
-        return ()
-    group = words.twins_of(matches[0])
-    return tuple(sorted(matches)) if all(bug in group for bug in matches) else ()
+def row_digests(plan_cases: Sequence[Any], answers: Mapping[str, Sequence[str | None]], test: str) -> dict[str, str]:
+    """The submission's digest of every plan case of ``test`` that it answered (case name -> digest)."""
+    return {case.name: case_digest(case, answers[case.name]) for case in plan_cases
+            if case.test == test and case.name in answers}
 
 
 def diagnose(report: Any, table: Table | None) -> list[Diagnosis]:
@@ -74,10 +39,9 @@ def diagnose(report: Any, table: Table | None) -> list[Diagnosis]:
     for row in report.rows:
         if row.passed:
             continue
-        mine = row_digests(plan.cases, answers, row.item.test)
-        bugs = match_row(table, row.item.number, mine) if mine else ()
+        bugs = match_test(table, row.item.test, row_digests(plan.cases, answers, row.item.test))
         if bugs:
-            found.append(Diagnosis(row.item.number, row.item.test, bugs))
+            found.append(Diagnosis(row.item.number, row.item.test, bugs, table.sentence(bugs)))
     return found
 
 

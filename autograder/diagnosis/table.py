@@ -12,25 +12,27 @@ reveals neither the hidden inputs nor the answers; the table is still kept besid
 hidden tests.  Per case the table holds the reference's digest and the digest of every bug that
 answers differently (a bug absent there answers like the reference).
 
+The students' table (``--public``: :data:`checks.diagnose.STUDENT_TABLE`) keeps the public tests only and
+also their recorded calls (public inputs), so the public checks can replay them (:mod:`checks.diagnose`).
+
 The table is rebuilt from the code at build time (``python -m autograder.diagnosis build``), never
 committed: scenario replies change with the checks.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import json
 import os
 import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from autograder import ROOT
+from autograder.diagnosis import words
+from checks.diagnose import UNANSWERED, CaseDigests, Table, digest  # noqa: F401 - this module's API too
 
 if TYPE_CHECKING:  # importing the plan imports pytest: the build starts the sandbox's zygote first
     from autograder.engine import plan as call_plan
@@ -38,41 +40,13 @@ if TYPE_CHECKING:  # importing the plan imports pytest: the build starts the san
 TABLE_ENV = "AMP_DIAGNOSIS"  # a table's path, or "off"
 SHIPPED = ROOT / "autograder" / "hidden" / "diagnosis.json"
 CATALOGUE = ROOT / "tests" / "catalogue" / "catalogue.py"
-VERSION = 1
 
 
-def digest(calls: Sequence[call_plan.Call], answers: Sequence[str | None]) -> str:
-    """One case's answers bound to the calls they answer (a short hex digest)."""
-    text = json.dumps([[[c.scenario, c.args, c.timeout] for c in calls], list(answers)], sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-@dataclass
-class CaseDigests:
-    test: str
-    reference: str
-    bugs: dict[str, str] = field(default_factory=dict)  # bug -> digest, only where it differs from the reference
-
-
-@dataclass
-class Table:
-    """{case name -> digests}, and the rubric rows each bug is known to fail (its ``must_fail``)."""
-
-    cases: dict[str, CaseDigests]
-    rows: dict[str, list[str]]  # bug -> rubric numbers
-    public_only: bool = False
-
-    def to_json(self) -> str:
-        return json.dumps({"version": VERSION, "public_only": self.public_only, "rows": self.rows,
-                           "cases": {name: c.__dict__ for name, c in self.cases.items()}}, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> "Table":
-        data = json.loads(text)
-        if data.get("version") != VERSION:
-            raise ValueError(f"diagnosis table version {data.get('version')!r}, expected {VERSION}")
-        return cls({name: CaseDigests(**c) for name, c in data["cases"].items()},
-                   {bug: list(rows) for bug, rows in data["rows"].items()}, bool(data.get("public_only")))
+def case_digest(case: "call_plan.Case", answers: Sequence[str | None]) -> str:
+    """A plan case's answers bound to its calls (:data:`UNANSWERED` when a call got no answer)."""
+    if None in answers:
+        return UNANSWERED
+    return digest([(c.scenario, c.args, c.timeout) for c in case.calls], answers)
 
 
 def load_catalogue() -> Any:
@@ -106,9 +80,14 @@ def build(plan: call_plan.Plan, entries: Sequence[Any], runner_factory: Callable
     from autograder.engine.sandbox import SandboxRunner
 
     make_runner = runner_factory or SandboxRunner
+    from autograder.engine import rubric
+
+    test_of = {item.number: item.test for item in rubric.ITEMS}
     cases = [case for case in plan.cases if tests is None or case.test in tests]
-    table = Table({case.name: CaseDigests(case.test, digest(case.calls, [c.answer for c in case.calls]))
-                   for case in cases}, {}, public_only=tests is not None)
+    public = tests is not None
+    table = Table({case.name: CaseDigests(case.test, case_digest(case, [c.answer for c in case.calls]),
+                                          calls=[[c.scenario, c.args, c.timeout] for c in case.calls] if public else None)
+                   for case in cases}, {}, twins=[sorted(group) for group in words.TWINS], public_only=public)
     scratch = Path(tempfile.mkdtemp(prefix="amp-diagnosis-"))
     catalogue = load_catalogue()
     try:
@@ -121,10 +100,13 @@ def build(plan: call_plan.Plan, entries: Sequence[Any], runner_factory: Callable
             finally:
                 runner.close()
             for case in cases:
-                mine = digest(case.calls, found[case.name])
+                mine = case_digest(case, found[case.name])
                 if mine != table.cases[case.name].reference:
                     table.cases[case.name].bugs[entry.name] = mine
-            table.rows[entry.name] = sorted(entry.must_fail) if entry.kind == "bug" else []
+            failing = sorted(test_of[n] for n in entry.must_fail) if entry.kind == "bug" else []
+            table.rows[entry.name] = [test for test in failing if not public or test in tests]
+            if table.rows[entry.name]:
+                table.words[entry.name] = words.STUDENT_WORDS.get(entry.name, entry.name.replace("_", " "))
             if progress:
                 progress(f"{entry.name}: {time.monotonic() - started:.1f} s")
     finally:

@@ -11,6 +11,10 @@ check that every indistinguishable pair the table finds is listed here (a new on
 
 from __future__ import annotations
 
+from typing import Sequence
+
+from checks import diagnose
+
 STUDENT_WORDS: dict[str, str] = {
     # Task 1: the update rule
     "growth_off_by_one": "the tracker is compared with growth_interval before this clean step is counted, "
@@ -88,16 +92,6 @@ STUDENT_WORDS: dict[str, str] = {
 TWINS: tuple[frozenset[str], ...] = ()
 
 
-def twins_of(bug: str) -> frozenset[str]:
-    """``bug`` and every bug listed as indistinguishable from it."""
-    group = {bug}
-    for twins in TWINS:
-        if bug in twins:
-            group |= twins
-    return frozenset(group)
-
-
-def sentence(bugs: list[str]) -> str:
-    """The feedback line for a match with ``bugs`` (one bug, or one group of twins)."""
-    clauses = [STUDENT_WORDS.get(bug, bug.replace("_", " ")) for bug in sorted(bugs)]
-    return "Likely mistake: this is what happens when " + ", or when ".join(clauses) + "."
+def sentence(bugs: Sequence[str]) -> str:
+    """The student's line for a match with ``bugs`` (one bug, or one group of twins)."""
+    return diagnose.sentence(bugs, STUDENT_WORDS)
