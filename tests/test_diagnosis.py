@@ -8,13 +8,13 @@ build`` does all of them for the Gradescope zip):
   twin) and never as another one; no correct variant answers any row like a bug;
 * end to end: each bug graded alone by ``python -m autograder grade`` gets the line on its failing row
   and ``extra_data.diagnosis``, naming itself (or a twin) and nothing else; the correct variant gets
-  none; a bug only the delegation gate catches (its answers are the reference's) gets none;
+  none;
 * the matching rules by hand: an ambiguous match, a passing row, a missing case: no diagnosis.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,11 +31,10 @@ from conftest import ROOT, grade, load_results
 
 catalogue = load_catalogue()
 BY_NAME = {entry.name: entry for entry in catalogue.ENTRIES}
-#: Two bugs per row on 1.5 and 1.6 (told apart only by their answers), detection, Task 2, and one that the gate
-#: alone catches (its file is refused, so it answers nothing).  (Task 3's tests make no call of their own: the
-#: Quick Check is never diagnosed.)
+#: Two bugs per row on 1.5 and 1.6 (told apart only by their answers), detection and Task 2.  (Task 3's tests
+#: make no call of their own: the Quick Check is never diagnosed.)
 BUGS = ["growth_off_by_one", "tracker_not_reset_after_growth", "tracker_not_reset_on_backoff", "backoff_divides",
-        "nan_ignored", "no_zero_grad", "returns_scaled_loss", "delegate_subclass"]
+        "nan_ignored", "no_zero_grad", "returns_scaled_loss"]
 VARIANTS = ["plain_style", "tracker_increment_then_compare", "isinf_or_isnan", "amp_style", "answers_lowercase"]
 GRADED_VARIANT = "plain_style"
 
@@ -83,8 +82,7 @@ def test_each_bug_is_diagnosed_as_itself_or_a_twin_never_as_another(table: Table
                 assert bug in got, f"{bug} answers {test} differently from the reference but is not diagnosed " \
                                    f"(an unlisted twin?)"
                 diagnosable.add(bug)
-    # the gate's bug answers nothing (its file is refused): nothing to diagnose; every other one is diagnosable
-    assert diagnosable == set(BUGS) - {"delegate_subclass"}
+    assert diagnosable == set(BUGS)
 
 
 def test_no_correct_variant_answers_a_row_like_a_bug(table: Table) -> None:
@@ -111,9 +109,6 @@ def test_graded_bugs_are_diagnosed_as_themselves_on_their_failing_rows(graded: d
         results = graded[bug]
         diagnosis = results["extra_data"].get("diagnosis", {})
         rows = {test["number"]: test for test in results["tests"]}
-        if bug == "delegate_subclass":
-            assert diagnosis == {}, diagnosis
-            continue
         assert diagnosis, f"{bug} got no diagnosis: {results['extra_data']}"
         for number, bugs in diagnosis.items():
             assert set(bugs) <= table.twins_of(bug), f"{bug} diagnosed as {bugs} on {number}"
@@ -186,3 +181,39 @@ def test_annotate_adds_one_line_to_failing_diagnosed_rows_only() -> None:
     assert match.annotate(report, table) == {}
     report.plan = None
     assert match.annotate(report, table) == {}
+
+
+# --------------------------------------------------------------------------- the students' side (public checks)
+
+PUBLIC_BUGS = ["backoff_divides", "tracker_not_reset_on_backoff"]
+
+
+@pytest.fixture(scope="session")
+def student_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("student-diagnosis") / "diagnosis.json"
+    done = subprocess.run([sys.executable, "-m", "autograder.diagnosis", "build", "--public", "--out", str(path),
+                           "--quiet", "--bugs", ",".join(PUBLIC_BUGS)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return path
+
+
+def test_the_students_table_holds_public_cases_only(student_table: Path) -> None:
+    table = Table.from_json(student_table.read_text())
+    public = {item.test for item in rubric.ITEMS if item.suite == rubric.PUBLIC}
+    assert table.public_only and {case.test for case in table.cases.values()} <= public
+    assert all(case.calls is not None for case in table.cases.values())
+    assert all(set(tests) <= public for tests in table.rows.values())
+
+
+@pytest.mark.parametrize("bug", PUBLIC_BUGS)
+def test_a_failing_public_check_prints_the_same_line_locally(bug: str, student_table: Path, tmp_path: Path) -> None:
+    folder = catalogue.materialize(BY_NAME[bug], tmp_path / bug)
+    done = subprocess.run([sys.executable, "-m", "pytest", "checks/test_public_scaler.py", "-k",
+                           "test_update_rule_one_optimizer"], cwd=ROOT / "assignment", capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "AMP_SUBMISSION": str(folder),
+                                            "AMP_STUDENT_DIAGNOSIS": str(student_table)})
+    assert done.returncode == 1, done.stdout[-3000:]  # the check fails...
+    assert words.sentence([bug]) in done.stdout, done.stdout[-3000:]  # ...and names this mistake, no other
+    others = [words.sentence([other]) for other in PUBLIC_BUGS if other != bug]
+    assert not any(line in done.stdout for line in others)

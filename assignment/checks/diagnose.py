@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -28,7 +29,8 @@ VERSION = 2
 #: A case where some call got no answer (the file did not import or broke the rules, a hang or crash
 #: stopped the calls): not a behaviour, so it matches nothing (a syntax error is no catalogued mistake).
 UNANSWERED = "unanswered"
-STUDENT_TABLE = Path(__file__).resolve().parent / "diagnosis.json"
+#: The students' table: beside this file, or where ``$AMP_STUDENT_DIAGNOSIS`` says.
+STUDENT_TABLE = Path(os.environ.get("AMP_STUDENT_DIAGNOSIS", Path(__file__).resolve().parent / "diagnosis.json"))
 LINE_START = "Likely mistake: this is what happens when "
 
 
