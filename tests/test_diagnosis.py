@@ -98,7 +98,8 @@ def graded(tmp_path_factory: pytest.TempPathFactory, table_path: Path) -> dict[s
     base = tmp_path_factory.mktemp("diagnosed")
     names = BUGS + [GRADED_VARIANT]
     paths = [catalogue.materialize(BY_NAME[name], base / "submissions" / name) for name in names]
-    done = grade(paths, base / "out", env={"AMP_DIAGNOSIS": str(table_path)})
+    # two workers: each grades enough submissions to record the call plan, whose answers the diagnosis compares
+    done = grade(paths, base / "out", "--jobs", "2", env={"AMP_DIAGNOSIS": str(table_path)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return {name: load_results(base / "out", name) for name in names}
 

@@ -1,7 +1,7 @@
 """The class report of a batch (autograder/diagnosis/report.py): report.html, items.csv, mistakes.csv.
 
 One real batch (``python -m autograder grade`` with a diagnosis table of two bugs): the solution, a
-correct variant, the same update-rule bug twice and one Task-2 bug.  The report's numbers are checked
+correct variant, the same update-rule bug twice, one Task-2 bug and a bug the table does not hold.  The report's numbers are checked
 against gradebook.csv and the results.json files; the page is opened in headless chromium (it renders,
 logs nothing to the console, and its content security policy would report any request it tried).
 A synthetic batch folder checks that submission names are escaped in the page and the CSV.
@@ -27,8 +27,12 @@ catalogue = load_catalogue()
 BY_NAME = {entry.name: entry for entry in catalogue.ENTRIES}
 TABLE_BUGS = ["growth_off_by_one", "no_zero_grad"]
 #: submission folder -> catalogue entry ("solution": the reference itself)
+#: (frank fails 1.6 with a bug the table does not hold: he must not be diagnosed as alice and bob are.)
 BATCH = {"alice": "growth_off_by_one", "bob": "growth_off_by_one", "carol": "no_zero_grad",
-         "dave": "plain_style", "erin": "solution"}
+         "dave": "plain_style", "erin": "solution", "frank": "tracker_not_reset_after_growth"}
+#: The diagnosis compares the answers the call plan fetches: a batch records one when each worker grades
+#: at least 3 submissions (autograder.batch.pools.PLAN_MIN_PER_WORKER), so the workers are fixed at 2.
+JOBS = ["--jobs", "2"]
 
 
 def _csv(path: Path) -> list[dict[str, str]]:
@@ -50,7 +54,7 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
             paths.append(base / "submissions" / folder)
         else:
             paths.append(catalogue.materialize(BY_NAME[entry], base / "submissions" / folder))
-    done = grade(paths, base / "out", env={"AMP_DIAGNOSIS": str(table)})
+    done = grade(paths, base / "out", *JOBS, env={"AMP_DIAGNOSIS": str(table)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return base / "out"
 
@@ -72,7 +76,7 @@ def test_items_agree_with_the_gradebook(batch: Path) -> None:
         upper = sum(float(line[column]) == item.points for line in ranked[:size]) / size
         lower = sum(float(line[column]) == item.points for line in ranked[-size:]) / size
         assert float(row["discrimination"]) == pytest.approx(upper - lower, abs=1e-4)
-    assert float(items["1.6"]["pass_rate"]) == pytest.approx(3 / 5)  # alice and bob fail it
+    assert float(items["1.6"]["pass_rate"]) == pytest.approx(3 / 6)  # alice, bob and frank fail it
 
 
 def test_mistakes_agree_with_the_results(batch: Path) -> None:
@@ -85,7 +89,7 @@ def test_mistakes_agree_with_the_results(batch: Path) -> None:
     assert set(found) == set(counted)
     for key, names in counted.items():
         assert int(found[key]["count"]) == len(names) and found[key]["submissions"].split(";") == sorted(names)
-    assert found[("growth_off_by_one", "1.6")]["submissions"] == "alice;bob"
+    assert found[("growth_off_by_one", "1.6")]["submissions"] == "alice;bob"  # not frank
     assert ("no_zero_grad", "2.4") in found
     first = next(iter(found))  # most common first
     assert first == ("growth_off_by_one", "1.6")

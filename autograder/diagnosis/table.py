@@ -77,11 +77,10 @@ def build(plan: call_plan.Plan, entries: Sequence[Any], runner_factory: Callable
     A correct variant in ``entries`` is recorded with no rows (so it is never diagnosed): the tests use it
     to check that no correct style answers any row like a bug.
     """
+    from autograder.engine import rubric
     from autograder.engine.sandbox import SandboxRunner
 
     make_runner = runner_factory or SandboxRunner
-    from autograder.engine import rubric
-
     test_of = {item.number: item.test for item in rubric.ITEMS}
     cases = [case for case in plan.cases if tests is None or case.test in tests]
     public = tests is not None
