@@ -118,8 +118,7 @@ def test_the_page_renders_in_headless_chromium_without_console_messages(batch: P
     assert consoled == [], consoled  # an error, or a blocked request (the page's policy forbids them all)
     dom = done.stdout
     assert "<svg" in dom and "Class report" in dom
-    assert words.sentence(["growth_off_by_one"]).replace("'", "&#x27;") in dom or \
-        words.sentence(["growth_off_by_one"]) in dom
+    assert words.STUDENT_WORDS["growth_off_by_one"] in dom
     assert "alice, bob" in dom
     # the check can fail: the same page asking for an external image logs the blocked request
     leaky = tmp_path / "leaky.html"

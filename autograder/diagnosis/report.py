@@ -33,6 +33,7 @@ from typing import Any, Sequence
 from autograder.diagnosis import words
 from autograder.engine.escape import html_text
 from autograder.engine.files import csv_text, write_bytes_atomic
+from checks.diagnose import LINE_START
 
 HTML_NAME, ITEMS_NAME, MISTAKES_NAME = "report.html", "items.csv", "mistakes.csv"
 ITEMS_HEADER = ["test", "max_score", "pass_rate", "discrimination"]
@@ -109,7 +110,8 @@ def item_stats(columns: Sequence[str], graded: Sequence[Graded]) -> list[ItemSta
         if len(ranked) >= 4:
             discrimination = (sum(_passed(g.rows.get(number)) for g in upper)
                               - sum(_passed(g.rows.get(number)) for g in lower)) / size
-        stats.append(ItemStats(number, str(first.get("name", column)), float(first.get("max_score", 0.0)),
+        title = str(first.get("name", column)).removeprefix(number + " ")
+        stats.append(ItemStats(number, title, float(first.get("max_score", 0.0)),
                                rate, discrimination))
     return stats
 
@@ -187,23 +189,24 @@ def render(out: Path, columns: Sequence[str], graded: Sequence[Graded], stats: S
     top = sum(s.max_score for s in stats)
     low = ' class="low"'
     item_rows = "".join(
-        f"<tr{low if s.discrimination is not None and s.discrimination < 0.1 else ''}>"
+        f"<tr{low if s.discrimination is not None and s.discrimination < 0.1 and 0 < s.pass_rate < 1 else ''}>"
         f"<td>{html_text(s.number)}</td><td>{html_text(s.title)}</td><td>{s.max_score:g}</td>"
         f"<td>{s.pass_rate:.0%}</td><td>{'' if s.discrimination is None else f'{s.discrimination:+.2f}'}</td></tr>"
         for s in stats)
     items_table = ("<table><thead><tr><th>row</th><th>title</th><th>points</th><th>pass rate</th>"
                    f"<th>discrimination</th></tr></thead><tbody>{item_rows}</tbody></table>")
-    mistake_rows = [[m.number, words.sentence(list(m.bugs)), m.name, len(m.submissions),
+    mistake_rows = [[m.number, words.sentence(list(m.bugs)).removeprefix(LINE_START), m.name, len(m.submissions),
                      ", ".join(m.submissions[:EXAMPLES]) + (" …" if len(m.submissions) > EXAMPLES else "")]
                     for m in found]
     sections = [
         f"<section><h2>Scores</h2><p>{len(graded)} submissions, out of {top:g} points.</p>"
         f"{histogram_svg([g.score for g in graded], top)}</section>",
         "<section><h2>Rows</h2><p>Pass rate: full points on the row. Discrimination: pass rate in the top 27% "
-        "of submissions by total score minus that in the bottom 27% (upper-lower index; shaded below 0.10)."
+        "of submissions by total score minus that in the bottom 27% (upper-lower index; shaded below 0.10 where "
+        "some pass and some fail)."
         f"</p>{items_table}</section>",
         "<section><h2>Most common mistakes</h2>" + (
-            _table(["row", "what it is", "catalogued bug", "submissions", "examples"], mistake_rows)
+            _table(["row", "what happens when", "catalogued bug", "submissions", "examples"], mistake_rows)
             if found else "<p>No failing row matched a catalogued mistake.</p>") + "</section>",
     ]
     pairs = sorted(_read_csv(out / "similarity.csv"), key=lambda r: -float(r.get("similarity") or 0))[:SHOWN_PAIRS]
