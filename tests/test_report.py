@@ -148,3 +148,9 @@ def test_names_are_escaped_in_the_page_and_the_csv(tmp_path: Path) -> None:
     rows = {row["mistake"]: row for row in _csv(tmp_path / "mistakes.csv")}
     assert rows["growth_off_by_one"]["submissions"] == hostile
     assert rows["backoff_divides"]["submissions"] == "'" + formula  # never a spreadsheet formula
+
+
+def test_report_command_needs_a_batch_folder(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "autograder", "report", str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "no gradebook.csv" in done.stderr and "Traceback" not in done.stderr
