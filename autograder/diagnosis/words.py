@@ -93,7 +93,7 @@ STUDENT_WORDS: dict[str, str] = {
 TWINS: tuple[frozenset[str], ...] = (
     # on a CPU, autocast with device_type="cuda" does nothing: the forward runs in float32 either way (2.1)
     frozenset({"hardcoded_cuda", "no_autocast"}),
-    # both let the next iteration's step() or update() through where torch raises (1.13)
+    # the misuse row's recorded calls (1.13) get the same answers from both
     frozenset({"state_never_cleared", "update_without_step_no_error"}),
     # the gate row (1.17) answers alike for both; its own message names the construct
     frozenset({"delegate_subclass", "delegate_obfuscated"}),
