@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
-from checks import harness, probes  # noqa: F401 - probes registers its scenarios
+from checks import diagnose, harness, probes  # noqa: F401 - probes registers its scenarios
 
 settings.register_profile(
     "grading",
@@ -93,3 +93,21 @@ def student(request: pytest.FixtureRequest) -> Any:
         return judge.runner
     root = Path(os.environ.get(SUBMISSION_ENV, Path(__file__).resolve().parent.parent))
     return LocalRunner(root)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A public check that fails locally the way a catalogued mistake does also names the mistake.
+
+    The line is the grader's (:mod:`checks.diagnose`); it is shown under the failure.  Only when run
+    by a student (the grader adds its own line to the row's feedback).
+    """
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed or item.config.pluginmanager.get_plugin("amp-judge") is not None:
+        return
+    runner = getattr(item, "funcargs", {}).get("student")
+    if isinstance(runner, LocalRunner):
+        line = diagnose.explain_local_failure(getattr(item, "originalname", item.name), runner.run)
+        if line:
+            report.sections.append(("likely mistake", line))

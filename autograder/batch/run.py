@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from autograder.batch import inputs, regrade, summary
+from autograder.diagnosis import report as class_report
 from autograder.engine import rubric
 from autograder import ROOT
 from autograder.engine.escape import strip_controls
@@ -277,5 +278,6 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
     if options.similarity:
         sections.append(_similarity_section(out, found.submissions, options))
     report = summary.write_outputs(out, rows, found.has_identity, sections)
+    class_report.write_for_batch(out)  # report.html, items.csv, mistakes.csv (issue 21)
     summary.print_report(rows, report, out)
     return 0

@@ -33,7 +33,8 @@ HISTOGRAM = "score_histogram.png"
 RESERVED = frozenset({"gradebook.csv", "summary.md", "summary.json", HISTOGRAM, "ledger.sqlite", "ledger.sqlite-wal",
                       "ledger.sqlite-shm", "logs", "inputs", "inbox", "submitit", "lock",
                       # issue 14's reports (autograder.batch.similarity, autograder.batch.regrade)
-                      "similarity.csv", "similarity.html", "changes.csv", "gradebook.previous.csv"})
+                      "similarity.csv", "similarity.html", "changes.csv", "gradebook.previous.csv",
+                      "report.html", "items.csv", "mistakes.csv"})  # issue 21's class report
 #: judge.INTERNAL starts with this (a test keeps them in step; judge itself imports pytest and torch).
 INTERNAL_PREFIX = "The grader hit an internal problem"
 

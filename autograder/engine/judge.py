@@ -75,6 +75,9 @@ class Report:
     staff_log: str = ""
     seconds: float = 0.0
     scenarios: int = 0  # scenario calls the submission's code answered
+    #: The call plan graded with, and the submission's answers to its recorded calls by case (autograder.diagnosis)
+    plan: Any = None
+    answers: dict[str, list[str | None]] = field(default_factory=dict)
 
     @property
     def score(self) -> float:

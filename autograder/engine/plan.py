@@ -189,11 +189,12 @@ def grade_with_plan(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ..
     started = time.monotonic()
     wanted = {item.test for item in items}
     passed: list[judge.Outcome] = []
+    answered: dict[str, list[str | None]] = {}  # kept for the diagnosis (autograder.diagnosis)
     for case in plan.cases:
         if case.test not in wanted:
             continue
         runner.begin_test(case.name)
-        answers = runner.prefetch([(c.scenario, c.args, c.timeout) for c in case.calls])
+        answers = answered[case.name] = runner.prefetch([(c.scenario, c.args, c.timeout) for c in case.calls])
         # A case with no call of its own got its data from a shared fixture (the Quick Check answers): run it.
         if case.answers_only and case.calls and answers == [c.answer for c in case.calls]:
             passed.append(judge.Outcome(case.test, case.name, True))
@@ -206,6 +207,7 @@ def grade_with_plan(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ..
     outcomes, pytest_output = judge.run_suites(runner, rest) if rest else ([], "")
     outcomes = [o for o in passed if o.test in done] + outcomes
     report = judge.build_report(runner, items, outcomes, pytest_output, notes, started)
+    report.plan, report.answers = plan, answered
     report.staff_log = (f"call plan: {len(done)} of {len({i.test for i in items})} tests passed by matching the "
                         f"reference's answers; {len(rest)} run in pytest\n\n" + report.staff_log).strip()
     return report

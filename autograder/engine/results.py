@@ -14,7 +14,10 @@ OUTPUT_LIMIT = 8000
 
 
 def gradescope_results(report: Report, name: str = "") -> dict[str, Any]:
-    """The results.json object for one graded submission."""
+    """The results.json object for one graded submission (diagnosed rows get their diagnosis line first)."""
+    from autograder.diagnosis.match import annotate  # the one hook from the engine into the diagnosis
+
+    diagnosis = annotate(report)
     tests: list[dict[str, Any]] = [
         {
             "name": strings.row_name(row.item),
@@ -41,7 +44,8 @@ def gradescope_results(report: Report, name: str = "") -> dict[str, Any]:
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
-        "extra_data": {"scenarios_run": report.scenarios},  # staff only: how many scenarios graded this
+        # staff only: how many scenarios graded this; the catalogued mistakes diagnosed, by row
+        "extra_data": {"scenarios_run": report.scenarios, **diagnosis},
     }
 
 

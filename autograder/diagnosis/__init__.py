@@ -1,0 +1,22 @@
+"""Diagnosis: name the catalogued mistake a failing row's answers reveal, and the class report.
+
+* :mod:`.table`: each catalogued bug's answers to the call plan's recorded calls (built, secret, shipped
+  beside the plan);
+* :mod:`.match`: a failing row whose answers equal exactly one bug's (or one group of twins) gets one
+  feedback line in the student's words (:mod:`.words`), and results.json's ``extra_data`` names the bug;
+* :mod:`.report`: the class report of a batch (report.html, items.csv, mistakes.csv).
+
+Use::
+
+    python -m autograder.diagnosis build --out autograder/hidden/diagnosis.json   # the grader's table
+    python -m autograder.diagnosis build --public --out assignment/checks/diagnosis.json   # the students'
+    python -m autograder grade SUBMISSIONS --out OUT    # diagnoses with the table; writes OUT/report.html
+    python -m autograder.diagnosis report OUT           # rewrite the class report only
+
+Grading uses ``$AMP_DIAGNOSIS`` (a table's path, or "off"), else ``autograder/hidden/diagnosis.json``;
+without a table nothing is diagnosed and grades are the same.  Tables are built from the code at build
+time (the catalogue, the checks' scenarios) and never committed.
+
+Dependencies run one way: this package imports the engine; the engine calls back only through
+:func:`autograder.diagnosis.match.annotate` (from :mod:`autograder.engine.results`).
+"""

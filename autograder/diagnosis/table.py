@@ -1,0 +1,155 @@
+"""The diagnosis table: each catalogued bug's answers to the call plan's recorded calls.
+
+The call plan (:mod:`autograder.engine.plan`) records, per test case, the calls a passing run makes
+and the reference's answers.  Grading sends those calls to every submission anyway.  This table
+records what each bug of ``tests/catalogue/catalogue.py`` answers to the same calls, so a failing
+submission's answers can be compared with every catalogued mistake at no extra cost
+(:mod:`autograder.diagnosis.match`).
+
+Only digests are stored: per case, ``sha256`` of the case's calls together with the answers.  A digest
+binds an answer to the exact calls it answered (a table built from another plan matches nothing) and
+reveals neither the hidden inputs nor the answers; the table is still kept beside the plan, with the
+hidden tests.  Per case the table holds the reference's digest and the digest of every bug that
+answers differently (a bug absent there answers like the reference).
+
+The students' table (``--public``: :data:`checks.diagnose.STUDENT_TABLE`) keeps the public tests only and
+also their recorded calls (public inputs), so the public checks can replay them (:mod:`checks.diagnose`).
+
+The table is rebuilt from the code at build time (``python -m autograder.diagnosis build``), never
+committed: scenario replies change with the checks.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+from autograder import ROOT
+from autograder.diagnosis import words
+from checks.diagnose import UNANSWERED, CaseDigests, Table, digest  # noqa: F401 - this module's API too
+
+if TYPE_CHECKING:  # importing the plan imports pytest: the build starts the sandbox's zygote first
+    from autograder.engine import plan as call_plan
+
+TABLE_ENV = "AMP_DIAGNOSIS"  # a table's path, or "off"
+SHIPPED = ROOT / "autograder" / "hidden" / "diagnosis.json"
+CATALOGUE = ROOT / "tests" / "catalogue" / "catalogue.py"
+
+
+def case_digest(case: "call_plan.Case", answers: Sequence[str | None]) -> str:
+    """A plan case's answers bound to its calls (:data:`UNANSWERED` when a call got no answer)."""
+    if None in answers:
+        return UNANSWERED
+    return digest([(c.scenario, c.args, c.timeout) for c in case.calls], answers)
+
+
+def load_catalogue() -> Any:
+    """``tests/catalogue/catalogue.py``, loaded by path (tests/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("amp_catalogue", CATALOGUE)
+    assert spec is not None and spec.loader is not None
+    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
+    if not hasattr(module, "ENTRIES"):
+        spec.loader.exec_module(module)
+    return module
+
+
+def answers_of(runner: Any, cases: Iterable[call_plan.Case]) -> dict[str, list[str | None]]:
+    """Send each case's recorded calls through ``runner`` (as grading does); the canonical answers, by case."""
+    found = {}
+    for case in cases:
+        runner.begin_test(case.name)
+        found[case.name] = runner.prefetch([(c.scenario, c.args, c.timeout) for c in case.calls])
+        runner.forget_prefetched(case.name)
+    return found
+
+
+def build(plan: call_plan.Plan, entries: Sequence[Any], runner_factory: Callable[[Path], Any] | None = None,
+          tests: set[str] | None = None, progress: Callable[[str], None] | None = None) -> Table:
+    """Answer ``plan``'s calls with every catalogued bug in ``entries``; the table of their digests.
+
+    ``tests`` restricts the table to those test functions (the student-side table: public tests only).
+    A correct variant in ``entries`` is recorded with no rows (so it is never diagnosed): the tests use it
+    to check that no correct style answers any row like a bug.
+    """
+    from autograder.engine import rubric
+    from autograder.engine.sandbox import SandboxRunner
+
+    make_runner = runner_factory or SandboxRunner
+    test_of = {item.number: item.test for item in rubric.ITEMS}
+    cases = [case for case in plan.cases if tests is None or case.test in tests]
+    public = tests is not None
+    table = Table({case.name: CaseDigests(case.test, case_digest(case, [c.answer for c in case.calls]),
+                                          calls=[[c.scenario, c.args, c.timeout] for c in case.calls] if public else None)
+                   for case in cases}, {}, twins=[sorted(group) for group in words.TWINS], public_only=public)
+    scratch = Path(tempfile.mkdtemp(prefix="amp-diagnosis-"))
+    catalogue = load_catalogue()
+    try:
+        for entry in entries:
+            started = time.monotonic()
+            folder = catalogue.materialize(entry, scratch / entry.folder_name)
+            runner = make_runner(folder)
+            try:
+                found = answers_of(runner, cases)
+            finally:
+                runner.close()
+            for case in cases:
+                mine = case_digest(case, found[case.name])
+                if mine != table.cases[case.name].reference:
+                    table.cases[case.name].bugs[entry.name] = mine
+            failing = sorted(test_of[n] for n in entry.must_fail) if entry.kind == "bug" else []
+            table.rows[entry.name] = [test for test in failing if not public or test in tests]
+            if table.rows[entry.name]:
+                table.words[entry.name] = words.STUDENT_WORDS.get(entry.name, entry.name.replace("_", " "))
+            if progress:
+                progress(f"{entry.name}: {time.monotonic() - started:.1f} s")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return table
+
+
+_LOADED: dict[str, Table | None] = {}
+
+
+def current_table() -> Table | None:
+    """The table grading uses: ``$AMP_DIAGNOSIS`` (a path, or "off"), else the shipped one; None if none.
+
+    A missing or damaged table only costs the diagnosis lines, never a grade.
+    """
+    setting = os.environ.get(TABLE_ENV, "")
+    if setting.lower() == "off":
+        return None
+    path = Path(setting) if setting else SHIPPED
+    key = str(path)
+    if key not in _LOADED:
+        try:
+            _LOADED[key] = Table.from_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, KeyError, TypeError):
+            _LOADED[key] = None
+    return _LOADED[key]
+
+
+def recorded_table(public: bool = False) -> str | None:
+    """A table built in a fresh process (for the Gradescope zip or the student release), or None.
+
+    The Gradescope zip holds it at ``autograder/hidden/diagnosis.json`` (:data:`SHIPPED`, beside the
+    plan); the student release at ``checks/diagnosis.json`` (``public=True``).  A failed build only
+    costs the diagnosis lines, so it warns instead of failing the packaging.
+    """
+    import subprocess
+
+    if os.environ.get(TABLE_ENV, "").lower() == "off" or not CATALOGUE.is_file():
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        target = Path(folder) / "diagnosis.json"
+        done = subprocess.run([sys.executable, "-m", "autograder.diagnosis", "build", "--quiet", "--out", str(target),
+                               *(["--public"] if public else [])], cwd=ROOT, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"warning: no diagnosis table (no 'Likely mistake' lines):\n{done.stderr[-1500:]}", file=sys.stderr)
+            return None
+        return target.read_text(encoding="utf-8")
