@@ -30,6 +30,7 @@ import torch
 from checks.harness import Json, torch_scaler
 
 GIVEN = "given"  # the dtype amp_step was called with
+OTHER = "other"  # the autocast dtype amp_step was not called with
 DTYPES = ("float16", "bfloat16")
 #: Tolerances, relative to the largest reference magnitude of the tensor compared: loose enough for
 #: honest differences in float order (a clip coefficient computed by hand: ~1e-7), tight enough for
@@ -80,6 +81,23 @@ ROW_FIXES: dict[str, Callable[[Config], Config]] = {
     "2.9": lambda c: c,  # the same effects with any scaler of the contract, called by keyword too
 }
 
+_R = dataclasses.replace
+#: Per row, the wrong ways of its behaviour.  A row is earned only if the effects rule out every one
+#: of them (with the other behaviours as suggested): a behaviour that leaves no effect (all gradients
+#: cleared before the step, say) cannot be vouched for by a log, so it earns nothing.
+ROW_BREAKS: dict[str, Callable[[Config], list[Config]]] = {
+    "2.1": lambda c: [_R(c, forward=None, loss=None), _R(c, loss=None), _R(c, forward=None),
+                      _R(c, forward=OTHER, loss=OTHER), _R(c, forward=None, loss=None, half_model=True)],
+    "2.2": lambda c: [_R(c, backward=GIVEN)],
+    "2.3": lambda c: [_R(c, scaled=False)],
+    "2.4": lambda c: [_R(c, zero_grad=z) for z in ("never", "after_backward", "after_step")],
+    "2.5": lambda c: [_R(c, step=s) for s in ("direct", "never")],
+    "2.6": lambda c: [_R(c, update=u) for u in ("never", "before_step")],
+    "2.7": lambda c: [_R(c, clipping=k) for k in ("clip_then_unscale", "clip_only", "no_clip")] + [_R(c, step="never")],
+    "2.8": lambda c: [],  # the returned loss itself is compared
+    "2.9": lambda c: [],  # no error and the same effects
+}
+
 
 def reference_amp_step(config: Config) -> Callable[..., torch.Tensor]:
     """An ``amp_step`` (the contract's signature) that behaves as ``config`` says."""
@@ -88,7 +106,10 @@ def reference_amp_step(config: Config) -> Callable[..., torch.Tensor]:
                  optimizer: torch.optim.Optimizer, scaler: Any, *, device_type: str = "cuda",
                  dtype: torch.dtype = torch.float16, max_grad_norm: float | None = None) -> torch.Tensor:
         def autocast(name: str | None) -> Any:
-            chosen = dtype if name == GIVEN else getattr(torch, name or "float16")
+            if name == OTHER:
+                chosen = torch.bfloat16 if dtype == torch.float16 else torch.float16
+            else:
+                chosen = dtype if name == GIVEN else getattr(torch, name or "float16")
             return torch.autocast(device_type=device_type, dtype=chosen, enabled=name is not None)
 
         if config.zero_grad == "before":
@@ -150,7 +171,7 @@ def _first(call: list[dict[str, Json]], kind: str) -> tuple[int, dict[str, Json]
 def _dtype(event: dict[str, Json] | None, given: str) -> str | None:
     if event is None or event.get("autocast") is not True or event.get("dtype") not in DTYPES:
         return None
-    return GIVEN if event["dtype"] == given else event["dtype"]
+    return GIVEN if event["dtype"] == given else OTHER
 
 
 def _number(value: Json, default: float) -> float:
@@ -261,6 +282,7 @@ def _mismatch(name: str, want: list[float], have: Json) -> str:
             f"{want[worst]:.9g} expected, {have[worst]:.9g} found")
 
 
+STAGES = {0: "ready", 1: "unscaled", 2: "stepped"}  # torch's OptState for the optimizer
 PARAM_NAMES = ("layers.0.weight", "layers.0.bias", "layers.1.weight", "layers.1.bias")
 
 
@@ -282,7 +304,7 @@ def differences(expected: dict[str, Json], got: dict[str, Json], *, returned: bo
             error = have["error"]
             lines.append(f"call {index + 1} raised {error.get('type')}: {error.get('message')}\n{error.get('trace', '')}")
             break
-        if len(have.get("params", [])) != len(want["params"]) or len(have.get("grads", [])) != len(want["grads"]):
+        if any(len(have.get(key, [])) != len(want[key]) for key in ("params", "grads", "backward_grads")):
             lines.append(f"{where}: the effects came back for the wrong number of parameters")
             break
         for number, (w, h) in enumerate(zip(want["params"], have["params"])):
@@ -293,10 +315,17 @@ def differences(expected: dict[str, Json], got: dict[str, Json], *, returned: bo
             w, h = _values(w, size), _values(h, size)
             if isinstance(h, str) or _finite_mismatch(w, h, GRAD_TOLERANCE):
                 lines.append(f"{where}: {_mismatch(_param_name(number) + '.grad', w, h)}")
+        for number, (w, h) in enumerate(zip(want["backward_grads"], have.get("backward_grads", []))):
+            size = len(want["params"][number])
+            w, h = _values(w, size), _values(h, size)
+            if isinstance(h, str) or _finite_mismatch(w, h, GRAD_TOLERANCE):
+                name = f"{_param_name(number)}.grad as the backward pass left it"
+                lines.append(f"{where}: {_mismatch(name, w, h)}")
         if want["scaler"] != have.get("scaler"):
             w, h = want["scaler"], have.get("scaler") or {}
-            lines.append(f"{where}: the scaler's (scale, growth tracker) should be ({w['scale']:g}, {w['tracker']}) "
-                         f"but is ({h.get('scale')}, {h.get('tracker')})")
+            lines.append(f"{where}: the scaler's (scale, growth tracker, stage) should be ({w['scale']:g}, "
+                         f"{w['tracker']}, {STAGES[w['stage']]}) but is ({h.get('scale')}, {h.get('tracker')}, "
+                         f"{STAGES.get(h.get('stage'), h.get('stage'))})")
         if returned:
             lines += _returned_differences(index, want["ok"], have.get("ok"))
     return lines
@@ -320,18 +349,48 @@ def _returned_differences(index: int, want: dict[str, Json], have: Any) -> list[
 def judge(row: str, args: dict[str, Json], result: dict[str, Json]) -> list[str]:
     """Why row ``row`` fails for the probe result ``result`` of the scenario ``args`` ([] when it passes).
 
-    The row passes iff replaying a configuration suggested by the log, with the row's behaviour
-    set right, gives the same effects.  Otherwise the differences shown are those of the first
-    such replay (for the most plausible suggestion).
+    The row passes iff, for a configuration the log suggests with the row's behaviour set right
+    (:data:`ROW_FIXES`), the replay gives the same effects and every wrong way of the behaviour
+    (:data:`ROW_BREAKS`) would have given other effects.  Otherwise the lines say what differs
+    (for the first suggestion), or that the effects cannot show the behaviour.
     """
     fixed = list(dict.fromkeys(ROW_FIXES[row](config) for config in suggested_configs(result, args)))
     found: list[str] = []
     for config in fixed:
         lines = differences(replay(args, config), result, returned=row == "2.8")
-        if not lines:
+        if lines:
+            found = found or lines
+            continue
+        hidden = [b for b in ROW_BREAKS[row](config) if not differences(replay(args, b), result, returned=row == "2.8")]
+        if not hidden:
             return []
-        found = found or lines
+        found = found or [
+            "your amp_step's effects are those of a correct one, but also those of one that gets this behaviour "
+            f"wrong ({describe_config(hidden[0], args)}): another behaviour ({describe_config(config, args)}) "
+            "leaves it no effect we could check, so it earns nothing until that is fixed"]
     return found
+
+
+def describe_config(config: Config, args: dict[str, Json]) -> str:
+    """The behaviours of ``config`` that differ from a correct amp_step, in words."""
+    given = args.get("dtype", "float16")
+    other = "bfloat16" if given == "float16" else "float16"
+    where = {GIVEN: f"autocast {given}", OTHER: f"autocast {other}", None: "no autocast"}
+    words = []
+    for name in ("forward", "loss", "backward"):
+        value = getattr(config, name)
+        if value != getattr(CORRECT, name):
+            words.append(f"{name} under {where.get(value, value)}")
+    if config.half_model:
+        words.append("model.half()")
+    if not config.scaled:
+        words.append("backward of the unscaled loss")
+    for name, text in (("zero_grad", "zero_grad {}"), ("clipping", "clipping: {}"), ("step", "step: {}"),
+                       ("update", "update: {}")):
+        value = getattr(config, name)
+        if value != getattr(CORRECT, name):
+            words.append(text.format(value.replace("_", " ")))
+    return ", ".join(words) or "correct"
 
 
 def call_order(result: dict[str, Json], index: int = 0) -> str:

@@ -14,7 +14,7 @@ import torch
 
 from checks import registry
 from checks.harness import (DELEGATION_REFUSALS, Json, Submission, copy_out_params, copy_out_tensor, gradscaler_state,
-                            guarded, is_plain_tensor, run_scaler_ops, seed_cpu, tensor_facts, tensor_values, torch_scaler)
+                            guarded, is_plain_tensor, param_grad, run_scaler_ops, seed_cpu, tensor_facts, tensor_values, torch_scaler)
 from checks.optimizers import PlainSGD, RecordingSGD
 
 
@@ -208,13 +208,39 @@ def describe_returned(value: Any) -> dict[str, Json]:
     return {"type": type(value).__name__[:80]}
 
 
-def scaler_state(scaler: Any) -> Json:
-    """The state of the harness's own torch-backed scaler after a call (None for a submission's scaler)."""
-    if type(scaler) is torch.amp.GradScaler:
-        return gradscaler_state(scaler)
-    if type(scaler) is ContractScaler:
-        return gradscaler_state(scaler._inner)
-    return None
+def scaler_state(scaler: Any, optimizer: torch.optim.Optimizer) -> Json:
+    """The state of the harness's own torch-backed scaler after a call (None for a submission's scaler).
+
+    Besides scale and growth tracker, the stage torch's scaler keeps for ``optimizer`` (0 ready,
+    1 unscaled, 2 stepped; ``update()`` resets it): it shows a ``scaler.step`` that the scaler
+    refused (no gradients to unscale) where the parameters cannot.
+    """
+    inner = scaler if type(scaler) is torch.amp.GradScaler else scaler._inner if type(scaler) is ContractScaler else None
+    if inner is None:
+        return None
+    entry = dict.get(inner._per_optimizer_states, id(optimizer))
+    stage = entry.get("stage") if isinstance(entry, dict) else None
+    return {**gradscaler_state(inner), "stage": int(stage.value) if stage is not None else 0}
+
+
+def watch_backward(params: list[torch.nn.Parameter]) -> dict[int, Json]:
+    """Copy out each parameter's gradient whenever a backward pass has accumulated into it.
+
+    The returned dict maps a parameter's index to its gradient at the end of the latest
+    backward (the caller empties it before each call): an effect of the backward pass that
+    clearing the gradients afterwards cannot hide.
+    """
+    seen: dict[int, Json] = {}
+
+    def hook_for(index: int) -> Callable[[torch.nn.Parameter], None]:
+        def hook(param: torch.nn.Parameter) -> None:
+            grad = param_grad(param)
+            seen[index] = None if grad is None else copy_out_tensor(grad)
+        return hook
+
+    for index, param in enumerate(params):
+        param.register_post_accumulate_grad_hook(hook_for(index))
+    return seen
 
 
 def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scaler: Callable[..., Any],
@@ -229,18 +255,22 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
     failure, it earns nothing); each step holds ``ok`` (what ``amp_step`` returned, see
     :func:`describe_returned`) or ``error``, and the effects copied out by the harness after
     the call: ``params`` and ``grads`` (the model's parameters and their gradients, see
-    :func:`checks.harness.copy_out_params`) and ``scaler`` (scale and growth tracker).
+    :func:`checks.harness.copy_out_params`), ``backward_grads`` (the gradients as the call's
+    last backward pass left them, see :func:`watch_backward`) and ``scaler`` (see
+    :func:`scaler_state`).
     """
     seed_cpu(int(args.get("seed", 0)))
     log: list[dict[str, Json]] = []
     sizes = list(args.get("sizes", [8, 16, 4]))
     model = AmpProbe(sizes, args.get("device_type", "cpu"), log)
     params = list(model.parameters())
+    backward_grads = watch_backward(params)
     optimizer = _LoggingSGD(model.parameters(), lr=float(args.get("lr", 0.01)))
     optimizer._log = log
     made = guarded(lambda: make_scaler(**args.get("scaler_kwargs", {})), root)
     if "error" in made:
-        return {"log": log, "steps": [{**made, **copy_out_params(params), "scaler": None}]}
+        return {"log": log, "steps": [{**made, **copy_out_params(params), "backward_grads": [None] * len(params),
+                                       "scaler": None}]}
     scaler = ScalerProbe(made["ok"], log)
     batch = int(args.get("batch", 16))
     inputs, targets = torch.randn(batch, sizes[0]), torch.randn(batch, sizes[-1])
@@ -250,6 +280,7 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
             inputs, targets = torch.randn(batch, sizes[0]), torch.randn(batch, sizes[-1])
         model._inject_inf = index in args.get("inject_inf_at", [])
         log.append({"event": "call", "step": index})
+        backward_grads.clear()
 
         def call() -> Json:
             keywords = {"device_type": args.get("device_type", "cpu"), "dtype": getattr(torch, args.get("dtype", "float16")),
@@ -261,7 +292,9 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
             return describe_returned(amp_step(*positional, **keywords))
 
         outcome = guarded(call, root)
-        steps.append({**outcome, **copy_out_params(params), "scaler": scaler_state(made["ok"])})
+        steps.append({**outcome, **copy_out_params(params),
+                      "backward_grads": [backward_grads.get(i) for i in range(len(params))],
+                      "scaler": scaler_state(made["ok"], optimizer)})
         if "error" in outcome:
             break
     return {"log": log, "steps": steps}

@@ -126,8 +126,9 @@ def _returned(value: Json) -> str | None:
 
 
 def _scaler_state(value: Json) -> bool:
-    return value is None or (isinstance(value, dict) and set(value) == {"scale", "tracker"}
-                             and _is_float(value["scale"]) and type(value["tracker"]) is int)
+    return value is None or (isinstance(value, dict) and set(value) == {"scale", "tracker", "stage"}
+                             and _is_float(value["scale"]) and type(value["tracker"]) is int
+                             and type(value["stage"]) is int)
 
 
 def _amp_probe(_args: dict[str, Json], reply: Json) -> str | None:
@@ -137,12 +138,15 @@ def _amp_probe(_args: dict[str, Json], reply: Json) -> str | None:
     if not all(isinstance(e, dict) and isinstance(e.get("event"), str) for e in reply["log"]):
         return "a probe log entry of the wrong shape"
     for step in reply["steps"]:
-        found = _outcome(step, {"params", "grads", "scaler"})
+        effects = {"params", "grads", "backward_grads", "scaler"}
+        found = _outcome(step, effects)
         if found:
             return found
-        if not (set(step) >= {"params", "grads", "scaler"} and isinstance(step["params"], list)
-                and all(_copied_tensor(p) for p in step["params"]) and isinstance(step["grads"], list)
-                and all(g is None or _copied_tensor(g) for g in step["grads"]) and _scaler_state(step["scaler"])):
+        grads = ("grads", "backward_grads")
+        if not (set(step) >= effects and isinstance(step["params"], list)
+                and all(_copied_tensor(p) for p in step["params"])
+                and all(isinstance(step[k], list) and all(g is None or _copied_tensor(g) for g in step[k]) for k in grads)
+                and _scaler_state(step["scaler"])):
             return "a probe step's effects of the wrong shape"
         if "ok" in step:
             found = _returned(step["ok"])
