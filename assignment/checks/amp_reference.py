@@ -346,49 +346,61 @@ def _returned_differences(index: int, want: dict[str, Json], have: Any) -> list[
     return []
 
 
-def judge(row: str, args: dict[str, Json], result: dict[str, Json]) -> list[str]:
-    """Why row ``row`` fails for the probe result ``result`` of the scenario ``args`` ([] when it passes).
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """Why a row fails (``lines``; none when it passes); ``masked_by`` names the behaviour that left the
+    row's own no effect to judge by, when that is why."""
+
+    lines: list[str]
+    masked_by: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.lines)
+
+
+def judge(row: str, args: dict[str, Json], result: dict[str, Json]) -> Verdict:
+    """Whether row ``row`` fails for the probe result ``result`` of the scenario ``args``, and why.
 
     The row passes iff, for a configuration the log suggests with the row's behaviour set right
     (:data:`ROW_FIXES`), the replay gives the same effects and every wrong way of the behaviour
-    (:data:`ROW_BREAKS`) would have given other effects.  Otherwise the lines say what differs
-    (for the first suggestion), or that the effects cannot show the behaviour.
+    (:data:`ROW_BREAKS`) would have given other effects.  Otherwise the verdict says what differs
+    (for the first suggestion), or which other behaviour leaves the row's no effect.
     """
     fixed = list(dict.fromkeys(ROW_FIXES[row](config) for config in suggested_configs(result, args)))
-    found: list[str] = []
+    found = Verdict([])
     for config in fixed:
         lines = differences(replay(args, config), result, returned=row == "2.8")
         if lines:
-            found = found or lines
+            found = found or Verdict(lines)
             continue
         hidden = [b for b in ROW_BREAKS[row](config) if not differences(replay(args, b), result, returned=row == "2.8")]
         if not hidden:
-            return []
-        found = found or [
-            "your amp_step's effects are those of a correct one, but also those of one that gets this behaviour "
-            f"wrong ({describe_config(hidden[0], args)}): another behaviour ({describe_config(config, args)}) "
-            "leaves it no effect we could check, so it earns nothing until that is fixed"]
+            return Verdict([])
+        masked_by = describe_config(config, args)
+        found = found or Verdict([f"your amp_step's effects are those of one that gets this right, but also those of "
+                                  f"one that gets it wrong ({describe_config(hidden[0], args, config)}): with "
+                                  f"{masked_by}, it leaves no effect we could check"], masked_by)
     return found
 
 
-def describe_config(config: Config, args: dict[str, Json]) -> str:
-    """The behaviours of ``config`` that differ from a correct amp_step, in words."""
+def describe_config(config: Config, args: dict[str, Json], base: Config = CORRECT) -> str:
+    """The behaviours of ``config`` that differ from ``base`` (a correct amp_step), in words."""
     given = args.get("dtype", "float16")
     other = "bfloat16" if given == "float16" else "float16"
     where = {GIVEN: f"autocast {given}", OTHER: f"autocast {other}", None: "no autocast"}
     words = []
     for name in ("forward", "loss", "backward"):
         value = getattr(config, name)
-        if value != getattr(CORRECT, name):
+        if value != getattr(base, name):
             words.append(f"{name} under {where.get(value, value)}")
-    if config.half_model:
-        words.append("model.half()")
-    if not config.scaled:
-        words.append("backward of the unscaled loss")
+    if config.half_model != base.half_model:
+        words.append("model.half()" if config.half_model else "no model.half()")
+    if config.scaled != base.scaled:
+        words.append("backward of the unscaled loss" if not config.scaled else "backward of the scaled loss")
     for name, text in (("zero_grad", "zero_grad {}"), ("clipping", "clipping: {}"), ("step", "step: {}"),
                        ("update", "update: {}")):
         value = getattr(config, name)
-        if value != getattr(CORRECT, name):
+        if value != getattr(base, name):
             words.append(text.format(value.replace("_", " ")))
     return ", ".join(words) or "correct"
 

@@ -325,22 +325,33 @@ def _scale_op(scaler: Any, op: dict[str, Json], device: str = "cpu") -> Json:
     }
 
 
+_DATA_PTR = torch.Tensor.data_ptr
+
+
 def _unscale_op(scaler: Any, optimizer: RecordingSGD) -> Json:
-    before = [(p.grad, p.grad.data_ptr()) for p in all_params(optimizer) if p.grad is not None]
+    """``unscale_``'s effects: whether each gradient the harness handed in is still the parameter's
+    gradient, same storage (in place), and the values those very tensors hold afterwards."""
+    before = [param_grad(p) for p in all_params(optimizer)]
+    with _plain_reads():
+        pointers = [None if g is None or not is_plain_tensor(g) else _DATA_PTR(g) for g in before]
     scaler.unscale_(optimizer)
-    after = [p.grad for p in all_params(optimizer) if p.grad is not None]
-    in_place = len(before) == len(after) and all(g is a and g.data_ptr() == ptr for (g, ptr), a in zip(before, after))
-    return {"in_place": in_place, "grads": grads_of(optimizer)}
+    after = [param_grad(p) for p in all_params(optimizer)]
+    with _plain_reads():
+        in_place = all(b is a and (b is None or (is_plain_tensor(a) and _DATA_PTR(a) == ptr))
+                       for b, a, ptr in zip(before, after, pointers))
+    return {"in_place": in_place, "grads": [None if g is None else tensor_values(g) for g in before]}
 
 
 def _step_op(scaler: Any, optimizer: RecordingSGD) -> Json:
-    calls = optimizer._step_calls
+    """``step``'s effects: whether the parameters changed (the optimizer stepped) and what it returned."""
+    before = str([tensor_values(p) for p in all_params(optimizer)])
     returned = scaler.step(optimizer)
-    return {"called": optimizer._step_calls > calls, "returned": returned if isinstance(returned, float) else None}
+    changed = str([tensor_values(p) for p in all_params(optimizer)]) != before
+    return {"called": changed, "returned": float(returned) if type(returned) is float else None}
 
 
 def grads_of(optimizer: torch.optim.Optimizer) -> list[Json]:
-    return [None if p.grad is None else tensor_values(p.grad) for p in all_params(optimizer)]
+    return [None if param_grad(p) is None else tensor_values(param_grad(p)) for p in all_params(optimizer)]
 
 
 def observe(scaler: Any) -> dict[str, Json]:
