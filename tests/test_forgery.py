@@ -1,12 +1,15 @@
-"""Forgery attempts (issue 10): each earns no more than the honest code it contains.
+"""Forgery attempts (issues 10 and 19): each earns no more than the honest code it contains.
 
 A student who has read ``checks/`` knows every name the harness uses.  These
 submissions try to change what the judge observes instead of implementing
 anything: patching the harness through ``gc``, a method's ``__globals__``, frames
-or a generator's frame; reusing torch's GradScaler or its private kernels by any
-path; printing hidden inputs; answering with malformed data.  Each is graded by
-``python -m autograder grade`` (one batch for the cases that meet the static
-rules, one with ``AMP_STATIC_RULES=off`` for the runtime layers behind them).
+or a generator's frame, ``operator``, ``functools``, format strings, starred calls,
+``match`` patterns, type hints evaluated by ``typing``, a variable named ``self``,
+metaclasses, ``__class__`` assignment; reusing torch's GradScaler or its private
+kernels by any path, or undoing their refusal; printing hidden inputs; answering with
+malformed data.  Each is graded by ``python -m autograder grade`` (one batch under the
+policy, one with ``AMP_STATIC_RULES=off`` for the runtime layers behind it).  The same
+families, access by access, are unit-tested in tests/test_policy.py.
 
 The honest content of every attack below is the untouched skeleton (0 points on
 Tasks 1-2) plus, where stated, the correct Quick Check answers (10 points).
@@ -28,6 +31,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("
 
 SKELETON = {name: (ROOT / "assignment" / name).read_text() for name in ("loss_scaler.py", "amp_step.py")}
 SOLUTION = {name: (ROOT / "solutions" / name).read_text() for name in ("loss_scaler.py", "amp_step.py", "answers.py")}
+NO_ZERO_GRAD = SOLUTION["amp_step.py"].replace("    optimizer.zero_grad(set_to_none=True)\n", "")
 ANSWERS = SOLUTION["answers.py"]
 
 #: Replaces the harness's scenario runner with one that answers Task 1 with torch's own scaler.
@@ -137,6 +141,116 @@ PRINT_EVERYTHING = '''
 '''
 
 
+#: Every run-time path to torch's real GradScaler, its kernels or the harness that issue 19 found, each tried
+#: in turn (a refused one raises and is skipped): if any got through, ToyLossScaler would become torch's scaler.
+TASK1_EVERY_PATH = '''
+import functools
+import operator
+
+_FOUND = []
+
+
+def _try(path):
+    try:
+        found = path()
+    except Exception:
+        return
+    if isinstance(found, type) and found.__name__ == "GradScaler":
+        _FOUND.append(found)
+
+
+_try(lambda: operator.attrgetter("amp.grad_scaler.GradScaler")(torch))
+_try(lambda: functools.reduce(getattr, ["amp", "grad_scaler", "GradScaler"], torch))
+_try(lambda: functools.partial(getattr, torch)("_C")._VariableFunctions)
+_try(lambda: getattr(*(torch, "o" + "ps")).aten)
+_try(lambda: "{0.amp.grad_scaler.GradScaler}".format(torch))
+_try(lambda: type(torch.Tensor)("T", (torch.Tensor,), {}))
+
+
+def _hinted(x: "torch.amp.grad_scaler.GradScaler") -> None:
+    pass
+
+
+def _reload():
+    import importlib
+    return importlib.reload(torch.amp.grad_scaler).GradScaler
+
+
+def _hints():
+    import typing
+    return typing.get_type_hints(_hinted)["x"]
+
+
+def _sys():
+    import sys
+    return sys.modules["torch.amp.grad_scaler"].GradScaler
+
+
+for _path in (_reload, _hints, _sys):
+    _try(_path)
+
+
+def _undo():
+    self = torch.amp  # a variable named self changes nothing
+    self.GradScaler = self._saved
+
+
+_try(_undo)
+if _FOUND:
+    class ToyLossScaler(_FOUND[0]):
+        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            super().__init__("cpu", init_scale, growth_factor, backoff_factor, growth_interval)
+'''
+
+#: An amp_step that reaches for the scenario registry by every run-time path, to answer every Task 2 call itself.
+TASK2_EVERY_PATH = '''
+import functools
+import operator
+
+_REGISTRIES = []
+
+
+def _try(path):
+    try:
+        _REGISTRIES.append(path())
+    except Exception:
+        pass
+
+
+def _forge(model, optimizer):
+    step = type(optimizer).step
+    _try(lambda: operator.attrgetter("__globals__")(step))
+    _try(lambda: functools.reduce(getattr, ["__glo" + "bals__"], step))
+    _try(lambda: getattr(*(step, "__globals__")))
+    _try(lambda: "{0.__globals__}".format(step))
+    _try(lambda: model._log)
+    for found in _REGISTRIES:
+        try:
+            found["registry"]._SCENARIOS.clear()
+        except Exception:
+            pass
+'''
+
+#: A correct amp_step except that it never zeroes the gradients (row 2.4), plus tricks that try to hide it:
+#: the probe's log edited through a variable named ``self``, and a Parameter turned into a subclass whose
+#: ``__torch_function__`` makes every measurement read 0.0.
+HIDE_A_BUG = '''
+
+def _hide(model):
+    try:
+        self = model
+        self._log.append({"event": "zero_grad"})
+    except Exception:
+        pass
+    try:
+        evil = type("Evil", (torch.nn.Parameter,), {"__torch_function__": classmethod(lambda *a, **k: 0.0)})
+        for param in model.parameters():
+            setattr(param, "__class__", evil)
+    except Exception:
+        pass
+'''
+
+
 def with_module_code(text: str, code: str) -> str:
     """``code`` appended at module level of ``text``."""
     return text + "\n\n" + code
@@ -167,6 +281,15 @@ CASES: dict[str, dict[str, str]] = {
     "amp_step_gc_walk": {**SKELETON, "answers.py": ANSWERS, "amp_step.py": with_module_code(SKELETON["amp_step.py"], GC_WALK)},
     "amp_step_probe_log": {**SKELETON, "answers.py": ANSWERS, "amp_step.py": PROBE_LOG_FORGERY},
     "printing_solution": {**SOLUTION, "loss_scaler.py": printing_solution()},
+    "task1_every_path": {**SKELETON, "answers.py": ANSWERS,
+                         "loss_scaler.py": with_module_code(SKELETON["loss_scaler.py"], TASK1_EVERY_PATH)},
+    "task2_every_path": {**SKELETON, "answers.py": ANSWERS, "amp_step.py": with_module_code(
+        SKELETON["amp_step.py"], TASK2_EVERY_PATH).replace(
+        '    raise NotImplementedError("amp_step is not implemented yet', '    _forge(model, optimizer)\n'
+        '    raise NotImplementedError("amp_step is not implemented yet')},
+    "bug_no_zero_grad": {**SOLUTION, "amp_step.py": NO_ZERO_GRAD},
+    "bug_no_zero_grad_hidden": {**SOLUTION, "amp_step.py": with_module_code(NO_ZERO_GRAD, HIDE_A_BUG).replace(
+        "    scaler.step(optimizer)\n", "    _hide(model)\n    scaler.step(optimizer)\n")},
 }
 RUNTIME_CASES: dict[str, dict[str, str]] = {
     # static rules off: the runtime guard and the reply validation alone
@@ -180,6 +303,8 @@ RUNTIME_CASES: dict[str, dict[str, str]] = {
                          "loss_scaler.py": with_module_code(SKELETON["loss_scaler.py"], WRITE_OUTSIDE)},
 }
 HONEST_WITH_ANSWERS = 10.0  # the skeleton with the right Quick Check answers
+#: Cases whose honest content is another case of the batch (an honest bug), not the skeleton.
+HONEST_BASELINE = {"bug_no_zero_grad_hidden": "bug_no_zero_grad"}
 
 
 def _write(root: Path, cases: dict[str, dict[str, str]]) -> list[Path]:
@@ -215,26 +340,35 @@ def graded_runtime(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[s
     return {name: load_results(out, name) for name in RUNTIME_CASES}
 
 
-@pytest.mark.parametrize("name", [n for n in CASES if n != "printing_solution"])
+@pytest.mark.parametrize("name", [n for n in CASES if n not in ("printing_solution", "bug_no_zero_grad")])
 def test_forgery_earns_no_more_than_its_honest_code(graded: dict[str, dict[str, Any]], name: str) -> None:
-    assert graded[name]["score"] <= HONEST_WITH_ANSWERS, {n: r["score"] for n, r in _rows(graded[name]).items() if r["score"]}
+    honest = graded[HONEST_BASELINE[name]]["score"] if name in HONEST_BASELINE else HONEST_WITH_ANSWERS
+    assert graded[name]["score"] <= honest, {n: r["score"] for n, r in _rows(graded[name]).items() if r["score"]}
+
+
+def test_a_hidden_bug_still_costs_its_row(graded: dict[str, dict[str, Any]]) -> None:
+    """The honest baseline of the last case really loses row 2.4 (else the comparison above proves nothing)."""
+    rows = _rows(graded["bug_no_zero_grad"])
+    assert rows["2.4"]["score"] < rows["2.4"]["max_score"] and graded["bug_no_zero_grad"]["score"] < 90
+    assert _rows(graded["bug_no_zero_grad_hidden"])["2.4"]["score"] < rows["2.4"]["max_score"]
 
 
 @pytest.mark.parametrize("name, file, construct", [
     ("scaler_gc_walk", "loss_scaler.py", "import gc"),
-    ("scaler_frame_walk", "loss_scaler.py", "import sys"),
+    ("scaler_frame_walk", "loss_scaler.py", ".f_globals"),
     ("scaler_globals_via_optimizer", "loss_scaler.py", ".__globals__"),
     ("scaler_generator_frame", "loss_scaler.py", ".gi_frame"),
-    ("scaler_aten_getattr", "loss_scaler.py", "getattr() with a computed name"),
+    ("scaler_aten_getattr", "loss_scaler.py", "torch.ops is not available"),
     ("amp_step_gc_walk", "amp_step.py", "import gc"),
-    ("amp_step_probe_log", "amp_step.py", "._log"),
+    ("amp_step_probe_log", "amp_step.py", "reading ._log"),
 ])
 def test_refused_construct_is_named_in_the_feedback(graded: dict[str, dict[str, Any]], name: str, file: str,
                                                     construct: str) -> None:
+    """Refused when compiled ("was not run"), when imported, or when called: every row of the task says which."""
     task = "1." if file == "loss_scaler.py" else "2."
     outputs = [row["output"] for number, row in _rows(graded[name]).items() if number.startswith(task)]
-    assert outputs and all(f"{file} was not run" in text for text in outputs)
-    assert any(construct in text for text in outputs), outputs[0][:800]
+    assert outputs and all(construct in text for text in outputs), outputs[0][:800]
+    assert all("Rules for your code" in text for text in outputs)
 
 
 def test_answers_file_is_read_not_run(graded: dict[str, dict[str, Any]]) -> None:
@@ -270,13 +404,14 @@ def test_private_kernels_are_disabled_whatever_the_path(graded_runtime: dict[str
     assert "is not allowed in Task 1" in " ".join(row["output"] for row in task1.values())
 
 
-def test_short_replies_are_malformed_never_passing(graded_runtime: dict[str, dict[str, Any]]) -> None:
-    """Frame attributes are invisible to audit hooks, so with the static rules off this submission does make
-    its process answer ``[]``: the judge must fail every such test, and never as a grader fault."""
+def test_frame_walk_is_refused_by_the_runtime_guard(graded_runtime: dict[str, dict[str, Any]]) -> None:
+    """With the policy off, the runtime guard alone refuses the frame walk (``sys._getframe`` called by the
+    submission's own code): it cannot reach the harness to make its process answer short replies (what the
+    judge does with malformed replies is unit-tested in tests/test_replies.py)."""
     results = graded_runtime["rt_frame_walk_short_replies"]
     assert results["score"] <= HONEST_WITH_ANSWERS
-    task1 = [row for number, row in _rows(results).items() if number.startswith("1.") and number != "1.17"]
-    assert any("returned something malformed" in row["output"] for row in task1)
+    task1 = [row for number, row in _rows(results).items() if number.startswith("1.")]
+    assert all("sys._getframe is not allowed while the grader runs your code" in row["output"] for row in task1)
     assert not any("internal problem" in row["output"] for row in task1)
 
 
@@ -307,4 +442,5 @@ def test_gpu_part_cannot_be_forged_in_dry_mode(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads((tmp_path / "out" / "gpu_forgery" / "gpu_results.json").read_text())
     assert results["score"] == 0
-    assert any("amp_step.py was not run" in test["output"] for test in results["tests"])
+    assert any("import gc: only torch and a few standard modules may be imported" in test["output"]
+               for test in results["tests"]), [test["output"][:300] for test in results["tests"]]

@@ -19,15 +19,15 @@ into the sandbox before any student code runs.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import sys
+import types
 import traceback
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
-from checks import registry, rules
+from checks import guards, policy, registry, rules
 from checks.optimizers import RecordingSGD
 
 Json = Any
@@ -52,9 +52,9 @@ class SubmissionFault(Exception):
 # --------------------------------------------------------------------------- loading
 
 
-#: Counts of refused calls to torch's GradScaler and private AMP kernels, kept by the grader's
-#: runtime guard in the process that runs loss_scaler.py (empty elsewhere, e.g. locally).
-DELEGATION_REFUSALS: dict[str, int] = {}
+#: Calls of torch's GradScaler and private AMP kernels refused wherever loss_scaler.py runs
+#: (the policy's stand-ins and, in the grader, the process-wide ones count here alike).
+DELEGATION_REFUSALS: dict[str, int] = guards.DELEGATION_CALLS
 _trusted_section: Callable[[], Any] = contextlib.nullcontext
 
 
@@ -86,15 +86,19 @@ def student_frames(exc: BaseException, root: Path | None = None) -> str:
 
 
 class Submission:
-    """Imports the contract's modules from one folder, lazily and by module name.
+    """Loads the contract's modules from one folder, lazily and by module name.
 
-    Modules are imported under their own names (``loss_scaler``...), never as
-    ``__main__``, so a submission's ``if __name__ == "__main__":`` block does not run.
+    Each file is compiled under the grader's policy (:mod:`checks.policy`) and executed
+    with its guards (:mod:`checks.guards`): a file the policy refuses is not run.  Modules
+    get their own names (``loss_scaler``...), never ``__main__``, so a submission's
+    ``if __name__ == "__main__":`` block does not run.  ``enforce_rules=False`` imports the
+    files as plain Python (only to test the layers behind the policy).
     """
 
     def __init__(self, root: Path, *, enforce_rules: bool = True) -> None:
         self.root = root.resolve()
-        self.enforce_rules = enforce_rules  # the static rules of checks.rules: a file that breaks them is not run
+        self.enforce_rules = enforce_rules
+        self.guards = guards.Guards(self.module)
         self._modules: dict[str, Any] = {}
 
     def module(self, name: str) -> Any:
@@ -104,28 +108,42 @@ class Submission:
         if not path.is_file():
             raise SubmissionFault(f"{path.name} is missing: upload it at the top level of your submission.")
         try:
-            path.read_bytes().decode("utf-8")
+            source = path.read_bytes().decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SubmissionFault(f"{path.name} is not valid UTF-8 text (byte {exc.start}): save it as UTF-8.") from None
-        violations = rules.check_source(path.read_text(encoding="utf-8"), path.name) if self.enforce_rules else []
-        if violations:
-            raise SubmissionFault(rules.explain(path.name, violations))
-        if str(self.root) not in sys.path:
-            sys.path.insert(0, str(self.root))
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
+        if name == "loss_scaler":
+            self.guards.refuse_reference = True  # from here on, wherever this process runs Task 1
+        module = types.ModuleType(name)
+        module.__file__ = str(path)
+        if self.enforce_rules:
+            code, violations = policy.compile_file(source, str(path))
+            if violations:
+                syntax = [v for v in violations if v.construct == "syntax error"]
+                if syntax:
+                    raise SubmissionFault(f"{path.name} has a syntax error on line {syntax[0].line}: {syntax[0].reason}")
+                raise SubmissionFault(rules.explain(path.name, violations))
+            module.__dict__.update(self.guards.globals_for(name, str(path)))
+            self.guards.modules[name] = module
+        else:
+            code = compile(source, str(path), "exec", dont_inherit=True)
+            if str(self.root) not in sys.path:
+                sys.path.insert(0, str(self.root))
         sys.modules[name] = module
+        self._modules[name] = module  # a sibling importing this one while it runs gets the same module
         try:
-            spec.loader.exec_module(module)
+            exec(code, module.__dict__)
         except SyntaxError as exc:
-            sys.modules.pop(name, None)
+            self._forget(name)
             raise SubmissionFault(f"{path.name} has a syntax error on line {exc.lineno}: {exc.msg}") from None
         except BaseException as exc:  # noqa: BLE001 - SystemExit and friends too
-            sys.modules.pop(name, None)
+            self._forget(name)
             raise SubmissionFault(f"importing {path.name} raised an exception:\n{student_frames(exc, self.root)}") from None
-        self._modules[name] = module
         return module
+
+    def _forget(self, name: str) -> None:
+        sys.modules.pop(name, None)
+        self._modules.pop(name, None)
+        self.guards.modules.pop(name, None)
 
     def attribute(self, module_name: str) -> Any:
         module = self.module(module_name)

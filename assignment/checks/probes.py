@@ -377,16 +377,15 @@ DELEGATION_OPS = {
 
 
 def run_delegation_probe(make_scaler: Callable[..., Any], root: Path | None = None) -> dict[str, Json]:
-    """Drive a short scaler run and report how often it reached torch's GradScaler or private kernels.
+    """Drive a short scaler run and report how often code in this process called torch's GradScaler or
+    its private kernels (instantiating or subclassing the class counts) since the submission was loaded.
 
-    In the grader these are disabled in the process that runs loss_scaler.py (they raise, and
-    the grader's guard counts each attempt in ``DELEGATION_REFUSALS``); this probe reports the
-    counts, complementing the static check.  A broken scaler simply counts nothing.
+    Wherever loss_scaler.py runs, these are stand-ins that raise and count (:mod:`checks.guards`);
+    the counts since loading include what the file did while it was imported.  A broken scaler
+    simply adds nothing.
     """
-    for name in DELEGATION_REFUSALS:
-        DELEGATION_REFUSALS[name] = 0
     run_scaler_ops(DELEGATION_OPS, make_scaler, root)
-    return {"counts": dict(DELEGATION_REFUSALS), "holds_grad_scaler": False}
+    return {"counts": dict(DELEGATION_REFUSALS)}
 
 
 # --------------------------------------------------------------------------- registration

@@ -8,8 +8,9 @@ sandbox has dropped privileges and before the first line of student code:
 * :func:`install` adds a PEP 578 audit hook.  Audit hooks cannot be removed, so
   nothing imported later can turn it off.  It refuses object walks (``gc``),
   tracing and new audit hooks, ``ctypes``, sockets, subprocesses and ``fork``,
-  the audited ways into a frame (``tb_frame``, ``gi_frame``...), swapping a
-  function's ``__code__``, and opening files outside the submission, the scratch
+  the audited ways into a frame (``tb_frame``, ``gi_frame``, ``sys._getframe`` called by the
+  submission's own code), ``compile``/``exec`` called by the submission's own code, swapping a
+  function's ``__code__`` or an object's ``__class__``, and opening files outside the submission, the scratch
   folder and the interpreter's own folders (writes: scratch only).  A refused call
   raises :class:`Refused`, whose message names the call; the scenario then fails
   with that message like any other exception of the submission.
@@ -34,6 +35,8 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from checks import guards
+
 
 class Refused(PermissionError):
     """A call the grader does not allow in a student process."""
@@ -52,12 +55,12 @@ REFUSED_PREFIXES = ("ctypes.", "socket.", "winreg.", "_posixsubprocess.")
 #: torch itself reads) raise an audit event; ``f_back``/``f_globals`` raise none, which is why the static
 #: rules refuse them by name.
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
-REFUSED_SETATTR = frozenset({"__code__", "__globals__", "__closure__", "__builtins__", "f_trace"})
+REFUSED_SETATTR = frozenset({"__code__", "__globals__", "__closure__", "__builtins__", "f_trace", "__class__"})
+#: Events refused when the submission's own code raises them directly (library code, e.g. namedtuple taking its
+#: caller's frame or dataclasses exec-ing a generated __init__, may): taking a frame, compiling, executing code.
+REFUSED_FROM_SUBMISSION = frozenset({"sys._getframe", "sys._getframemodulename", "exec", "compile"})
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
-DELEGATION_MESSAGE = ("{what} is not allowed in Task 1: ToyLossScaler must do the scaling itself "
-                      "(the grader disables it in the process that runs loss_scaler.py)")
-PRIVATE_KERNELS = ("_amp_update_scale_", "_amp_foreach_non_finite_check_and_unscale_")
 
 
 def _under(path: str, roots: tuple[str, ...]) -> bool:
@@ -76,7 +79,18 @@ def install(submission: str, scratch: str, extra_read: tuple[str, ...] = ()) -> 
         submission, scratch, sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(torch.__file__),
         "/proc/self", "/sys", "/dev", "/usr", "/lib", "/lib64", "/etc", *extra_read)}))
     writable = (scratch_real, "/dev/null")
+    submission_real = os.path.realpath(submission)
     depth = [0]
+    looking = [False]
+
+    def from_submission() -> bool:
+        """Whether the Python code that raised the current event is one of the submission's files."""
+        looking[0] = True  # sys._getframe raises its own event: do not look again from inside
+        try:
+            caller = sys._getframe(2)  # 0: this function, 1: the hook, 2: the code that raised the event
+        finally:
+            looking[0] = False
+        return _under(os.path.realpath(caller.f_code.co_filename), (submission_real,))
 
     def refuse(what: str) -> None:
         raise Refused(f"{what} is not allowed while the grader runs your code")
@@ -103,6 +117,8 @@ def install(submission: str, scratch: str, extra_read: tuple[str, ...] = ()) -> 
             refuse(f"changing .{args[1]}")
         elif event == "open":
             check_open(args)
+        elif event in REFUSED_FROM_SUBMISSION and not looking[0] and not depth[0] and from_submission():
+            refuse(event)
 
     @contextlib.contextmanager
     def trusted() -> Iterator[None]:
@@ -116,33 +132,23 @@ def install(submission: str, scratch: str, extra_read: tuple[str, ...] = ()) -> 
     return trusted
 
 
-def refuse_reference_scaler(counts: dict[str, int]) -> None:
-    """Disable torch's GradScaler and private AMP kernels in this process; count each attempt in ``counts``."""
+def refuse_reference_scaler() -> None:
+    """Disable torch's GradScaler and private AMP kernels in this whole process (a second line behind the
+    policy's stand-ins, for code the policy does not compile, e.g. with ``AMP_STATIC_RULES=off``).
 
-    def refusal(what: str) -> Callable[..., Any]:
-        counts.setdefault(what, 0)
-
-        def refuse(*_args: Any, **_kwargs: Any) -> Any:
-            counts[what] += 1
-            raise RuntimeError(DELEGATION_MESSAGE.format(what=what))
-
-        return refuse
-
-    class RefusedGradScaler:
-        """Stands in for torch.amp.GradScaler (and its aliases) in Task 1's process."""
-
-        __init__ = refusal("torch.amp.GradScaler")
-
+    The stand-ins are the policy's own (:mod:`checks.guards`): they count into the same
+    ``DELEGATION_CALLS`` that gate 1.17 reads, and raise.
+    """
     for module_name in ("torch.amp", "torch.amp.grad_scaler", "torch.cuda.amp", "torch.cuda.amp.grad_scaler",
                         "torch.cpu.amp", "torch.cpu.amp.grad_scaler"):
         module = sys.modules.get(module_name)
         if module is not None and hasattr(module, "GradScaler"):
-            setattr(module, "GradScaler", RefusedGradScaler)
+            setattr(module, "GradScaler", guards.RefusedGradScaler)
     library = torch.library.Library("aten", "IMPL")  # noqa: TOR901 - overriding is the point
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for name in PRIVATE_KERNELS:
-            refuse = refusal(f"torch.{name}")
+        for name in guards.PRIVATE_KERNELS:
+            refuse = guards.refused_kernel(name)
             setattr(torch, name, refuse)
             for key in ("CPU", "CUDA"):
                 library.impl(name, refuse, key)

@@ -165,8 +165,7 @@ def _underflow(_args: dict[str, Json], reply: Json) -> str | None:
 
 
 def _delegation(_args: dict[str, Json], reply: Json) -> str | None:
-    ok = (isinstance(reply, dict) and set(reply) == {"counts", "holds_grad_scaler"}
-          and isinstance(reply["holds_grad_scaler"], bool) and isinstance(reply["counts"], dict)
+    ok = (isinstance(reply, dict) and set(reply) == {"counts"} and isinstance(reply["counts"], dict)
           and all(isinstance(k, str) and type(v) is int for k, v in reply["counts"].items()))
     return None if ok else "a delegation record of the wrong shape"
 

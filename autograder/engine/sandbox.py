@@ -35,7 +35,7 @@ from typing import Any, NoReturn
 
 from checks import harness, rules
 
-from autograder.engine import budget, confine, replies
+from autograder.engine import budget, confine, replies, rubric
 from autograder.engine.files import kill_uid
 from autograder.engine.zygote import (LIMITS_ENV, PRIVATE_TOPS, REPO_ROOT, SHARED_TMP, DeviceAccess, Limits,  # noqa: F401
                                SpawnRequest, Zygote, default_limits, start_zygote)
@@ -137,7 +137,10 @@ class SandboxRunner:
         self.output_dropped: dict[str, int] = {}  # test case -> bytes printed beyond what is kept
         self.started = time.monotonic()
         self._scratch = Path(tempfile.mkdtemp(prefix="amp-scratch-"))
-        self._processes: dict[tuple[str, ...], _StudentProcess] = {}
+        #: (files imported, serves visible tests?) -> process.  A test whose row students see at once never runs
+        #: in a process that served a hidden test: whatever that process kept of hidden inputs stays there.
+        self._processes: dict[tuple[tuple[str, ...], bool], _StudentProcess] = {}
+        self._visible = True
         self._next_id = 0
         self._test = ""
         self._test_fault: str | None = None
@@ -155,8 +158,11 @@ class SandboxRunner:
         self.hangs: dict[str, int] = {}  # contract module -> calls that timed out while needing it
 
     def begin_test(self, name: str) -> None:
-        """A new test starts: forget the previous test's hang or crash (see :meth:`run`)."""
+        """A new test starts: forget the previous test's hang or crash (see :meth:`run`), and pick the
+        processes of its visibility (see :attr:`_processes`)."""
         self._test = name
+        item = rubric.BY_TEST.get(name.split("[", 1)[0])
+        self._visible = item is None or item.visibility == "visible"
         self._test_fault, self._test_fault_kind = None, ""
 
     def _budget_left(self) -> float:
@@ -219,7 +225,7 @@ class SandboxRunner:
         if self.isolation != "namespaces" and self._scratch_guard is None:  # no size-capped tmpfs there
             self._scratch_guard = confine.ScratchGuard(self._scratch, self._stop_processes)
             self._scratch_guard.start()
-        self._processes[wanted] = process
+        self._processes[(wanted, self._visible)] = process
         return process
 
     def _stop_processes(self) -> None:
@@ -370,7 +376,7 @@ class SandboxRunner:
 
     def _process_for(self, needed: tuple[str, ...]) -> _StudentProcess:
         """The live process that imported ``needed``, started if need be (a start failure fails the test)."""
-        process = self._processes.get(needed)
+        process = self._processes.get((needed, self._visible))
         if process is None:
             try:
                 process = self._start(needed)

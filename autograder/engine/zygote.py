@@ -275,7 +275,7 @@ def _child_main(request: SpawnRequest, fds: list[int]) -> None:
         for name in [name for name in sys.modules if name.split(".")[0] in ("checks", "autograder")]:
             del sys.modules[name]  # student code cannot simply import and patch the harness we run
         if "loss_scaler" in request.modules:
-            guard.refuse_reference_scaler(harness.DELEGATION_REFUSALS)
+            guard.refuse_reference_scaler()
         if request.runtime_guard:
             harness.set_trusted_section(guard.install(request.submission, request.scratch,
                                                       device.keep if device else ()))

@@ -8,8 +8,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from checks import behaviours, expect, scenarios
-from checks.harness import SubmissionFault
-from autograder.engine.static_checks import forbidden_delegation
 
 
 @given(kwargs=scenarios.scaler_kwargs(), opts=st.integers(1, 3), data=st.data())
@@ -87,24 +85,3 @@ def test_state_dict_round_trip(student: Any, kwargs: dict[str, Any], overflows: 
 
 def test_defaults_and_restored_state(student: Any) -> None:
     behaviours.defaults(student)
-
-
-def test_no_forbidden_delegation(student: Any) -> None:
-    source = student.source("loss_scaler")
-    if source is None:
-        expect.fail("loss_scaler.py is missing.")
-    problems = forbidden_delegation(source)
-    refused = getattr(student, "rule_fault", lambda module: None)("loss_scaler")
-    if refused:  # not run at all: the gate cannot tell delegation apart, and Task 1 scores 0 either way
-        expect.fail(refused)
-    try:
-        used = student.run("delegation", {})
-    except SubmissionFault:  # a crash or hang is no evidence of delegation; the tests it breaks say so
-        used = {"counts": {}, "holds_grad_scaler": False}
-    problems += [f"{name} (called {count} times while we ran your scaler)"
-                 for name, count in used["counts"].items() if count]
-    if used["holds_grad_scaler"]:
-        problems.append("a torch.amp.GradScaler inside your ToyLossScaler")
-    if problems:
-        expect.fail("loss_scaler.py must implement the scaling itself, so Task 1 scores 0. It uses:\n  "
-                    + "\n  ".join(problems))

@@ -484,8 +484,9 @@ CASCADES = {
     "unscale_then_optimizer_step": "with the optimizer stepped directly, when update() runs has no effect: row 2.6 "
                                    "cannot be vouched for",
     "model_half": "torch's scaler refuses float16 gradients: step, update and clipping leave no effect to judge",
-    "uses_gradscaler_internals": "reading another object's private attribute breaks the static rules (checks/rules.py): "
-                                 "amp_step.py is not run, so every Task 2 row fails, each saying why",
+    "uses_gradscaler_internals": "reading another object's private attribute is refused by the policy "
+                                 "(checks/guards.py): every call of amp_step raises, so every Task 2 row fails, "
+                                 "each saying why",
 }
 
 BUGS: list[Entry] = UPDATE_RULE_BUGS + DETECTION_BUGS + UNSCALE_STEP_BUGS + SCALE_STATE_BUGS + AMP_STEP_BUGS \
@@ -555,6 +556,116 @@ VARIANTS: list[Entry] = [
     variant("answers_lowercase", "Lower-case and padded answers.",
             Patch(Q, 'Q1 = "B"  # SOLUTION', 'Q1 = "b"'), Patch(Q, 'Q4 = "A"  # SOLUTION', "Q4 = ' A '")),
 ]
+
+#: Honest habits the integrity policy (assignment/checks/policy.py, guards.py) must never refuse (issue 19):
+#: each is a correct solution written the way real students write, and must get full marks.
+HONEST_HABITS: list[Entry] = [
+    variant("names_gradscaler_in_text",
+            "Names torch.amp.GradScaler and the private kernels in docstrings, comments, error messages, a string "
+            "annotation and an evaluated type hint (none of it calls them).",
+            Patch(S, "    def get_scale(self) -> float:\n",
+                  "    def compare_with(self, reference: torch.amp.GradScaler | None = None,\n"
+                  "                     other: \"torch.amp.GradScaler | None\" = None) -> str:\n"
+                  "        \"\"\"Like torch.amp.GradScaler.get_scale; torch uses _amp_update_scale_ for this.\"\"\"\n"
+                  "        return f\"GradScaler would report {self._scale}\"  # torch.amp.GradScaler('cpu')\n\n"
+                  "    def get_scale(self) -> float:\n"),
+            Patch(S, 'raise RuntimeError("unscale_() is being called after step()")',
+                  'raise RuntimeError("unscale_() after step(): torch.amp.GradScaler raises here too")')),
+    variant("main_block_and_prints",
+            "An `if __name__ == \"__main__\":` self-test importing time, random and os (never run by the grader) "
+            "and a module-level print.",
+            Patch(S, "_FLOAT32_MAX = 3.4028234663852886e38\n",
+                  "_FLOAT32_MAX = 3.4028234663852886e38\nprint(\"loss_scaler loaded\")\n"),
+            Patch(A, "    return loss.detach()\n", """\
+    return loss.detach()
+
+
+if __name__ == "__main__":
+    import os
+    import random
+    import time
+
+    random.seed(0)
+    start = time.perf_counter()
+    print("smoke test", os.getcwd(), time.perf_counter() - start)
+""")),
+    variant("dataclass_match_augassign",
+            "Dataclass settings, a `match` on plain values, augmented assignment of attributes and items, "
+            "nonlocal, walrus, str.format, functools, typing and math helpers.",
+            Patch(S, "import torch\n", """\
+import functools
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+
+
+@dataclass
+class _Counters:
+    clean_steps: int = 0
+    seen: dict = field(default_factory=dict)
+
+
+def _counted(function):
+    calls = 0
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        nonlocal calls
+        calls += 1
+        return function(*args, **kwargs)
+    return wrapper
+"""),
+            Patch(S, "        self._growth_tracker = 0\n        # id(optimizer)",
+                  "        self._growth_tracker = 0\n        self._counters = _Counters()\n        # id(optimizer)"),
+            Patch(S, "            else:\n                self._growth_tracker += 1\n        self._per_optimizer_states = {}\n",
+                  """\
+            else:
+                self._growth_tracker += 1
+        self._counters.clean_steps += 1
+        self._counters.seen["updates"] = self._counters.seen.get("updates", 0)
+        self._counters.seen["updates"] += 1
+        match new_scale:
+            case None:
+                kind = "rule"
+            case int() | float():
+                kind = "number"
+            case _:
+                kind = "{} value".format("tensor")
+        if (n := len(kind)) < 0:
+            raise AssertionError(n)
+        self._per_optimizer_states = {}
+"""),
+            Patch(S, "    def get_growth_tracker(self) -> int:\n", "    @_counted\n    def get_growth_tracker(self) -> int:\n")),
+    variant("sparse_aware_detection",
+            "Looks for inf/NaN in grad.coalesce().values() for sparse gradients; super().__init__ in a helper "
+            "class; type(self).__name__ in messages.",
+            Patch(S, FOUND_INF_LINE, """\
+            values = grad.coalesce().values() if grad.is_sparse else grad
+            found_inf = found_inf or not bool(torch.isfinite(values).all())
+"""),
+            Patch(S, 'raise RuntimeError("step() has already been called since the last update()")',
+                  'raise _ScalerError(f"{type(self).__name__}.step() has already been called since the last update()")'),
+            Patch(S, "_FLOAT32_MAX = 3.4028234663852886e38\n", """\
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+class _ScalerError(RuntimeError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+""")),
+    variant("amp_step_habits",
+            "amp_step with `from torch import autocast`, `import torch.nn.functional as F`, a GradScaler type hint "
+            "and docstring, Optional, and the unscale/clip branch written with a helper.",
+            Patch(A, "import torch\n", "import torch\nimport torch.nn.functional as F  # noqa: F401\n"
+                                        "from torch import autocast\nfrom typing import Optional\n"),
+            Patch(A, "    scaler: Any,\n", "    scaler: torch.amp.GradScaler,\n"),
+            Patch(A, "    max_grad_norm: float | None = None,\n", "    max_grad_norm: Optional[float] = None,\n"),
+            Patch(A, "    with torch.autocast(device_type=device_type, dtype=dtype):\n",
+                  "    with autocast(device_type=device_type, dtype=dtype):\n")),
+]
+VARIANTS += HONEST_HABITS
 
 ENTRIES: list[Entry] = BUGS + VARIANTS
 
