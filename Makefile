@@ -7,6 +7,10 @@ OUT ?= out/grade
 DIR ?= assignment
 EXAMPLES := solutions assignment examples/partially_correct
 SUBMISSIONS ?= $(EXAMPLES)
+# Feedback and notebook language (en, ko): `make grade AMP_LANGUAGE=ko`, `make autograder AMP_LANGUAGE=ko`,
+# `make notebook AMP_LANGUAGE=ko` (not LANG: that is the locale every tool reads).
+AMP_LANGUAGE ?= en
+export AMP_LANGUAGE
 
 .DEFAULT_GOAL := help
 .PHONY: help setup test student check demo grade autograder bench profile
@@ -37,7 +41,7 @@ grade: setup ## grade SUBMISSIONS (default: the bundled examples) into OUT
 	$(PY) -m autograder grade $(SUBMISSIONS) --out $(OUT)
 
 autograder: setup ## build dist/autograder.zip for Gradescope
-	$(PY) -m autograder.packaging.gradescope --out dist/autograder.zip
+	$(PY) -m autograder.packaging.gradescope --out dist/autograder.zip --language $(AMP_LANGUAGE)
 
 bench: setup ## time grading one submission against the python+torch floor
 	$(PY) benchmarks/grading_speed.py
@@ -71,8 +75,8 @@ $(OTTER_STAMP): $(VENV)/.installed pyproject.toml
 otter: $(OTTER_STAMP) ## build dist/otter-autograder.zip (otter-grader; otter run -a it SUBMISSION.zip)
 	$(PY) -m autograder.packaging.otter_build --out dist/otter-autograder.zip
 
-notebook: $(OTTER_STAMP) ## rebuild assignment/amp_homework.ipynb with otter assign (after make student)
-	$(PY) -m autograder.packaging.notebook_build
+notebook: $(OTTER_STAMP) ## rebuild assignment/amp_homework.ipynb with otter assign (after make student; AMP_LANGUAGE=ko: amp_homework.ko.ipynb)
+	$(PY) -m autograder.packaging.notebook_build --language $(AMP_LANGUAGE)
 
 .PHONY: mutation
 MUTATION_STAMP := $(VENV)/.mutation-installed

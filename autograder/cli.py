@@ -13,11 +13,12 @@ module itself imports none of them.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from autograder.engine import budget, confine, rubric
+from autograder.engine import budget, confine, rubric, strings
 from autograder import ROOT
 from autograder.batch.run import private_paths  # noqa: F401 - part of this module's API
 
@@ -48,6 +49,14 @@ def grade_one(path: Path, out: Path, extra_private: Sequence[Path] = ()) -> dict
 
 def cmd_grade(args: argparse.Namespace) -> int:
     from autograder.batch import run as batch
+
+    if args.language:  # the workers inherit it
+        os.environ[strings.LANGUAGE_ENV] = args.language
+    try:
+        strings.language()
+    except strings.UnknownLanguage as exc:
+        print(f"error: ${strings.LANGUAGE_ENV}: {exc}", file=sys.stderr)
+        return 2
 
     limits = {key: value for key, value in (("call_seconds", args.call_timeout), ("import_seconds", args.import_timeout),
                                             ("submission_seconds", args.submission_timeout)) if value is not None}
@@ -109,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--jobs", "-j", type=_positive_int, default=None,
                        help="worker processes (default: one per core)")
     grade.add_argument("--force", action="store_true", help="regrade everything, even what the ledger has")
+    grade.add_argument("--language", choices=strings.LANGUAGES, default=None,
+                       help=f"language of row titles and fixed feedback (default: ${strings.LANGUAGE_ENV}, else en; "
+                            "--force to regrade what the ledger has in another language)")
     grade.add_argument("--retry-errored", action="store_true", help="regrade the submissions that could not be graded")
     grade.add_argument("--executor", choices=("local", "slurm"), default="local",
                        help="local worker processes (default) or a Slurm job array via submitit")

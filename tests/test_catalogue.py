@@ -59,6 +59,10 @@ CATCH_ALL = "1.11"
 GRADE_TIMEOUT_S = 1800
 #: Debugging aid: grade into this folder, or reuse the grades already there (never set in CI).
 REUSE_ENV = "AMP_CATALOGUE_GRADES"
+#: Where the session's grading run wrote (its staff.log files say whether the call plan graded each entry).
+GRADES_FOLDER: list[Path] = []
+#: The staff.log line of a submission graded with the call plan (autograder/engine/plan.py).
+PLAN_LINE = re.compile(r"^call plan: (\d+) of \d+ tests passed by matching the reference's answers", re.MULTILINE)
 
 
 def _param(entry: Entry) -> Any:
@@ -81,6 +85,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
         log = proc.stdout[-4000:] + "\n" + proc.stderr[-4000:]
         assert proc.returncode == 0, f"grading failed ({proc.returncode}):\n{log}"
         print(f"\ngraded {len(ENTRIES)} catalogue submissions in {time.monotonic() - started:.0f} s")
+    GRADES_FOLDER.append(out)
     results = {}
     for entry in ENTRIES:
         path = out / entry.folder_name / "results.json"
@@ -289,13 +294,25 @@ def test_call_plan_grades_exactly_like_running_every_test(graded: dict[str, dict
     paths = [materialize(entry, tmp_path / "submissions" / entry.folder_name) for entry in ENTRIES]
     proc = grade(paths, tmp_path / "live", timeout=GRADE_TIMEOUT_S, env={"AMP_PLAN": "off"})
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # The comparison means something only if the first run did use the plan, and this one did not.
+    used = {entry.name: plan_line(GRADES_FOLDER[-1], entry) for entry in ENTRIES}
+    assert all(used.values()), f"graded without the call plan in the first run: {[n for n, u in used.items() if not u]}"
+    assert any(int(found.group(1)) > 0 for found in used.values() if found), "the plan passed no test by itself"
+    assert not any(plan_line(tmp_path / "live", entry) for entry in ENTRIES), "AMP_PLAN=off still used the plan"
     different = []
     for entry in ENTRIES:
         live = json.loads((tmp_path / "live" / entry.folder_name / "results.json").read_text(encoding="utf-8"))
         planned = dict(graded[entry.name])
         for data in (live, planned):
             data.pop("execution_time", None)
-            data.pop("extra_data", None)  # the scenario count differs: that is the point
+            scenarios = data.pop("extra_data", {}).get("scenarios_run")  # the count differs: that is the point
+            assert type(scenarios) is int and scenarios > 0, (entry.name, scenarios)
         if live != planned:
             different.append(entry.name)
     assert not different, f"the call plan changed the grades of: {different}"
+
+
+def plan_line(out: Path, entry: Entry) -> re.Match[str] | None:
+    """The call-plan line of ``entry``'s staff.log in ``out`` (None: graded without the plan)."""
+    log = out / entry.folder_name / "staff.log"
+    return PLAN_LINE.search(log.read_text(encoding="utf-8")) if log.is_file() else None

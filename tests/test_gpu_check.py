@@ -75,10 +75,10 @@ def test_dry_0_and_friends_run_the_real_mode(how: tuple[str, ...], tmp_path: Pat
         assert not preflight["ok"]
 
 
+@pytest.mark.skipif(torch.cuda.is_available(),
+                    reason="CUDA is available: the real benchmark would run for minutes (make gpu-check covers it)")
 def test_amp_gpu_dry_false_runs_the_real_mode(tmp_path: Path) -> None:
     done = run("benchmarks/gpu_bench.py", "--plot", str(tmp_path / "b.png"), env={"AMP_GPU_DRY": "false"})
-    if torch.cuda.is_available():
-        pytest.skip("CUDA is available: the real benchmark would run for minutes (make gpu-check covers it)")
     assert done.returncode == 2 and "no CUDA device" in done.stderr and not (tmp_path / "b.png").exists()
 
 

@@ -183,14 +183,62 @@ def test_device_node_groups_keep_only_what_the_nodes_need(tmp_path: Path) -> Non
         assert gpu_access.node_groups(nodes) == [44]
 
 
-def test_compute_mode_is_read_without_cuda_and_matched_by_uuid() -> None:
+def test_compute_mode_is_matched_by_uuid() -> None:
     from autograder.gpu import access as gpu_access
 
     devices = [{"index": 0, "uuid": "GPU-aaa", "name": "x", "mode": "DEFAULT"},
                {"index": 1, "uuid": "GPU-bbb", "name": "x", "mode": "EXCLUSIVE_PROCESS"}]
     assert gpu_access.mode_of(devices, "bbb") == "EXCLUSIVE_PROCESS"
     assert gpu_access.mode_of(devices, None) == "unknown" and gpu_access.mode_of(None, "aaa") == "unknown"
-    assert gpu_access.compute_modes() is None or all("mode" in d for d in gpu_access.compute_modes() or [])
+
+
+class FakeNvml:
+    """The few NVML calls :func:`compute_modes` makes, over two GPUs (answers written through the byref pointers)."""
+
+    GPUS = [(b"GPU-aaa", b"Simulated A", 0), (b"GPU-bbb", b"Simulated B", 3)]
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        def call(*args: Any) -> int:
+            self.calls.append(name)
+            if name == "nvmlDeviceGetCount_v2":
+                args[0]._obj.value = len(self.GPUS)
+            elif name == "nvmlDeviceGetHandleByIndex_v2":
+                args[1]._obj.value = args[0] + 1
+            elif name in ("nvmlDeviceGetComputeMode", "nvmlDeviceGetName", "nvmlDeviceGetUUID"):
+                uuid, label, mode = self.GPUS[args[0].value - 1]
+                if name == "nvmlDeviceGetComputeMode":
+                    args[1]._obj.value = mode
+                else:
+                    args[1].value = uuid if name == "nvmlDeviceGetUUID" else label
+            return 0
+        return call
+
+
+def test_compute_mode_is_read_through_nvml_and_never_through_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every GPU's mode comes from NVML (the fake library here), and CUDA's initialisation is never reached: a
+    CUDA context would block the student process in an exclusive mode."""
+    import ctypes
+
+    from autograder.gpu import access as gpu_access
+
+    nvml, real_cdll = FakeNvml(), ctypes.CDLL
+    monkeypatch.setattr(ctypes, "CDLL", lambda name, *a, **k: nvml if name == "libnvidia-ml.so.1" else real_cdll(name, *a, **k))
+
+    def no_cuda(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("compute_modes initialised CUDA")
+
+    for owner, name in ((torch.cuda, "_lazy_init"), (torch.cuda, "init"), (torch.cuda, "is_available"),
+                        (torch.cuda, "device_count"), (torch._C, "_cuda_init"), (torch._C, "_cuda_getDeviceCount")):
+        if hasattr(owner, name):
+            monkeypatch.setattr(owner, name, no_cuda)
+    devices = gpu_access.compute_modes()
+    assert devices == [{"index": 0, "uuid": "GPU-aaa", "name": "Simulated A", "mode": "DEFAULT"},
+                       {"index": 1, "uuid": "GPU-bbb", "name": "Simulated B", "mode": "EXCLUSIVE_PROCESS"}]
+    assert nvml.calls[0] in ("nvmlInit_v2", "nvmlInit") and nvml.calls[-1] == "nvmlShutdown"
+    assert gpu_access.mode_of(devices, "GPU-bbb") == "EXCLUSIVE_PROCESS"
 
 
 # --------------------------------------------------------------------------- grader faults are not zeros
@@ -280,11 +328,12 @@ def test_a_grader_fault_marks_the_submission_ungraded_never_zero(tmp_path: Path)
 # --------------------------------------------------------------------------- the zygote
 
 
-def test_nothing_touches_cuda_before_the_zygote_forks() -> None:
-    """Records every CUDA entry point (torch.cuda's and torch._C's) called before the fork; the spies are
-    shown to work by a call made after it."""
+def test_nothing_touches_cuda_before_the_zygote_forks(tmp_path: Path) -> None:
+    """Runs ``grade-gpu`` itself (its preflight, dry) with every CUDA entry point (torch.cuda's and torch._C's)
+    recorded, and reads the record when it starts the zygote: empty.  The spies are shown to work by a call
+    made after the run."""
     code = """
-        import json
+        import json, sys
         import torch
 
         touched = []
@@ -300,19 +349,27 @@ def test_nothing_touches_cuda_before_the_zygote_forks() -> None:
                             (torch._C, "_cuda_init"), (torch._C, "_cuda_getDeviceCount")):
             if hasattr(owner, name):
                 spy(owner, name)
-        # what grade-gpu imports and runs before it forks the zygote
-        from autograder.gpu import grading as gpu_grading, preflight as gpu_preflight, access as gpu_access
-        from autograder.batch import inputs
-        from autograder.batch.run import private_paths
-        from autograder.engine.uids import claim_uid
         from autograder.engine import sandbox
-        sandbox.start_zygote()
-        before = list(touched)
+        seen = {}
+        real_start = sandbox.start_zygote
+        def start_zygote(*args, **kwargs):  # grade-gpu imports it from the module when it runs: this one
+            if "before_fork" not in seen:  # the first call forks the zygote; later ones return it
+                seen["before_fork"] = list(touched)
+                seen["loaded"] = [m for m in ("checks.gpu_reference", "autograder.gpu.preflight") if m in sys.modules]
+                seen["import_dynamo"] = kwargs.get("import_dynamo", False)
+            return real_start(*args, **kwargs)
+        sandbox.start_zygote = start_zygote
+        from autograder.cli import main
+        seen["status"] = main(["grade-gpu", "solutions", "--preflight-only", "--dry", "1", "--out", sys.argv[1]])
+        count = len(touched)
         torch.cuda.is_available()
-        print(json.dumps({"before_fork": before, "after": touched[len(before):]}))
+        seen["after"] = touched[count:]
+        print(json.dumps(seen))
     """
-    done = python(code)
+    done = python(code, str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["status"] == 0 and "before_fork" in seen, seen  # the real command reached the fork
     assert seen["before_fork"] == []
-    assert seen["after"] and seen["after"][0] == "is_available"  # the spies do record
+    assert seen["loaded"] == ["checks.gpu_reference", "autograder.gpu.preflight"] and seen["import_dynamo"] is True
+    assert seen["after"] == ["is_available"]  # the spies do record

@@ -224,9 +224,7 @@ def grade_runs(runs: list[Run]) -> None:
     for run, process, started, drain in running:
         for thread in drain:
             thread.join(timeout=10)
-        run.returncode = process.returncode
-        if not run.uids:  # no workers seen: graded in the run's own process (the sandbox's default uid)
-            run.uids = {61000 + run.pid % 4000}
+        run.returncode = process.returncode  # run.uids stays empty if no worker was seen: a failure, not a guess
 
 
 @pytest.fixture(scope="module")
@@ -322,9 +320,11 @@ def check_result(graded: Graded, case: hostile.Case, result: dict[str, Any]) -> 
     assert result["execution_time"] <= case.max_seconds
     assert len(json.dumps(result)) < 200_000
     # what the case must score
-    if case.error:
+    if case.error:  # refused at intake: every row says why, with the refusal the case names (its notes)
+        assert case.notes, f"{case.name}: an intake refusal must name its message"
         assert result["score"] == 0 and all(test["score"] == 0 for test in result["tests"])
-        assert "not" in result["output"]
+        graded_rows = {item.number for item in hostile_rubric()}
+        assert all(tests[number]["output"] == result["output"] for number in graded_rows), result["output"][:500]
     if case.score is not None:
         assert result["score"] == pytest.approx(case.score), _failed(result)
     if case.max_score is not None:
@@ -368,7 +368,8 @@ def test_every_run_finished_and_wrote_a_gradebook(graded: Graded) -> None:
 
 
 def test_no_student_process_survives(graded: Graded) -> None:
-    assert all(run.uids for run in graded.runs)
+    unseen = [run.group for run in graded.runs if not run.uids]
+    assert not unseen, f"no worker (and so no student uid) was seen in the runs {unseen}: nothing to scan"
     assert graded.survivors == []
 
 
@@ -393,23 +394,13 @@ def test_nothing_written_outside_the_sandbox(graded: Graded) -> None:
 def test_hidden_tests_never_reach_results_or_gradebook(graded: Graded) -> None:
     markers = hostile.hidden_markers()
     assert len(markers) > 20
-    texts = ["\n".join(_strings(result)) for result in graded.results.values()]  # unescaped JSON strings
+    texts = ["\n".join(hostile.strings_in(result)) for result in graded.results.values()]  # unescaped JSON strings
     for run in graded.runs:  # everything a student or TA reads, not staff.log
         texts += [path.read_text(errors="replace") for path in run.out.rglob("*")
                   if path.is_file() and path.suffix in (".csv", ".md", ".json") and path.name != "results.json"]
     leaked = sorted({marker for marker in markers for text in texts if marker in text})
     assert leaked == []
     assert "HIDDEN-SEARCH found=0" in shown(graded.results["hidden_search"])
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for item in value.values() for s in _strings(item)]
-    if isinstance(value, list):
-        return [s for item in value for s in _strings(item)]
-    return []
 
 
 def test_hidden_search_payload_finds_hidden_tests_outside_the_sandbox() -> None:

@@ -3,15 +3,38 @@
 from __future__ import annotations
 
 import os
+import shutil
 import zipfile
 from pathlib import Path
+from typing import Any, Callable, Iterator
 
 import pytest
 
-from autograder.engine.intake import IntakeError, stage
+from autograder.engine.intake import STAGING_PREFIX, IntakeError, Staged
+from autograder.engine.intake import stage as stage_into
 from conftest import ROOT
 
 FILES = ("loss_scaler.py", "amp_step.py", "answers.py")
+
+
+@pytest.fixture
+def stage(tmp_path: Path) -> Iterator[Callable[..., Staged]]:
+    """``intake.stage`` into a work folder three levels below ``tmp_path`` (so a ``../../`` escape from the staging
+    folder still lands inside ``tmp_path``, where the tests look); every staging folder is removed afterwards."""
+    work = tmp_path / "a" / "b" / "work"
+    work.mkdir(parents=True)
+    made: list[Staged] = []
+
+    def staging(submission: Path, **kwargs: Any) -> Staged:
+        staged = stage_into(submission, workdir=work, **kwargs)
+        made.append(staged)
+        assert staged.folder.parent == work
+        return staged
+
+    yield staging
+    for staged in made:
+        shutil.rmtree(staged.folder, ignore_errors=True)
+    assert not list(work.glob(STAGING_PREFIX + "*"))
 
 
 def write_solution(folder: Path, names: dict[str, str] | None = None) -> None:
@@ -20,14 +43,14 @@ def write_solution(folder: Path, names: dict[str, str] | None = None) -> None:
         (folder / (names or {}).get(name, name)).write_bytes((ROOT / "solutions" / name).read_bytes())
 
 
-def test_top_level_folder(tmp_path: Path) -> None:
+def test_top_level_folder(tmp_path: Path, stage: Callable[..., Staged]) -> None:
     write_solution(tmp_path / "s")
     staged = stage(tmp_path / "s")
     assert sorted(staged.found) == sorted(FILES) and staged.notes == []
     assert (staged.folder / "loss_scaler.py").read_bytes() == (ROOT / "solutions" / "loss_scaler.py").read_bytes()
 
 
-def test_nested_folder_and_near_miss_names_are_used_with_a_note(tmp_path: Path) -> None:
+def test_nested_folder_and_near_miss_names_are_used_with_a_note(tmp_path: Path, stage: Callable[..., Staged]) -> None:
     write_solution(tmp_path / "s" / "hw" / "src", {"loss_scaler.py": "Loss_Scaler (1).py"})
     staged = stage(tmp_path / "s")
     assert sorted(staged.found) == sorted(FILES)
@@ -35,7 +58,7 @@ def test_nested_folder_and_near_miss_names_are_used_with_a_note(tmp_path: Path) 
     assert any("inside a folder" in note for note in staged.notes)
 
 
-def test_zip_with_nested_files_and_unsafe_paths(tmp_path: Path) -> None:
+def test_zip_with_nested_files_and_unsafe_paths(tmp_path: Path, stage: Callable[..., Staged]) -> None:
     archive = tmp_path / "sub.zip"
     with zipfile.ZipFile(archive, "w") as bundle:
         bundle.writestr("../../loss_scaler.py", (ROOT / "solutions" / "loss_scaler.py").read_text())
@@ -43,11 +66,15 @@ def test_zip_with_nested_files_and_unsafe_paths(tmp_path: Path) -> None:
         bundle.writestr("__MACOSX/deep/._amp_step.py", "junk")
     staged = stage(archive)
     assert sorted(staged.found) == ["amp_step.py", "loss_scaler.py"]
-    assert not (tmp_path.parent / "loss_scaler.py").exists()
+    # The member resolved against the staging folder would be tmp_path/a/b/loss_scaler.py: nothing escaped there
+    # (or anywhere else below tmp_path); the one copy is the staged one.
+    escaped = staged.folder / ".." / ".." / "loss_scaler.py"
+    assert escaped.resolve().is_relative_to(tmp_path) and not escaped.exists()
+    assert sorted(tmp_path.rglob("loss_scaler.py")) == [staged.folder / "loss_scaler.py"]
     assert any("unsafe path" in note for note in staged.notes)
 
 
-def test_symlinks_are_never_followed(tmp_path: Path) -> None:
+def test_symlinks_are_never_followed(tmp_path: Path, stage: Callable[..., Staged]) -> None:
     secret = tmp_path / "secret.py"
     secret.write_text("SECRET = 1\n")
     folder = tmp_path / "s"
@@ -58,7 +85,7 @@ def test_symlinks_are_never_followed(tmp_path: Path) -> None:
     assert any("symbolic link" in note for note in staged.notes)
 
 
-def test_oversized_file_is_skipped(tmp_path: Path) -> None:
+def test_oversized_file_is_skipped(tmp_path: Path, stage: Callable[..., Staged]) -> None:
     folder = tmp_path / "s"
     write_solution(folder)
     (folder / "amp_step.py").write_bytes(b"#" * (2 * 2**20))
@@ -67,13 +94,13 @@ def test_oversized_file_is_skipped(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("content", [b"PK\x03\x04 definitely not a zip", b""])
-def test_corrupt_zip_is_a_clear_error(tmp_path: Path, content: bytes) -> None:
+def test_corrupt_zip_is_a_clear_error(tmp_path: Path, content: bytes, stage: Callable[..., Staged]) -> None:
     archive = tmp_path / "broken.zip"
     archive.write_bytes(content)
     with pytest.raises(IntakeError, match="not a readable zip"):
         stage(archive)
 
 
-def test_missing_path_is_a_clear_error(tmp_path: Path) -> None:
+def test_missing_path_is_a_clear_error(tmp_path: Path, stage: Callable[..., Staged]) -> None:
     with pytest.raises(IntakeError, match="does not exist"):
         stage(tmp_path / "nope")

@@ -4,18 +4,21 @@ without CAP_SYS_ADMIN), an unprivileged user, concurrent batches; and every path
 The confinement runs are few and representative (one probing submission per mode), not the
 whole hostile suite again: each costs one short grading run.
 
-Why one file of ~620 lines: every test here drives the same grader run in the same modes (root,
-Docker's capabilities, unprivileged) with shared probes.
+Why one file of ~770 lines: every test here drives the same grader run in the same modes (root,
+Docker's capabilities, unprivileged) with shared probes.  The levels' layers one at a time, the IPC cleanup
+and the scratch watcher, which need no grading run, are in tests/test_isolation_levels.py.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -26,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from autograder.engine import budget, confine, escape, intake
+from autograder.engine import budget, confine, escape, intake, sandbox
 from conftest import ROOT, shown
 
 SOLUTIONS = ROOT / "solutions"
@@ -39,15 +42,57 @@ HAS_SETPRIV = shutil.which("setpriv") is not None
 NOBODY = 65534
 
 
-def _runs_as_nobody() -> bool:
-    """Whether an unprivileged uid can start this interpreter (a pyenv under /root cannot)."""
-    if not (IS_ROOT and HAS_SETPRIV):
-        return False
+def _runs_as_nobody(python: str) -> bool:
+    """Whether an unprivileged uid can start ``python`` and import what the grader needs."""
     check = ("import subprocess, sys; "  # the batch starts its workers with sys.executable: that must work too
              "subprocess.run([sys.executable, '-c', 'import torch, pyseccomp, landlock'], check=True)")
-    done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable,
+    done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", python,
                            "-c", check], capture_output=True, timeout=120)
     return done.returncode == 0
+
+
+def _copy_tree(source: str, target: Path) -> None:
+    """``source`` copied to ``target``: hard links where one filesystem holds both (instant), else a real copy."""
+    if subprocess.run(["cp", "-al", source, str(target)], capture_output=True).returncode != 0:
+        shutil.rmtree(target, ignore_errors=True)
+        subprocess.run(["cp", "-a", source, str(target)], check=True, capture_output=True)
+
+
+def reachable_interpreter(folder: Path) -> str:
+    """An interpreter with this one's packages that uid nobody can run, built below ``folder`` when needed.
+
+    This interpreter may sit where only root may enter (a pyenv under ``/root``): then its installation is
+    copied into ``folder`` (hard links: no disk, no time), and a virtual environment made from the copy gets
+    this environment's site-packages the same way.  The grader then runs as nobody exactly as it would
+    from a system-wide Python.
+    """
+    if _runs_as_nobody(sys.executable):
+        return sys.executable
+    folder.chmod(0o755)
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    _copy_tree(sys.base_prefix, folder / "base")
+    python = folder / "base" / "bin" / version
+    if sys.prefix != sys.base_prefix:  # a virtual environment: the same, over the copied base
+        subprocess.run([str(python), "-m", "venv", "--without-pip", str(folder / "venv")], check=True,
+                       capture_output=True)
+        packages = folder / "venv" / "lib" / version / "site-packages"
+        shutil.rmtree(packages)
+        _copy_tree(sysconfig.get_paths()["purelib"], packages)
+        python = folder / "venv" / "bin" / "python"
+    assert _runs_as_nobody(str(python)), f"uid {NOBODY} cannot run {python} even after copying it to {folder}"
+    return str(python)
+
+
+@pytest.fixture(scope="session")
+def nobody_python() -> Any:
+    """The interpreter the unprivileged runs use (see :func:`reachable_interpreter`); its copy is removed after."""
+    if not (IS_ROOT and HAS_SETPRIV):
+        pytest.skip("needs root and setpriv (to run the grader as another user)")
+    folder = Path(tempfile.mkdtemp(prefix="amp-nobody-python-", dir="/var/tmp"))
+    try:
+        yield reachable_interpreter(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 MODES = {  # "root": as this process runs (the other two need root to start from)
@@ -62,14 +107,11 @@ def _skip_reason(mode: str) -> str | None:
         return "needs root (to run the grader as root, as root without CAP_SYS_ADMIN, and as another user)"
     if mode != "root" and not HAS_SETPRIV:
         return "needs setpriv (Debian package util-linux)"
-    if mode == "unprivileged" and not _runs_as_nobody():
-        return (f"uid {NOBODY} cannot run {sys.executable} with torch, pyseccomp and landlock "
-                "(the interpreter sits in a folder only root may enter)")
     return None
 
 
 def grade_as(mode: str, paths: list[Path], out: Path, *extra: str, env: dict[str, str] | None = None,
-             timeout: float = 300) -> subprocess.CompletedProcess[str]:
+             timeout: float = 300, python: str = sys.executable) -> subprocess.CompletedProcess[str]:
     """``python -m autograder grade`` run as root, as root with Docker's capabilities, or as nobody."""
     if mode == "unprivileged":
         out.mkdir(parents=True, exist_ok=True)
@@ -77,7 +119,7 @@ def grade_as(mode: str, paths: list[Path], out: Path, *extra: str, env: dict[str
         for path in paths:
             for item in [path, *path.rglob("*")]:
                 os.chown(item, NOBODY, NOBODY)
-    command = MODES[mode] + [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
+    command = MODES[mode] + [python, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
                              "--jobs", "1", *(extra or ("--no-progress",))]
     # These submissions probe the OS layers (the static rules and the runtime guard would refuse their imports and
     # calls first; tests/test_forgery.py covers those): both are off here.
@@ -145,6 +187,40 @@ def _probe():  # hostile: network, grader files, SysV IPC, a daemon, files outsi
     report = {{}}
 ''' + NET_AND_READ + '''    libc = ctypes.CDLL(None, use_errno=True)
     report["shm"] = libc.shmget({key}, 1 << 20, 0o1666)  # IPC_CREAT | 0666
+    import resource
+    report["rlimits"] = {{name: resource.getrlimit(getattr(resource, name))[0]
+                         for name in ("RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_CPU")}}
+    try:  # one byte past the file-size limit
+        with open("big", "wb") as stream:
+            stream.write(b"x" * (report["rlimits"]["RLIMIT_FSIZE"] + 1))
+        report["file size"] = "written"
+    except OSError as exc:
+        report["file size"] = exc.errno
+    handles = []
+    try:  # descriptors until refused
+        for _ in range(100_000):
+            handles.append(open(os.devnull))
+        report["open files"] = "unbounded"
+    except OSError:
+        report["open files"] = len(handles)
+    for handle in handles:
+        handle.close()
+    report["pid"], report["ppid"] = os.getpid(), os.getppid()
+    try:  # the grader's test process, alive all along
+        os.kill({outsider}, 0)
+        report["outsider"] = "signalled"
+    except OSError as exc:
+        report["outsider"] = type(exc).__name__
+    try:  # every process this one can see, with its command line where readable
+        report["processes"] = {{}}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    report["processes"][entry] = open("/proc/%s/cmdline" % entry, "rb").read()[:120].decode("latin-1")
+                except OSError:
+                    report["processes"][entry] = None
+    except OSError as exc:
+        report["processes"] = type(exc).__name__
     try:
         subprocess.Popen(["/bin/sh", "-c", "sleep 300; : {token}"], start_new_session=True,
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -183,9 +259,17 @@ def _processes_with(token: str) -> list[str]:
     return found
 
 
-def _expected_level(mode: str) -> str:
-    """Root gets namespaces; root without CAP_SYS_ADMIN gets Landlock (where the kernel has it) and seccomp."""
-    if mode == "docker":
+def _nobody_gets_user_namespaces(python: str) -> bool:
+    """Whether uid nobody may unshare a user namespace with the others (unprivileged user namespaces enabled)."""
+    flags = 0x10000000 | 0x00020000 | 0x40000000 | 0x08000000 | 0x20000000  # USER | NS | NET | IPC | PID
+    code = f"import ctypes; raise SystemExit(ctypes.CDLL(None).unshare({flags}) != 0)"
+    return subprocess.run(MODES["unprivileged"] + [python, "-c", code], capture_output=True, timeout=60).returncode == 0
+
+
+def _expected_level(mode: str, python: str = sys.executable) -> str:
+    """Root gets namespaces, and so does an ordinary user where unprivileged user namespaces are enabled; root
+    without CAP_SYS_ADMIN (and a user without them) gets Landlock (where the kernel has it) and seccomp."""
+    if mode == "docker" or (mode == "unprivileged" and not _nobody_gets_user_namespaces(python)):
         try:
             landlocked = confine.landlock is not None and confine.landlock.landlock_abi_version() >= 1
         except OSError:
@@ -204,19 +288,21 @@ def workspace(tmp_path: Path) -> Any:
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-def test_confinement_holds_in_every_mode(mode: str, workspace: Path) -> None:
+def test_confinement_holds_in_every_mode(mode: str, workspace: Path, request: pytest.FixtureRequest) -> None:
     reason = _skip_reason(mode)
     if reason:
         pytest.skip(reason)
+    python = request.getfixturevalue("nobody_python") if mode == "unprivileged" else sys.executable
     tmp_path = workspace
     token = f"amp-probe-{uuid.uuid4().hex[:12]}"
     key = int(uuid.uuid4().hex[:7], 16)
     listener = Listener()
     secret = ROOT / "autograder" / "hidden" / "test_hidden_scaler.py"
     probe = submission(tmp_path / "probe", {"loss_scaler.py": PROBE.format(port=listener.port, secret=str(secret),
-                                                                       key=key, token=token)})
+                                                                       key=key, token=token,
+                                                                       outsider=os.getpid())})
     try:
-        done = grade_as(mode, [probe], tmp_path / "out")
+        done = grade_as(mode, [probe], tmp_path / "out", python=python)
     finally:
         listener.close()
     assert done.returncode == 0, done.stderr[-3000:]
@@ -229,21 +315,33 @@ def test_confinement_holds_in_every_mode(mode: str, workspace: Path) -> None:
     assert listener.accepted == 0 and report["net"] != "connected"  # no network
     assert isinstance(report["read"], str), "a hidden test file was readable"  # grader files unreadable
     assert set(report["env"]) <= set(confine.clean_environment("/x"))  # a clean environment
+    assert report["shm"] == -1  # no SysV IPC (seccomp, below every level reached here)...
     time.sleep(0.5)
-    assert key not in _shm_keys()  # no IPC object left
+    assert key not in _shm_keys()  # ...and no IPC object left
+    limits = sandbox.Limits()  # rlimits: set, and enforced
+    assert report["rlimits"] == {"RLIMIT_NOFILE": limits.open_files, "RLIMIT_FSIZE": limits.file_bytes,
+                                 "RLIMIT_CPU": limits.cpu_seconds}
+    assert report["file size"] == errno.EFBIG and report["open files"] < limits.open_files
     assert not _processes_with(token)  # no process left
     for folder in ("/tmp", "/var/tmp", "/dev/shm"):  # nothing written outside scratch survives
         assert not (Path(folder) / token).exists(), f"{folder}/{token} survived"
     assert results["score"] == 90, results["output"][-2000:]  # results valid: the probe broke nothing graded
     level = results["extra_data"]["isolation"]
-    assert level == _expected_level(mode) if mode != "unprivileged" else level in confine.LEVELS[1:]
-    assert f"isolation level: {level}" in (tmp_path / "out" / "probe" / "staff.log").read_text()
+    assert level == _expected_level(mode, python)
+    if level == "namespaces":  # no other process visible: PID 1 of its own PID namespace, no parent in it
+        assert (report["pid"], report["ppid"], report["outsider"]) == (1, 0, "ProcessLookupError"), report
+    else:  # no PID namespace: the grader's processes exist (EPERM) but cannot be signalled
+        assert report["outsider"] == "PermissionError", report
+    # Landlock (under every level here) lists nothing in /proc; without it, only the process itself would show
+    assert report["processes"] == "PermissionError" or set(report["processes"]) == {str(report["pid"])}, report
+    staff_log = (tmp_path / "out" / "probe" / "staff.log").read_text()
+    assert staff_log.splitlines()[0] == f"isolation level: {level}"  # promised on the first line
     assert f"- {escape.markdown_inline(level)}: 1 submission(s)" in (tmp_path / "out" / "summary.md").read_text()
 
 
 CONFINED_CHILD = """
 import json, os, socket, sys
-sys.path[:0] = [{site!r}, {root!r}]
+sys.path[:0] = [{root!r}]
 from autograder.engine import confine
 level = confine.probe_level()
 read_fd, write_fd = os.pipe()
@@ -260,32 +358,24 @@ print(json.dumps({{"probe": level, "child": json.loads(os.read(read_fd, 65536) o
 """
 
 
-def test_unprivileged_user_gets_confined(workspace: Path) -> None:
-    """As an ordinary user (with the system interpreter where the grader's cannot run as one): the level
-    probed, and a confined process reaches neither the network nor the grader's files."""
-    system_python = Path("/usr/bin/python3")
-    site = Path(confine.__file__).resolve().parents[0]
-    bindings = Path(confine.seccomp.__file__).parent if confine.seccomp is not None else None
-    if not (IS_ROOT and HAS_SETPRIV and system_python.exists() and bindings is not None):
-        pytest.skip("needs root, setpriv, /usr/bin/python3 and the pyseccomp binding")
+def test_unprivileged_user_gets_confined(workspace: Path, nobody_python: str) -> None:
+    """As an ordinary user: the level probed, and a confined process reaches neither the network nor the grader's
+    files."""
     scratch = workspace / "scratch"
     scratch.mkdir()
     os.chown(scratch, NOBODY, NOBODY)
     listener = Listener()
     secret = ROOT / "autograder" / "hidden" / "test_hidden_scaler.py"
-    code = CONFINED_CHILD.format(site=str(bindings), root=str(site.parent), scratch=str(scratch), port=listener.port,
-                                 secret=str(secret))
+    code = CONFINED_CHILD.format(root=str(ROOT), scratch=str(scratch), port=listener.port, secret=str(secret))
     try:
-        done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                               str(system_python), "-c", code], capture_output=True, text=True, timeout=120,
-                              cwd="/", env={"PATH": "/usr/bin:/bin"})
+        done = subprocess.run(MODES["unprivileged"] + [nobody_python, "-c", code], capture_output=True, text=True,
+                              timeout=120, cwd="/", env={"PATH": "/usr/bin:/bin"})
     finally:
         listener.close()
-    if done.returncode != 0 and "No module named" in done.stderr:
-        pytest.skip(f"the system interpreter cannot load the bindings: {done.stderr[-300:]}")
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(done.stdout.splitlines()[-1])
-    assert data["probe"] == data["child"]["level"] != "none"
+    # the README's promise: namespaces where unprivileged user namespaces are enabled, Landlock+seccomp elsewhere
+    assert data["probe"] == data["child"]["level"] == _expected_level("unprivileged", nobody_python)
     assert listener.accepted == 0 and data["child"]["net"] != "connected"
     assert isinstance(data["child"]["read"], str)  # a world-readable grader file, yet unreadable here
 
@@ -371,25 +461,50 @@ def test_huge_scratch_writes_are_capped(mode: str, tmp_path: Path) -> None:
 
 TMP_SPY = '''
 
-def _spy():  # looks for another student's staged files under $TMPDIR for a few seconds
-    import glob, time
-    deadline = time.monotonic() + 4
+def _spy():  # for a few seconds, looks for another student's staged files beside its own (under $TMPDIR)
+    import json, os, time
+    mine = os.path.dirname(os.path.abspath(__file__))
+    report = {{"start": time.time(), "own": False, "listing": None, "other_folders": 0, "found": False}}
+    try:
+        report["own"] = {marker!r} in open(__file__).read()  # the positive control: a staged file can be read
+    except OSError as exc:
+        report["own"] = type(exc).__name__
+    deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        for path in glob.glob({pattern!r}):
+        try:
+            entries = [os.path.join(os.path.dirname(mine), e) for e in os.listdir(os.path.dirname(mine))]
+            report["listing"] = "listed"
+        except OSError as exc:
+            entries, report["listing"] = [], type(exc).__name__
+        others = [e for e in entries if os.path.basename(e).startswith("amp-submission-") and e != mine]
+        report["other_folders"] = max(report["other_folders"], len(others))
+        for folder in others:
             try:
-                if {marker!r} in open(path).read():
-                    print("FOUND another student's file")
-                    return
+                if {other!r} in open(os.path.join(folder, "loss_scaler.py")).read():
+                    report["found"] = True
             except OSError:
                 pass
-        time.sleep(0.2)
+        time.sleep(0.1)
+    report["end"] = time.time()
+    print("SPY " + json.dumps(report))
 
 
 _spy()
 '''
 
 
+def _watch_staging(folder: Path, until: threading.Event) -> list[tuple[float, int]]:
+    """(time, staging folders in ``folder``) every 50 ms until ``until`` is set, as the grader's own user sees it."""
+    samples = []
+    while not until.is_set():
+        samples.append((time.time(), len(list(folder.glob("amp-submission-*")))))
+        time.sleep(0.05)
+    return samples
+
+
 def test_staged_submissions_stay_private_with_tmpdir_elsewhere(tmp_path: Path) -> None:
+    """Two submissions staged side by side under a ``TMPDIR`` the sandbox does not cover: each one's code, while
+    the other is staged (seen from outside), can read its own staged file but not the other's."""
     if not IS_ROOT:
         pytest.skip("needs root (two sandbox uids)")
     tmpdir = Path("/var/lib") / f"amp-tmp-{uuid.uuid4().hex[:8]}"  # outside every folder the sandbox covers
@@ -398,16 +513,30 @@ def test_staged_submissions_stay_private_with_tmpdir_elsewhere(tmp_path: Path) -
         names = []
         for k in range(2):
             marker = f"SECRET-MARKER-{k}-{uuid.uuid4().hex[:6]}"
-            other = f"SECRET-MARKER-{1 - k}-"
-            spy = TMP_SPY.format(pattern=f"{tmpdir}/amp-submission-*/loss_scaler.py", marker=other)
+            spy = TMP_SPY.format(marker=marker, other=f"SECRET-MARKER-{1 - k}-")
             folder = submission(tmp_path / "batch" / f"s{k}", {"loss_scaler.py": f"\n# {marker}\n" + spy})
             names.append(folder.name)
-        done = grade_as("root", [tmp_path / "batch"], tmp_path / "out", "--jobs", "2", env={"TMPDIR": str(tmpdir)})
+        done_event, samples = threading.Event(), []
+        watcher = threading.Thread(target=lambda: samples.extend(_watch_staging(tmpdir, done_event)), daemon=True)
+        watcher.start()
+        try:
+            done = grade_as("root", [tmp_path / "batch"], tmp_path / "out", "--jobs", "2",
+                            env={"TMPDIR": str(tmpdir)})
+        finally:
+            done_event.set()
+            watcher.join(timeout=10)
         assert done.returncode == 0, done.stderr[-3000:]
+        both_staged = [when for when, count in samples if count >= 2]
         for name in names:
             results = results_of(tmp_path / "out", name)
-            assert "FOUND" not in shown(results)
             assert results["score"] == 90
+            spies = [json.loads(line[4:]) for line in shown(results).splitlines() if line.startswith("SPY ")]
+            assert spies, shown(results)[-2000:]
+            for report in spies:
+                assert report["own"] is True, report  # reading a staged file works from there...
+                assert not report["found"], report  # ...yet the other's never was read
+            # the spies looked while the other submission was staged (the comparison means something)
+            assert any(r["start"] <= when <= r["end"] for r in spies for when in both_staged), (spies, both_staged[:3])
         assert not list(tmpdir.glob("amp-submission-*"))  # cleaned up
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
@@ -629,3 +758,14 @@ def test_hidden_suite_explores_the_same_scenarios_from_cli_and_gradescope(tmp_pa
         calls.append(data["calls"])
     assert len(calls[0]) > 100 and calls[0] == calls[1]
     assert not list(tmp_path.iterdir())  # nothing written (no .hypothesis/constants) in the working directory
+
+
+def test_min_isolation_from_the_environment_refuses_below_a_valid_level(tmp_path: Path) -> None:
+    """``AMP_MIN_ISOLATION=namespaces`` (a valid level, not a typo) refuses where only Landlock+seccomp are reached."""
+    if _skip_reason("docker"):
+        pytest.skip(_skip_reason("docker") or "")
+    done = grade_as("docker", [SOLUTIONS], tmp_path / "out", env={confine.MIN_ISOLATION_ENV: "namespaces"})
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "Refusing to grade" in done.stderr and f"level {_expected_level('docker')!r}" in done.stderr
+    assert not (tmp_path / "out" / "gradebook.csv").exists()
+    assert confine.refusal("landlock+seccomp", "landlock+seccomp") is None  # at the level itself: no refusal

@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import traceback
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -39,24 +40,28 @@ FULL = os.environ.get("AMP_OTTER_PARITY") == "all"
 SAMPLE = ("bug-hardcoded_dtype", "bug-backoff_divides", "bug-delegate_subclass")
 
 
-def _catalogue() -> Any:
-    path = ROOT / "tests" / "catalogue" / "catalogue.py"
-    if not path.is_file():
-        return None
-    spec = importlib.util.spec_from_file_location("amp_catalogue_for_otter", path)
+CATALOGUE_PATH = ROOT / "tests" / "catalogue" / "catalogue.py"
+
+
+def _catalogue() -> tuple[Any, str]:
+    """(the catalogue module, "") or (None, why it failed to load): a broken catalogue fails the tests that use
+    it, never skips them."""
+    if not CATALOGUE_PATH.is_file():
+        return None, ""
+    spec = importlib.util.spec_from_file_location("amp_catalogue_for_otter", CATALOGUE_PATH)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception:  # the catalogue's own tests report its problems
-        return None
-    return module
+    except Exception:  # noqa: BLE001 - reported by every test that needs the catalogue
+        return None, traceback.format_exc(limit=-3)
+    return module, ""
 
 
-CATALOGUE = _catalogue()
+CATALOGUE, CATALOGUE_ERROR = _catalogue()
 ENTRIES = {e.folder_name: e for e in CATALOGUE.ENTRIES} if CATALOGUE else {}
-CHOSEN = sorted(ENTRIES) if FULL else [name for name in SAMPLE if name in ENTRIES]
+CHOSEN = sorted(ENTRIES) if FULL else list(SAMPLE)  # a sample entry renamed away fails below, not silently
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +81,9 @@ def otter_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def catalogue_reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict[str, Any]]]:
     """The chosen catalogue entries as folders, graded in one ``python -m autograder grade`` run."""
-    if not CHOSEN:
-        return {}
+    assert not CATALOGUE_ERROR, f"tests/catalogue/catalogue.py failed to load:\n{CATALOGUE_ERROR}"
+    missing = [name for name in CHOSEN if name not in ENTRIES]
+    assert not missing, f"sample entries not in the catalogue (renamed? update SAMPLE): {missing}"
     base = tmp_path_factory.mktemp("catalogue")
     folders = [CATALOGUE.materialize(ENTRIES[name], base / "subs" / name) for name in CHOSEN]
     done = grade(folders, base / "out")
@@ -218,9 +224,9 @@ def test_missing_files_are_explained_once_per_question(rows: list[otter_build.Ro
 
 def test_test_files_are_small_loaders_of_the_shipped_bridge(rows: list[otter_build.Row], tmp_path: Path) -> None:
     """The bridge's code lives in amp_otter_bridge.py; a test file holds its rows, the bridge's digest and a loader."""
-    bridge = otter_build.bridge_source()
-    assert bridge == (ROOT / "autograder" / "packaging" / "otter_bridge.py").read_bytes()
-    functions = re.findall(r"^def (\w+)\(", bridge.decode(), re.MULTILINE)
+    (tmp_path / "files").mkdir()
+    shipped = otter_build.write_bridge(tmp_path / "files").read_bytes()  # what the zip's files/ gives otter
+    functions = re.findall(r"^def (\w+)\(", shipped.decode(), re.MULTILINE)
     assert {"judge_results", "copy_submission", "cases"} <= set(functions)
     for public_only in (False, True):
         for path in otter_build.write_tests(tmp_path / f"public_{public_only}", rows, public_only=public_only):
@@ -228,7 +234,7 @@ def test_test_files_are_small_loaders_of_the_shipped_bridge(rows: list[otter_bui
             assert len(text.splitlines()) < 100, path
             assert not [f for f in functions if f"def {f}(" in text], path
             assert "subprocess" not in text and "zipfile" not in text
-            assert f'"{hashlib.sha256(bridge).hexdigest()}"' in text
+            assert f'"{hashlib.sha256(shipped).hexdigest()}"' in text  # the loader accepts exactly that file
 
 
 #: A bridge module in the folder otter grades in that is not the staff's: never run, every case says why.
@@ -322,7 +328,7 @@ def test_otter_run_matches_the_grader_on_the_examples(name: str, otter_zip: Path
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not CHOSEN, reason="the buggy-submission catalogue (tests/catalogue) is not there")
+@pytest.mark.skipif(not CATALOGUE_PATH.is_file(), reason="the buggy-submission catalogue (tests/catalogue) is not there")
 @pytest.mark.parametrize("name", CHOSEN)
 def test_otter_run_matches_the_grader(name: str, otter_zip: Path, tmp_path: Path,
                                       catalogue_reference: dict[str, tuple[Path, dict[str, Any]]]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import subprocess
@@ -15,26 +16,52 @@ import pytest
 from conftest import ROOT
 
 
+#: Why a public check may skip: the GPU checks need CUDA.  Any other skip hides a check and fails the tests below.
+ALLOWED_SKIP = ("CUDA",)
+
+
+@functools.cache
+def collected_public_checks() -> frozenset[str]:
+    """The names of every public check case pytest collects in assignment/ (what a student's run holds)."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q"], cwd=ROOT / "assignment",
+                          env={**os.environ, "AMP_SUBMISSION": str(ROOT / "solutions")}, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    names = frozenset(line.split("::", 1)[1] for line in done.stdout.splitlines() if "::" in line)
+    assert len(names) >= 30, done.stdout[-3000:]  # about 45: a collection that lost a module is caught here
+    return names
+
+
 def run_public_checks(submission: Path, tmp_path: Path) -> dict[str, str]:
-    """Run `python -m pytest` inside assignment/ against ``submission``; return test id -> failure text."""
+    """Run `python -m pytest` inside assignment/ against ``submission``; return test id -> failure text.
+
+    Every collected case is accounted for: each one either ran (its failure text, "" when it passed) or skipped
+    for a reason in :data:`ALLOWED_SKIP` (the GPU checks without CUDA).  Anything else fails the calling test.
+    """
     report = tmp_path / "report.xml"
+    report.unlink(missing_ok=True)
     subprocess.run([sys.executable, "-m", "pytest", f"--junitxml={report}"], cwd=ROOT / "assignment",
                    env={**os.environ, "AMP_SUBMISSION": str(submission)}, capture_output=True, text=True, timeout=600)
-    cases = ET.parse(report).getroot().iter("testcase")
-    return {case.get("name"): "".join((child.get("message") or "") + (child.text or "")
-                                      for child in case if child.tag in ("failure", "error"))
-            for case in cases if case.find("skipped") is None}  # GPU checks skip without CUDA
+    cases = list(ET.parse(report).getroot().iter("testcase"))
+    skipped = {case.get("name"): case.find("skipped").get("message", "") for case in cases
+               if case.find("skipped") is not None}
+    hidden = {name: why for name, why in skipped.items() if not any(word in why for word in ALLOWED_SKIP)}
+    assert not hidden, f"public checks skipped for another reason than CUDA: {hidden}"
+    ran = {case.get("name"): "".join((child.get("message") or "") + (child.text or "")
+                                     for child in case if child.tag in ("failure", "error"))
+           for case in cases if case.find("skipped") is None}
+    assert set(ran) | set(skipped) == collected_public_checks(), "the run and the collection disagree"
+    return ran
 
 
 def test_solution_passes_every_public_check(tmp_path: Path) -> None:
     results = run_public_checks(ROOT / "solutions", tmp_path)
-    assert len(results) >= 9
     assert {name: text for name, text in results.items() if text} == {}
 
 
 def test_skeleton_fails_every_public_check_with_its_not_implemented_message(tmp_path: Path) -> None:
     results = run_public_checks(ROOT / "assignment", tmp_path)
-    assert len(results) >= 9
+    assert results.pop("test_no_forbidden_delegation") == ""  # the 0-point gate: the skeleton delegates nothing
     for name, text in results.items():
         assert "NotImplementedError" in text and "is not implemented yet" in text, name
 

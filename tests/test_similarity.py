@@ -158,10 +158,8 @@ def test_bad_reference_path_exits_2(tmp_path: Path) -> None:
     assert done.returncode == 2 and "no such file or folder" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_html_report_shows_matched_regions_in_headless_chromium(tmp_path: Path) -> None:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    if browser is None:
-        pytest.skip("no chromium here (Debian: apt-get install chromium)")
+def test_html_report_shows_matched_regions_in_headless_chromium(tmp_path: Path, headless_browser: str) -> None:
+    browser = headless_browser  # tests/conftest.py: installed where it may be, never skipped under CI
     export = _export_with_a_copy(tmp_path)
     report = similarity.analyse(inputs.discover([export], tmp_path / "scratch").submissions)
     similarity.write_outputs(tmp_path, report)

@@ -178,9 +178,10 @@ def optimizer_runs(draw: st.DrawFn, opts: int, max_overflowing: int | None = Non
 #: Constructor arguments the contract rejects with ValueError (each one is checked).
 BAD_CONSTRUCTOR_KWARGS: tuple[dict[str, Json], ...] = (
     *({"init_scale": v} for v in (0.0, -0.5, -1.0, -(2.0**16), math.inf, math.nan)),
+    *({"init_scale": v} for v in (1e-50, 3.5e38, 3.4028235e38)),  # float32: rounds to 0; above its max (torch: later)
     *({"growth_factor": v} for v in (1.0, 0.5, 0.0, -2.0)),
     *({"backoff_factor": v} for v in (0.0, 1.0, 1.5, -0.5)),
-    *({"growth_interval": v} for v in (0, -1, -2000, 2.5)),
+    *({"growth_interval": v} for v in (0, -1, -2000, 2.5, True)),
 )
 
 

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from autograder.engine import budget, rubric
+from autograder.engine import budget, rubric, strings
 from autograder.engine.escape import console, markdown_inline, strip_controls
 from autograder.engine.files import csv_text, write_bytes_atomic
 from autograder.batch.inputs import Submission
@@ -46,7 +46,7 @@ PROBLEMS: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
     (budget.INTERFERED, True, ()),
     ("import error", False, ("has a syntax error", "raised an exception:", "is not valid UTF-8", "does not define")),
     ("missing file", False, ("is missing",)),
-    ("grader fault", False, (INTERNAL_PREFIX,)),
+    ("grader fault", False, (INTERNAL_PREFIX, *strings.phrases("internal"))),
 )
 
 Row = tuple[Submission, Entry]

@@ -14,6 +14,8 @@ and the batch's watchdog all read their numbers from here, so they cannot disagr
 
 from __future__ import annotations
 
+from autograder.engine import strings
+
 SUBMISSION_SECONDS = 300.0
 CALL_SECONDS = 20.0
 IMPORT_SECONDS = 10.0
@@ -34,5 +36,4 @@ def watchdog_seconds(submission_seconds: float = SUBMISSION_SECONDS) -> float:
 
 def used_up_message(submission_seconds: float) -> str:
     """The failure of every test that runs after the budget is spent."""
-    return (f"time budget used up: all tests of a submission share {submission_seconds:.0f} s, and your code spent "
-            "them (slow calls?); this test was not run (it scores 0)")
+    return strings.text("budget_used_up", seconds=submission_seconds)

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from autograder.engine import rubric
+from autograder.engine import rubric, strings
 from autograder import ROOT
 
 try:
@@ -41,7 +41,8 @@ HIDDEN_DIR = Path(os.environ.get("AMP_HIDDEN_TESTS", ROOT / "autograder" / "hidd
 INI = Path(__file__).resolve().parent / "judge.ini"
 #: Examples per hidden property test (``AMP_HIDDEN_EXAMPLES``); the public checks keep their 25.
 HIDDEN_EXAMPLES = int(os.environ.get("AMP_HIDDEN_EXAMPLES", "100"))
-INTERNAL = "The grader hit an internal problem in this test (not your fault); staff can see the details."
+#: The English text of an internal failure (rows carry the current language's, strings.text("internal")).
+INTERNAL = strings.MESSAGES["en"]["internal"]
 
 
 @dataclass
@@ -89,13 +90,12 @@ def _student_message(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, BaseExceptionGroup):  # hypothesis's Flaky: the code answered differently on a rerun
         inner = next((e for e in exc.exceptions if isinstance(e, (AssertionError, SubmissionFault))), None)
         text = str(inner) if inner else ""
-        return ("Your code gave different results for the same calls on different runs (randomness or state "
-                "shared between objects?).\n" + text).strip(), ""
+        return (strings.text("flaky") + "\n" + text).strip(), ""
     if isinstance(exc, SubmissionFault):
         return str(exc), ""
     if isinstance(exc, AssertionError):
         return str(exc), ""
-    return INTERNAL, "".join(traceback.format_exception(exc))
+    return strings.text("internal"), "".join(traceback.format_exception(exc))
 
 
 class JudgePlugin:
@@ -186,7 +186,7 @@ def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...]) -> tuple[list
     for item in items:
         cases = [o for o in outcomes if o.test == item.test]
         if not cases:
-            rows.append(Row(item, 0.0, INTERNAL, False))
+            rows.append(Row(item, 0.0, strings.text("internal"), False))
             staff.append(f"{item.test}: not collected")
             continue
         passed = sum(case.passed for case in cases)
@@ -206,8 +206,8 @@ def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...]) -> tuple[list
             for row in rows:
                 if row.item.task == task and row is not gate_row:
                     row.score, row.passed = 0.0, False
-                    row.message = ("Scored 0: see test " + gate_row.item.number + " (" + gate_row.item.title
-                                   + ").\n\n" + row.message).strip()
+                    row.message = (strings.text("gate_zero", number=gate_row.item.number,
+                                                title=strings.title(gate_row.item)) + "\n\n" + row.message).strip()
     return rows, "\n\n".join(staff)
 
 

@@ -35,7 +35,7 @@ from typing import Any, NoReturn
 
 from checks import harness, rules
 
-from autograder.engine import budget, confine, replies, rubric
+from autograder.engine import budget, confine, replies, rubric, strings
 from autograder.engine.files import kill_uid
 from autograder.engine.zygote import (LIMITS_ENV, PRIVATE_TOPS, REPO_ROOT, SHARED_TMP, DeviceAccess, Limits,  # noqa: F401
                                SpawnRequest, Zygote, default_limits, start_zygote)
@@ -199,12 +199,8 @@ class SandboxRunner:
                 alive = process.pid is not None
                 self._import_limit[name] = budget.TIME_LIMIT if alive else budget.CRASH_LIMIT
                 self.import_faults[name] = (
-                    f"importing {harness.CONTRACT_FILES[name]} did not finish within "
-                    f"{self.limits.import_seconds:.0f} s (an infinite loop at module level?)"
-                    if alive else
-                    f"importing {harness.CONTRACT_FILES[name]} ended the process "
-                    "(sys.exit/os._exit/a crash at module level?)"
-                )
+                    strings.text("import_timeout", file=harness.CONTRACT_FILES[name], seconds=self.limits.import_seconds)
+                    if alive else strings.text("import_crash", file=harness.CONTRACT_FILES[name]))
                 self._kill_all()
                 return self._start(wanted)
             if message.get("imported") == name and message.get("fault"):
@@ -365,8 +361,8 @@ class SandboxRunner:
             if fault:
                 return self._import_limit.get(name, ""), fault
             if self.hangs.get(name, 0) >= self.limits.hangs_per_module:
-                return budget.TIME_LIMIT, (f"your code hung {self.hangs[name]} times in earlier tests that use "
-                                           f"{harness.CONTRACT_FILES[name]}; the remaining ones are not run (they score 0)")
+                return budget.TIME_LIMIT, strings.text("hung_too_often", count=self.hangs[name],
+                                                       file=harness.CONTRACT_FILES[name])
         return None
 
     def _fail(self, kind: str, message: str) -> NoReturn:
@@ -427,11 +423,11 @@ class SandboxRunner:
             elif hung:
                 for name in needed:
                     self.hangs[name] = self.hangs.get(name, 0) + 1
-                self._test_fault = f"your code did not finish within {reply['limit']:.0f} s (an infinite loop?); it was stopped"
+                self._test_fault = strings.text("call_timeout", seconds=reply["limit"])
             elif reply["scratch"]:
                 self._test_fault = f"your code {SCRATCH_FAULT}"
             else:
-                self._test_fault = "your code ended the process while it ran (sys.exit, os._exit, a crash or a memory limit)"
+                self._test_fault = strings.text("call_crash")
             self._test_fault_kind = budget.TIME_LIMIT if hung else budget.CRASH_LIMIT
             self._limit(self._test_fault_kind, self._test_fault)
         if "unexpected" in reply:

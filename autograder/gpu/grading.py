@@ -56,7 +56,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
-from autograder.engine import rubric
+from autograder.engine import rubric, strings
 from autograder import ROOT
 from autograder.engine.files import write_text_atomic
 from autograder.gpu.gradebook import (GRADEBOOK, MERGED, RESULTS_FILE, STAFF_FILE, UNGRADED,  # noqa: F401 - API
@@ -137,7 +137,7 @@ def gpu_results(report: Any, setup: Any, name: str = "") -> dict[str, Any]:
 
 
 def error_gpu_results(message: str, dry: bool) -> dict[str, Any]:
-    rows = [{"name": f"{item.number} {item.title}", "number": item.number, "score": 0.0, "max_score": item.points,
+    rows = [{"name": strings.row_name(item), "number": item.number, "score": 0.0, "max_score": item.points,
              "status": "failed", "output": message, "visibility": item.visibility} for item in rubric.GPU_ITEMS]
     return {"score": 0.0, "max_score": gpu_max_points(), "execution_time": 0.0, "output": message, "tests": rows,
             "mode": "dry" if dry else "cuda", "device": ""}
@@ -181,7 +181,7 @@ def grade_gpu_submission(name: str, path: Path, hide: Sequence[str], limits: Any
         inner = SandboxRunner(staged.folder, limits=limits, hide=tuple(hide), uid=uid, device=setup.access)
         runner = GpuRunner(inner, setup.device, reference, setup.exclusive)
         report = judge.grade_staged(runner, items=rubric.GPU_ITEMS, notes=staged.notes)
-        internal = [row.item.number for row in report.rows if judge.INTERNAL in row.message]
+        internal = [row.item.number for row in report.rows if strings.text("internal") in row.message]
         if internal:  # the grader's side failed (device, reference process...): not the student's zero
             return _errored(f"grader fault in test {', '.join(internal)} (see {STAFF_FILE})", dry, report.staff_log,
                             started)

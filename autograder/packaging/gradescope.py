@@ -14,6 +14,7 @@ itself fails.  ``tests/`` sets ``AUTOGRADER_ROOT`` to simulate a whole run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -21,6 +22,7 @@ import traceback
 import zipfile
 from pathlib import Path
 from autograder import ROOT
+from autograder.engine import strings
 
 REQUIREMENTS = ("pytest==9.2.0", "hypothesis==6.170.17", "rich==15.0.0", "pyseccomp==0.1.2", "landlock==1.0.0.dev5")
 TORCH = "torch==2.13.0"
@@ -49,6 +51,8 @@ def package_files() -> list[tuple[Path, str]]:
     files: list[tuple[Path, str]] = []
     for folder in (ROOT / "autograder", ROOT / "assignment" / "checks"):
         for path in sorted(folder.rglob("*")):
+            if path == strings.LANGUAGE_FILE:  # a build writes its own (or none): never a stray one from disk
+                continue
             if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".ini", ".json"):
                 files.append((path, str(path.relative_to(ROOT))))
     return files
@@ -71,8 +75,13 @@ def recorded_plan() -> str | None:
         return target.read_text()
 
 
-def build(out: Path) -> Path:
-    """Write the Gradescope autograder zip to ``out``; return it."""
+def build(out: Path, language: str = strings.DEFAULT) -> Path:
+    """Write the Gradescope autograder zip to ``out``; return it.
+
+    ``language`` (see :mod:`autograder.engine.strings`): the feedback's language; other than English,
+    it is recorded in the zip as ``autograder/engine/language.json``.
+    """
+    strings.check_language(language)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".zip.tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as bundle:
@@ -86,6 +95,10 @@ def build(out: Path) -> Path:
             info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))
             info.external_attr = 0o100644 << 16
             bundle.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
+        if language != strings.DEFAULT:
+            info = zipfile.ZipInfo(str(strings.LANGUAGE_FILE.relative_to(ROOT)), date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = 0o100644 << 16
+            bundle.writestr(info, json.dumps({"language": language}) + "\n")
         plan_text = recorded_plan()
         if plan_text is not None:  # as secret as the hidden tests, beside them
             info = zipfile.ZipInfo("autograder/hidden/plan.json", date_time=(2020, 1, 1, 0, 0, 0))
@@ -117,8 +130,7 @@ def run(root: Path) -> int:
                 from autograder.engine.results import error_results
 
                 print(refused)  # the staff log
-                data = error_results("The autograder refused to grade here because this machine cannot isolate "
-                                     "student code well enough (not your fault). Staff have been told.")
+                data = error_results(strings.text("isolation_refused"))
                 data["extra_data"] = {"isolation": reached, "refused": refused}
                 write_json_atomic(results_path, data)
                 return 0
@@ -145,9 +157,7 @@ def run(root: Path) -> int:
         from autograder.engine.files import write_json_atomic
         from autograder.engine.results import error_results
 
-        write_json_atomic(results_path, error_results(
-            "The autograder failed while grading this submission (not your fault). Staff have the details; "
-            "please let them know."))
+        write_json_atomic(results_path, error_results(strings.fallback_text("grader_failed")))
         return 0
 
 
@@ -155,10 +165,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.packaging.gradescope", description=__doc__.splitlines()[0])
     parser.add_argument("command", nargs="?", choices=["build", "run"], default="build")
     parser.add_argument("--out", type=Path, default=ROOT / "dist" / "autograder.zip")
+    parser.add_argument("--language", choices=strings.LANGUAGES, default=strings.DEFAULT,
+                        help="language of row titles and fixed feedback (default: en)")
     args = parser.parse_args(argv)
     if args.command == "run":
         return run(Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
-    print(f"wrote {build(args.out)}")
+    print(f"wrote {build(args.out, args.language)}")
     return 0
 
 

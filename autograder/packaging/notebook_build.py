@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from autograder.packaging import otter_build, release
@@ -263,6 +264,33 @@ else:
 """
 
 
+LANGUAGES = ("en", "ko")
+
+
+def edition(language: str = "en") -> SimpleNamespace:
+    """One edition's handout, notebook name and the notebook's own texts (English here, Korean in notebook_ko)."""
+    if language == "en":
+        return SimpleNamespace(
+            handout=HANDOUT, notebook=NOTEBOOK, task_headings=TASK_HEADINGS, gpu_heading="GPU part",
+            config=ASSIGNMENT_CONFIG, intro=INTRO, dtypes_md=DTYPES_MD, demo_md=DEMO_MD, mine_md=MINE_MD, gpu_md=GPU_MD,
+            lesson_cell=("## Part I: the lesson\n\n(The full lesson, with why 16 bits is faster and the "
+                         "old and new API names, is in `README.md`.)"),
+            tasks_cell="## Part II: the tasks\n\nFill in the bodies that raise `NotImplementedError`; keep the signatures.",
+            write_here="Write your code in the cell below and run it: it writes `{file}`.",
+            quick_check_note="The Quick Check has no public check: the autograder's hidden tests grade `answers.py`.")
+    if language == "ko":
+        from autograder.packaging import notebook_ko as ko
+
+        english = ASSIGNMENT_CONFIG.split("  instructions: >-\n", 1)[0]
+        return SimpleNamespace(
+            handout=HANDOUT.with_name(ko.HANDOUT_NAME), notebook=ko.NOTEBOOK, task_headings=ko.TASK_HEADINGS,
+            gpu_heading=ko.GPU_HEADING, config=f"{english}  instructions: >-\n    {ko.EXPORT_INSTRUCTIONS}\n",
+            intro=ko.INTRO, dtypes_md=ko.DTYPES_MD, demo_md=ko.DEMO_MD, mine_md=ko.MINE_MD, gpu_md=ko.GPU_MD,
+            lesson_cell=ko.LESSON_CELL, tasks_cell=ko.TASKS_CELL, write_here=ko.WRITE_HERE,
+            quick_check_note=ko.QUICK_CHECK_NOTE)
+    raise ValueError(f"no notebook edition in {language!r}: choose one of {', '.join(LANGUAGES)}")
+
+
 def handout_sections(text: str) -> dict[str, str]:
     """``### `` sections of the handout by heading (without the ``### ``), up to the next heading."""
     sections: dict[str, str] = {}
@@ -285,10 +313,10 @@ def lesson_section(sections: dict[str, str], number: int) -> str:
     return f"### {heading}\n\n{sections[heading]}"
 
 
-def task_section(sections: dict[str, str], task: str) -> str:
-    heading = next(h for h in sections if h.startswith(TASK_HEADINGS[task] + ":"))
-    return (f"## {heading}\n\n{sections[heading]}\n\n"
-            f"Write your code in the cell below and run it: it writes `{TASK_FILES[task]}`.")
+def task_section(sections: dict[str, str], task: str, texts: SimpleNamespace | None = None) -> str:
+    texts = texts or edition()
+    heading = next(h for h in sections if h.startswith(texts.task_headings[task] + ":"))
+    return f"## {heading}\n\n{sections[heading]}\n\n" + texts.write_here.format(file=TASK_FILES[task])
 
 
 def master_cell_source(source: str, filename: str) -> str:
@@ -323,31 +351,30 @@ def test_cell_source(row: otter_build.Row) -> str:
             f"    pass  # rubric row {row.item.number}: replaced by autograder/packaging/otter_build.py's test file")
 
 
-def master_notebook(rows: list[otter_build.Row]) -> Any:
+def master_notebook(rows: list[otter_build.Row], language: str = "en") -> Any:
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
 
-    text = HANDOUT.read_text(encoding="utf-8")
+    texts = edition(language)
+    text = texts.handout.read_text(encoding="utf-8")
     sections = handout_sections(text)
     title, _, rest = text.partition("\n")
     first_paragraph = rest.strip().split("\n\n")[0]
-    cells = [new_raw_cell(ASSIGNMENT_CONFIG),
-             new_markdown_cell(f"{title}\n\n{first_paragraph}\n\n{INTRO}"),
-             new_markdown_cell("## Part I: the lesson\n\n(The full lesson, with why 16 bits is faster and the "
-                               "old and new API names, is in `README.md`.)")]
+    cells = [new_raw_cell(texts.config),
+             new_markdown_cell(f"{title}\n\n{first_paragraph}\n\n{texts.intro}"),
+             new_markdown_cell(texts.lesson_cell)]
     for number in LESSON:
         cells.append(new_markdown_cell(lesson_section(sections, number)))
         if number == 4:
-            cells += [new_markdown_cell(DTYPES_MD), new_code_cell(DTYPES_CODE)]
-    cells += [new_markdown_cell(DEMO_MD), new_code_cell(DEMO_CODE),
-              new_markdown_cell("## Part II: the tasks\n\n"
-                                "Fill in the bodies that raise `NotImplementedError`; keep the signatures."),
+            cells += [new_markdown_cell(texts.dtypes_md), new_code_cell(DTYPES_CODE)]
+    cells += [new_markdown_cell(texts.demo_md), new_code_cell(DEMO_CODE),
+              new_markdown_cell(texts.tasks_cell),
               new_code_cell(LOAD_HELPER)]
     for task, filename in TASK_FILES.items():
         question, _ = otter_build.QUESTIONS[task]
         mine = [r for r in rows if r.item.task == task]
         source = (ROOT / "solutions" / filename).read_text(encoding="utf-8")
-        cells += [new_markdown_cell(task_section(sections, task)),
+        cells += [new_markdown_cell(task_section(sections, task, texts)),
                   new_raw_cell(f"# BEGIN QUESTION\nname: {question}\n"
                                f"points: {otter_build._num(sum(r.item.points for r in mine))}"),
                   new_raw_cell("# BEGIN SOLUTION"),
@@ -357,12 +384,12 @@ def master_notebook(rows: list[otter_build.Row]) -> Any:
         cells += [new_code_cell(test_cell_source(row)) for row in mine]
         cells += [new_raw_cell("# END TESTS"), new_raw_cell("# END QUESTION")]
         if task == "quick_check":
-            cells.append(new_markdown_cell("The Quick Check has no public check: the autograder's hidden tests "
-                                           "grade `answers.py`."))
+            cells.append(new_markdown_cell(texts.quick_check_note))
         if task == "amp_step":
-            cells += [new_markdown_cell(MINE_MD), new_code_cell(MINE_CODE)]
-    gpu = next(h for h in sections if h.startswith("GPU part"))
-    cells += [new_markdown_cell(f"## {gpu}\n\n{sections[gpu]}"), new_markdown_cell(GPU_MD), new_code_cell(GPU_CODE)]
+            cells += [new_markdown_cell(texts.mine_md), new_code_cell(MINE_CODE)]
+    gpu = next(h for h in sections if h.startswith(texts.gpu_heading))
+    cells += [new_markdown_cell(f"## {gpu}\n\n{sections[gpu]}"), new_markdown_cell(texts.gpu_md),
+              new_code_cell(GPU_CODE)]
     return new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"}})
@@ -385,23 +412,25 @@ def finish(nb: Any, rows: list[otter_build.Row]) -> Any:
     return nb
 
 
-def build(out: Path, *, master_out: Path | None = None, solution_out: Path | None = None) -> Path:
+def build(out: Path, *, master_out: Path | None = None, solution_out: Path | None = None,
+          language: str = "en") -> Path:
     import nbformat
 
     otter_build.check_otter_version()
     rows = otter_build.rubric_rows()
-    master = master_notebook(rows)
+    master = master_notebook(rows, language)
+    notebook_name = edition(language).notebook  # otter's init cell opens the notebook by this name
     with tempfile.TemporaryDirectory(prefix="amp-notebook-") as tmp:
         stage = Path(tmp)
         for name in TASK_FILES.values():  # otter assign checks that export files exist
             (stage / name).write_text("", encoding="utf-8")
-        nbformat.write(master, stage / NOTEBOOK)
+        nbformat.write(master, stage / notebook_name)
         done = subprocess.run([sys.executable, "-m", "otter", "assign", "--no-pdfs", "--no-run-tests",
-                               NOTEBOOK, "dist"], cwd=stage, capture_output=True, text=True)
+                               notebook_name, "dist"], cwd=stage, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"otter assign failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-        student = finish(nbformat.read(stage / "dist" / "student" / NOTEBOOK, as_version=4), rows)
-        solution = finish(nbformat.read(stage / "dist" / "autograder" / NOTEBOOK, as_version=4), rows)
+        student = finish(nbformat.read(stage / "dist" / "student" / notebook_name, as_version=4), rows)
+        solution = finish(nbformat.read(stage / "dist" / "autograder" / notebook_name, as_version=4), rows)
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(student, out)
     otter_build.write_bridge(out.parent)  # what its test files load: part of the student's folder
@@ -426,11 +455,14 @@ def task_cells(nb: Any) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "assignment" / NOTEBOOK)
+    parser.add_argument("--language", choices=LANGUAGES, default="en",
+                        help="the edition: en (README.md -> amp_homework.ipynb) or ko (README.ko.md -> amp_homework.ko.ipynb)")
+    parser.add_argument("--out", type=Path, help="default: assignment/ and the edition's notebook name")
     parser.add_argument("--master", type=Path, help="also write the generated master notebook here")
     parser.add_argument("--solution", type=Path, help="also write otter's solution notebook here")
     args = parser.parse_args(argv)
-    path = build(args.out, master_out=args.master, solution_out=args.solution)
+    out = args.out or ROOT / "assignment" / edition(args.language).notebook
+    path = build(out, master_out=args.master, solution_out=args.solution, language=args.language)
     print(f"wrote {path}")
     return 0
 

@@ -57,7 +57,7 @@ class Case:
     zero: tuple[str, ...] = ()
     score: float | None = None
     max_score: float | None = None
-    error: bool = False  # intake refused it: results.error_results
+    error: bool = False  # intake refused it: results.error_results, with the refusal among ``notes``
     notes: tuple[str, ...] = ()  # substrings of the top-level output
     messages: dict[str, str] = field(default_factory=dict)  # rubric number -> substring of its output
     output_lacks: tuple[str, ...] = ()  # substrings that must not be in the top-level output
@@ -754,7 +754,8 @@ def many_members(kit: Kit) -> Case:
     with zipfile.ZipFile(path, "w") as bundle:
         for index in range(12_000):
             bundle.writestr(f"junk/{index}.txt", b"")
-    return Case(kit.name, path, error=True, group="archives")
+    return Case(kit.name, path, error=True, notes=("many_members.zip holds 12000 entries; that is not a submission",),
+                group="archives")
 
 
 @case
@@ -777,7 +778,7 @@ def non_utf8(kit: Kit) -> Case:
 def corrupt_zip(kit: Kit) -> Case:
     path = kit.dest / "corrupt_zip.zip"
     path.write_bytes(b"PK\x03\x04" + os.urandom(2000))
-    return Case(kit.name, path, error=True, group="archives")
+    return Case(kit.name, path, error=True, notes=("corrupt_zip.zip is not a readable zip archive",), group="archives")
 
 
 @case
@@ -785,12 +786,13 @@ def truncated_zip(kit: Kit) -> Case:
     path = _zip(kit.dest / "truncated_zip.zip", [("answers.py", kit.answers.encode()),
                                                  ("amp_step.py", kit.amp.encode())])
     path.write_bytes(path.read_bytes()[:700])
-    return Case(kit.name, path, error=True, group="archives")
+    return Case(kit.name, path, error=True, notes=("truncated_zip.zip is not a readable zip archive",), group="archives")
 
 
 @case
 def corrupt_member_zip(kit: Kit) -> Case:
-    return Case(kit.name, _corrupt_member_zip(kit.dest / "corrupt_member_zip.zip"), error=True, group="archives")
+    return Case(kit.name, _corrupt_member_zip(kit.dest / "corrupt_member_zip.zip"), error=True,
+                notes=("corrupt_member_zip.zip is not a readable zip archive",), group="archives")
 
 
 @case
@@ -849,7 +851,19 @@ def remove(dest: Path) -> None:
 
 
 def hidden_markers() -> list[str]:
-    """Lines of the hidden tests' code (not their messages) that no results file may contain."""
-    starts = ("def ", "KEY =", "result = student.run(", "for ", "runs = ", "ops = ", "args = ", "from ", "import ")
-    lines = [line.strip() for path in HIDDEN.glob("*.py") for line in path.read_text(encoding="utf-8").splitlines()]
-    return sorted({line for line in lines if len(line) >= 24 and line.startswith(starts)})
+    """Every line of the hidden tests' code long enough to be unmistakable: statements, not comments or the string
+    literals their failure messages are built from (those are meant to be shown).  No results file may hold one."""
+    lines = {line.strip() for path in HIDDEN.glob("*.py") for line in path.read_text(encoding="utf-8").splitlines()}
+    return sorted(line for line in lines
+                  if len(line) >= 20 and not line.startswith(("#", '"', "'", 'f"', "f'", ")", "]")))
+
+
+def strings_in(value: Any) -> list[str]:
+    """Every string inside a JSON value, unescaped (JSON would escape the quotes of a leaked source line)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in strings_in(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in strings_in(item)]
+    return []

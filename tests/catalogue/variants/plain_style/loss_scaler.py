@@ -26,8 +26,8 @@ class ToyLossScaler:
         if isinstance(growth_interval, bool) or not isinstance(growth_interval, int) or growth_interval < 1:
             raise ValueError("bad growth_interval")
         self.s = to_f32(float(init_scale))
-        if self.s == 0:
-            raise ValueError("init_scale underflows float32")
+        if self.s == 0 or init_scale > 3.4028234663852886e38:
+            raise ValueError("init_scale is not a positive float32")
         self.gf = float(growth_factor)
         self.bf = float(backoff_factor)
         self.gi = growth_interval

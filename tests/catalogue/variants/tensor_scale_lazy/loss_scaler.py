@@ -28,6 +28,8 @@ class ToyLossScaler:
                  backoff_factor: float = 0.5, growth_interval: int = 2000) -> None:
         if not (_finite_number(init_scale) and init_scale > 0):
             raise ValueError("init_scale: expected a positive finite number")
+        if init_scale > torch.finfo(torch.float32).max or torch.tensor(float(init_scale)).item() == 0.0:
+            raise ValueError("init_scale: not representable as a positive float32")
         if not (_finite_number(growth_factor) and growth_factor > 1):
             raise ValueError("growth_factor: expected a finite number above 1")
         if not (_finite_number(backoff_factor) and 0 < backoff_factor < 1):

@@ -1,0 +1,118 @@
+"""The handout's promise about the public checks: each one shows its behaviour's classic bugs.
+
+The handout says every graded behaviour has a public example in ``checks/`` (the hidden test of
+a row only tries other inputs).  So the public test of a row must, *on its own*, fail for the
+catalogue's bugs of that row (``tests/catalogue``): a student whose code has the bug sees it
+before submitting.  One Python process runs the public test functions of Task 1 directly (no
+pytest per bug), each against each Task-1 bug of the catalogue that names its row.
+
+One cause, one deduction: the off-by-one growth tracker (``growth_off_by_one``) breaks growth,
+row 1.6, so it is the public example of 1.6 (``test_update_rule_properties``) that must catch
+it; row 1.5's public check (``test_update_rule_one_optimizer``) grades backoff only and must
+pass it (otherwise the bug would cost two rows).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autograder.engine import rubric
+from conftest import ROOT
+from test_catalogue import BUGS, CATCH_ALL, catalogue, materialize
+
+ITEMS = {item.number: item for item in rubric.ITEMS}
+GATE = "1.17"
+
+#: Runs in a fresh process inside assignment/: argv[1] is a JSON list of [submission folder, [public test names]].
+RUNNER = textwrap.dedent('''
+    import json, sys, inspect
+    from pathlib import Path
+    from checks import plugin, test_public_scaler as public
+
+    def cases(function):
+        """The argument sets pytest would call ``function`` with (parametrize marks), besides ``student``."""
+        marks = [m for m in getattr(function, "pytestmark", []) if m.name == "parametrize"]
+        if not marks:
+            return [{}]
+        names, values = marks[0].args[0], marks[0].args[1]
+        names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+        return [dict(zip(names, v if len(names) > 1 else [v])) for v in values]
+
+    verdicts = {}
+    for folder, tests in json.loads(sys.argv[1]):
+        student = plugin.LocalRunner(Path(folder))
+        for name in tests:
+            failed = False
+            for kwargs in cases(getattr(public, name)):
+                try:
+                    getattr(public, name)(student=student, **kwargs)
+                except BaseException as exc:  # AssertionError from the check, or a SubmissionFault
+                    failed = True
+                    break
+            verdicts[f"{Path(folder).name}::{name}"] = failed
+    print(json.dumps(verdicts))
+''')
+
+
+def _task1_bugs() -> list[Any]:
+    return [entry for entry in BUGS if entry.touched == {"loss_scaler.py"} and not entry.known_gap
+            and entry.must_fail != catalogue.TASK1]
+
+
+def _public_test(number: str) -> str:
+    return ITEMS[number].test
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bool]:
+    """``bug-folder::public test`` -> whether that public test failed for the bug."""
+    base = tmp_path_factory.mktemp("public-examples")
+    task1 = [item.test for item in rubric.ITEMS if item.task == "scaler" and item.number != GATE]
+    plan = [[str(ROOT / "solutions"), task1]]  # the runner's own check: the solution passes every one
+    for entry in _task1_bugs():
+        folder = materialize(entry, base / entry.folder_name)
+        rows = sorted(entry.must_fail - {GATE})
+        if entry.name == "growth_off_by_one":
+            rows.append("1.5")  # must pass: see the module docstring
+        plan.append([str(folder), [_public_test(number) for number in rows]])
+    done = subprocess.run([sys.executable, "-c", RUNNER, json.dumps(plan)], cwd=ROOT / "assignment",
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("entry", [pytest.param(entry, id=entry.name) for entry in _task1_bugs()])
+def test_public_example_of_each_row_shows_the_bug(verdicts: dict[str, bool], entry: Any) -> None:
+    for number in sorted(entry.must_fail - {GATE}):
+        test = _public_test(number)
+        assert verdicts[f"{entry.folder_name}::{test}"], (
+            f"{entry.name} ({entry.description}) loses row {number}, but that row's public example {test} "
+            f"passes it: a student cannot see the bug before submitting")
+
+
+def test_the_solution_passes_every_public_check_run_this_way(verdicts: dict[str, bool]) -> None:
+    failed = [key for key, failed in verdicts.items() if key.startswith("solutions::") and failed]
+    task1 = {number for number, item in ITEMS.items() if item.task == "scaler"} - {GATE}
+    assert len([key for key in verdicts if key.startswith("solutions::")]) == len(task1)
+    assert not failed, f"the runner itself is broken: the solution fails {failed}"
+
+
+def test_growth_off_by_one_is_shown_by_the_growth_row_only(verdicts: dict[str, bool]) -> None:
+    folder = "bug-growth_off_by_one"
+    assert verdicts[f"{folder}::test_update_rule_properties"], "the public example of row 1.6 misses it"
+    assert not verdicts[f"{folder}::test_update_rule_one_optimizer"], \
+        "row 1.5 (backoff) fails it too: two deductions for one cause"
+
+
+def test_the_rows_checked_here_are_the_catalogue_rows() -> None:
+    """Every Task-1 row but the gate has a public test, and the bugs here cover them all."""
+    covered = set().union(*(entry.must_fail for entry in _task1_bugs())) - {CATCH_ALL}
+    task1 = {number for number, item in ITEMS.items() if item.task == "scaler"} - {GATE, CATCH_ALL}
+    assert covered == task1, f"no Task-1 bug of the catalogue names: {sorted(task1 - covered)}"

@@ -1,0 +1,157 @@
+"""The Korean handout (``assignment/README.ko.md``) is kept in step with the English one.
+
+Section by section (every ``#`` heading, in order), the two editions must have:
+
+* headings of the same level, with the same numbers and inline code (``### 7. ...``,
+  ``### Task 1: `loss_scaler.py` ...`` / ``### 과제 1: `loss_scaler.py` ...``);
+* identical fenced blocks (code, examples, outputs), in the same order;
+* the same numbers in the prose (as a multiset: Korean word order differs), tables included;
+* the same inline code spans (file names, signatures, API names).
+
+A change to the English handout that is not carried into the Korean one fails here with a
+message naming the section.  ``tests/test_handout.py`` executes the Korean examples and tables
+exactly as the English ones; the Korean notebook is checked here against the English one.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+from typing import Any
+
+import pytest
+
+import handout_examples as hx
+
+ENGLISH = hx.HANDOUT.read_text(encoding="utf-8")
+KOREAN = hx.KOREAN_HANDOUT.read_text(encoding="utf-8")
+_INLINE_CODE = re.compile(r"`([^`]+)`")
+
+
+def split_sections(text: str) -> list[tuple[str, str]]:
+    """(heading, body) of every section, in order; body excludes the heading line."""
+    lines = text.splitlines()
+    marks = hx.headings(text)
+    return [(heading, "\n".join(lines[index + 1:(marks[i + 1][0] if i + 1 < len(marks) else len(lines))]))
+            for i, (index, heading) in enumerate(marks)]
+
+
+def _prose(body: str) -> str:
+    """``body`` without its fenced blocks."""
+    return re.sub(r"^```.*?^```[ \t]*$", "", body, flags=re.MULTILINE | re.DOTALL)
+
+
+def _inline_code(text: str) -> set[str]:
+    """The inline code spans of ``text`` (a span may break across lines: whitespace is normalised)."""
+    return {" ".join(span.split()) for span in _INLINE_CODE.findall(text)}
+
+
+def _heading_key(heading: str) -> tuple[int, list[str], list[str]]:
+    level = len(heading) - len(heading.lstrip("#"))
+    return level, hx.numbers(_INLINE_CODE.sub("", heading)), _INLINE_CODE.findall(heading)
+
+
+def sync_problems(english: str, korean: str) -> list[str]:
+    """Every way ``korean`` is out of step with ``english``; each message names the section."""
+    ours, theirs = split_sections(english), split_sections(korean)
+    if len(ours) != len(theirs):
+        names = "\n".join(f"  {h}" for h, _ in ours)
+        return [f"the English handout has {len(ours)} sections, the Korean one {len(theirs)}; English sections:\n{names}"]
+    problems = []
+    for number, ((en_heading, en_body), (ko_heading, ko_body)) in enumerate(zip(ours, theirs), 1):
+        where = f"section {number} ({en_heading!r} / {ko_heading!r})"
+        if _heading_key(en_heading) != _heading_key(ko_heading):
+            problems.append(f"{where}: the headings differ in level, numbers or code")
+        en_blocks, ko_blocks = hx.blocks(en_body), hx.blocks(ko_body)
+        if len(en_blocks) != len(ko_blocks):
+            problems.append(f"{where}: {len(en_blocks)} code blocks in English, {len(ko_blocks)} in Korean")
+        for index, (en_block, ko_block) in enumerate(zip(en_blocks, ko_blocks), 1):
+            if (en_block.info, en_block.text) != (ko_block.info, ko_block.text):
+                problems.append(f"{where}: code block {index} differs (it must be identical):\n"
+                                f"--- English\n{en_block.text}--- Korean\n{ko_block.text}")
+        en_numbers = collections.Counter(hx.numbers(_prose(en_body)))
+        ko_numbers = collections.Counter(hx.numbers(_prose(ko_body)))
+        if en_numbers != ko_numbers:
+            problems.append(f"{where}: the numbers differ: only in English {sorted((en_numbers - ko_numbers).elements())}, "
+                            f"only in Korean {sorted((ko_numbers - en_numbers).elements())}")
+        en_code, ko_code = _inline_code(_prose(en_body)), _inline_code(_prose(ko_body))
+        if en_code != ko_code:
+            problems.append(f"{where}: the inline code differs: only in English {sorted(en_code - ko_code)}, "
+                            f"only in Korean {sorted(ko_code - en_code)}")
+    return problems
+
+
+def test_korean_handout_is_in_step_with_the_english_one() -> None:
+    problems = sync_problems(ENGLISH, KOREAN)
+    assert not problems, "assignment/README.ko.md is out of step with README.md:\n\n" + "\n\n".join(problems)
+
+
+def test_korean_handout_is_korean() -> None:
+    hangul = sum("\uac00" <= ch <= "\ud7a3" for ch in _prose(KOREAN))
+    assert hangul > 5000, f"only {hangul} Hangul syllables outside code blocks: is the prose translated?"
+
+
+# --------------------------------------------------------------------------- the sync check can fail
+
+
+def _mutated(text: str, old: str, new: str) -> str:
+    assert text.count(old) >= 1, old
+    return text.replace(old, new, 1)
+
+
+def test_a_changed_code_block_is_reported_with_its_section() -> None:
+    english = _mutated(ENGLISH, "scaler = torch.amp.GradScaler(\"cuda\")                  # init_scale=2**16 by default",
+                       "scaler = torch.amp.GradScaler(\"cuda\", init_scale=1024)  # init_scale=2**16 by default")
+    [problem] = sync_problems(english, KOREAN)
+    assert "5. Loss scaling and `torch.amp.GradScaler`" in problem and "code block 2 differs" in problem
+
+
+def test_a_changed_example_result_is_reported_with_its_section() -> None:
+    korean = _mutated(KOREAN, "tensor([inf, inf], dtype=torch.float16)", "tensor([inf, 65536.], dtype=torch.float16)")
+    problems = sync_problems(ENGLISH, korean)
+    assert len(problems) == 1 and "Task 1: `loss_scaler.py`" in problems[0] and "differs" in problems[0]
+
+
+def test_a_changed_number_is_reported_with_its_section() -> None:
+    english = _mutated(ENGLISH, "`growth_interval` (2000)", "`growth_interval` (1000)")
+    [problem] = sync_problems(english, KOREAN)
+    assert "7. How the scale moves" in problem and "only in English ['1000']" in problem
+
+
+def test_a_missing_section_is_reported() -> None:
+    english = ENGLISH.replace("### 9. Old API, new API", "### 9. Old API, new API\n\n### 9b. A new section", 1)
+    [problem] = sync_problems(english, KOREAN)
+    assert "sections" in problem and "9b. A new section" in problem
+
+
+# --------------------------------------------------------------------------- the Korean notebook
+
+
+@pytest.fixture(scope="module")
+def notebooks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The shipped English notebook, the shipped Korean one, and a fresh Korean build."""
+    pytest.importorskip("otter", reason='otter-grader is not installed: pip install -e ".[otter]"')
+    nbformat = pytest.importorskip("nbformat")
+    from autograder.packaging import notebook_build
+
+    out = tmp_path_factory.mktemp("notebook-ko") / "amp_homework.ko.ipynb"
+    notebook_build.build(out, language="ko")
+    folder = hx.ROOT / "assignment"
+    return {"en": nbformat.read(folder / "amp_homework.ipynb", as_version=4),
+            "ko": nbformat.read(folder / "amp_homework.ko.ipynb", as_version=4),
+            "built": nbformat.read(out, as_version=4)}
+
+
+def test_shipped_korean_notebook_is_up_to_date(notebooks: dict[str, Any]) -> None:
+    assert notebooks["ko"] == notebooks["built"], "stale Korean notebook: run make notebook AMP_LANGUAGE=ko"
+
+
+def test_korean_notebook_has_the_english_cells_and_tests(notebooks: dict[str, Any]) -> None:
+    english, korean = notebooks["en"], notebooks["ko"]
+    assert [c.cell_type for c in english.cells] == [c.cell_type for c in korean.cells]
+    for en_cell, ko_cell in zip(english.cells, korean.cells):
+        if en_cell.cell_type == "code":  # otter's init cell opens the notebook by its own name
+            assert en_cell.source.replace("amp_homework.ipynb", "amp_homework.ko.ipynb") == ko_cell.source
+    assert english.metadata["otter"] == korean.metadata["otter"]
+    markdown = "\n".join(c.source for c in korean.cells if c.cell_type == "markdown")
+    assert "과제 1" in markdown and "README.ko.md" in markdown and "Write your code" not in markdown

@@ -1,0 +1,191 @@
+"""The isolation levels layer by layer, without a grading run (tests/test_isolation.py grades with them).
+
+* ``seccomp`` and ``none``: what :func:`confine.confine` applies and reports when Landlock, then libseccomp,
+  is missing, and what :func:`confine.probe_level` (the level a run reports and refuses by) measures then;
+* the judge's removal of a sandbox uid's SysV IPC objects (platforms without IPC namespaces);
+* the scratch watcher: below ``namespaces`` (no size-capped tmpfs), a call that fills scratch is stopped and
+  fails with the scratch message.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.engine import budget, confine
+from conftest import ROOT
+from test_isolation import IS_ROOT, MODES, _skip_reason, submission, workspace  # noqa: F401 - a fixture
+
+
+# --------------------------------------------------------------------------- the weaker levels, one layer at a time
+
+
+LEVEL_CHILD = """
+import errno, json, os, socket, sys
+sys.path[:0] = [{root!r}]
+from autograder.engine import confine
+if {no_landlock!r}:
+    confine.landlock = None  # as on a kernel without Landlock
+if {no_seccomp!r}:
+    confine.seccomp = None  # as without libseccomp
+os.environ["AMP_LEAK"] = "secret"
+scratch = {scratch!r}
+report = {{"level": confine.confine(scratch, scratch, False)}}
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+    report["tcp socket"] = "made"
+except OSError as exc:
+    report["tcp socket"] = errno.errorcode.get(exc.errno, str(exc.errno))
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+made = libc.shmget(0, 4096, 0o1600)  # IPC_PRIVATE | IPC_CREAT
+report["shmget"] = "made" if made >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")
+if made >= 0:
+    libc.shmctl(made, 0, None)  # IPC_RMID: leave nothing behind
+try:
+    report["read outside"] = len(open({outside!r}).read())
+except OSError as exc:
+    report["read outside"] = type(exc).__name__
+report["env"] = sorted(os.environ)
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.parametrize("level, no_landlock, no_seccomp", [("seccomp", True, False), ("none", True, True)])
+def test_the_weaker_levels_report_what_they_apply(level: str, no_landlock: bool, no_seccomp: bool,
+                                                  tmp_path: Path) -> None:
+    """Without Landlock the level is ``seccomp``: TCP sockets and SysV IPC are refused, files are not guarded by
+    Landlock; without libseccomp too it is ``none``: nothing is refused. Either way the environment is clean."""
+    if confine.seccomp is None:
+        pytest.skip("the pyseccomp binding or libseccomp.so.2 is missing here")
+    outside = tmp_path / "grader-file.txt"
+    outside.write_text("x")
+    code = LEVEL_CHILD.format(root=str(ROOT), no_landlock=no_landlock, no_seccomp=no_seccomp,
+                              scratch=str(tmp_path), outside=str(outside))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["level"] == level
+    assert set(report["env"]) == set(confine.clean_environment(str(tmp_path)))
+    assert report["read outside"] == 1  # no Landlock in either: files rest on the uid switch and 0700 modes
+    if level == "seccomp":
+        assert report["tcp socket"] == "EACCES" and report["shmget"] == "EPERM"
+    else:
+        assert report["tcp socket"] == "made" and report["shmget"] == "made"
+
+
+@pytest.mark.parametrize("missing, level", [("landlock", "seccomp"), ("landlock seccomp", "none")])
+def test_the_probe_measures_the_weaker_levels(missing: str, level: str) -> None:
+    """The level a run reports and refuses by (``probe_level``) drops when a layer is missing."""
+    if not IS_ROOT or confine.seccomp is None:
+        pytest.skip("needs root (the probe drops to nobody) and the seccomp binding")
+    code = (f"import sys; sys.path[:0] = [{str(ROOT)!r}]\n"
+            "from autograder.engine import confine\n"
+            "confine.enter_namespaces = lambda libc, is_root: False  # as without CAP_SYS_ADMIN\n"
+            + "".join(f"confine.{name} = None\n" for name in missing.split())
+            + "print(confine.probe_level())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-1] == level
+
+
+def test_ipc_objects_of_a_sandbox_uid_are_removed(tmp_path: Path) -> None:
+    """The judge's cleanup (``remove_ipc_objects``) for platforms without IPC namespaces: a segment made by a
+    sandbox uid is gone afterwards; one of another uid stays."""
+    if not IS_ROOT:
+        pytest.skip("needs root (to act as a sandbox uid)")
+    uid = 64999  # the top of the sandbox's default range: no grader here uses it while this runs
+    code = (f"import ctypes, os, sys\nos.setgid({uid}); os.setuid({uid})\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "print(libc.shmget(0, 4096, 0o1600))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    made = int(done.stdout.split()[-1])
+    assert made >= 0, "could not make the segment"
+    libc = ctypes.CDLL(None, use_errno=True)
+    mine = libc.shmget(0, 4096, 0o1600)  # root's own: must survive the cleanup of uid
+    try:
+        assert made in _shm_ids_of(uid)
+        assert confine.remove_ipc_objects(uid) >= 1
+        assert made not in _shm_ids_of(uid) and mine in _shm_ids_of(0)
+    finally:
+        libc.shmctl(mine, 0, None)
+        libc.shmctl(made, 0, None)
+
+
+def _shm_ids_of(uid: int) -> set[int]:
+    lines = Path("/proc/sysvipc/shm").read_text().splitlines()
+    header = lines[0].split()
+    return {int(fields[header.index("shmid")]) for fields in map(str.split, lines[1:])
+            if fields and int(fields[header.index("uid")]) == uid}
+
+
+# --------------------------------------------------------------------------- the scratch watcher during calls
+
+
+WATCHED = '''
+import json, sys
+from pathlib import Path
+sys.path[:0] = [{root!r}, {root!r} + "/assignment"]
+from autograder.engine import sandbox
+sandbox.start_zygote()
+from checks import harness
+runner = sandbox.SandboxRunner(Path({submission!r}), limits=sandbox.Limits(call_seconds=30, import_seconds=30))
+runner.begin_test("t")
+args = {{"world": {{"optimizers": [{{"groups": [[2]]}}], "device": "cpu"}}, "ops": [{{"op": "new"}}, {{"op": "observe"}}]}}
+try:
+    report = {{"outcome": "returned", "reply": json.dumps(runner.run("scaler_ops", args))[:600]}}
+except harness.SubmissionFault as exc:
+    report = {{"outcome": "fault", "message": str(exc)}}
+report.update(isolation=runner.isolation, limits=runner.limits_hit, scratch=str(runner._scratch))
+runner.close()
+print("WATCHED " + json.dumps(report))
+'''
+
+FILLER = '''
+
+_original_init = ToyLossScaler.__init__
+
+
+def _filling_init(self, *args, **kwargs):  # fills scratch during a call, slowly enough for a watcher to see
+    import time
+    block = b"x" * (1 << 20)
+    for k in range(75):  # files of 8 MiB: RLIMIT_FSIZE (16 MiB) bounds each one
+        with open("filler-%d" % k, "wb") as stream:
+            for _ in range(8):
+                stream.write(block)
+                stream.flush()
+                time.sleep(0.01)
+    _original_init(self, *args, **kwargs)
+
+
+ToyLossScaler.__init__ = _filling_init
+'''
+
+
+def test_the_scratch_watcher_stops_a_call_that_fills_scratch(workspace: Path) -> None:
+    """Below ``namespaces`` (no size-capped tmpfs) a watcher stops the process within moments of passing the cap,
+    and the call fails with the scratch message (Docker's capabilities: no namespaces here)."""
+    if _skip_reason("docker"):
+        pytest.skip(_skip_reason("docker") or "")
+    filler = submission(workspace / "filler", {"loss_scaler.py": FILLER})
+    code = WATCHED.format(root=str(ROOT), submission=str(filler))
+    started = time.monotonic()
+    done = subprocess.run(MODES["docker"] + [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "AMP_STATIC_RULES": "off"})
+    elapsed = time.monotonic() - started
+    lines = [line for line in done.stdout.splitlines() if line.startswith("WATCHED ")]
+    assert done.returncode == 0 and lines, done.stdout[-2000:] + done.stderr[-3000:]
+    report = json.loads(lines[-1][len("WATCHED "):])
+    assert report["isolation"] != "namespaces"  # the watcher's case, not the tmpfs's
+    assert report["outcome"] == "fault" and "wrote more than 256 MiB" in report["message"], report.get("reply")
+    assert report["limits"] == {"t": budget.CRASH_LIMIT}
+    assert elapsed < 60  # stopped, not left to write its 600 MiB and time out
+    assert not Path(report["scratch"]).exists()

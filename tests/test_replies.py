@@ -1,0 +1,163 @@
+"""The judge's reply check (autograder/engine/replies.py): exact count, order, keys and JSON types per op kind.
+
+A reply produced by the grader's own observation code (checks.harness, run here with
+torch's GradScaler) passes; each way a forged or broken reply can differ from it (a result
+missing, two results swapped, a key added or dropped, an int where a float belongs, a bool
+where an int belongs...) is named, never accepted.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, Callable
+
+import pytest
+
+from autograder.engine import replies
+from checks import harness
+
+Json = Any
+
+WORLD = {"optimizers": [{"groups": [[2, 3]]}], "device": "cpu"}
+#: One op of every kind the scaler scenario knows, in an order a training loop uses.
+OPS = [{"op": "new", "kwargs": {"init_scale": 8.0, "growth_interval": 1}},
+       {"op": "grads", "opt": 0, "values": [[1.0, 2.0], [3.0, 4.0, 5.0]]},
+       {"op": "scale", "values": [1.0, 2.0], "dtype": "float32", "container": "tensor"},
+       {"op": "unscale_", "opt": 0},
+       {"op": "clip", "opt": 0, "max_norm": 1.0},
+       {"op": "step", "opt": 0},
+       {"op": "update"},
+       {"op": "observe"},
+       {"op": "params", "opt": 0},
+       {"op": "grads_of", "opt": 0},
+       {"op": "state_dict"},
+       {"op": "load_state_dict", "state": {"scale": 4.0, "growth_factor": 2.0, "backoff_factor": 0.5,
+                                           "growth_interval": 1, "_growth_tracker": 0}}]
+ARGS = {"world": WORLD, "ops": OPS}
+
+
+@pytest.fixture(scope="module")
+def honest() -> list[Json]:
+    """What the grader's own code answers for ARGS (JSON round trip, as it crosses the pipe)."""
+    reply = json.loads(json.dumps(harness.run_scaler_ops(ARGS, harness.torch_scaler)))
+    assert all("ok" in result for result in reply), reply  # every op ran: the mutations below start from values
+    return reply
+
+
+def index_of(kind: str) -> int:
+    return next(k for k, op in enumerate(OPS) if op["op"] == kind)
+
+
+def test_the_graders_own_reply_passes(honest: list[Json]) -> None:
+    assert replies.problem("scaler_ops", ARGS, honest) is None
+    error = {"error": {"type": "ValueError", "mro": ["ValueError", "Exception"], "message": "bad", "trace": "x"}}
+    assert replies.problem("scaler_ops", ARGS, [error] + honest[1:]) is None  # any op may raise instead
+    assert replies.problem("scaler_ops", ARGS, {"results": honest}) == "not a list of results"
+
+
+def _set(path: tuple[Any, ...], value: Any) -> Callable[[list[Json]], None]:
+    def mutate(reply: list[Json]) -> None:
+        target = reply
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return mutate
+
+
+def _delete(path: tuple[Any, ...]) -> Callable[[list[Json]], None]:
+    def mutate(reply: list[Json]) -> None:
+        target = reply
+        for key in path[:-1]:
+            target = target[key]
+        del target[path[-1]]
+    return mutate
+
+
+def _swap(first: str, second: str) -> Callable[[list[Json]], None]:
+    def mutate(reply: list[Json]) -> None:
+        a, b = index_of(first), index_of(second)
+        reply[a], reply[b] = reply[b], reply[a]
+    return mutate
+
+
+OBSERVE, STEP, SCALE, UNSCALE = index_of("observe"), index_of("step"), index_of("scale"), index_of("unscale_")
+PARAMS, STATE, CLIP = index_of("params"), index_of("state_dict"), index_of("clip")
+
+#: name -> (mutation of the honest reply, words the problem must hold)
+MUTATIONS: dict[str, tuple[Callable[[list[Json]], None], str]] = {
+    "one result missing": (lambda r: r.pop(), f"{len(OPS) - 1} results for {len(OPS)} calls"),
+    "one result too many": (lambda r: r.append({"ok": None}), f"{len(OPS) + 1} results for {len(OPS)} calls"),
+    "a bare value among the results": (lambda r: r.__setitem__(OBSERVE, r[OBSERVE]["ok"]),
+                                       f"result {OBSERVE} is neither"),
+    "observe and step swapped (order)": (_swap("observe", "step"), f"result {STEP} (step)"),
+    "scale and unscale_ swapped (order)": (_swap("scale", "unscale_"), f"result {SCALE} (scale)"),
+    "ok and error together": (_set((OBSERVE, "error"), {"type": "E", "mro": [], "message": "", "trace": ""}),
+                              f"result {OBSERVE} is neither"),
+    "a key other than ok/error": (lambda r: r.__setitem__(OBSERVE, {"value": r[OBSERVE]["ok"]}),
+                                  f"result {OBSERVE} is neither"),
+    "observe: extra key": (_set((OBSERVE, "ok", "forged"), True), f"result {OBSERVE} (observe)"),
+    "observe: missing key": (_delete((OBSERVE, "ok", "tracker")), f"result {OBSERVE} (observe)"),
+    "observe: int scale": (_set((OBSERVE, "ok", "scale"), 8), f"result {OBSERVE} (observe)"),
+    "observe: bool tracker": (_set((OBSERVE, "ok", "tracker"), True), f"result {OBSERVE} (observe)"),
+    "observe: float tracker": (_set((OBSERVE, "ok", "tracker"), 0.0), f"result {OBSERVE} (observe)"),
+    "step: returned a string": (_set((STEP, "ok", "returned"), "1.0"), f"result {STEP} (step)"),
+    "step: called is an int": (_set((STEP, "ok", "called"), 1), f"result {STEP} (step)"),
+    "scale: a str among the values": (_set((SCALE, "ok", "items", 0, "values", 0), "1.0"), f"result {SCALE} (scale)"),
+    "scale: item without dtype": (_delete((SCALE, "ok", "items", 0, "dtype")), f"result {SCALE} (scale)"),
+    "unscale_: in_place is a str": (_set((UNSCALE, "ok", "in_place"), "yes"), f"result {UNSCALE} (unscale_)"),
+    "params: an int among the values": (_set((PARAMS, "ok", 0, 0), 1), f"result {PARAMS} (params)"),
+    "clip: an int": (_set((CLIP, "ok"), 1), f"result {CLIP} (clip)"),
+    "state_dict: a nested value": (_set((STATE, "ok", "scale"), [8.0]), f"result {STATE} (state_dict)"),
+    "new: returned a value": (_set((0, "ok"), {"forged": 1}), "result 0 (new)"),
+    "error record: missing trace": (lambda r: r.__setitem__(0, {"error": {"type": "E", "mro": [], "message": ""}}),
+                                    "result 0 (new): an error record"),
+    "error record: mro not a list": (lambda r: r.__setitem__(0, {"error": {"type": "E", "mro": "E", "message": "",
+                                                                           "trace": ""}}), "wrong types"),
+}
+
+
+@pytest.mark.parametrize("name", list(MUTATIONS))
+def test_a_reply_that_differs_is_named_never_accepted(honest: list[Json], name: str) -> None:
+    mutate, words = MUTATIONS[name]
+    reply = copy.deepcopy(honest)
+    mutate(reply)
+    found = replies.problem("scaler_ops", ARGS, reply)
+    assert found is not None and words in found, found
+
+
+# --------------------------------------------------------------------------- the other scenarios' records
+
+ERROR = {"type": "RuntimeError", "mro": ["RuntimeError"], "message": "m", "trace": "t"}
+OTHERS: dict[str, tuple[Json, list[Json]]] = {  # scenario -> (a well-formed reply, malformed variants)
+    "amp_probe": ({"log": [{"event": "autocast_enter"}], "steps": [{"ok": None, "params_changed": True,
+                                                                     "scale_after": 8.0}]},
+                  [{"log": [], "steps": [], "extra": 1}, {"log": [{"event": 1}], "steps": []},
+                   {"log": [], "steps": [{"ok": None, "params_changed": "yes", "scale_after": 8.0}]},
+                   {"log": [], "steps": [{"ok": None, "params_changed": True, "scale_after": 8}]},
+                   {"log": [], "steps": [{"params_changed": True, "scale_after": None}]},
+                   {"log": [], "steps": [{"error": {"type": "E"}, "params_changed": True, "scale_after": None}]}]),
+    "underflow": ({"ok": None, "losses": [1.0, 0.5], "final_loss": 0.5},
+                  [{"ok": None, "losses": [1, 0.5], "final_loss": 0.5}, {"ok": None, "losses": [1.0], "final_loss": "0"},
+                   {"ok": None, "losses": [1.0], "final_loss": 0.5, "forged": True}, {"losses": [1.0], "final_loss": 0.5},
+                   {"error": ERROR, "ok": None, "losses": "x", "final_loss": None}]),
+    "delegation": ({"counts": {"torch.amp.GradScaler": 0}, "holds_grad_scaler": False},
+                   [{"counts": {"torch.amp.GradScaler": 0.0}, "holds_grad_scaler": False},
+                    {"counts": {"torch.amp.GradScaler": True}, "holds_grad_scaler": False},
+                    {"counts": {}, "holds_grad_scaler": 0}, {"counts": {}}, []]),
+}
+
+
+@pytest.mark.parametrize("scenario", list(OTHERS))
+def test_other_scenarios_check_their_records(scenario: str) -> None:
+    good, bad = OTHERS[scenario]
+    assert replies.problem(scenario, {}, good) is None
+    accepted = [variant for variant in bad if replies.problem(scenario, {}, variant) is None]
+    assert accepted == []
+
+
+def test_a_gpu_grader_fault_is_accepted_only_as_exactly_that() -> None:
+    fault = {"grader_fault": {"type": "RuntimeError", "message": "no CUDA", "trace": ""}}
+    assert replies.problem("gpu_scaler_ops", ARGS, fault) is None
+    assert replies.problem("scaler_ops", ARGS, fault) is not None  # not on the CPU scenarios
+    assert replies.problem("gpu_scaler_ops", ARGS, {**fault, "ok": []}) is not None
