@@ -423,6 +423,34 @@ def call_order(result: dict[str, Json], index: int = 0) -> str:
     return " -> ".join(words) or "nothing"
 
 
+def explain(row: str, result: dict[str, Json], args: dict[str, Json]) -> str:
+    """What the log says about row ``row``'s behaviour, to explain a failure (never graded; "" when it says nothing)."""
+    events = [e for call in calls_of(result)[:1] for e in call]
+    kinds = [e.get("event") for e in events]
+    given = args.get("dtype", "float16")
+    if row == "2.1":
+        wrong = [e for e in events if e.get("event") in ("forward", "loss")
+                 and (e.get("autocast") is not True or e.get("dtype") != given)]
+        return "; ".join(f"the model's {e.get('event')} ran " + (f"under autocast {e.get('dtype')}" if e.get("autocast")
+                         is True else "without autocast") for e in wrong)
+    if row == "2.2" and any(e.get("event") == "backward" and e.get("autocast") is True for e in events):
+        return "The backward pass ran inside torch.autocast."
+    if row == "2.3" and "backward" in kinds:
+        scale = next((e.get("scale") for e in events if e.get("event") == "scale"), None)
+        ratio = events[kinds.index("backward")].get("grad_ratio")
+        if isinstance(ratio, float):
+            return f"The gradient reaching the model's output was {ratio:.4g} x the true gradient (the scale: {scale})."
+    if row == "2.5" and any(e.get("event") == "optimizer.step" and e.get("via_scaler") is not True for e in events):
+        return "amp_step called optimizer.step() directly."
+    if row == "2.6":
+        return f"Call 1 called scaler.update() {kinds.count('update')} time(s)" + (
+            ", before scaler.step(optimizer)." if "update" in kinds and "scaler.step" in kinds
+            and kinds.index("update") < kinds.index("scaler.step") else ".")
+    if row == "2.7" and args.get("max_grad_norm") is not None and "unscale_" not in kinds:
+        return "amp_step never called scaler.unscale_(optimizer)."
+    return ""
+
+
 def all_lines(lines: Iterable[str], limit: int = 8) -> str:
     kept = list(lines)
     more = len(kept) - limit

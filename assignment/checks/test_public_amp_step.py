@@ -82,7 +82,8 @@ def check_row(student: Any, row: str, **args: Any) -> None:
             head, hint = f"We cannot see whether your amp_step gets this right {RIGHT[row]}:", \
                 f"Fix the other behaviour first ({verdict.masked_by}); this row is judged on its effects."
         else:
-            head, hint = f"Compared with a correct amp_step {RIGHT[row]}, the effects differ:", HINTS[row]
+            head = f"Compared with a correct amp_step {RIGHT[row]}, the effects differ:"
+            hint = " ".join(filter(None, [amp_reference.explain(row, result, scenario), HINTS[row]]))
         expect.fail(f"{described(scenario)}\n{head}\n{amp_reference.all_lines(verdict.lines)}\n{hint}\n\n"
                     f"What your amp_step called:\n{seen}")
 
