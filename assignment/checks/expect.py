@@ -20,6 +20,7 @@ Json = Any
 
 #: Lines that define the optimizer class of every snippet that calls ``step``: it behaves like
 #: ``checks.optimizers.RecordingSGD`` (SGD whose ``step()`` returns 1000.0 + its number of calls).
+#: Whether a step happened is judged by its effect (the parameters changed), never by the count.
 SGD_CLASS = [
     "class SGD(torch.optim.SGD):  # the grader's optimizer: step() returns 1000.0 + how often it ran",
     "    calls = 0",
@@ -109,12 +110,14 @@ def printing_lines(op: dict[str, Json], step_return: bool = True) -> list[str]:
         return [f"result = {op_line(op)}", "print(type(result).__name__, [(t.dtype, t.tolist()) for t in result])"]
     if kind == "unscale_":
         return [f"before = [p.grad for p in params({opt})]", op_line(op),
-                f"print(all(p.grad is b for p, b in zip(params({opt}), before) if b is not None), "
-                f"[None if p.grad is None else p.grad.tolist() for p in params({opt})])"]
-    if kind == "step":
+                f"print(all(p.grad is b for p, b in zip(params({opt}), before)), "
+                f"[None if b is None else b.tolist() for b in before])"]
+    if kind == "step":  # prints 1 if the step changed the parameters (the effect compared), else 0
+        before = f"before = str([p.tolist() for p in params({opt})])"
+        changed = f"int(str([p.tolist() for p in params({opt})]) != before)"
         if step_return:
-            return [f"calls = {opt}.calls", f"result = {op_line(op)}", f"print(result, {opt}.calls - calls)"]
-        return [f"calls = {opt}.calls", op_line(op), f"print({opt}.calls - calls)"]
+            return [before, f"result = {op_line(op)}", f"print(result, {changed})"]
+        return [before, op_line(op), f"print({changed})"]
     if kind in _PRINTED:
         return [f"print({op_line(op)})"]
     return [op_line(op)]

@@ -166,8 +166,95 @@ def describe_error(exc: BaseException, root: Path | None = None) -> dict[str, Js
     }
 
 
+# --------------------------------------------------------------------------- plain-data copy-out
+#
+# What leaves the student process is copied out by the functions below, never by a method of the
+# object itself: a tensor counts only if its type is exactly torch.Tensor (or, for the harness's own
+# parameters, exactly torch.nn.Parameter), so a subclass with ``__torch_function__`` (or a class
+# assigned through ``__class__``) cannot choose the values it reports.  The torch functions used
+# are bound here, when the harness is imported and before any student code runs, and run with
+# torch-function overrides and dispatch modes disabled.
+
+_TOLIST = torch.Tensor.tolist
+_RESHAPE = torch.Tensor.reshape
+_DETACH = torch.Tensor.detach
+_TO = torch.Tensor.to
+_NUMEL = torch.Tensor.numel
+_REQUIRES_GRAD = torch._C.TensorBase.requires_grad.__get__
+_GRAD = torch._C.TensorBase.grad.__get__
+_DTYPE = torch._C.TensorBase.dtype.__get__
+_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+
+
+class NotPlainData(Exception):
+    """A value the harness copies out is not of the exact type it must have (a tensor subclass, say)."""
+
+
+def _plain_reads() -> Any:
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(_NO_TORCH_FUNCTION())
+    stack.enter_context(_disable_current_modes())
+    return stack
+
+
+def is_plain_tensor(value: Any) -> bool:
+    """Whether ``value``'s type is exactly ``torch.Tensor`` or ``torch.nn.Parameter`` (no subclass)."""
+    return type(value) in PLAIN_TENSOR_TYPES
+
+
 def tensor_values(tensor: torch.Tensor) -> list[float]:
-    return [float(v) for v in tensor.detach().reshape(-1).to(torch.float64).tolist()]
+    """The values of ``tensor``, flattened, as Python floats; raises NotPlainData for any other type."""
+    if not is_plain_tensor(tensor):
+        raise NotPlainData(f"a {type(tensor).__name__[:80]} where the harness expects a plain torch.Tensor")
+    with _plain_reads():
+        return [float(v) for v in _TOLIST(_TO(_RESHAPE(_DETACH(tensor), (-1,)), torch.float64))]
+
+
+def tensor_facts(tensor: torch.Tensor) -> dict[str, Json]:
+    """dtype, requires_grad and numel of a plain tensor (see :func:`tensor_values`)."""
+    if not is_plain_tensor(tensor):
+        raise NotPlainData(f"a {type(tensor).__name__[:80]} where the harness expects a plain torch.Tensor")
+    with _plain_reads():
+        return {"dtype": str(_DTYPE(tensor)).replace("torch.", ""), "requires_grad": bool(_REQUIRES_GRAD(tensor)),
+                "numel": int(_NUMEL(tensor))}
+
+
+def param_grad(param: torch.nn.Parameter) -> torch.Tensor | None:
+    """``param.grad`` read through torch's own descriptor (no override of ``grad`` applies)."""
+    return _GRAD(param)
+
+
+def copy_out_tensor(value: Any) -> "list[float] | str":
+    """A tensor's values, or a note (a string) saying why they are not copied out."""
+    if not is_plain_tensor(value):
+        return f"not a plain tensor: a {type(value).__name__[:80]}"
+    return tensor_values(value)
+
+
+def copy_out_params(params: list[torch.nn.Parameter]) -> dict[str, Json]:
+    """The values and gradients of the harness's own parameters, as plain data.
+
+    ``params`` are the objects the harness made: if code under test changed one's class, or
+    left a gradient that is not a plain tensor, the entry is a note instead of values.
+    """
+    values: list[Json] = []
+    grads: list[Json] = []
+    for param in params:
+        values.append(copy_out_tensor(param))
+        grad = param_grad(param) if is_plain_tensor(param) else None
+        grads.append(None if grad is None else copy_out_tensor(grad))
+    return {"params": values, "grads": grads}
+
+
+def gradscaler_state(scaler: torch.amp.GradScaler) -> dict[str, Json]:
+    """The scale and growth tracker of one of the harness's torch GradScalers, as plain data."""
+    scale, tracker = scaler._scale, scaler._growth_tracker
+    if scale is None or tracker is None:  # torch creates them lazily
+        return {"scale": float(scaler._init_scale), "tracker": 0}
+    return {"scale": tensor_values(scale)[0], "tracker": int(tensor_values(tracker)[0])}
 
 
 class GraderSideError(Exception):
@@ -256,22 +343,33 @@ def _scale_op(scaler: Any, op: dict[str, Json], device: str = "cpu") -> Json:
     }
 
 
+_DATA_PTR = torch.Tensor.data_ptr
+
+
 def _unscale_op(scaler: Any, optimizer: RecordingSGD) -> Json:
-    before = [(p.grad, p.grad.data_ptr()) for p in all_params(optimizer) if p.grad is not None]
+    """``unscale_``'s effects: whether each gradient the harness handed in is still the parameter's
+    gradient, same storage (in place), and the values those very tensors hold afterwards."""
+    before = [param_grad(p) for p in all_params(optimizer)]
+    with _plain_reads():
+        pointers = [None if g is None or not is_plain_tensor(g) else _DATA_PTR(g) for g in before]
     scaler.unscale_(optimizer)
-    after = [p.grad for p in all_params(optimizer) if p.grad is not None]
-    in_place = len(before) == len(after) and all(g is a and g.data_ptr() == ptr for (g, ptr), a in zip(before, after))
-    return {"in_place": in_place, "grads": grads_of(optimizer)}
+    after = [param_grad(p) for p in all_params(optimizer)]
+    with _plain_reads():
+        in_place = all(b is a and (b is None or (is_plain_tensor(a) and _DATA_PTR(a) == ptr))
+                       for b, a, ptr in zip(before, after, pointers))
+    return {"in_place": in_place, "grads": [None if g is None else tensor_values(g) for g in before]}
 
 
 def _step_op(scaler: Any, optimizer: RecordingSGD) -> Json:
-    calls = optimizer._step_calls
+    """``step``'s effects: whether the parameters changed (the optimizer stepped) and what it returned."""
+    before = str([tensor_values(p) for p in all_params(optimizer)])
     returned = scaler.step(optimizer)
-    return {"called": optimizer._step_calls > calls, "returned": returned if isinstance(returned, float) else None}
+    changed = str([tensor_values(p) for p in all_params(optimizer)]) != before
+    return {"called": changed, "returned": float(returned) if type(returned) is float else None}
 
 
 def grads_of(optimizer: torch.optim.Optimizer) -> list[Json]:
-    return [None if p.grad is None else tensor_values(p.grad) for p in all_params(optimizer)]
+    return [None if param_grad(p) is None else tensor_values(param_grad(p)) for p in all_params(optimizer)]
 
 
 def observe(scaler: Any) -> dict[str, Json]:

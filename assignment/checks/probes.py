@@ -7,25 +7,32 @@ and runs in the student process (the sandbox preloads this module).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
 from checks import registry
-from checks.harness import (DELEGATION_REFUSALS, Json, Submission, guarded, run_scaler_ops, seed_cpu, tensor_values,
-                            torch_scaler)
+from checks.harness import (DELEGATION_REFUSALS, Json, Submission, copy_out_params, copy_out_tensor, gradscaler_state,
+                            guarded, is_plain_tensor, param_grad, run_scaler_ops, seed_cpu, tensor_facts, tensor_values, torch_scaler)
 from checks.optimizers import PlainSGD, RecordingSGD
 
 
 class _BackwardProbe(torch.autograd.Function):
-    """Identity whose backward records the autocast state and the incoming gradient."""
+    """A fixed float32 linear map on the model's output whose backward records what it sees.
+
+    Its forward multiplies by a fixed matrix with autocast off; its backward multiplies the
+    incoming gradient by the transpose, a float32 matmul that autocast recasts to the autocast
+    dtype when backward runs inside ``torch.autocast``.  So a backward pass inside autocast
+    changes the gradients, an effect the judge sees (torch's own backward ops keep the
+    forward's dtypes whatever autocast says, so without this it would change nothing).
+    """
 
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, probe: "AmpProbe") -> torch.Tensor:  # type: ignore[override]
         ctx.probe = probe
-        return x.view_as(x)
+        with torch.autocast(probe.device_type, enabled=False):
+            return torch.matmul(x, probe._turn.to(x.device))
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> Any:  # type: ignore[override]
@@ -34,8 +41,9 @@ class _BackwardProbe(torch.autograd.Function):
         ratio = float((grad.double() * true_grad).sum() / true_grad.pow(2).sum()) if true_grad is not None else 0.0
         # The probe sits at the output, so this runs before any parameter gradient of this backward.
         clear = all(p.grad is None or not bool(p.grad.any()) for p in probe.parameters())
-        probe._log.append({"event": "backward", "autocast": probe.autocast_on(), "grad_ratio": ratio,
-                          "grads_clear": clear})
+        probe._log.append({"event": "backward", "autocast": probe.autocast_on(), "dtype": probe.autocast_dtype(),
+                           "grad_ratio": ratio, "grads_clear": clear})
+        grad = torch.matmul(grad, probe._turn.to(grad.device).t()).to(grad.dtype)
         if probe._inject_inf:
             grad = grad.clone()
             grad.view(-1)[0] = float("inf")
@@ -44,6 +52,13 @@ class _BackwardProbe(torch.autograd.Function):
 
 class AmpProbe(torch.nn.Module):
     """A small MLP whose forward, loss and backward report what they see to ``log``.
+
+    The model's output is float32 (cast after the last layer) and its loss mixes the outputs
+    with a fixed float32 matrix before the squared error: under autocast that matmul runs in
+    the autocast dtype, so computing the loss outside autocast changes the loss and the
+    gradients, as running the forward outside autocast does.  What the probe records (the
+    log) only explains a failure; the rows are judged on effects (parameters, gradients,
+    scaler state, returned loss), see :mod:`checks.amp_reference`.
 
     What it records lives in private attributes, which the static rules keep code under test
     from touching (``model._log`` is refused; ``self._log`` in the probe's own methods is not).
@@ -56,6 +71,9 @@ class AmpProbe(torch.nn.Module):
         self._log = log
         self._inject_inf = False
         self._true_output_grad: torch.Tensor | None = None
+        generator = torch.Generator().manual_seed(1)
+        self._mix = torch.eye(sizes[-1]) + 0.25 * torch.randn(sizes[-1], sizes[-1], generator=generator)
+        self._turn = torch.eye(sizes[-1]) + 0.25 * torch.randn(sizes[-1], sizes[-1], generator=generator)
 
     def autocast_on(self) -> bool:
         return bool(torch.is_autocast_enabled(self.device_type))
@@ -63,19 +81,26 @@ class AmpProbe(torch.nn.Module):
     def autocast_dtype(self) -> str | None:
         return str(torch.get_autocast_dtype(self.device_type)).replace("torch.", "") if self.autocast_on() else None
 
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self._log.append({"event": "zero_grad"})
+        super().zero_grad(set_to_none=set_to_none)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self._log.append({"event": "forward", "autocast": self.autocast_on(), "dtype": self.autocast_dtype()})
+        param_dtype = str(self.layers[0].weight.dtype).replace("torch.", "")
+        self._log.append({"event": "forward", "autocast": self.autocast_on(), "dtype": self.autocast_dtype(),
+                          "param_dtype": param_dtype})
         for index, layer in enumerate(self.layers):
             x = layer(x)
             if index + 1 < len(self.layers):
                 x = torch.relu(x)
-        return _BackwardProbe.apply(x, self)
+        return _BackwardProbe.apply(x.float(), self)
 
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """Mean squared error that also records the true gradient w.r.t. ``outputs``."""
-        value = torch.nn.functional.mse_loss(outputs, targets)
-        diff = outputs.detach().double() - targets.double()
-        self._true_output_grad = 2.0 * diff / diff.numel()
+        """Squared error of the mixed outputs; also records the true gradient w.r.t. ``outputs``."""
+        mixed = torch.matmul(outputs, self._mix.to(outputs.device))
+        value = torch.nn.functional.mse_loss(mixed, targets)
+        diff = mixed.detach().double() - targets.double()
+        self._true_output_grad = (2.0 * diff / diff.numel()) @ self._mix.double().t()
         self._log.append(
             {"event": "loss", "autocast": self.autocast_on(), "dtype": self.autocast_dtype(), "value": float(value.detach())}
         )
@@ -171,23 +196,81 @@ class _LoggingSGD(RecordingSGD):
         super().zero_grad(set_to_none=set_to_none)
 
 
+def describe_returned(value: Any) -> dict[str, Json]:
+    """What ``amp_step`` returned, as plain data: a plain tensor's facts and first value, else its kind."""
+    if is_plain_tensor(value):
+        facts = tensor_facts(value)
+        return {"type": "Tensor", **facts, "value": tensor_values(value)[0] if facts["numel"] else None}
+    if isinstance(value, torch.Tensor):
+        return {"type": f"Tensor subclass {type(value).__name__[:80]}"}
+    if type(value) in (float, int):
+        return {"type": type(value).__name__, "value": float(value)}
+    return {"type": type(value).__name__[:80]}
+
+
+def scaler_state(scaler: Any, optimizer: torch.optim.Optimizer) -> Json:
+    """The state of the harness's own torch-backed scaler after a call (None for a submission's scaler).
+
+    Besides scale and growth tracker, the stage torch's scaler keeps for ``optimizer`` (0 ready,
+    1 unscaled, 2 stepped; ``update()`` resets it): it shows a ``scaler.step`` that the scaler
+    refused (no gradients to unscale) where the parameters cannot.
+    """
+    inner = scaler if type(scaler) is torch.amp.GradScaler else scaler._inner if type(scaler) is ContractScaler else None
+    if inner is None:
+        return None
+    entry = dict.get(inner._per_optimizer_states, id(optimizer))
+    stage = entry.get("stage") if isinstance(entry, dict) else None
+    return {**gradscaler_state(inner), "stage": int(stage.value) if stage is not None else 0}
+
+
+def watch_backward(params: list[torch.nn.Parameter]) -> dict[int, Json]:
+    """Copy out each parameter's gradient whenever a backward pass has accumulated into it.
+
+    The returned dict maps a parameter's index to its gradient at the end of the latest
+    backward (the caller empties it before each call): an effect of the backward pass that
+    clearing the gradients afterwards cannot hide.
+    """
+    seen: dict[int, Json] = {}
+
+    def hook_for(index: int) -> Callable[[torch.nn.Parameter], None]:
+        def hook(param: torch.nn.Parameter) -> None:
+            grad = param_grad(param)
+            seen[index] = None if grad is None else copy_out_tensor(grad)
+        return hook
+
+    for index, param in enumerate(params):
+        param.register_post_accumulate_grad_hook(hook_for(index))
+    return seen
+
+
 def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scaler: Callable[..., Any],
                   root: Path | None = None) -> dict[str, Json]:
-    """Call ``amp_step`` for ``args["steps"]`` iterations on a probed model and report the log.
+    """Call ``amp_step`` for ``args["steps"]`` iterations on a probed model; report effects and the log.
 
     Args (keys of ``args``): ``sizes`` (layer widths), ``batch``, ``steps``, ``lr``,
     ``device_type``, ``dtype``, ``max_grad_norm``, ``inject_inf_at`` (iterations whose
-    gradients get an inf), ``scaler_kwargs``, ``seed``, ``same_batch``.
+    gradients get an inf), ``scaler_kwargs``, ``seed``, ``same_batch``, ``by_keyword``.
+
+    Returns ``{"log": [...], "steps": [...]}``: the log records what was called (it explains a
+    failure, it earns nothing); each step holds ``ok`` (what ``amp_step`` returned, see
+    :func:`describe_returned`) or ``error``, and the effects copied out by the harness after
+    the call: ``params`` and ``grads`` (the model's parameters and their gradients, see
+    :func:`checks.harness.copy_out_params`), ``backward_grads`` (the gradients as the call's
+    last backward pass left them, see :func:`watch_backward`) and ``scaler`` (see
+    :func:`scaler_state`).
     """
     seed_cpu(int(args.get("seed", 0)))
     log: list[dict[str, Json]] = []
     sizes = list(args.get("sizes", [8, 16, 4]))
     model = AmpProbe(sizes, args.get("device_type", "cpu"), log)
+    params = list(model.parameters())
+    backward_grads = watch_backward(params)
     optimizer = _LoggingSGD(model.parameters(), lr=float(args.get("lr", 0.01)))
     optimizer._log = log
     made = guarded(lambda: make_scaler(**args.get("scaler_kwargs", {})), root)
     if "error" in made:
-        return {"log": log, "steps": [{**made, "params_changed": False, "scale_after": None}]}
+        return {"log": log, "steps": [{**made, **copy_out_params(params), "backward_grads": [None] * len(params),
+                                       "scaler": None}]}
     scaler = ScalerProbe(made["ok"], log)
     batch = int(args.get("batch", 16))
     inputs, targets = torch.randn(batch, sizes[0]), torch.randn(batch, sizes[-1])
@@ -197,7 +280,7 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
             inputs, targets = torch.randn(batch, sizes[0]), torch.randn(batch, sizes[-1])
         model._inject_inf = index in args.get("inject_inf_at", [])
         log.append({"event": "call", "step": index})
-        before = [tensor_values(p) for p in model.parameters()]
+        backward_grads.clear()
 
         def call() -> Json:
             keywords = {"device_type": args.get("device_type", "cpu"), "dtype": getattr(torch, args.get("dtype", "float16")),
@@ -205,17 +288,13 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
             positional = (model, inputs, targets, model.loss, optimizer, scaler)
             if args.get("by_keyword"):  # the contract's parameter names
                 names = ("model", "inputs", "targets", "loss_fn", "optimizer", "scaler")
-                returned = amp_step(**dict(zip(names, positional)), **keywords)
-            else:
-                returned = amp_step(*positional, **keywords)
-            if not isinstance(returned, torch.Tensor):
-                return {"type": type(returned).__name__}
-            return {"type": "Tensor", "requires_grad": returned.requires_grad, "numel": returned.numel(),
-                    "value": float(returned.detach().double().reshape(-1)[0]) if returned.numel() else None}
+                return describe_returned(amp_step(**dict(zip(names, positional)), **keywords))
+            return describe_returned(amp_step(*positional, **keywords))
 
         outcome = guarded(call, root)
-        after = [tensor_values(p) for p in model.parameters()]
-        steps.append({**outcome, "params_changed": before != after, "scale_after": float(scaler.get_scale())})
+        steps.append({**outcome, **copy_out_params(params),
+                      "backward_grads": [backward_grads.get(i) for i in range(len(params))],
+                      "scaler": scaler_state(made["ok"], optimizer)})
         if "error" in outcome:
             break
     return {"log": log, "steps": steps}
@@ -224,32 +303,45 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
 # --------------------------------------------------------------------------- underflow training
 
 
-def _mse(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
-    with torch.no_grad():
-        weight = model.weight.to(torch.float32)
-        return float(torch.nn.functional.mse_loss(x @ weight.t(), y))
-
-
-def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, make_scaler: Callable[..., Any] | None,
-                  root: Path | None = None) -> dict[str, Json]:
-    """Train the demo's tiny-target linear regression in fp16 autocast; report the losses.
-
-    With ``amp_step``/``make_scaler`` None the run is the unscaled baseline.  ``args["device"]``
-    (default "cpu") places data and model; the data are drawn on the CPU whatever the device.
-    """
+def underflow_data(args: dict[str, Json]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The demo's inputs and tiny targets (drawn on the CPU from ``args["seed"]``)."""
     seed_cpu(int(args.get("seed", 0)))
     n, d = int(args.get("n", 4096)), int(args.get("d", 16))
     x = torch.randn(n, d)
     y = x @ torch.randn(d, 1) * float(args.get("target_scale", 1e-4))
+    return x, y
+
+
+def underflow_loss(args: dict[str, Json], weight: list[float]) -> float:
+    """The demo's float32 mean squared error for the weight values ``weight`` (the judge's own measure)."""
+    x, y = underflow_data(args)
+    w = torch.tensor(weight, dtype=torch.float32).reshape(1, -1)
+    return float(torch.nn.functional.mse_loss(x @ w.t(), y))
+
+
+def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, make_scaler: Callable[..., Any] | None,
+                  root: Path | None = None) -> dict[str, Json]:
+    """Train the demo's tiny-target linear regression in fp16 autocast; report the losses and final weight.
+
+    With ``amp_step``/``make_scaler`` None the run is the unscaled baseline.  ``args["device"]``
+    (default "cpu") places data and model; the data are drawn on the CPU whatever the device.
+    ``losses`` are the values ``amp_step`` returned (they explain, they are not graded);
+    ``final_weight`` is the model's weight after training, copied out as plain data (or a note
+    when it is no plain parameter any more): the judge measures the final loss from it
+    (:func:`underflow_loss`).
+    """
+    x, y = underflow_data(args)
+    d = x.shape[1]
     device = args.get("device", "cpu")
     x, y = x.to(device), y.to(device)
     model = torch.nn.Linear(d, 1, bias=False).to(device)
     torch.nn.init.zeros_(model.weight)
+    weight = model.weight
     optimizer = PlainSGD(model.parameters(), lr=float(args.get("lr", 0.25)))
     losses: list[float] = []
     made = guarded(lambda: make_scaler(**args.get("scaler_kwargs", {})), root) if make_scaler else {"ok": None}
     if "error" in made:
-        return {**made, "losses": []}
+        return {**made, "losses": [], "final_weight": copy_out_tensor(weight)}
     scaler = made["ok"]
     device_type = args.get("device_type", "cpu")
 
@@ -268,9 +360,7 @@ def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, ma
         return None
 
     outcome = guarded(train, root)
-    final_loss = guarded(lambda: _mse(model, x, y), root)  # measured here, not from amp_step's return value
-    final = final_loss.get("ok", math.nan)
-    return {**outcome, "losses": losses, "final_loss": final}
+    return {**outcome, "losses": losses, "final_weight": copy_out_tensor(weight)}
 
 
 # --------------------------------------------------------------------------- delegation

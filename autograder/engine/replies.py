@@ -107,6 +107,30 @@ def _outcome(value: Json, extra: set[str]) -> str | None:
     return _error(value["error"]) if "error" in value else None
 
 
+def _copied_tensor(value: Json) -> bool:
+    """A tensor copied out by the harness: its values, or a note saying why they were not copied."""
+    return isinstance(value, str) or _floats(value)
+
+
+def _returned(value: Json) -> str | None:
+    """What amp_step returned (checks.probes.describe_returned)."""
+    if not (isinstance(value, dict) and isinstance(value.get("type"), str)
+            and set(value) <= {"type", "dtype", "requires_grad", "numel", "value"}):
+        return "a returned-value record of the wrong shape"
+    typed = {"dtype": str, "requires_grad": bool, "numel": int}
+    if any(key in value and type(value[key]) is not kind for key, kind in typed.items()):
+        return "a returned-value record with wrong types"
+    if "value" in value and not (value["value"] is None or _is_float(value["value"])):
+        return "a returned value that is not a float"
+    return None
+
+
+def _scaler_state(value: Json) -> bool:
+    return value is None or (isinstance(value, dict) and set(value) == {"scale", "tracker", "stage"}
+                             and _is_float(value["scale"]) and type(value["tracker"]) is int
+                             and type(value["stage"]) is int)
+
+
 def _amp_probe(_args: dict[str, Json], reply: Json) -> str | None:
     if not (isinstance(reply, dict) and set(reply) == {"log", "steps"} and isinstance(reply["log"], list)
             and isinstance(reply["steps"], list)):
@@ -114,19 +138,29 @@ def _amp_probe(_args: dict[str, Json], reply: Json) -> str | None:
     if not all(isinstance(e, dict) and isinstance(e.get("event"), str) for e in reply["log"]):
         return "a probe log entry of the wrong shape"
     for step in reply["steps"]:
-        found = _outcome(step, {"params_changed", "scale_after"})
-        if found or not isinstance(step.get("params_changed"), bool) or not (
-                step.get("scale_after") is None or _is_float(step.get("scale_after"))):
-            return found or "a probe step of the wrong shape"
+        effects = {"params", "grads", "backward_grads", "scaler"}
+        found = _outcome(step, effects)
+        if found:
+            return found
+        grads = ("grads", "backward_grads")
+        if not (set(step) >= effects and isinstance(step["params"], list)
+                and all(_copied_tensor(p) for p in step["params"])
+                and all(isinstance(step[k], list) and all(g is None or _copied_tensor(g) for g in step[k]) for k in grads)
+                and _scaler_state(step["scaler"])):
+            return "a probe step's effects of the wrong shape"
+        if "ok" in step:
+            found = _returned(step["ok"])
+            if found:
+                return found
     return None
 
 
 def _underflow(_args: dict[str, Json], reply: Json) -> str | None:
-    found = _outcome(reply, {"losses", "final_loss"})
+    found = _outcome(reply, {"losses", "final_weight"})
     if found:
         return found
-    if not _floats(reply.get("losses")) or not (reply.get("final_loss") is None or _is_float(reply["final_loss"])):
-        return "a list of losses of the wrong shape"
+    if not _floats(reply.get("losses")) or not _copied_tensor(reply.get("final_weight")):
+        return "a list of losses or a final weight of the wrong shape"
     return None
 
 

@@ -367,17 +367,17 @@ AMP_STEP_BUGS = [
         Patch(A, "    optimizer.zero_grad(set_to_none=True)\n", ""),
         Patch(A, "    scaler.scale(loss).backward()\n",
               "    scaler.scale(loss).backward()\n    optimizer.zero_grad(set_to_none=True)\n"),
-        fail={"2.4", "2.10"}, band=(80, 88)),
+        fail={"2.4", "2.6", "2.7", "2.10"}, band=(75, 88)),
     bug("optimizer_step_direct",
         "Calls optimizer.step() instead of scaler.step(optimizer) (update() then raises).",
         Patch(A, "    scaler.step(optimizer)\n", "    optimizer.step()\n"),
-        fail={"2.5", "2.10"}, band=(80, 88)),
+        fail={"2.5", "2.6", "2.10"}, band=(78, 88)),
     bug("unscale_then_optimizer_step",
         "Unscales, then calls optimizer.step() directly: steps even when gradients overflowed.",
         Patch(A, "    if max_grad_norm is not None:\n" + CLIP_BLOCK + "    scaler.step(optimizer)\n",
               "    scaler.unscale_(optimizer)\n    if max_grad_norm is not None:\n"
               "        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)\n    optimizer.step()\n"),
-        fail={"2.5"}, band=(84, 88)),
+        fail={"2.5", "2.6"}, band=(80, 88)),
     bug("update_before_step",
         "Calls scaler.update() before scaler.step(optimizer).",
         Patch(A, "    scaler.step(optimizer)\n    scaler.update()\n", "    scaler.update()\n    scaler.step(optimizer)\n"),
@@ -405,7 +405,7 @@ AMP_STEP_BUGS = [
     outputs = model(inputs.half())
     loss = loss_fn(outputs.float(), targets)
 """),
-        fail={"2.1", "2.10"}, band=(75, 86)),
+        fail={"2.1", "2.5", "2.6", "2.7", "2.10"}, band=(70, 86)),
     bug("unscaled_backward",
         "Calls loss.backward() on the unscaled loss.",
         Patch(A, "    scaler.scale(loss).backward()\n", "    loss.backward()\n"),
@@ -478,6 +478,12 @@ QUICK_CHECK_BUGS = [
 #: statistics, never hidden: their ``fail`` sets still name every row they lose).
 CASCADES = {
     "state_never_cleared": "every behaviour observed over more than one iteration breaks: each later step() raises",
+    "zero_grad_after_backward": "the gradients are gone before the step: update() and the clipping order leave no "
+                                "effect to judge (torch's scaler refuses both), so rows 2.6 and 2.7 earn nothing",
+    "optimizer_step_direct": "without scaler.step() torch's scaler refuses update(): row 2.6 has no effect to judge",
+    "unscale_then_optimizer_step": "with the optimizer stepped directly, when update() runs has no effect: row 2.6 "
+                                   "cannot be vouched for",
+    "model_half": "torch's scaler refuses float16 gradients: step, update and clipping leave no effect to judge",
     "uses_gradscaler_internals": "reading another object's private attribute is refused by the policy "
                                  "(checks/guards.py): every call of amp_step raises, so every Task 2 row fails, "
                                  "each saying why",

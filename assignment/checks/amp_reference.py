@@ -1,0 +1,457 @@
+"""The judge of Task 2: ``amp_step``'s effects against a configurable reference ``amp_step``.
+
+A row of Task 2 earns its points from *effects* only: after every call of the probe
+(:func:`checks.probes.run_amp_probe`), the parameters, their gradients, the scaler's scale
+and growth tracker and (row 2.8) the returned loss, copied out as plain data by the harness.
+The judge reruns the same scenario in its own process with :func:`reference_amp_step`, an
+``amp_step`` whose every behaviour is a switch of :class:`Config`, and torch's scaler.
+
+One cause, one deduction: the probe's log (what the submission called) only *suggests* its
+configuration (:func:`suggested_configs`); a row passes iff the submission's effects equal
+the replay of a suggested configuration with the row's own behaviour set right
+(:data:`ROW_FIXES`).  An honest bug elsewhere is reproduced by the replay and costs only
+its own row; a log that lies earns nothing, because the effects must still be those of a
+program right on the row.  Effects that no suggested configuration reproduces (a bug the
+switches do not model, or a forged log) fail every row that compares them.
+
+Everything here is plain data in, plain data out; the log is untrusted and read defensively.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from functools import lru_cache
+from typing import Any, Callable, Iterable
+
+import torch
+
+from checks.harness import Json, torch_scaler
+
+GIVEN = "given"  # the dtype amp_step was called with
+OTHER = "other"  # the autocast dtype amp_step was not called with
+DTYPES = ("float16", "bfloat16")
+#: Tolerances, relative to the largest reference magnitude of the tensor compared: loose enough for
+#: honest differences in float order (a clip coefficient computed by hand: ~1e-7), tight enough for
+#: one rounding to float16 (backward or loss outside/inside autocast: ~1e-4).
+GRAD_TOLERANCE = 1e-5
+PARAM_TOLERANCE = 1e-6
+LOSS_TOLERANCE = 1e-5
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The behaviours of an ``amp_step``; the defaults are the correct ones.
+
+    ``forward``/``loss``/``backward``: the autocast dtype each runs under (``GIVEN``, a dtype
+    name, or None for outside autocast; backward is right outside).  ``half_model``: calls
+    ``model.half()`` instead.  ``scaled``: backward of ``scaler.scale(loss)`` (else of the
+    loss).  ``zero_grad``: "before" the forward, "after_backward", "after_step" or "never".
+    ``clipping``: "correct" (when max_grad_norm is given: unscale_, then clip),
+    "unscale_always" (unscale_ even without clipping), "clip_then_unscale", "clip_only",
+    "no_clip".  ``step``: "scaler", "direct" (optimizer.step()) or "never".  ``update``:
+    "after_step", "before_step" or "never".
+    """
+
+    forward: str | None = GIVEN
+    loss: str | None = GIVEN
+    backward: str | None = None
+    half_model: bool = False
+    scaled: bool = True
+    zero_grad: str = "before"
+    clipping: str = "correct"
+    step: str = "scaler"
+    update: str = "after_step"
+
+
+CORRECT = Config()
+
+#: Per row, the configuration with that row's behaviour set right (2.7 also needs a step: the
+#: unscaled, clipped gradients must reach the parameters).
+ROW_FIXES: dict[str, Callable[[Config], Config]] = {
+    "2.1": lambda c: dataclasses.replace(c, forward=GIVEN, loss=GIVEN, half_model=False),
+    "2.2": lambda c: dataclasses.replace(c, backward=None),
+    "2.3": lambda c: dataclasses.replace(c, scaled=True),
+    "2.4": lambda c: dataclasses.replace(c, zero_grad="before"),
+    "2.5": lambda c: dataclasses.replace(c, step="scaler"),
+    "2.6": lambda c: dataclasses.replace(c, update="after_step"),
+    "2.7": lambda c: dataclasses.replace(c, clipping="correct", step="scaler" if c.step == "never" else c.step),
+    "2.8": lambda c: c,  # the returned loss is compared on top
+    "2.9": lambda c: c,  # the same effects with any scaler of the contract, called by keyword too
+}
+
+_R = dataclasses.replace
+#: Per row, the wrong ways of its behaviour.  A row is earned only if the effects rule out every one
+#: of them (with the other behaviours as suggested): a behaviour that leaves no effect (all gradients
+#: cleared before the step, say) cannot be vouched for by a log, so it earns nothing.
+ROW_BREAKS: dict[str, Callable[[Config], list[Config]]] = {
+    "2.1": lambda c: [_R(c, forward=None, loss=None), _R(c, loss=None), _R(c, forward=None),
+                      _R(c, forward=OTHER, loss=OTHER), _R(c, forward=None, loss=None, half_model=True)],
+    "2.2": lambda c: [_R(c, backward=GIVEN)],
+    "2.3": lambda c: [_R(c, scaled=False)],
+    "2.4": lambda c: [_R(c, zero_grad=z) for z in ("never", "after_backward", "after_step")],
+    "2.5": lambda c: [_R(c, step=s) for s in ("direct", "never")],
+    "2.6": lambda c: [_R(c, update=u) for u in ("never", "before_step")],
+    "2.7": lambda c: [_R(c, clipping=k) for k in ("clip_then_unscale", "clip_only", "no_clip")] + [_R(c, step="never")],
+    "2.8": lambda c: [],  # the returned loss itself is compared
+    "2.9": lambda c: [],  # no error and the same effects
+}
+
+
+def reference_amp_step(config: Config) -> Callable[..., torch.Tensor]:
+    """An ``amp_step`` (the contract's signature) that behaves as ``config`` says."""
+
+    def amp_step(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor, loss_fn: Callable[..., Any],
+                 optimizer: torch.optim.Optimizer, scaler: Any, *, device_type: str = "cuda",
+                 dtype: torch.dtype = torch.float16, max_grad_norm: float | None = None) -> torch.Tensor:
+        def autocast(name: str | None) -> Any:
+            if name == OTHER:
+                chosen = torch.bfloat16 if dtype == torch.float16 else torch.float16
+            else:
+                chosen = dtype if name == GIVEN else getattr(torch, name or "float16")
+            return torch.autocast(device_type=device_type, dtype=chosen, enabled=name is not None)
+
+        if config.zero_grad == "before":
+            optimizer.zero_grad(set_to_none=True)
+        if config.half_model:
+            model.half()
+            inputs = inputs.half()
+        with autocast(config.forward):
+            outputs = model(inputs)
+        with autocast(config.loss):
+            loss = loss_fn(outputs.float() if config.half_model else outputs, targets)
+        with autocast(config.backward):
+            (scaler.scale(loss) if config.scaled else loss).backward()
+        if config.zero_grad == "after_backward":
+            optimizer.zero_grad(set_to_none=True)
+        params = [param for group in optimizer.param_groups for param in group["params"]]
+        clip = max_grad_norm is not None and config.clipping != "no_clip"
+        if config.clipping == "unscale_always" or (config.clipping == "correct" and clip):
+            scaler.unscale_(optimizer)
+        if clip:
+            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+        if config.clipping == "clip_then_unscale" and clip:
+            scaler.unscale_(optimizer)
+        if config.update == "before_step":
+            scaler.update()
+        if config.step == "scaler":
+            scaler.step(optimizer)
+        elif config.step == "direct":
+            optimizer.step()
+        if config.update == "after_step":
+            scaler.update()
+        if config.zero_grad == "after_step":
+            optimizer.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    return amp_step
+
+
+# --------------------------------------------------------------------------- what the log suggests
+
+
+def calls_of(result: dict[str, Json]) -> list[list[dict[str, Json]]]:
+    """The log split into one list of events per amp_step call (entries that are not records are dropped)."""
+    calls: list[list[dict[str, Json]]] = []
+    for event in result.get("log", []):
+        if not isinstance(event, dict):
+            continue
+        if event.get("event") == "call":
+            calls.append([])
+        elif calls:
+            calls[-1].append(event)
+    return calls
+
+
+def _first(call: list[dict[str, Json]], kind: str) -> tuple[int, dict[str, Json]] | None:
+    return next(((i, e) for i, e in enumerate(call) if e.get("event") == kind), None)
+
+
+def _dtype(event: dict[str, Json] | None, given: str) -> str | None:
+    if event is None or event.get("autocast") is not True or event.get("dtype") not in DTYPES:
+        return None
+    return GIVEN if event["dtype"] == given else OTHER
+
+
+def _number(value: Json, default: float) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def suggested_configs(result: dict[str, Json], args: dict[str, Json]) -> list[Config]:
+    """The configurations the probe's log suggests (untrusted: a suggestion is only ever replayed)."""
+    calls = calls_of(result) or [[]]
+    first = calls[0]
+    kinds = [e.get("event") for e in first]
+    given = args.get("dtype", "float16")
+    forward, loss, backward = (_first(first, kind) for kind in ("forward", "loss", "backward"))
+    scale = _first(first, "scale")
+    ratio = _number(backward[1].get("grad_ratio"), 1.0) if backward else 1.0
+    scale_value = _number(scale[1].get("scale"), 1.0) if scale else 1.0
+    backward_at = backward[0] if backward else len(first)
+    steps_at = [i for i, k in enumerate(kinds) if k in ("scaler.step", "optimizer.step")]
+    zeroes = [i for i, k in enumerate(kinds) if k == "zero_grad"]
+    if any(i < backward_at for i in zeroes):
+        zero_grad = "before"
+    elif steps_at and any(i > steps_at[0] for i in zeroes):
+        zero_grad = "after_step"
+    elif zeroes:
+        zero_grad = "after_backward"
+    else:
+        clear = all(e.get("grads_clear") is not False for call in calls for e in call if e.get("event") == "backward")
+        zero_grad = "before" if clear else "never"
+    stepped = [e for call in calls for e in call if e.get("event") == "optimizer.step"]
+    if any(e.get("via_scaler") is not True for e in stepped):
+        step = "direct"
+    else:
+        step = "scaler" if any(e.get("event") == "scaler.step" for call in calls for e in call) else "never"
+    if "update" not in kinds:
+        update = "never"
+    else:
+        update = "before_step" if "scaler.step" in kinds and kinds.index("update") < kinds.index("scaler.step") \
+            else "after_step"
+    clipping_given = args.get("max_grad_norm") is not None
+    if "unscale_" in kinds:
+        clippings = ["correct", "clip_then_unscale"] if clipping_given else ["unscale_always"]
+    else:
+        clippings = ["clip_only", "no_clip"] if clipping_given else ["correct"]
+    base = Config(
+        forward=_dtype(forward[1] if forward else None, given), loss=_dtype(loss[1] if loss else None, given),
+        backward=_dtype(backward[1] if backward else None, given),
+        half_model=bool(forward) and forward[1].get("param_dtype") in DTYPES,
+        scaled=scale is not None and abs(ratio - 1.0) > abs(ratio - scale_value),
+        zero_grad=zero_grad, step=step, update=update)
+    return [dataclasses.replace(base, clipping=clipping) for clipping in clippings]
+
+
+# --------------------------------------------------------------------------- replay and comparison
+
+
+@lru_cache(maxsize=256)
+def _replay(args_text: str, config: Config) -> str:
+    from checks.probes import ContractScaler, run_amp_probe  # probes imports the harness; no cycle at import time
+
+    args = json.loads(args_text)
+    make_scaler = ContractScaler if args.get("scaler") == "contract" else torch_scaler
+    return json.dumps(run_amp_probe(args, reference_amp_step(config), make_scaler))
+
+
+def replay(args: dict[str, Json], config: Config) -> dict[str, Json]:
+    """What the probe reports for ``reference_amp_step(config)`` with torch's scaler (memoized: plain data)."""
+    return json.loads(_replay(json.dumps(args, sort_keys=True), config))
+
+
+def _finite_mismatch(expected: list[float], got: list[float], tolerance: float) -> bool:
+    if len(expected) != len(got):
+        return True
+    scale = max((abs(e) for e in expected if math.isfinite(e)), default=0.0)
+    for e, g in zip(expected, got):
+        if not isinstance(g, float):
+            return True
+        if math.isfinite(e) or math.isfinite(g):
+            if not (math.isfinite(e) and math.isfinite(g) and abs(e - g) <= tolerance * scale):
+                return True
+        elif math.isnan(e) != math.isnan(g) or (not math.isnan(e) and e != g):
+            return True
+    return False
+
+
+def _values(value: Json, size: int) -> Json:
+    """A copied-out gradient: None stands for zeros (SGD treats both alike); a note stays a note."""
+    return [0.0] * size if value is None else value
+
+
+def _shown(values: Json, limit: int = 3) -> str:
+    if not isinstance(values, list):
+        return str(values)
+    head = ", ".join(f"{v:.9g}" if isinstance(v, float) else repr(v) for v in values[:limit])
+    return f"[{head}{', ...' if len(values) > limit else ''}]"
+
+
+def _mismatch(name: str, want: list[float], have: Json) -> str:
+    """One differing tensor: its first values and the element that differs most."""
+    if isinstance(have, str) or len(want) != len(have):
+        return f"{name} should be {_shown(want)} but is {_shown(have)}"
+
+    def gap(pair: tuple[float, float]) -> float:
+        e, g = pair
+        return math.inf if math.isfinite(e) != math.isfinite(g) else (abs(e - g) if math.isfinite(e) else 0.0)
+
+    worst = max(range(len(want)), key=lambda i: gap((want[i], have[i])))
+    return (f"{name} should be {_shown(want)} but is {_shown(have)}; element {worst} differs most: "
+            f"{want[worst]:.9g} expected, {have[worst]:.9g} found")
+
+
+STAGES = {0: "ready", 1: "unscaled", 2: "stepped"}  # torch's OptState for the optimizer
+PARAM_NAMES = ("layers.0.weight", "layers.0.bias", "layers.1.weight", "layers.1.bias")
+
+
+def _param_name(index: int) -> str:
+    return PARAM_NAMES[index] if index < len(PARAM_NAMES) else f"parameter {index}"
+
+
+def differences(expected: dict[str, Json], got: dict[str, Json], *, returned: bool = False) -> list[str]:
+    """How the effects ``got`` differ from ``expected`` (both probe results), one line per difference."""
+    lines: list[str] = []
+    want_steps, have_steps = expected["steps"], got.get("steps", [])
+    for index, want in enumerate(want_steps):
+        where = f"after call {index + 1}"
+        if index >= len(have_steps):
+            lines.append(f"{where}: no effects came back (an earlier call raised)")
+            break
+        have = have_steps[index]
+        if "error" in have:
+            error = have["error"]
+            lines.append(f"call {index + 1} raised {error.get('type')}: {error.get('message')}\n{error.get('trace', '')}")
+            break
+        if any(len(have.get(key, [])) != len(want[key]) for key in ("params", "grads", "backward_grads")):
+            lines.append(f"{where}: the effects came back for the wrong number of parameters")
+            break
+        for number, (w, h) in enumerate(zip(want["params"], have["params"])):
+            if isinstance(h, str) or _finite_mismatch(w, h, PARAM_TOLERANCE):
+                lines.append(f"{where}: {_mismatch(_param_name(number), w, h)}")
+        for number, (w, h) in enumerate(zip(want["grads"], have["grads"])):
+            size = len(want["params"][number])
+            w, h = _values(w, size), _values(h, size)
+            if isinstance(h, str) or _finite_mismatch(w, h, GRAD_TOLERANCE):
+                lines.append(f"{where}: {_mismatch(_param_name(number) + '.grad', w, h)}")
+        for number, (w, h) in enumerate(zip(want["backward_grads"], have.get("backward_grads", []))):
+            size = len(want["params"][number])
+            w, h = _values(w, size), _values(h, size)
+            if isinstance(h, str) or _finite_mismatch(w, h, GRAD_TOLERANCE):
+                name = f"{_param_name(number)}.grad as the backward pass left it"
+                lines.append(f"{where}: {_mismatch(name, w, h)}")
+        if want["scaler"] != have.get("scaler"):
+            w, h = want["scaler"], have.get("scaler") or {}
+            lines.append(f"{where}: the scaler's (scale, growth tracker, stage) should be ({w['scale']:g}, "
+                         f"{w['tracker']}, {STAGES[w['stage']]}) but is ({h.get('scale')}, {h.get('tracker')}, "
+                         f"{STAGES.get(h.get('stage'), h.get('stage'))})")
+        if returned:
+            lines += _returned_differences(index, want["ok"], have.get("ok"))
+    return lines
+
+
+def _returned_differences(index: int, want: dict[str, Json], have: Any) -> list[str]:
+    where = f"call {index + 1}"
+    if not isinstance(have, dict) or have.get("type") != "Tensor":
+        kind = have.get("type") if isinstance(have, dict) else have
+        return [f"{where} returned a {kind}: amp_step must return the loss as a one-element torch.Tensor"]
+    if have.get("numel") != 1:
+        return [f"{where} returned a tensor of {have.get('numel')} elements: the loss has one"]
+    if have.get("requires_grad"):
+        return [f"{where} returned a loss still attached to the graph: return loss.detach()"]
+    value, expected = have.get("value"), want["value"]
+    if not isinstance(value, float) or _finite_mismatch([expected], [value], LOSS_TOLERANCE):
+        return [f"{where} returned {value!r} but the unscaled loss is {expected:.7g}"]
+    return []
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """Why a row fails (``lines``; none when it passes); ``masked_by`` names the behaviour that left the
+    row's own no effect to judge by, when that is why."""
+
+    lines: list[str]
+    masked_by: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.lines)
+
+
+def judge(row: str, args: dict[str, Json], result: dict[str, Json]) -> Verdict:
+    """Whether row ``row`` fails for the probe result ``result`` of the scenario ``args``, and why.
+
+    The row passes iff, for a configuration the log suggests with the row's behaviour set right
+    (:data:`ROW_FIXES`), the replay gives the same effects and every wrong way of the behaviour
+    (:data:`ROW_BREAKS`) would have given other effects.  Otherwise the verdict says what differs
+    (for the first suggestion), or which other behaviour leaves the row's no effect.
+    """
+    fixed = list(dict.fromkeys(ROW_FIXES[row](config) for config in suggested_configs(result, args)))
+    found = Verdict([])
+    for config in fixed:
+        lines = differences(replay(args, config), result, returned=row == "2.8")
+        if lines:
+            found = found or Verdict(lines)
+            continue
+        hidden = [b for b in ROW_BREAKS[row](config) if not differences(replay(args, b), result, returned=row == "2.8")]
+        if not hidden:
+            return Verdict([])
+        masked_by = describe_config(config, args)
+        found = found or Verdict([f"your amp_step's effects are those of one that gets this right, but also those of "
+                                  f"one that gets it wrong ({describe_config(hidden[0], args, config)}): with "
+                                  f"{masked_by}, it leaves no effect we could check"], masked_by)
+    return found
+
+
+def describe_config(config: Config, args: dict[str, Json], base: Config = CORRECT) -> str:
+    """The behaviours of ``config`` that differ from ``base`` (a correct amp_step), in words."""
+    given = args.get("dtype", "float16")
+    other = "bfloat16" if given == "float16" else "float16"
+    where = {GIVEN: f"autocast {given}", OTHER: f"autocast {other}", None: "no autocast"}
+    words = []
+    for name in ("forward", "loss", "backward"):
+        value = getattr(config, name)
+        if value != getattr(base, name):
+            words.append(f"{name} under {where.get(value, value)}")
+    if config.half_model != base.half_model:
+        words.append("model.half()" if config.half_model else "no model.half()")
+    if config.scaled != base.scaled:
+        words.append("backward of the unscaled loss" if not config.scaled else "backward of the scaled loss")
+    for name, text in (("zero_grad", "zero_grad {}"), ("clipping", "clipping: {}"), ("step", "step: {}"),
+                       ("update", "update: {}")):
+        value = getattr(config, name)
+        if value != getattr(base, name):
+            words.append(text.format(value.replace("_", " ")))
+    return ", ".join(words) or "correct"
+
+
+def call_order(result: dict[str, Json], index: int = 0) -> str:
+    """What the probe saw during call ``index`` (for failure messages; never graded)."""
+    calls = calls_of(result)
+    if index >= len(calls):
+        return "nothing (the call was never made)"
+    words = []
+    for event in calls[index]:
+        kind = str(event.get("event"))
+        if kind in ("forward", "loss", "backward"):
+            kind += f" (autocast {event.get('dtype')})" if event.get("autocast") is True else " (no autocast)"
+        elif kind == "optimizer.step" and event.get("via_scaler") is not True:
+            kind = "optimizer.step() directly"
+        elif kind == "scaler error":
+            kind = f"scaler error ({event.get('call')}: {event.get('error')})"
+        words.append(kind)
+    return " -> ".join(words) or "nothing"
+
+
+def explain(row: str, result: dict[str, Json], args: dict[str, Json]) -> str:
+    """What the log says about row ``row``'s behaviour, to explain a failure (never graded; "" when it says nothing)."""
+    events = [e for call in calls_of(result)[:1] for e in call]
+    kinds = [e.get("event") for e in events]
+    given = args.get("dtype", "float16")
+    if row == "2.1":
+        wrong = [e for e in events if e.get("event") in ("forward", "loss")
+                 and (e.get("autocast") is not True or e.get("dtype") != given)]
+        return "; ".join(f"the model's {e.get('event')} ran " + (f"under autocast {e.get('dtype')}" if e.get("autocast")
+                         is True else "without autocast") for e in wrong)
+    if row == "2.2" and any(e.get("event") == "backward" and e.get("autocast") is True for e in events):
+        return "The backward pass ran inside torch.autocast."
+    if row == "2.3" and "backward" in kinds:
+        scale = next((e.get("scale") for e in events if e.get("event") == "scale"), None)
+        ratio = events[kinds.index("backward")].get("grad_ratio")
+        if isinstance(ratio, float):
+            return f"The gradient reaching the model's output was {ratio:.4g} x the true gradient (the scale: {scale})."
+    if row == "2.5" and any(e.get("event") == "optimizer.step" and e.get("via_scaler") is not True for e in events):
+        return "amp_step called optimizer.step() directly."
+    if row == "2.6":
+        return f"Call 1 called scaler.update() {kinds.count('update')} time(s)" + (
+            ", before scaler.step(optimizer)." if "update" in kinds and "scaler.step" in kinds
+            and kinds.index("update") < kinds.index("scaler.step") else ".")
+    if row == "2.7" and args.get("max_grad_norm") is not None and "unscale_" not in kinds:
+        return "amp_step never called scaler.unscale_(optimizer)."
+    return ""
+
+
+def all_lines(lines: Iterable[str], limit: int = 8) -> str:
+    kept = list(lines)
+    more = len(kept) - limit
+    return "\n".join(["    " + line for line in kept[:limit]] + ([f"    ... and {more} more"] if more > 0 else []))

@@ -1,0 +1,241 @@
+"""Task 2 earns points from effects only (issue 19): forged records, tensor subclasses, a step never taken.
+
+These run the probe and the judge in this process (no sandbox): the "student" is an
+``amp_step`` written here, or a probe result edited the way a student who reached the
+harness could edit it.  The judge (:func:`checks.amp_reference.judge`) must then fail the
+rows the effects do not earn, whatever the log (the record of what was called) says, and
+keep the rows an honest bug elsewhere does not touch.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from typing import Any, Callable
+
+import pytest
+import torch
+
+from checks import amp_reference, harness, probes  # conftest puts assignment/ on sys.path
+from checks.amp_reference import CORRECT, Config, judge, reference_amp_step
+from autograder.engine import replies
+
+#: One scenario per row, as the public checks send them (checks/test_public_amp_step.py).
+BASE = {"dtype": "float16", "scaler": "torch", "steps": 1}
+ROW_ARGS: dict[str, dict[str, Any]] = {
+    "2.1": {**BASE, "dtype": "bfloat16"},
+    "2.2": BASE,
+    "2.3": {**BASE, "scaler_kwargs": {"init_scale": 1024.0}},
+    "2.4": {**BASE, "steps": 2, "scaler_kwargs": {"init_scale": 2.0}},
+    "2.5": {**BASE, "steps": 2, "inject_inf_at": [0]},
+    "2.6": BASE,
+    "2.7": {**BASE, "max_grad_norm": 1e-3, "scaler_kwargs": {"init_scale": 4.0}},
+    "2.8": BASE,
+    "2.9": {**BASE, "scaler": "contract", "steps": 2, "inject_inf_at": [0], "by_keyword": True},
+}
+ROWS = tuple(ROW_ARGS)
+
+
+def run(args: dict[str, Any], amp_step: Callable[..., Any]) -> dict[str, Any]:
+    """The probe's reply for ``amp_step``, round-tripped through JSON as the sandbox sends it."""
+    make = probes.ContractScaler if args.get("scaler") == "contract" else harness.torch_scaler
+    return json.loads(json.dumps(probes.run_amp_probe(json.loads(json.dumps(args)), amp_step, make)))
+
+
+def failing_rows(amp_step: Callable[..., Any]) -> set[str]:
+    return {row for row, args in ROW_ARGS.items() if judge(row, args, run(args, amp_step))}
+
+
+def test_correct_reference_earns_every_row() -> None:
+    assert failing_rows(reference_amp_step(CORRECT)) == set()
+
+
+#: One wrong behaviour per row: the configuration and the rows it must cost.  Most cost their own row
+#: only; a few leave later behaviours no effect to judge by, which then earn nothing (see README).
+MASKS_STEP = {"2.6", "2.7"}  # torch's scaler refuses update (and makes clipping order moot) without a step
+SINGLE_BUGS = [
+    (Config(forward=None, loss=None), {"2.1"}),
+    (Config(forward=amp_reference.OTHER, loss=amp_reference.OTHER), {"2.1"}),
+    (Config(loss=None), {"2.1"}),
+    (Config(backward=amp_reference.GIVEN), {"2.2"}),
+    (Config(scaled=False), {"2.3"}),
+    (Config(zero_grad="never"), {"2.4"}),
+    (Config(zero_grad="after_backward"), {"2.4"} | MASKS_STEP),
+    (Config(zero_grad="after_step"), {"2.4"}),
+    (Config(step="direct"), {"2.5", "2.6"}),
+    (Config(step="direct", clipping="unscale_always"), {"2.5", "2.6"}),  # update's order has no effect
+    (Config(update="never"), {"2.6"}),
+    (Config(update="before_step"), {"2.6"}),
+    (Config(clipping="clip_then_unscale"), {"2.7"}),
+    (Config(clipping="clip_only"), {"2.7"}),
+    (Config(clipping="no_clip"), {"2.7"}),
+    (Config(forward=None, loss=None, half_model=True), {"2.1", "2.5"} | MASKS_STEP),
+]
+
+
+@pytest.mark.parametrize("config,rows", SINGLE_BUGS, ids=[amp_reference.describe_config(c, BASE) for c, _ in SINGLE_BUGS])
+def test_one_cause_one_deduction(config: Config, rows: set[str]) -> None:
+    """An honest bug costs its own row: the replay of the log's configuration reproduces it elsewhere."""
+    assert failing_rows(reference_amp_step(config)) == rows
+
+
+def test_an_amp_step_that_never_steps_loses_row_2_7() -> None:
+    assert failing_rows(reference_amp_step(Config(step="never"))) == {"2.5"} | MASKS_STEP
+    verdict = judge("2.7", ROW_ARGS["2.7"], run(ROW_ARGS["2.7"], reference_amp_step(Config(step="never"))))
+    assert verdict.lines and not verdict.masked_by  # the replay steps: the parameters differ
+
+
+def test_a_masked_row_says_which_behaviour_masks_it() -> None:
+    verdict = judge("2.6", ROW_ARGS["2.6"], run(ROW_ARGS["2.6"], reference_amp_step(Config(zero_grad="after_backward"))))
+    assert verdict.masked_by == "zero_grad after backward"
+
+
+# --------------------------------------------------------------------------- forged records
+
+
+def do_nothing(*args: Any, **kwargs: Any) -> torch.Tensor:
+    return torch.zeros(())
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_records_of_a_correct_run_earn_nothing(row: str) -> None:
+    """The log of a correct run next to the effects of an amp_step that does nothing fails every row."""
+    args = ROW_ARGS[row]
+    forged = run(args, do_nothing)
+    forged["log"] = copy.deepcopy(amp_reference.replay(args, CORRECT)["log"])
+    assert judge(row, args, forged)
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_records_claiming_any_configuration_earn_nothing(row: str) -> None:
+    """Whatever configuration a forged log claims, effects of no work match none with the row set right."""
+    args = ROW_ARGS[row]
+    forged = run(args, do_nothing)
+    for config, _ in SINGLE_BUGS:
+        forged["log"] = copy.deepcopy(amp_reference.replay(args, config)["log"])
+        assert judge(row, args, forged), config
+
+
+@pytest.mark.parametrize("row", [row for row in ROWS if any(row in rows for _, rows in SINGLE_BUGS)])
+def test_effects_of_a_wrong_program_with_right_records_lose_the_row(row: str) -> None:
+    """Lying about the one behaviour that is wrong does not earn its row."""
+    config = next(c for c, rows in SINGLE_BUGS if row in rows)
+    args = ROW_ARGS[row]
+    forged = run(args, reference_amp_step(config))
+    forged["log"] = copy.deepcopy(amp_reference.replay(args, CORRECT)["log"])
+    assert judge(row, args, forged)
+
+
+def forward_backward_only(model: Any, inputs: Any, targets: Any, loss_fn: Any, optimizer: Any, scaler: Any, *,
+                          device_type: str = "cuda", dtype: torch.dtype = torch.float16, **_: Any) -> torch.Tensor:
+    with torch.autocast(device_type=device_type, dtype=dtype):
+        loss = loss_fn(model(inputs), targets)
+    scaler.scale(loss).backward()
+    return loss.detach()
+
+
+POINTS = {"2.1": 4, "2.2": 3, "2.3": 3, "2.4": 3, "2.5": 4, "2.6": 3, "2.7": 3, "2.8": 2, "2.9": 2}
+FORGED_LOGS = [CORRECT, Config(zero_grad="after_backward"), Config(step="never"),
+               Config(forward=None, loss=None, half_model=True), Config(step="direct"), Config(update="never")]
+
+
+@pytest.mark.parametrize("program", [do_nothing, forward_backward_only, reference_amp_step(Config(step="never"))],
+                         ids=["nothing", "forward_backward_only", "never_steps"])
+def test_a_forged_log_scores_no_more_than_the_honest_one(program: Callable[..., Any]) -> None:
+    """The issue's done-when, per partial program: whatever log it shows, no more points than its own log earns."""
+    def points(forge: Config | None) -> int:
+        total = 0
+        for row, args in ROW_ARGS.items():
+            result = run(args, program)
+            if forge is not None:
+                result["log"] = copy.deepcopy(amp_reference.replay(args, forge)["log"])
+            total += 0 if judge(row, args, result) else POINTS[row]
+        return total
+
+    honest = points(None)
+    assert all(points(forge) <= honest for forge in FORGED_LOGS), honest
+
+
+# --------------------------------------------------------------------------- objects that are not plain data
+
+
+class Liar(torch.Tensor):
+    """A tensor subclass that answers every torch function with zeros."""
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        return torch.zeros(())
+
+
+def returns_subclass(*args: Any, **kwargs: Any) -> Any:
+    loss = reference_amp_step(CORRECT)(*args, **kwargs)
+    return loss.as_subclass(Liar)
+
+
+def test_a_returned_tensor_subclass_is_reported_and_never_read() -> None:
+    result = run(ROW_ARGS["2.8"], returns_subclass)
+    assert result["steps"][0]["ok"] == {"type": "Tensor subclass Liar"}
+    assert any("Tensor subclass" in line for line in judge("2.8", ROW_ARGS["2.8"], result).lines)
+
+
+def relabels_parameters(model: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+    loss = reference_amp_step(CORRECT)(model, *args, **kwargs)
+    for param in model.parameters():
+        param.__class__ = Liar
+    return loss
+
+
+def test_a_parameter_relabelled_as_a_subclass_is_not_copied_out() -> None:
+    result = run(ROW_ARGS["2.6"], relabels_parameters)
+    assert all(isinstance(p, str) and "Liar" in p for p in result["steps"][0]["params"])
+    assert judge("2.6", ROW_ARGS["2.6"], result)
+
+
+def test_underflow_weight_relabelled_as_a_subclass_earns_nothing() -> None:
+    """The issue's attack: the harness's own final-loss measurement must not read the subclass's 0.0."""
+    def amp_step(model: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        loss = reference_amp_step(CORRECT)(model, *args, **kwargs)
+        model.weight.__class__ = Liar
+        return loss
+
+    result = probes.run_underflow({"steps": 1}, amp_step, harness.torch_scaler)
+    assert isinstance(result["final_weight"], str) and "Liar" in result["final_weight"]
+
+
+def test_underflow_final_loss_is_measured_by_the_judge() -> None:
+    args = {"steps": 120, "scaler_kwargs": {"growth_interval": 10}}
+    good = probes.run_underflow(args, reference_amp_step(CORRECT), harness.torch_scaler)
+    stalled = probes.run_underflow(args, reference_amp_step(Config(scaled=False)), harness.torch_scaler)
+    assert probes.underflow_loss(args, good["final_weight"]) < 1e-12
+    assert probes.underflow_loss(args, stalled["final_weight"]) > 1e-11
+
+
+# --------------------------------------------------------------------------- reply shapes
+
+
+def test_probe_replies_pass_the_shape_check_and_malformed_ones_do_not() -> None:
+    args = ROW_ARGS["2.5"]
+    result = run(args, reference_amp_step(CORRECT))
+    assert replies.problem("amp_probe", args, result) is None
+    bad = copy.deepcopy(result)
+    bad["steps"][0]["params"] = [{"values": [0.0]}]
+    assert replies.problem("amp_probe", args, bad)
+    bad = copy.deepcopy(result)
+    bad["steps"][0]["scaler"] = {"scale": "65536", "tracker": 0}
+    assert replies.problem("amp_probe", args, bad)
+    bad = copy.deepcopy(result)
+    bad["steps"][0]["ok"] = {"type": "Tensor", "value": "0.5"}
+    assert replies.problem("amp_probe", args, bad)
+    underflow = json.loads(json.dumps(probes.run_underflow({"steps": 2}, reference_amp_step(CORRECT),
+                                                           harness.torch_scaler)))
+    assert replies.problem("underflow", {}, underflow) is None
+    assert replies.problem("underflow", {}, {**underflow, "final_weight": [[0.0]]})
+
+
+def test_configs_are_distinct_in_effects() -> None:
+    """Each single bug changes the effects of its row's scenario (else its row could not see it)."""
+    for config, rows in SINGLE_BUGS:
+        args = ROW_ARGS[min(rows)]
+        assert amp_reference.differences(amp_reference.replay(args, CORRECT), amp_reference.replay(args, config)), \
+            dataclasses.asdict(config)
