@@ -13,9 +13,11 @@ class ToyLossScaler:
             raise ValueError("growth_factor must be > 1")
         if not 0 < backoff_factor < 1:
             raise ValueError("backoff_factor must be in (0, 1)")
-        if not isinstance(growth_interval, int) or growth_interval <= 0:
+        if isinstance(growth_interval, bool) or not isinstance(growth_interval, int) or growth_interval <= 0:
             raise ValueError("growth_interval must be a positive integer")
         self.scale_value = torch.tensor(float(init_scale), dtype=torch.float32)
+        if not 0 < float(self.scale_value) or float(init_scale) > torch.finfo(torch.float32).max:
+            raise ValueError("init_scale must be a positive float32 value")
         self.growth_factor, self.backoff_factor = growth_factor, backoff_factor
         self.growth_interval, self.tracker = growth_interval, 0
         self.states = {}
