@@ -44,7 +44,7 @@ SUITE = "bookworm"
 SCHEMA = json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text())
 #: A Python 3.10 for the Ubuntu 22.04 stand-in: $AMP_PYTHON310, else pyenv's, else one on PATH.
 PYTHON310_ENV = "AMP_PYTHON310"
-#: The sandbox level the zip must reach in the root, at least (run_autograder refuses below it).
+#: PATH inside the root (Debian's default for root).
 CHROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SETUP_TIMEOUT_S = 2400
 GRADE_TIMEOUT_S = 900
@@ -254,6 +254,9 @@ def install_and_grade(root: Path, autograder_zip: Path, env: dict[str, str], pyt
     assert done.returncode == 0, done.stderr[-4000:]
     results = json.loads((autograder / "results" / "results.json").read_text())
     jsonschema.validate(results, SCHEMA)
+    # A chroot must not weaken the sandbox: the same level as the grader reaches on this machine.
+    host = sh(sys.executable, "-c", "from autograder.engine import confine; print(confine.probe_level())", cwd=ROOT)
+    assert results["extra_data"]["isolation"] == host.stdout.strip(), (results["extra_data"], host.stdout)
     print(f"\n[{python}] setup.sh {setup_s:.0f} s; run_autograder {grade_s:.1f} s (execution_time "
           f"{results.get('execution_time')} s); isolation {results.get('extra_data', {}).get('isolation')!r}")
     return results
