@@ -13,7 +13,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from autograder.packaging.gradescope import build
+from autograder.packaging.gradescope import (IMAGE_PACKAGES, TORCH_CPU_INDEX, TORCH_INDEX_ENV, build, image_requirements,
+                                             requirement_name)
 from conftest import ROOT
 
 SCHEMA = json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text())
@@ -31,9 +32,26 @@ def test_zip_layout(autograder_zip: Path) -> None:
     assert any(n.startswith("assignment/checks/test_public") for n in names)
     assert not any(n.startswith(("solutions/", "tests/", "examples/")) for n in names)
     setup = zipfile.ZipFile(autograder_zip).read("setup.sh").decode()
-    assert "torch==2.13.0" in setup and "whl/cpu" in setup and "conda" not in setup
-    assert setup.rstrip().endswith("python3 -m compileall -q /autograder/source")  # after the installs
     assert zipfile.ZipFile(autograder_zip).getinfo("run_autograder").external_attr >> 16 & 0o111
+    # The grader's own venv: the system Python is never pip-installed into (PEP 668 images refuse it).
+    assert 'python3 -m venv "$VENV"' in setup and "python3 -m pip" not in setup and "--break-system-packages" not in setup
+    installs = [line for line in setup.splitlines() if "pip install" in line]
+    assert len(installs) == 2 and all(line.startswith('"$VENV/bin/python" -m pip install') for line in installs)
+    assert f"${{{TORCH_INDEX_ENV}:-{TORCH_CPU_INDEX}}}" in setup and TORCH_CPU_INDEX.endswith("/whl/cpu")
+    assert setup.rstrip().endswith('"$VENV/bin/python" -m compileall -q "$SOURCE"')  # after the installs
+    run = zipfile.ZipFile(autograder_zip).read("run_autograder").decode()
+    assert 'exec "$AUTOGRADER_ROOT/venv/bin/python" -m autograder.packaging.gradescope run' in run
+
+
+def test_zip_requirements_are_pyprojects_pins(autograder_zip: Path, tmp_path: Path) -> None:
+    lines = zipfile.ZipFile(autograder_zip).read("requirements.txt").decode().splitlines()
+    assert lines == image_requirements() and lines[0].startswith("torch==")  # setup.sh's grep takes the first
+    assert [requirement_name(line) for line in lines] == [requirement_name(name) for name in IMAGE_PACKAGES]
+    assert all("==" in line for line in lines), "every package of the image is pinned"
+    broken = tmp_path / "pyproject.toml"
+    broken.write_text('[project]\ndependencies = ["torch==2.13.0", "pytest==9.2.0"]\n')
+    with pytest.raises(ValueError, match="hypothesis"):
+        image_requirements(broken)
 
 
 def simulate(autograder_zip: Path, root: Path, submission: Path | None) -> dict:
@@ -46,10 +64,10 @@ def simulate(autograder_zip: Path, root: Path, submission: Path | None) -> dict:
             if path.suffix == ".py":
                 shutil.copy(path, root / "submission" / path.name)
     (root / "results").mkdir()
+    (root / "venv").symlink_to(sys.prefix)  # setup.sh's venv: this one
     script = root / "source" / "run_autograder"
     script.chmod(0o755)
-    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-           "PYTHONPATH": ""}
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "PYTHONPATH": ""}
     done = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((root / "results" / "results.json").read_text())

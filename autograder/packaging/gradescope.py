@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -24,26 +25,70 @@ from pathlib import Path
 from autograder import ROOT
 from autograder.engine import strings
 
-REQUIREMENTS = ("pytest==9.2.0", "hypothesis==6.170.17", "rich==15.0.0", "pyseccomp==0.1.2", "landlock==1.0.0.dev5")
-TORCH = "torch==2.13.0"
+#: The packages the grader imports in the Gradescope image, named as in pyproject.toml's dependencies,
+#: whose pins and environment markers are the ones used here (one source for every install).
+IMAGE_PACKAGES = ("torch", "pytest", "hypothesis", "rich", "pyseccomp", "landlock", "RestrictedPython")
+#: torch's CPU wheels: Gradescope has no GPU, and PyPI's build of torch brings several GB of CUDA.
+#: setup.sh reads $TORCH_INDEX_ENV first, so a test can point pip at an index it reaches.
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+TORCH_INDEX_ENV = "AMP_TORCH_INDEX_URL"
+#: The grader's own environment, beside source/ (which run() closes to the student uid; the venv stays readable).
+VENV = "venv"
 
 SETUP_SH = f"""#!/usr/bin/env bash
-# Gradescope runs this once when it builds the autograder image.
+# Gradescope runs this once, as root, when it builds the autograder image (Ubuntu 22.04 or 24.04 base).
+# The grader gets its own virtual environment: the system Python stays as the image has it (PEP 668
+# images refuse packages installed into it by pip, and Gradescope's own harness runs on it).
 set -euo pipefail
+AUTOGRADER_ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
+SOURCE="$AUTOGRADER_ROOT/source"
+VENV="$AUTOGRADER_ROOT/{VENV}"
+export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
-apt-get install -y -q python3 python3-pip libseccomp2  # libseccomp2: the seccomp layer (autograder/engine/confine.py)
-# A CPU-only torch: Gradescope has no GPU, and the CUDA build is several GB.
-python3 -m pip install --no-cache-dir {TORCH} --index-url https://download.pytorch.org/whl/cpu
-python3 -m pip install --no-cache-dir -r /autograder/source/requirements.txt
-# Bytecode now, once: every submission runs in a fresh container of this image (saves ~0.1 s each).
-python3 -m compileall -q /autograder/source
+# python3-venv: the environment; libseccomp2: the seccomp layer of the sandbox (autograder/engine/confine.py).
+apt-get install -y -q --no-install-recommends python3 python3-venv ca-certificates libseccomp2
+python3 -m venv "$VENV"
+# torch first, from its CPU index (${TORCH_INDEX_ENV} overrides it); requirements.txt then finds it installed.
+"$VENV/bin/python" -m pip install --no-cache-dir --disable-pip-version-check \\
+    --index-url "${{{TORCH_INDEX_ENV}:-{TORCH_CPU_INDEX}}}" "$(grep -m1 '^torch==' "$SOURCE/requirements.txt")"
+"$VENV/bin/python" -m pip install --no-cache-dir --disable-pip-version-check -r "$SOURCE/requirements.txt"
+# Bytecode now, once, by the Python that grades: every submission runs in a fresh container of this image.
+"$VENV/bin/python" -m compileall -q "$SOURCE"
 """
 
-RUN_AUTOGRADER = """#!/usr/bin/env bash
+RUN_AUTOGRADER = f"""#!/usr/bin/env bash
 # Gradescope runs this for every submission; it writes /autograder/results/results.json.
-cd "${AUTOGRADER_ROOT:-/autograder}/source"
-exec python3 -m autograder.packaging.gradescope run
+AUTOGRADER_ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
+cd "$AUTOGRADER_ROOT/source"
+exec "$AUTOGRADER_ROOT/{VENV}/bin/python" -m autograder.packaging.gradescope run
 """
+
+
+def requirement_name(line: str) -> str:
+    """The distribution name a requirement line starts with, normalized (``RestrictedPython==8.1; ...`` -> ``restrictedpython``)."""
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line)
+    if match is None:
+        raise ValueError(f"not a requirement: {line!r}")
+    return re.sub(r"[-_.]+", "-", match.group(1)).lower()
+
+
+def image_requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
+    """requirements.txt of the zip: pyproject.toml's lines for IMAGE_PACKAGES (pins and markers kept), torch first.
+
+    Raises ValueError when one of IMAGE_PACKAGES has no line there (the zip would miss it).
+    """
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: pytest depends on tomli there
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    lines = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]
+    wanted = [requirement_name(name) for name in IMAGE_PACKAGES]
+    chosen = [line for name in wanted for line in lines if requirement_name(line) == name]
+    missing = set(wanted) - {requirement_name(line) for line in chosen}
+    if missing:
+        raise ValueError(f"{pyproject}: no dependency line for {sorted(missing)}")
+    return chosen
 
 
 def package_files() -> list[tuple[Path, str]]:
@@ -90,7 +135,7 @@ def build(out: Path, language: str = strings.DEFAULT) -> Path:
             info.external_attr = 0o100755 << 16
             bundle.writestr(info, text)
         info = zipfile.ZipInfo("requirements.txt", date_time=(2020, 1, 1, 0, 0, 0))
-        bundle.writestr(info, "\n".join(REQUIREMENTS) + "\n")
+        bundle.writestr(info, "\n".join(image_requirements()) + "\n")
         for path, arcname in package_files():
             info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))
             info.external_attr = 0o100644 << 16
