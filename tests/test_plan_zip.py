@@ -68,3 +68,18 @@ def test_a_gradescope_run_grades_with_the_shipped_plan(autograder_zip: Path, tmp
     assert 0 < int(found.group(1)) <= int(found.group(2)) == len({item.test for item in rubric.ITEMS})
     scenarios = results["extra_data"]["scenarios_run"]
     assert type(scenarios) is int and scenarios > 100, results["extra_data"]
+
+
+def test_the_diagnosis_table_ships_beside_the_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalogue's answers (issue 21) are built at packaging time and shipped as hidden data; a failed or
+    switched-off build ships none (the zip still grades, without "Likely mistake" lines)."""
+    from autograder.diagnosis import table
+    from autograder.packaging import gradescope
+
+    monkeypatch.setattr(gradescope, "recorded_plan", lambda: None)  # not what this test is about (and slow)
+    monkeypatch.setattr(table, "recorded_table", lambda public=False: '{"table": "stand-in"}')
+    with zipfile.ZipFile(build(tmp_path / "with.zip")) as bundle:
+        assert bundle.read(str(table.SHIPPED.relative_to(ROOT))) == b'{"table": "stand-in"}'
+    monkeypatch.setattr(table, "recorded_table", lambda public=False: None)
+    with zipfile.ZipFile(build(tmp_path / "without.zip")) as bundle:
+        assert str(table.SHIPPED.relative_to(ROOT)) not in bundle.namelist()

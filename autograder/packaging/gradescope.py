@@ -23,6 +23,7 @@ import traceback
 import zipfile
 from pathlib import Path
 from autograder import ROOT
+from autograder.diagnosis import table as diagnosis_table
 from autograder.engine import strings
 
 #: The packages the grader imports in the Gradescope image, named as in pyproject.toml's dependencies,
@@ -131,26 +132,26 @@ def build(out: Path, language: str = strings.DEFAULT) -> Path:
     tmp = out.with_suffix(".zip.tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as bundle:
         for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
-            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
-            info.external_attr = 0o100755 << 16
-            bundle.writestr(info, text)
-        info = zipfile.ZipInfo("requirements.txt", date_time=(2020, 1, 1, 0, 0, 0))
-        bundle.writestr(info, "\n".join(image_requirements()) + "\n")
+            _add(bundle, name, text, 0o755)
+        _add(bundle, "requirements.txt", "\n".join(image_requirements()) + "\n")
         for path, arcname in package_files():
-            info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))
-            info.external_attr = 0o100644 << 16
-            bundle.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
+            _add(bundle, arcname, path.read_bytes())
         if language != strings.DEFAULT:
-            info = zipfile.ZipInfo(str(strings.LANGUAGE_FILE.relative_to(ROOT)), date_time=(2020, 1, 1, 0, 0, 0))
-            info.external_attr = 0o100644 << 16
-            bundle.writestr(info, json.dumps({"language": language}) + "\n")
-        plan_text = recorded_plan()
-        if plan_text is not None:  # as secret as the hidden tests, beside them
-            info = zipfile.ZipInfo("autograder/hidden/plan.json", date_time=(2020, 1, 1, 0, 0, 0))
-            info.external_attr = 0o100644 << 16
-            bundle.writestr(info, plan_text, zipfile.ZIP_DEFLATED)
+            _add(bundle, str(strings.LANGUAGE_FILE.relative_to(ROOT)), json.dumps({"language": language}) + "\n")
+        # As secret as the hidden tests, beside them: the call plan, and the catalogue's answers to it (issue 21).
+        for arcname, text in (("autograder/hidden/plan.json", recorded_plan()),
+                              ("autograder/hidden/diagnosis.json", diagnosis_table.recorded_table())):
+            if text is not None:
+                _add(bundle, arcname, text)
     os.replace(tmp, out)
     return out
+
+
+def _add(bundle: zipfile.ZipFile, arcname: str, data: str | bytes, mode: int = 0o644) -> None:
+    """One member, with a fixed date (the same sources give the same zip) and its Unix mode."""
+    info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))
+    info.external_attr = (0o100000 | mode) << 16
+    bundle.writestr(info, data, zipfile.ZIP_DEFLATED)
 
 
 def run(root: Path) -> int:
