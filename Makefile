@@ -9,7 +9,7 @@ EXAMPLES := solutions assignment examples/partially_correct
 SUBMISSIONS ?= $(EXAMPLES)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test student check demo grade autograder bench profile
+.PHONY: help setup test test-all student check demo grade autograder bench profile bench-batch
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -18,11 +18,21 @@ setup: $(VENV)/.installed ## create .venv with the pinned dependencies
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[slurm]"
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[slurm,test]"
 	touch $@
 
-test: setup $(OTTER_STAMP) ## run the project's own tests (what CI runs; installs the otter extra for parity tests)
-	$(PY) -m pytest tests
+# The project's own tests on TEST_JOBS xdist workers (tests/conftest.py says which tests are slow, which
+# represent a slow suite, and which share a worker).  Exit status 5 (no test selected, e.g. with PYTEST_ARGS=-k)
+# is not a failure.
+TEST_JOBS ?= 2
+PYTEST_ARGS ?=
+PYTEST = $(PY) -m pytest tests -n $(TEST_JOBS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
+
+test: setup $(OTTER_STAMP) ## the fast default (~10 min on 2 cores): all but the slow tests, plus a representative part of each slow suite
+	$(PYTEST) -m "not slow or representative" || [ $$? -eq 5 ]
+
+test-all: setup $(OTTER_STAMP) ## every test, the slow ones included (what CI runs; ~25 min on 2 cores)
+	$(PYTEST) || [ $$? -eq 5 ]
 
 student: setup ## regenerate assignment/*.py from solutions/
 	$(PY) -m autograder.packaging.release

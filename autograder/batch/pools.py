@@ -32,8 +32,9 @@ from autograder.batch.inputs import Submission
 from autograder.batch.worker import CANARY_EXIT, CANARY_MARK
 from autograder.engine.uids import claim_uid
 
-#: A worker records the call plan (autograder/engine/plan.py) when it will grade at least this many submissions.
-PLAN_MIN_PER_WORKER = 3
+#: A worker that will grade at least this many submissions replays a cached call plan (autograder/engine/plan.py)
+#: against the reference before its first (the canary a fresh recording is; about a third of a grading).
+CANARY_MIN_PER_WORKER = 3
 
 Finish = Callable[[Submission, str, dict[str, Any], int], None]
 
@@ -203,8 +204,8 @@ class LocalPool:
         self.watchdog = budget.watchdog_seconds(float(merged["submission_seconds"]))
 
     def run(self, todo: Sequence[tuple[Submission, str]], finish: Finish) -> None:
-        if len(todo) >= PLAN_MIN_PER_WORKER * self.jobs:  # recording the call plan costs about one grading
-            self.config = json.dumps({**json.loads(self.config), "plan": True})
+        if len(todo) >= CANARY_MIN_PER_WORKER * self.jobs:
+            self.config = json.dumps({**json.loads(self.config), "canary": True})
         queue = collections.deque(todo)
         attempts: collections.Counter[str] = collections.Counter()
         failures: collections.Counter[int] = collections.Counter()

@@ -181,20 +181,19 @@ def serve(argv: Sequence[str] | None = None) -> int:
     intake.sweep_stale()  # staging folders of grading processes killed before they could clean up
     limits = limits_from(config.get("limits"))
     hide = tuple(config.get("hide", ()))
-    call_plan = None
-    if config.get("plan"):  # worth it when this worker grades several submissions: it costs one grading
-        from autograder.engine import plan
-        from autograder.engine.sandbox import SandboxRunner
+    from autograder.engine import plan
+    from autograder.engine.sandbox import SandboxRunner
 
-        # The reference solution passes every test: a short per-submission budget (a TA's --submission-timeout)
-        # must not cut its recording short, or the whole batch would go without a plan.
-        roomy = dataclasses.replace(limits, submission_seconds=max(limits.submission_seconds, 600.0))
-        try:
-            call_plan = plan.current_plan(lambda folder: SandboxRunner(folder, limits=roomy, hide=hide, uid=args.uid),
-                                          Path(os.environ.get(REFERENCE_ENV) or plan.ROOT / "solutions"))
-        except plan.ReferenceFails as exc:
-            print(f"{CANARY_MARK}{exc}", file=sys.stderr, flush=True)  # the batch shows this line and stops
-            return CANARY_EXIT
+    # The reference solution passes every test: a short per-submission budget (a TA's --submission-timeout)
+    # must not cut its recording short, or the whole batch would go without a plan.
+    roomy = dataclasses.replace(limits, submission_seconds=max(limits.submission_seconds, 600.0))
+    try:  # cached from an earlier run, else recorded now (about one grading) and cached for the next
+        call_plan = plan.current_plan(lambda folder: SandboxRunner(folder, limits=roomy, hide=hide, uid=args.uid),
+                                      Path(os.environ.get(REFERENCE_ENV) or plan.ROOT / "solutions"),
+                                      check=bool(config.get("canary")))
+    except plan.ReferenceFails as exc:
+        print(f"{CANARY_MARK}{exc}", file=sys.stderr, flush=True)  # the batch shows this line and stops
+        return CANARY_EXIT
     _freeze_heap()
     _send(channel, {"kind": "ready", "pid": os.getpid(), "slot": args.slot})
     graded = 0
