@@ -21,12 +21,12 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[slurm,test]"
 	touch $@
 
-# The project's own tests on TEST_JOBS xdist workers (tests/conftest.py says which tests are slow, which
-# represent a slow suite, and which share a worker).  Exit status 5 (no test selected, e.g. with PYTEST_ARGS=-k)
+# The project's own tests on TEST_JOBS xdist workers, each taking whole modules (tests/conftest.py says which
+# tests are slow and which represent a slow suite).  Exit status 5 (no test selected, e.g. with PYTEST_ARGS=-k)
 # is not a failure.
 TEST_JOBS ?= 2
 PYTEST_ARGS ?=
-PYTEST = $(PY) -m pytest tests -n $(TEST_JOBS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
+PYTEST = $(PY) -m pytest tests -n $(TEST_JOBS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 test: setup $(OTTER_STAMP) ## the fast default (~10 min on 2 cores): all but the slow tests, plus a representative part of each slow suite
 	$(PYTEST) -m "not slow or representative" || [ $$? -eq 5 ]

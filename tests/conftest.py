@@ -6,11 +6,12 @@ Two commands (README, "Two commands"):
 * ``make test-all``: everything (CI's ``.ci/run``).
 
 Markers are given here, from the lists below, rather than in each test file: one place says
-what is slow and what represents a slow suite in ``make test``.  Tests that share an
-expensive module fixture, or a machine-wide resource (the Slurm cluster), get one
-``xdist_group`` per module, so that ``--dist loadgroup`` keeps them on one worker.
-Session fixtures that several modules read (the bundled examples graded once) are built
-once per run, whatever the number of workers (:func:`built_once`).
+what is slow and what represents a slow suite in ``make test``.  Workers take whole modules
+(``--dist loadfile``): a module's expensive fixtures are built once, and the one module that
+starts a Slurm cluster never meets itself.  (``--dist loadgroup`` would allow finer groups,
+but with pytest 9.2 it silently stops grouping: pytest-xdist issue 1386.)  Session fixtures
+that several modules read (the bundled examples graded once) are built once per run,
+whatever the number of workers (:func:`built_once`).
 """
 
 from __future__ import annotations
@@ -52,9 +53,6 @@ REPRESENTATIVE = (
     "tests/test_public_checks.py::test_every_catalogue_bug_fails_some_public_check",
     "tests/test_isolation.py::test_confinement_holds_in_every_mode[direct]",
 )
-#: Modules whose tests share an expensive module fixture or a machine-wide resource: one xdist worker each.
-GROUPED = ("test_batch", "test_catalogue", "test_forgery", "test_gpu_dry", "test_gpu_faults", "test_gradescope",
-           "test_hostile", "test_notebook", "test_otter_parity", "test_regrade", "test_slurm", "test_underflow_demo")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -64,9 +62,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         if node.startswith(REPRESENTATIVE):
             item.add_marker(pytest.mark.representative)
-        module = Path(str(item.fspath)).stem
-        if module in GROUPED:
-            item.add_marker(pytest.mark.xdist_group(module))
 
 
 def shared_dir(factory: pytest.TempPathFactory) -> Path:
