@@ -218,6 +218,19 @@ class LocalPool:
             workers[slot] = worker
             selector.register(worker.fd, selectors.EVENT_READ, worker)
 
+        def feed(worker: _Worker) -> None:
+            """Send an idle worker the next submission, or retire it when there is none."""
+            nonlocal next_id
+            if not queue:
+                worker.retire()
+                return
+            submission, digest = queue.popleft()
+            next_id += 1
+            worker.job = _Job(submission, digest, next_id, time.monotonic())
+            if not worker.send({"kind": "grade", "task": next_id, "name": submission.name,
+                                "path": str(submission.path)}):
+                died(worker, "its input closed")
+
         def drop(worker: _Worker) -> None:
             try:
                 selector.unregister(worker.fd)
@@ -257,15 +270,7 @@ class LocalPool:
                     start(0)
                 for worker in list(workers.values()):
                     if worker.ready and worker.job is None and not worker.retiring:
-                        if not queue:
-                            worker.retire()
-                            continue
-                        submission, digest = queue.popleft()
-                        next_id += 1
-                        worker.job = _Job(submission, digest, next_id, time.monotonic())
-                        if not worker.send({"kind": "grade", "task": next_id, "name": submission.name,
-                                            "path": str(submission.path)}):
-                            died(worker, "its input closed")
+                        feed(worker)
                 for key, _ in selector.select(timeout=0.5):
                     worker = key.data
                     for message in worker.read_messages():
@@ -276,9 +281,11 @@ class LocalPool:
                               and message.get("task") == worker.job.task_id):
                             job, worker.job = worker.job, None
                             worker.count += 1
-                            finish(job.submission, job.digest, message, attempts[job.submission.name] + 1)
                             if worker.count >= self.max_per_worker and queue:
                                 worker.retire()  # a fresh worker replaces it (bounded memory growth)
+                            else:  # its next submission first: it grades while this one is recorded
+                                feed(worker)
+                            finish(job.submission, job.digest, message, attempts[job.submission.name] + 1)
                 now = time.monotonic()
                 for worker in list(workers.values()):
                     code = worker.proc.poll()
