@@ -47,6 +47,7 @@ def timed(command: list[str], core: int | None, cwd: Path = ROOT, env: dict[str,
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         sys.exit(f"command failed: {' '.join(command)}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    print(f"  {elapsed:6.2f} s  {' '.join(command[1:4])} ...", file=sys.stderr, flush=True)  # progress (noisy runs)
     return elapsed
 
 

@@ -38,9 +38,15 @@ def cache_dir() -> Path:
 
 
 def plan_key(reference: Path) -> str:
-    """What a plan recorded from ``reference`` depends on, hashed."""
+    """What a plan recorded from ``reference`` depends on, hashed.
+
+    The sandbox's limits are left out: a plan holds the answers of a reference that passed every
+    test, which no limit changes (a limit that made it fail would have stopped the recording).
+    """
+    settings = fingerprint.settings()
+    settings["env"].pop("AMP_SANDBOX_LIMITS", None)
     return fingerprint.digest(fingerprint.grader_files() + sorted(reference.glob("*.py")),
-                              {**fingerprint.settings(), "plan_format": FORMAT})
+                              {**settings, "plan_format": FORMAT})
 
 
 def _file(key: str) -> Path:
