@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from autograder.engine import budget
+from autograder.engine import budget, plan_cache
 from autograder import ROOT
 from autograder.engine.files import kill_uid
 from autograder.batch.inputs import Submission
-from autograder.batch.worker import CANARY_EXIT, CANARY_MARK
+from autograder.batch.worker import CANARY_EXIT, CANARY_MARK, reference_folder
 from autograder.engine.uids import claim_uid
 
 #: A worker that will grade at least this many submissions replays a cached call plan (autograder/engine/plan.py)
@@ -204,8 +204,11 @@ class LocalPool:
         self.watchdog = budget.watchdog_seconds(float(merged["submission_seconds"]))
 
     def run(self, todo: Sequence[tuple[Submission, str]], finish: Finish) -> None:
+        config = json.loads(self.config)
+        config["plan_key"] = plan_cache.plan_key(reference_folder())  # so that workers need not compute it
         if len(todo) >= CANARY_MIN_PER_WORKER * self.jobs:
-            self.config = json.dumps({**json.loads(self.config), "canary": True})
+            config["canary"] = True
+        self.config = json.dumps(config)
         queue = collections.deque(todo)
         attempts: collections.Counter[str] = collections.Counter()
         failures: collections.Counter[int] = collections.Counter()

@@ -9,6 +9,7 @@ theirs (the batch its worker and limits, the call plan its reference solution).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -36,16 +37,21 @@ def grader_files() -> list[Path]:
 
 def settings() -> dict[str, Any]:
     """The environment switches, the library versions and Python's version."""
-    from importlib import metadata
+    return {"env": {key: os.environ.get(key) for key in SETTINGS_ENV}, "versions": dict(_versions()),
+            "python": sys.version.split()[0]}
 
-    versions = {}
+
+@functools.lru_cache(maxsize=1)
+def _versions() -> tuple[tuple[str, str | None], ...]:
+    from importlib import metadata  # a tenth of a second: once per process
+
+    found = []
     for name in LIBRARIES:
         try:
-            versions[name] = metadata.version(name)
+            found.append((name, metadata.version(name)))
         except metadata.PackageNotFoundError:
-            versions[name] = None
-    return {"env": {key: os.environ.get(key) for key in SETTINGS_ENV}, "versions": versions,
-            "python": sys.version.split()[0]}
+            found.append((name, None))
+    return tuple(found)
 
 
 def digest(files: Iterable[Path], extra: dict[str, Any]) -> str:

@@ -195,12 +195,14 @@ def reference_agrees(found: Plan, runner: Any) -> bool:
     return True
 
 
-def current_plan(runner_factory: Any = None, solution: Path = ROOT / "solutions", check: bool = False) -> Plan | None:
+def current_plan(runner_factory: Any = None, solution: Path = ROOT / "solutions", check: bool = False,
+                 key: str | None = None) -> Plan | None:
     """This process's plan: the shipped one, else the cached one, else recorded from ``solution`` (and cached).
 
     None when switched off (``AMP_PLAN=off``) or when there is neither a shipped plan nor a
     reference solution.  With ``check`` a cached plan is first replayed against the reference
     (:func:`reference_agrees`), and recorded anew if they disagree: the canary a recording is.
+    ``key`` is :func:`plan_cache.plan_key` of ``solution`` when the caller has it already.
 
     Raises:
         ReferenceFails: from :func:`record`.
@@ -210,7 +212,7 @@ def current_plan(runner_factory: Any = None, solution: Path = ROOT / "solutions"
     if solution not in _PLANS:
         found = shipped_plan()
         if found is None and (solution / "loss_scaler.py").is_file():
-            key = plan_cache.plan_key(solution)
+            key = key or plan_cache.plan_key(solution)
             found = _parsed(plan_cache.read(key), "cached")
             if found is not None and check and not _agrees(found, solution, runner_factory):
                 found = None
