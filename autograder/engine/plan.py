@@ -213,12 +213,17 @@ def current_plan(runner_factory: Any = None, solution: Path = ROOT / "solutions"
         found = shipped_plan()
         if found is None and (solution / "loss_scaler.py").is_file():
             key = key or plan_cache.plan_key(solution)
-            found = _parsed(plan_cache.read(key), "cached")
+            kept = plan_cache.read(key)
+            found = _parsed(kept, "cached")
             if found is not None and check and not _agrees(found, solution, runner_factory):
                 found = None
             if found is None:
-                found = record(solution, runner_factory=runner_factory)
-                plan_cache.write(key, found.to_json())
+                with plan_cache.recording(key):  # one recording per key at a time, not one per worker
+                    again = plan_cache.read(key)  # another process may have recorded it while we waited
+                    found = _parsed(again, "cached") if again != kept else None
+                    if found is None:
+                        found = record(solution, runner_factory=runner_factory)
+                        plan_cache.write(key, found.to_json())
         _PLANS[solution] = found
     return _PLANS[solution]
 

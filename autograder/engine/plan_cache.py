@@ -16,11 +16,14 @@ batch's main process uses :func:`cache_dir`.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import stat
 import sys
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 from autograder.engine import fingerprint
 
@@ -70,6 +73,26 @@ def read(key: str) -> str | None:
         text = stream.read().decode("utf-8", errors="replace")
     header = _header(key)
     return text[len(header):] if text.startswith(header) else None
+
+
+@contextlib.contextmanager
+def recording(key: str) -> Iterator[None]:
+    """Held while one process records the plan for ``key``: the others wait, then read what it kept.
+
+    Without a usable cache folder nothing is held (each process records its own, as it would anyway).
+    """
+    folder = cache_dir()
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handle = os.open(folder / f".plan-{key[:32]}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)
 
 
 def write(key: str, plan_json: str) -> Path | None:
