@@ -28,10 +28,10 @@ TEST_JOBS ?= 2
 PYTEST_ARGS ?=
 PYTEST = $(PY) -m pytest tests -n $(TEST_JOBS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
-test: setup $(OTTER_STAMP) ## the fast default (~10 min on 2 cores): all but the slow tests, plus a representative part of each slow suite
+test: setup $(OTTER_STAMP) ## the fast default (goal: 10 min on 2 cores): all but the slow tests, plus a representative part of each slow suite
 	$(PYTEST) -m "not slow or representative" || [ $$? -eq 5 ]
 
-test-all: setup $(OTTER_STAMP) ## every test, the slow ones included (what CI runs; ~25 min on 2 cores)
+test-all: setup $(OTTER_STAMP) ## every test, the slow ones included (what CI runs)
 	$(PYTEST) || [ $$? -eq 5 ]
 
 student: setup ## regenerate assignment/*.py from solutions/
