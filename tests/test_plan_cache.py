@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,24 @@ def test_key_follows_the_reference_the_hidden_tests_and_the_switches(tmp_path: P
         monkeypatch.setenv(switch, "off")
         assert plan_cache.plan_key(reference) != changed_tests, switch
         monkeypatch.delenv(switch)
+
+
+def test_one_recording_per_key_at_a_time(cache: Path) -> None:
+    """A second worker waits for the first one's recording (then reads it) instead of recording too."""
+    entered = threading.Event()
+
+    def second() -> None:
+        with plan_cache.recording("e" * 64):
+            entered.set()
+
+    with plan_cache.recording("e" * 64):
+        waiter = threading.Thread(target=second)
+        waiter.start()
+        assert not entered.wait(0.5), "a second recording of the same key started while the first ran"
+        with plan_cache.recording("f" * 64):  # another key is not held up
+            pass
+    assert entered.wait(10)
+    waiter.join()
 
 
 class _Reference:
