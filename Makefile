@@ -13,7 +13,7 @@ AMP_LANGUAGE ?= en
 export AMP_LANGUAGE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test student check demo grade autograder bench profile
+.PHONY: help setup test test-all student check demo grade autograder bench profile bench-batch
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -22,11 +22,21 @@ setup: $(VENV)/.installed ## create .venv with the pinned dependencies
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[slurm]"
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[slurm,test]"
 	touch $@
 
-test: setup $(OTTER_STAMP) ## run the project's own tests (what CI runs; installs the otter extra for parity tests)
-	$(PY) -m pytest tests
+# The project's own tests on TEST_JOBS xdist workers, each taking whole modules (tests/conftest.py says which
+# tests are slow and which represent a slow suite).  Exit status 5 (no test selected, e.g. with PYTEST_ARGS=-k)
+# is not a failure.
+TEST_JOBS ?= 2
+PYTEST_ARGS ?=
+PYTEST = $(PY) -m pytest tests -n $(TEST_JOBS) --dist loadfile --durations=15 $(PYTEST_ARGS)
+
+test: setup $(OTTER_STAMP) ## the fast default (goal: 10 min on 2 cores): all but the slow tests, plus a representative part of each slow suite
+	$(PYTEST) -m "not slow or representative" || [ $$? -eq 5 ]
+
+test-all: setup $(OTTER_STAMP) ## every test, the slow ones included (what CI runs)
+	$(PYTEST) || [ $$? -eq 5 ]
 
 student: setup ## regenerate assignment/*.py from solutions/
 	$(PY) -m autograder.packaging.release

@@ -9,6 +9,10 @@ here are shared and noisy: read the ratios, not the seconds):
   ``setup.sh`` does once per image, grading solutions/;
   goal <= 2x the floor;
 * **Gradescope, buggy**: the same for three catalogue bugs (goal <= 3x);
+* **CLI, one submission**: ``python -m autograder grade ONE --out DIR`` (what a TA or a student
+  runs on one folder), correct (goal <= 2x) and buggy (goal <= 3x), after one untimed run that
+  records the call plan into a fresh plan cache (``$AMP_PLAN_CACHE``; every later run reuses it)
+  and writes the grader's bytecode, as any run after the first finds them;
 * **student's loop**: ``python -m pytest`` in ``assignment/`` on the solution (goal <= 2.5x).
 
     python benchmarks/grading_speed.py [--repeats 3] [--bugs growth_off_by_one backoff_divides nan_ignored]
@@ -28,7 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BUGS = ("growth_off_by_one", "backoff_divides", "nan_ignored")
-GOALS = {"gradescope, correct": 2.0, "gradescope, buggy": 3.0, "student pytest": 2.5}
+GOALS = {"gradescope, correct": 2.0, "gradescope, buggy": 3.0, "CLI one submission, correct": 2.0,
+         "CLI one submission, buggy": 3.0, "student pytest": 2.5}
 
 
 def timed(command: list[str], core: int | None, cwd: Path = ROOT, env: dict[str, str] | None = None) -> float:
@@ -42,6 +47,7 @@ def timed(command: list[str], core: int | None, cwd: Path = ROOT, env: dict[str,
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         sys.exit(f"command failed: {' '.join(command)}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    print(f"  {elapsed:6.2f} s  {' '.join(command[1:4])} ...", file=sys.stderr, flush=True)  # progress (noisy runs)
     return elapsed
 
 
@@ -75,8 +81,10 @@ def main() -> int:
                        check=True, capture_output=True)
         bugs = [catalogue.materialize(next(e for e in catalogue.ENTRIES if e.name == name), work_path / name)
                 for name in args.bugs]
-        times: dict[str, list[float]] = {"floor": [], "gradescope, correct": [], "gradescope, buggy": [],
-                                         "student pytest": []}
+        times: dict[str, list[float]] = {"floor": [], **{label: [] for label in GOALS}}
+        cli_env = {"AMP_PLAN_CACHE": str(work_path / "plan-cache"), "PYTHONDONTWRITEBYTECODE": ""}
+        cli = [sys.executable, "-m", "autograder", "grade", "--no-progress", "--force", "--out"]
+        timed(cli + [str(work_path / "cli-warm-up"), str(ROOT / "solutions")], core, env=cli_env)  # records the plan
         for repeat in range(args.repeats):
             times["floor"].append(timed([sys.executable, "-c", "import torch"], core))
             for label, submission in [("gradescope, correct", ROOT / "solutions")] + [
@@ -84,6 +92,10 @@ def main() -> int:
                 root = gradescope_layout(bundle, submission, work_path / f"gs-{repeat}-{submission.name}")
                 times[label].append(timed([sys.executable, "-m", "autograder.packaging.gradescope", "run"], core,
                                           cwd=root / "source", env={"AUTOGRADER_ROOT": str(root)}))
+            for label, submission in [("CLI one submission, correct", ROOT / "solutions")] + [
+                    ("CLI one submission, buggy", bug) for bug in bugs]:
+                times[label].append(timed(cli + [str(work_path / f"cli-{repeat}-{submission.name}"), str(submission)],
+                                          core, env=cli_env))
             times["student pytest"].append(timed([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], core,
                                                  cwd=ROOT / "assignment",
                                                  env={"AMP_SUBMISSION": str(ROOT / "solutions")}))

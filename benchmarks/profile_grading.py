@@ -12,8 +12,8 @@ worker does, with light instrumentation:
 * **hypothesis + test bodies**: the rest of the test time (example generation, shrinking, assertions);
 * **results**: building and serialising results.json.
 
-Each submission is graded twice: every test live (the path before the call plan, and the one a
-single CLI grading without a plan takes) and with the call plan (batch workers, Gradescope).
+Each submission is graded twice: every test live (the path before the call plan, and the one
+``AMP_PLAN=off`` takes) and with the call plan (every other run: Gradescope, the CLI, batches).
 Shares are what to read (machines here are shared and noisy).  ``make profile``.
 """
 

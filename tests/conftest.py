@@ -1,23 +1,111 @@
-"""Shared fixtures for the project's own tests."""
+"""Shared fixtures for the project's own tests, and which tests `make test` leaves to `make test-all`.
+
+Two commands (README, "Two commands"):
+
+* ``make test``: the fast default, ``-m "not slow or representative"`` on two xdist workers;
+* ``make test-all``: everything (CI's ``.ci/run``).
+
+Markers are given here, from the lists below, rather than in each test file: one place says
+what is slow and what represents a slow suite in ``make test``.  Workers take whole modules
+(``--dist loadfile``): a module's expensive fixtures are built once, and the one module that
+starts a Slurm cluster never meets itself.  (``--dist loadgroup`` would allow finer groups,
+but with pytest 9.2 it silently stops grouping: pytest-xdist issue 1386.)  Session fixtures
+that several modules read (the bundled examples graded once) are built once per run,
+whatever the number of workers (:func:`built_once`).
+"""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# Building the Gradescope zip grades the whole catalogue for the diagnosis table (minutes): the tests that build
+# zips do without it; the tests of diagnosis build or name their own tables (tests/test_diagnosis.py, test_plan_zip.py).
+os.environ.setdefault("AMP_DIAGNOSIS", "off")
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "assignment"))
 
 EXAMPLES = {"solutions": ROOT / "solutions", "assignment": ROOT / "assignment",
             "partially_correct": ROOT / "examples" / "partially_correct"}
+
+#: Left to `make test-all` (node id prefixes), besides what test files mark ``slow`` themselves (the forgery and
+#: hostile suites, the catalogue graded live, otter-grader runs, the regrade impact, ...).
+SLOW = (
+    "tests/test_catalogue.py::test_first_failure_snippet_reproduces[",  # two fresh Pythons per bug
+    "tests/test_isolation.py::test_confinement_holds_in_every_mode[",  # multi-user isolation runs
+    "tests/test_isolation.py::test_unprivileged_user_gets_confined",
+    "tests/test_isolation.py::test_huge_scratch_writes_are_capped[docker]",
+    "tests/test_batch.py::test_slurm_executor_with_submitits_local_cluster",  # Slurm: test_slurm.py's real cluster
+    "tests/test_slurm.py::test_real_cluster_",
+    "tests/test_similarity.py::test_html_report_shows_matched_regions_in_headless_chromium",  # a browser
+)
+#: The named part of each slow suite that `make test` still runs (marker ``representative``).
+REPRESENTATIVE = (
+    # forgery: the static-rules batch, every case of it (the runtime-guard batch is left to test-all)
+    "tests/test_forgery.py::test_forgery_earns_no_more_than_its_honest_code[",
+    "tests/test_forgery.py::test_refused_construct_is_named_in_the_feedback[",
+    "tests/test_forgery.py::test_answers_file_is_read_not_run",
+    "tests/test_forgery.py::test_hidden_test_output_stays_with_hidden_rows",
+    # hostile: one graded batch of every payload serves the whole module
+    "tests/test_hostile.py::",
+    # a bug's first failure snippet, pasted into a fresh Python, reproduces it
+    "tests/test_catalogue.py::test_first_failure_snippet_reproduces[growth_off_by_one]",
+    # confinement as root (CI, Gradescope); the Docker-capability and unprivileged runs are left to test-all
+    "tests/test_isolation.py::test_confinement_holds_in_every_mode[root]",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        node = item.nodeid
+        if node.startswith(SLOW):
+            item.add_marker(pytest.mark.slow)
+        if node.startswith(REPRESENTATIVE):
+            item.add_marker(pytest.mark.representative)
+
+
+def shared_dir(factory: pytest.TempPathFactory) -> Path:
+    """A folder every xdist worker of this run sees (this run's base temp folder without xdist)."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """``shared_dir/name``, filled by ``build(folder)`` by the first worker that asks; the others wait and reuse it.
+
+    A build that fails leaves nothing behind, so the next worker that asks tries again (and fails the same way).
+    """
+    folder = shared_dir(factory) / name
+    with open(shared_dir(factory) / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".done").is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            try:
+                build(folder)
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            (folder / ".done").touch()
+    return folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def plan_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Recorded call plans for this run only (shared by its workers): never the user's cache, never a stale one."""
+    folder = shared_dir(tmp_path_factory) / "plan-cache"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    os.environ["AMP_PLAN_CACHE"] = str(folder)  # inherited by every grading process the tests start
+    return folder
 
 
 def grade(paths: list[Path], out: Path, *extra: str, env: dict[str, str] | None = None,
@@ -33,10 +121,12 @@ def load_results(out: Path, name: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def graded_examples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """results.json of the three bundled examples, graded once per test session."""
-    out = tmp_path_factory.mktemp("graded-examples")
-    done = grade(list(EXAMPLES.values()), out)
-    assert done.returncode == 0, done.stderr[-3000:]
+    """results.json of the three bundled examples, graded once per test run (whatever the number of workers)."""
+    def build(out: Path) -> None:
+        done = grade(list(EXAMPLES.values()), out)
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    out = built_once(tmp_path_factory, "graded-examples", build)
     return {name: load_results(out, name) for name in EXAMPLES}
 
 

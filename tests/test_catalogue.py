@@ -62,7 +62,7 @@ REUSE_ENV = "AMP_CATALOGUE_GRADES"
 #: Where the session's grading run wrote (its staff.log files say whether the call plan graded each entry).
 GRADES_FOLDER: list[Path] = []
 #: The staff.log line of a submission graded with the call plan (autograder/engine/plan.py).
-PLAN_LINE = re.compile(r"^call plan: (\d+) of \d+ tests passed by matching the reference's answers", re.MULTILINE)
+PLAN_LINE = re.compile(r"^call plan \([a-z ]+\): (\d+) of \d+ tests passed by matching the reference's answers", re.MULTILINE)
 
 
 def _param(entry: Entry) -> Any:

@@ -25,15 +25,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from autograder.engine import budget
+from autograder.engine import budget, plan_cache
 from autograder import ROOT
 from autograder.engine.files import kill_uid
 from autograder.batch.inputs import Submission
-from autograder.batch.worker import CANARY_EXIT, CANARY_MARK
+from autograder.batch.worker import CANARY_EXIT, CANARY_MARK, reference_folder
 from autograder.engine.uids import claim_uid
 
-#: A worker records the call plan (autograder/engine/plan.py) when it will grade at least this many submissions.
-PLAN_MIN_PER_WORKER = 3
+#: A worker that will grade at least this many submissions replays a cached call plan (autograder/engine/plan.py)
+#: against the reference before its first (the canary a fresh recording is; about a third of a grading).
+CANARY_MIN_PER_WORKER = 3
 
 Finish = Callable[[Submission, str, dict[str, Any], int], None]
 
@@ -203,8 +204,11 @@ class LocalPool:
         self.watchdog = budget.watchdog_seconds(float(merged["submission_seconds"]))
 
     def run(self, todo: Sequence[tuple[Submission, str]], finish: Finish) -> None:
-        if len(todo) >= PLAN_MIN_PER_WORKER * self.jobs:  # recording the call plan costs about one grading
-            self.config = json.dumps({**json.loads(self.config), "plan": True})
+        config = json.loads(self.config)
+        config["plan_key"] = plan_cache.plan_key(reference_folder())  # so that workers need not compute it
+        if len(todo) >= CANARY_MIN_PER_WORKER * self.jobs:
+            config["canary"] = True
+        self.config = json.dumps(config)
         queue = collections.deque(todo)
         attempts: collections.Counter[str] = collections.Counter()
         failures: collections.Counter[int] = collections.Counter()
@@ -216,6 +220,19 @@ class LocalPool:
             worker = _Worker(slot, self.config, self.logs)
             workers[slot] = worker
             selector.register(worker.fd, selectors.EVENT_READ, worker)
+
+        def feed(worker: _Worker) -> None:
+            """Send an idle worker the next submission, or retire it when there is none."""
+            nonlocal next_id
+            if not queue:
+                worker.retire()
+                return
+            submission, digest = queue.popleft()
+            next_id += 1
+            worker.job = _Job(submission, digest, next_id, time.monotonic())
+            if not worker.send({"kind": "grade", "task": next_id, "name": submission.name,
+                                "path": str(submission.path)}):
+                died(worker, "its input closed")
 
         def drop(worker: _Worker) -> None:
             try:
@@ -256,15 +273,7 @@ class LocalPool:
                     start(0)
                 for worker in list(workers.values()):
                     if worker.ready and worker.job is None and not worker.retiring:
-                        if not queue:
-                            worker.retire()
-                            continue
-                        submission, digest = queue.popleft()
-                        next_id += 1
-                        worker.job = _Job(submission, digest, next_id, time.monotonic())
-                        if not worker.send({"kind": "grade", "task": next_id, "name": submission.name,
-                                            "path": str(submission.path)}):
-                            died(worker, "its input closed")
+                        feed(worker)
                 for key, _ in selector.select(timeout=0.5):
                     worker = key.data
                     for message in worker.read_messages():
@@ -275,9 +284,11 @@ class LocalPool:
                               and message.get("task") == worker.job.task_id):
                             job, worker.job = worker.job, None
                             worker.count += 1
-                            finish(job.submission, job.digest, message, attempts[job.submission.name] + 1)
                             if worker.count >= self.max_per_worker and queue:
                                 worker.retire()  # a fresh worker replaces it (bounded memory growth)
+                            else:  # its next submission first: it grades while this one is recorded
+                                feed(worker)
+                            finish(job.submission, job.digest, message, attempts[job.submission.name] + 1)
                 now = time.monotonic()
                 for worker in list(workers.values()):
                     code = worker.proc.poll()

@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import collections
 import fcntl
-import hashlib
-import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -37,18 +35,15 @@ from typing import Any, Sequence
 
 from autograder.batch import inputs, regrade, summary
 from autograder.diagnosis import report as class_report
-from autograder.engine import rubric
+from autograder.engine import fingerprint, plan_cache, rubric
 from autograder import ROOT
 from autograder.engine.escape import strip_controls
 from autograder.batch.inputs import Submission
 from autograder.batch.ledger import Entry, Ledger
 from autograder.batch.pools import GraderFault, LocalPool, SlurmPool, UsageError
 
-#: Besides the public and hidden tests, what decides a grade: every file of the engine, and the worker.
-GRADER_FOLDERS = (ROOT / "autograder" / "engine",)
+#: Besides the engine and the public and hidden tests (:mod:`autograder.engine.fingerprint`), what decides a grade.
 GRADER_FILES = (ROOT / "autograder" / "batch" / "worker.py",)
-GRADER_ENV = ("AMP_HIDDEN_VISIBILITY", "AMP_GPU_POINTS", "AMP_PUBLIC_TESTS", "AMP_HIDDEN_TESTS", "AMP_SANDBOX_LIMITS",
-              "AMP_STATIC_RULES", "AMP_RUNTIME_GUARD", "AMP_HIDDEN_EXAMPLES")
 
 @dataclass
 class Options:
@@ -77,33 +72,14 @@ def default_jobs() -> int:
 def private_paths(out: Path, extra: Sequence[Path] = ()) -> tuple[str, ...]:
     """Folders a student process must not see (covered by empty mounts where possible)."""
     candidates = [ROOT / "autograder", ROOT / "solutions", ROOT / "tests", out, Path("/autograder/results"),
-                  Path("/autograder/source/autograder"), *extra]
+                  Path("/autograder/source/autograder"), plan_cache.cache_dir(), *extra]
     return tuple(sorted({str(p.resolve()) for p in candidates if p.exists()}))
 
 
 def grader_fingerprint(limits: dict[str, Any]) -> str:
-    """Hash of everything that decides a grade: tests, judge, rubric, limits, settings."""
-    from importlib import metadata
-
-    digest = hashlib.sha256()
-    public = Path(os.environ.get("AMP_PUBLIC_TESTS", ROOT / "assignment" / "checks"))
-    hidden = Path(os.environ.get("AMP_HIDDEN_TESTS", ROOT / "autograder" / "hidden"))
-    files = [path for folder in GRADER_FOLDERS for path in sorted(folder.rglob("*")) if path.suffix in (".py", ".ini")]
-    files += list(GRADER_FILES)
-    files += sorted(public.rglob("*.py")) + sorted(hidden.rglob("*.py"))
-    for file in files:
-        digest.update(b"\0" + file.name.encode() + b"\0")
-        try:
-            digest.update(file.read_bytes())
-        except OSError:
-            digest.update(b"missing")
-    settings = {"limits": limits, "env": {k: os.environ.get(k) for k in GRADER_ENV}}
-    try:
-        settings["torch"] = metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        pass
-    digest.update(json.dumps(settings, sort_keys=True).encode())
-    return digest.hexdigest()
+    """Hash of everything that decides a grade: tests, judge, rubric, the worker, limits, settings."""
+    return fingerprint.digest(fingerprint.grader_files() + list(GRADER_FILES),
+                              {**fingerprint.settings(), "limits": limits})
 
 
 # --------------------------------------------------------------------------- progress
@@ -244,7 +220,8 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
               flush=True)
         regrade.keep_previous_gradebook(out, any(s.name in known and known[s.name][1] != grader for s, _ in todo),
                                         grader)
-        summary.preload_plotting()  # overlaps with grading
+        if len(found.submissions) >= summary.HISTOGRAM_MIN_SUBMISSIONS:
+            summary.preload_plotting()  # overlaps with grading
         enabled = sys.stdout.isatty() if options.progress is None else options.progress
         view = ProgressView(len(todo), enabled)
 
@@ -275,7 +252,7 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
         sections = [regrade.report_for_batch(out, ledger, rows)]
     finally:
         ledger.close()
-    if options.similarity:
+    if options.similarity and (len(found.submissions) > 1 or options.similarity_reference):  # else: no pair
         sections.append(_similarity_section(out, found.submissions, options))
     report = summary.write_outputs(out, rows, found.has_identity, sections)
     class_report.write_for_batch(out)  # report.html, items.csv, mistakes.csv (issue 21)

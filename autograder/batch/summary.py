@@ -30,6 +30,8 @@ from autograder.batch.ledger import Entry
 
 IDENTITY_COLUMNS = ("name", "sid", "email")
 HISTOGRAM = "score_histogram.png"
+#: Fewer scores than this draw no histogram (one bar says nothing, and matplotlib costs about a second).
+HISTOGRAM_MIN_SUBMISSIONS = 2
 RESERVED = frozenset({"gradebook.csv", "summary.md", "summary.json", HISTOGRAM, "ledger.sqlite", "ledger.sqlite-wal",
                       "ledger.sqlite-shm", "logs", "inputs", "inbox", "submitit", "lock",
                       # issue 14's reports (autograder.batch.similarity, autograder.batch.regrade)
@@ -242,7 +244,9 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     if score["mean"] is not None:
         lines.append(f"- Scores out of {_fmt(top)}: mean {_fmt(score['mean'])}, median {_fmt(score['median'])}, "
                      f"min {_fmt(score['min'])}, max {_fmt(score['max'])}.")
-    lines += ["", f"![Score histogram]({HISTOGRAM})", "", "| Score | Submissions |", "| --- | ---: |"]
+    if summary["submissions"] >= HISTOGRAM_MIN_SUBMISSIONS:
+        lines += ["", f"![Score histogram]({HISTOGRAM})"]
+    lines += ["", "| Score | Submissions |", "| --- | ---: |"]
     edges, counts = summary["histogram"]["edges"], summary["histogram"]["counts"]
     for k, count in enumerate(counts):
         closing = "]" if k == len(counts) - 1 else ")"
@@ -327,7 +331,10 @@ def write_outputs(out: Path, rows: Sequence[Row], with_identity: bool, sections:
     for submission, entry in rows:
         write_submission_files(out, submission, entry)
     summary = summarize(rows)
-    histogram_png(out / HISTOGRAM, summary)
+    if summary["submissions"] >= HISTOGRAM_MIN_SUBMISSIONS:
+        histogram_png(out / HISTOGRAM, summary)
+    else:
+        (out / HISTOGRAM).unlink(missing_ok=True)  # an earlier run's, of other submissions
     write_if_changed(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     write_if_changed(out / "summary.md", summary_markdown(summary) + "".join(sections))
     header = gradebook_header(with_identity)

@@ -181,20 +181,18 @@ def serve(argv: Sequence[str] | None = None) -> int:
     intake.sweep_stale()  # staging folders of grading processes killed before they could clean up
     limits = limits_from(config.get("limits"))
     hide = tuple(config.get("hide", ()))
-    call_plan = None
-    if config.get("plan"):  # worth it when this worker grades several submissions: it costs one grading
-        from autograder.engine import plan
-        from autograder.engine.sandbox import SandboxRunner
+    from autograder.engine import plan
+    from autograder.engine.sandbox import SandboxRunner
 
-        # The reference solution passes every test: a short per-submission budget (a TA's --submission-timeout)
-        # must not cut its recording short, or the whole batch would go without a plan.
-        roomy = dataclasses.replace(limits, submission_seconds=max(limits.submission_seconds, 600.0))
-        try:
-            call_plan = plan.current_plan(lambda folder: SandboxRunner(folder, limits=roomy, hide=hide, uid=args.uid),
-                                          Path(os.environ.get(REFERENCE_ENV) or plan.ROOT / "solutions"))
-        except plan.ReferenceFails as exc:
-            print(f"{CANARY_MARK}{exc}", file=sys.stderr, flush=True)  # the batch shows this line and stops
-            return CANARY_EXIT
+    # The reference solution passes every test: a short per-submission budget (a TA's --submission-timeout)
+    # must not cut its recording short, or the whole batch would go without a plan.
+    roomy = dataclasses.replace(limits, submission_seconds=max(limits.submission_seconds, 600.0))
+    try:  # cached from an earlier run, else recorded now (about one grading) and cached for the next
+        call_plan = plan.current_plan(lambda folder: SandboxRunner(folder, limits=roomy, hide=hide, uid=args.uid),
+                                      reference_folder(), check=bool(config.get("canary")), key=config.get("plan_key"))
+    except plan.ReferenceFails as exc:
+        print(f"{CANARY_MARK}{exc}", file=sys.stderr, flush=True)  # the batch shows this line and stops
+        return CANARY_EXIT
     _freeze_heap()
     _send(channel, {"kind": "ready", "pid": os.getpid(), "slot": args.slot})
     graded = 0
@@ -204,12 +202,19 @@ def serve(argv: Sequence[str] | None = None) -> int:
             break
         if os.environ.get(DIE_ON_ENV) and os.environ[DIE_ON_ENV] == task["name"]:
             os._exit(70)
+        if graded == 1:
+            _freeze_heap()  # the test modules, imported by the first grading, stay for good too
         outcome = grade_submission(task["name"], Path(task["path"]), hide, limits, args.uid, call_plan)
         _send(channel, {"kind": "result", "task": task["task"], "name": task["name"], **outcome})
         graded += 1
-        if graded == 1:
-            _freeze_heap()  # the test modules, now imported, stay for good too
     return 0
+
+
+def reference_folder() -> Path:
+    """The reference solution a worker records its plan (and its canary) from."""
+    from autograder import ROOT
+
+    return Path(os.environ.get(REFERENCE_ENV) or ROOT / "solutions")
 
 
 def _freeze_heap() -> None:
@@ -217,9 +222,9 @@ def _freeze_heap() -> None:
 
     pytest runs full collections after every session (for unraisable exceptions); with
     torch's objects in the heap each one takes a good fraction of a second.  Objects
-    created while grading are still collected as usual.
+    created while grading are still collected as usual.  No collection first: it would cost that
+    same fraction of a second, for the few cycles that imports leave behind.
     """
-    gc.collect()
     gc.freeze()
 
 

@@ -152,7 +152,10 @@ def run_suites(runner: Any, items: tuple[rubric.Item, ...], paths: tuple[Path, .
         if folder not in sys.path:
             sys.path.insert(0, folder)
     args = [str(p) for p in paths] + ["-c", str(INI), "--rootdir", str(ROOT), "-p", "checks.plugin",
-                                      "-p", "no:cacheprovider", "-p", "no:unraisableexception", "--capture=no", "-q", "--no-header"]
+                                      "-p", "no:cacheprovider", "-p", "no:unraisableexception", "--capture=no", "-q", "--no-header",
+                                      # the staff log's tracebacks: pytest's own style re-reads and parses every
+                                      # frame's source (a quarter second per failure); feedback never uses them
+                                      "--tb=native"]
     if collect_only:
         collector = _Collector()
         with contextlib.redirect_stdout(io.StringIO()):

@@ -22,7 +22,13 @@ A crash or hang inside a batch stops that batch where it happened and is charged
 (and only if) the test reaches that call, as a live call would be.
 
 The plan holds hidden inputs and the reference's answers: it is as secret as the hidden
-tests (kept in the grader's memory, or shipped next to the hidden tests).
+tests.  It is shipped next to the hidden tests (the Gradescope zip), or kept on disk by
+:func:`current_plan` in the grading user's own cache (:mod:`autograder.engine.plan_cache`),
+keyed by a hash of the engine, the public and hidden tests, the reference solution's
+files, the switches and the library versions: any change to one of them records a new plan.
+Recording is per process and per reference, so a runner that spreads a submission over
+several student processes (hidden and visible tests apart) records and replays the same way:
+the plan holds calls per test case, never which process answered them.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autograder.engine import judge, rubric
+from autograder.engine import judge, plan_cache, rubric
 from autograder.engine.sandbox import canonical  # the one text answers are compared by
 from autograder import ROOT
 
@@ -63,6 +69,7 @@ class Case:
 class Plan:
     cases: list[Case]
     recorded_seconds: float = 0.0
+    origin: str = "recorded now"  # or "shipped" (the Gradescope zip), "cached" (plan_cache): for staff logs
 
     def to_json(self) -> str:
         return json.dumps({"cases": [{"test": c.test, "name": c.name, "answers_only": c.answers_only,
@@ -152,33 +159,83 @@ def record(solution: Path = ROOT / "solutions", runner_factory: Any = None) -> P
     return Plan(list(recorder.cases.values()), time.monotonic() - started)
 
 
-_PLAN: list[Plan | None] = []
+_PLANS: dict[Path, Plan | None] = {}  # this process's plan per reference folder
 
 
 def shipped_plan() -> Plan | None:
     """The plan built with the autograder zip (``make autograder``), if any and not switched off."""
     if os.environ.get(PLAN_ENV, "").lower() == "off" or not SHIPPED.is_file():
         return None
+    return _parsed(SHIPPED.read_text(), "shipped")
+
+
+def _parsed(text: str | None, origin: str) -> Plan | None:
     try:
-        return Plan.from_json(SHIPPED.read_text())
-    except (ValueError, KeyError, TypeError):
+        found = None if text is None else Plan.from_json(text)
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None  # a damaged plan only costs speed
+    if found is not None:
+        found.origin = origin
+    return found
 
 
-def current_plan(runner_factory: Any = None, solution: Path = ROOT / "solutions") -> Plan | None:
-    """This process's plan: the shipped one, else recorded from solutions/ once; None when off or unavailable.
+def reference_agrees(found: Plan, runner: Any) -> bool:
+    """Whether the reference, run through ``runner``, still gives every answer ``found`` recorded.
+
+    The canary for a plan taken from the cache: one batched round trip per case (about a
+    third of a recording).  A disagreement means the plan or this machine changed since.
+    """
+    for case in found.cases:
+        if not case.calls:
+            continue
+        runner.begin_test(case.name)
+        if runner.prefetch([(c.scenario, c.args, c.timeout) for c in case.calls]) != [c.answer for c in case.calls]:
+            return False
+        runner.forget_prefetched(case.name)
+    return True
+
+
+def current_plan(runner_factory: Any = None, solution: Path = ROOT / "solutions", check: bool = False,
+                 key: str | None = None) -> Plan | None:
+    """This process's plan: the shipped one, else the cached one, else recorded from ``solution`` (and cached).
+
+    None when switched off (``AMP_PLAN=off``) or when there is neither a shipped plan nor a
+    reference solution.  With ``check`` a cached plan is first replayed against the reference
+    (:func:`reference_agrees`), and recorded anew if they disagree: the canary a recording is.
+    ``key`` is :func:`plan_cache.plan_key` of ``solution`` when the caller has it already.
 
     Raises:
         ReferenceFails: from :func:`record`.
     """
     if os.environ.get(PLAN_ENV, "").lower() == "off":
         return None
-    if not _PLAN:
+    if solution not in _PLANS:
         found = shipped_plan()
         if found is None and (solution / "loss_scaler.py").is_file():
-            found = record(solution, runner_factory=runner_factory)
-        _PLAN.append(found)
-    return _PLAN[0]
+            key = key or plan_cache.plan_key(solution)
+            kept = plan_cache.read(key)
+            found = _parsed(kept, "cached")
+            if found is not None and check and not _agrees(found, solution, runner_factory):
+                found = None
+            if found is None:
+                with plan_cache.recording(key):  # one recording per key at a time, not one per worker
+                    again = plan_cache.read(key)  # another process may have recorded it while we waited
+                    found = _parsed(again, "cached") if again != kept else None
+                    if found is None:
+                        found = record(solution, runner_factory=runner_factory)
+                        plan_cache.write(key, found.to_json())
+        _PLANS[solution] = found
+    return _PLANS[solution]
+
+
+def _agrees(found: Plan, solution: Path, runner_factory: Any) -> bool:
+    from autograder.engine.sandbox import SandboxRunner
+
+    runner = (runner_factory or SandboxRunner)(solution)
+    try:
+        return reference_agrees(found, runner)
+    finally:
+        runner.close()
 
 
 def grade_with_plan(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ...] = rubric.ITEMS,
@@ -208,8 +265,8 @@ def grade_with_plan(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ..
     outcomes = [o for o in passed if o.test in done] + outcomes
     report = judge.build_report(runner, items, outcomes, pytest_output, notes, started)
     report.plan, report.answers = plan, answered
-    report.staff_log = (f"call plan: {len(done)} of {len({i.test for i in items})} tests passed by matching the "
-                        f"reference's answers; {len(rest)} run in pytest\n\n" + report.staff_log).strip()
+    report.staff_log = (f"call plan ({plan.origin}): {len(done)} of {len({i.test for i in items})} tests passed by "
+                        f"matching the reference's answers; {len(rest)} run in pytest\n\n" + report.staff_log).strip()
     return report
 
 

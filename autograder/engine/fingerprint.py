@@ -1,0 +1,67 @@
+"""What decides a grade, hashed: the key of a batch's ledger and of a recorded call plan.
+
+A grade depends on the engine's code, the public and hidden tests, the switches read from
+the environment (static rules, runtime guard, examples, visibility, ...) and the versions
+of the libraries that run the tests (hypothesis's examples change between its versions).
+:func:`digest` hashes files and settings into one hex string; callers add what else is
+theirs (the batch its worker and limits, the call plan its reference solution).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Iterable
+
+from autograder import ROOT
+
+#: Environment switches that change grades (also the project's own test switches: never set for real grading).
+SETTINGS_ENV = ("AMP_HIDDEN_VISIBILITY", "AMP_GPU_POINTS", "AMP_PUBLIC_TESTS", "AMP_HIDDEN_TESTS",
+                "AMP_SANDBOX_LIMITS", "AMP_STATIC_RULES", "AMP_RUNTIME_GUARD", "AMP_HIDDEN_EXAMPLES")
+#: Distributions whose version changes what the tests do.
+LIBRARIES = ("torch", "hypothesis", "pytest", "RestrictedPython")
+
+
+def grader_files() -> list[Path]:
+    """The engine's code and the public and hidden tests (``$AMP_PUBLIC_TESTS``/``$AMP_HIDDEN_TESTS`` honoured)."""
+    public = Path(os.environ.get("AMP_PUBLIC_TESTS") or ROOT / "assignment" / "checks")
+    hidden = Path(os.environ.get("AMP_HIDDEN_TESTS") or ROOT / "autograder" / "hidden")
+    engine = ROOT / "autograder" / "engine"
+    files = [path for path in sorted(engine.rglob("*")) if path.suffix in (".py", ".ini")]
+    return files + sorted(public.rglob("*.py")) + sorted(hidden.rglob("*.py"))
+
+
+def settings() -> dict[str, Any]:
+    """The environment switches, the library versions and Python's version."""
+    return {"env": {key: os.environ.get(key) for key in SETTINGS_ENV}, "versions": dict(_versions()),
+            "python": sys.version.split()[0]}
+
+
+@functools.lru_cache(maxsize=1)
+def _versions() -> tuple[tuple[str, str | None], ...]:
+    from importlib import metadata  # a tenth of a second: once per process
+
+    found = []
+    for name in LIBRARIES:
+        try:
+            found.append((name, metadata.version(name)))
+        except metadata.PackageNotFoundError:
+            found.append((name, None))
+    return tuple(found)
+
+
+def digest(files: Iterable[Path], extra: dict[str, Any]) -> str:
+    """sha256 over each file's name and bytes (a missing file hashes as such) and ``extra`` as sorted JSON."""
+    hashed = hashlib.sha256()
+    for file in files:
+        hashed.update(b"\0" + file.name.encode() + b"\0")
+        try:
+            hashed.update(file.read_bytes())
+        except OSError:
+            hashed.update(b"missing")
+    hashed.update(json.dumps(extra, sort_keys=True, default=str).encode())
+    return hashed.hexdigest()
