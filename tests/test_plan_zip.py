@@ -39,6 +39,7 @@ def gradescope_run(autograder_zip: Path, root: Path, submission: Path) -> tuple[
         bundle.extractall(root / "source")
     shutil.copytree(submission, root / "submission", ignore=shutil.ignore_patterns("__pycache__"))
     (root / "results").mkdir()
+    (root / "venv").symlink_to(sys.prefix)  # what setup.sh makes: run_autograder runs the grader from it
     script = root / "source" / "run_autograder"
     script.chmod(0o755)
     env = {**os.environ, "AUTOGRADER_ROOT": str(root), "PYTHONPATH": "",

@@ -125,7 +125,11 @@ class Submission:
             module.__dict__.update(self.guards.globals_for(name, str(path)))
             self.guards.modules[name] = module
         else:
-            code = compile(source, str(path), "exec", dont_inherit=True)
+            try:
+                code = compile(source, str(path), "exec", dont_inherit=True)
+            except (SyntaxError, ValueError) as exc:
+                line = getattr(exc, "lineno", None) or 0
+                raise SubmissionFault(f"{path.name} has a syntax error on line {line}: {getattr(exc, 'msg', exc)}") from None
             if str(self.root) not in sys.path:
                 sys.path.insert(0, str(self.root))
         sys.modules[name] = module
