@@ -55,6 +55,9 @@ def test_a_refused_job_array_is_one_line_and_exit_2(tmp_path: Path) -> None:
     fake = bin_dir / "sbatch"
     fake.write_text("#!/bin/sh\n" + "".join(f"echo '{line}' >&2\n" for line in REFUSAL.splitlines()) + "exit 1\n")
     fake.chmod(0o755)
+    srun = bin_dir / "srun"  # submitit looks for srun before it submits anything (a machine without Slurm has none)
+    srun.write_text("#!/bin/sh\nexit 0\n")
+    srun.chmod(0o755)
     done = _grade(tmp_path / "out", "--executor", "slurm", "--slurm-mem-gb", "16", "--no-similarity",
                   env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
     assert done.returncode == 2, done.stderr
