@@ -239,14 +239,10 @@ class Guards:
         return obj if self.owns(obj) else _Writer(self, obj)
 
     def setattr(self, obj: Any, name: str, value: Any) -> None:
-        if type(name) is not str or name.startswith("__"):
-            raise PolicyError(f"setattr(..., {name!r}, ...) is not allowed ({RULES})")
-        setattr(self.write(obj), name, value)
+        setattr(self.write(obj), _settable(name, "setattr"), value)
 
     def delattr(self, obj: Any, name: str) -> None:
-        if type(name) is not str or name.startswith("__"):
-            raise PolicyError(f"delattr(..., {name!r}) is not allowed ({RULES})")
-        delattr(self.write(obj), name)
+        delattr(self.write(obj), _settable(name, "delattr"))
 
     # -- imports and classes
 
@@ -307,6 +303,13 @@ class Guards:
         for refused in REFUSED_BUILTINS:
             names[refused] = _refused_builtin(refused)
         return names
+
+
+def _settable(name: Any, builtin: str) -> str:
+    """``name`` if ``setattr``/``delattr`` may take it (a string, no double underscore), else PolicyError."""
+    if type(name) is not str or name.startswith("__"):
+        raise PolicyError(f"{builtin}(..., {name!r}, ...) is not allowed ({RULES})")
+    return name
 
 
 class _Writer:

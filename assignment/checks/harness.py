@@ -118,7 +118,7 @@ class Submission:
         if self.enforce_rules:
             code, violations = policy.compile_file(source, str(path))
             if violations:
-                syntax = [v for v in violations if v.construct == "syntax error"]
+                syntax = [v for v in violations if v.construct == policy.SYNTAX_ERROR]
                 if syntax:
                     raise SubmissionFault(f"{path.name} has a syntax error on line {syntax[0].line}: {syntax[0].reason}")
                 raise SubmissionFault(rules.explain(path.name, violations))

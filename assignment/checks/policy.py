@@ -57,6 +57,8 @@ MATCHABLE_BUILTINS = frozenset({"bool", "bytearray", "bytes", "dict", "float", "
                                 "str", "tuple"})
 #: Guard functions the compiled code calls (see :mod:`checks.guards`).
 CLASS_GUARD = "_class_"
+#: The construct of the violation :func:`compile_file` reports for a file Python cannot parse.
+SYNTAX_ERROR = "syntax error"
 
 
 @dataclass(frozen=True)
@@ -299,7 +301,7 @@ def compile_file(source: str, filename: str) -> tuple[Any, list[Violation]]:
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as exc:
-        return None, [Violation(exc.lineno or 0, "syntax error", exc.msg)]
+        return None, [Violation(exc.lineno or 0, SYNTAX_ERROR, exc.msg)]
     except (ValueError, RecursionError) as exc:
         return None, [Violation(0, "unreadable source", str(exc)[:200])]
     policy = PolicyTransformer()
@@ -318,5 +320,5 @@ def compile_file(source: str, filename: str) -> tuple[Any, list[Violation]]:
 def refusals(source: str, filename: str) -> list[Violation]:
     """What the policy refuses in ``source`` (empty for a file that compiles; syntax errors are not refusals)."""
     _, violations = compile_file(source, filename)
-    return [v for v in violations if v.construct != "syntax error"]
+    return [v for v in violations if v.construct != SYNTAX_ERROR]
 
