@@ -52,9 +52,6 @@ class SubmissionFault(Exception):
 # --------------------------------------------------------------------------- loading
 
 
-#: Calls of torch's GradScaler and private AMP kernels refused wherever loss_scaler.py runs
-#: (the policy's stand-ins and, in the grader, the process-wide ones count here alike).
-DELEGATION_REFUSALS: dict[str, int] = guards.DELEGATION_CALLS
 _trusted_section: Callable[[], Any] = contextlib.nullcontext
 
 

@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 import torch
 
-from checks import registry
-from checks.harness import (DELEGATION_REFUSALS, Json, Submission, copy_out_params, copy_out_tensor, gradscaler_state,
+from checks import guards, registry
+from checks.harness import (Json, Submission, copy_out_params, copy_out_tensor, gradscaler_state,
                             guarded, is_plain_tensor, param_grad, run_scaler_ops, seed_cpu, tensor_facts, tensor_values, torch_scaler)
 from checks.optimizers import PlainSGD, RecordingSGD
 
@@ -385,7 +385,7 @@ def run_delegation_probe(make_scaler: Callable[..., Any], root: Path | None = No
     simply adds nothing.
     """
     run_scaler_ops(DELEGATION_OPS, make_scaler, root)
-    return {"counts": dict(DELEGATION_REFUSALS)}
+    return {"counts": dict(guards.DELEGATION_CALLS)}
 
 
 # --------------------------------------------------------------------------- registration
