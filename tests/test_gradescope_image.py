@@ -5,7 +5,8 @@ Each test runs the built zip's ``setup.sh`` and then ``run_autograder`` on ``sol
 Ubuntu 24.04's), once with that Python and once with a Python 3.10 put first on ``PATH`` (Ubuntu 22.04's
 version). Both must give 90/90 and a ``results.json`` valid against Gradescope's schema.
 
-The Debian base root is made once and kept in ``.cache/image/`` (gitignored), so reruns skip
+The Debian base root is made once and kept in the user's cache (``~/.cache/amp-homework-image``, never in
+the checkout: a root holds device files that no copy of the checkout may read), so reruns skip
 debootstrap; every test copies it afresh. Needs root (chroot, mounts) and debootstrap; CI runs it
 (marker ``image``). What it measures (setup.sh and grading time, the sandbox's isolation level) is
 printed: run with ``-s`` to see it.
@@ -38,7 +39,7 @@ from conftest import ROOT
 
 pytestmark = [pytest.mark.image, pytest.mark.slow]
 
-CACHE = ROOT / ".cache" / "image"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "amp-homework-image"
 BASE = CACHE / "bookworm"
 SUITE = "bookworm"
 SCHEMA = json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text())
@@ -118,7 +119,7 @@ def remove_root(root: Path) -> None:
 
 @pytest.fixture(scope="session")
 def debian_base() -> Path:
-    """A minimal Debian 12 root, made by debootstrap once and kept in .cache/image/bookworm."""
+    """A minimal Debian 12 root, made by debootstrap once and kept in CACHE/bookworm."""
     stamp = BASE / ".complete"
     if not stamp.is_file():
         if BASE.exists():
@@ -195,7 +196,7 @@ def find_python(version: str) -> Path | None:
 
 
 def wheels_for(python: Path, requirements: Path) -> Path:
-    """A folder with every wheel that ``requirements`` needs on ``python`` (kept in .cache/image)."""
+    """A folder with every wheel that ``requirements`` needs on ``python`` (kept in CACHE)."""
     folder = CACHE / f"wheels-{python.name}"
     stamp = folder / ".complete"
     if stamp.is_file() and stamp.read_text() == requirements.read_text():

@@ -24,8 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = {"solutions": ROOT / "solutions", "assignment": ROOT / "assignment",
                "partially_correct": ROOT / "examples" / "partially_correct"}
 #: the changes made to the grader copy: 2.4 is worth 4 instead of 3, 2.5 3 instead of 4
-#: (the total stays 90), and the hidden check of Quick Check Q1 now expects "C"
+#: (the total stays 90), and the hidden check of Quick Check Q1 now expects "C" (the reference's answer too)
 POINTS = {"2.4": (3, 4), "2.5": (4, 3)}
+#: The parts of the checkout that grading reads (the engine, the public and hidden tests, the reference).
+GRADER_PARTS = ("autograder", "assignment", "solutions", "pyproject.toml")
 
 
 def _grade(grader: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -37,8 +39,14 @@ def _grade(grader: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[
 
 def _changed_grader(where: Path) -> Path:
     copy = where / "grader"
-    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "out", "tests", "dist", "__pycache__",
-                                                               "mutation", "benchmarks"))
+    # What grading reads, by name: a copy of the whole checkout would also take whatever else lies in it (a
+    # debootstrap root's /dev/zero, left by the image test, filled the disk once).
+    for name in GRADER_PARTS:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, copy / name)
     source = copy / "autograder" / "engine" / "rubric.py"
     text = source.read_text()
     for number, (old, new) in POINTS.items():
@@ -51,6 +59,11 @@ def _changed_grader(where: Path) -> Path:
     key = hidden.read_text()
     assert key.count('"Q1": "B"') == 1
     hidden.write_text(key.replace('"Q1": "B"', '"Q1": "C"'))
+    # the reference follows its key (a grader whose reference loses points refuses to grade: the canary)
+    answers = copy / "solutions" / "answers.py"
+    text = answers.read_text()
+    assert text.count('\nQ1 = "B"') == 1
+    answers.write_text(text.replace('\nQ1 = "B"', '\nQ1 = "C"'))
     return copy
 
 
