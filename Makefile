@@ -38,7 +38,7 @@ test: setup $(OTTER_STAMP) ## the fast default (goal: 10 min on 2 cores): all bu
 test-all: setup $(OTTER_STAMP) ## every test, the slow ones included (what CI runs)
 	$(PYTEST) || [ $$? -eq 5 ]
 
-student: setup ## regenerate assignment/*.py from solutions/
+student: setup ## regenerate assignment/*.py from solutions/ and the students' table assignment/checks/diagnosis.json (minutes)
 	$(PY) -m autograder.packaging.release
 
 check: setup ## run the public checks on DIR (default: assignment/)

@@ -15,6 +15,7 @@ build`` does all of them for the Gradescope zip):
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,8 @@ from typing import Any
 import pytest
 
 from autograder.diagnosis import match, words
-from autograder.diagnosis.table import UNANSWERED, CaseDigests, Table, load_catalogue
+from autograder.diagnosis.table import UNANSWERED, CaseDigests, Table, hidden_data, load_catalogue, source_fingerprint
+from checks import diagnose
 from checks.diagnose import match_test
 from autograder.engine import rubric
 from conftest import ROOT, grade, load_results
@@ -204,10 +206,11 @@ def student_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_students_table_holds_public_cases_only(student_table: Path) -> None:
     table = Table.from_json(student_table.read_text())
-    public = {item.test for item in rubric.ITEMS if item.suite == rubric.PUBLIC}
-    assert table.public_only and {case.test for case in table.cases.values()} <= public
+    assert table.public_only and hidden_data(table) == []
     assert all(case.calls is not None for case in table.cases.values())
-    assert all(set(tests) <= public for tests in table.rows.values())
+    assert table.source == source_fingerprint()
+    leaky = Table(dict(table.cases), {"x": ["test_update_rule_properties", "test_hidden_whatever"]})
+    assert len(hidden_data(leaky)) == 2  # not --public, and a row of a hidden test
 
 
 @pytest.mark.parametrize("bug", PUBLIC_BUGS)
@@ -221,6 +224,27 @@ def test_a_failing_public_check_prints_the_same_line_locally(bug: str, student_t
     assert words.sentence([bug]) in done.stdout, done.stdout[-3000:]  # ...and names this mistake, no other
     others = [words.sentence([other]) for other in PUBLIC_BUGS if other != bug]
     assert not any(line in done.stdout for line in others)
+
+
+def test_the_notebooks_check_adds_the_same_line(student_table: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """``grader.check`` (amp_otter_bridge.py) reads the line from pytest's junit XML into its failure message."""
+    from autograder.packaging import otter_bridge, otter_build
+
+    bug = "backoff_divides"
+    folder = catalogue.materialize(BY_NAME[bug], tmp_path / "notebook")  # as the %%writefile cells leave it
+    shutil.copytree(ROOT / "assignment" / "checks", folder / "checks",
+                    ignore=shutil.ignore_patterns("__pycache__", "diagnosis.json"))
+    shutil.copy(student_table, folder / "checks" / "diagnosis.json")  # where a student's copy has it
+    monkeypatch.chdir(folder)
+    monkeypatch.delenv("AMP_STUDENT_DIAGNOSIS", raising=False)
+    item = rubric.BY_TEST["test_update_rule_one_optimizer"]
+    [(_, _, _, verdict)] = otter_bridge.cases([(item.number, item.title, item.points, False,
+                                                otter_build.public_node(item))], grading=False)
+    with pytest.raises(AssertionError) as failed:
+        verdict()
+    assert str(failed.value).count(words.sentence([bug])) == 1, str(failed.value)[-3000:]
+    assert otter_bridge.LIKELY_MISTAKE_PROPERTY == diagnose.JUNIT_PROPERTY  # the bridge imports nothing from checks/
 
 
 def test_listed_twins_are_named_together_when_graded(graded: dict[str, dict[str, Any]]) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from autograder.diagnosis.table import RELEASED_TABLE, Table, hidden_data, source_fingerprint
 from autograder.packaging.release import release_files, strip_solution
 from conftest import ROOT
 
@@ -16,6 +17,16 @@ def test_assignment_is_in_sync_with_solutions() -> None:
     for name, text in release_files(ROOT / "solutions").items():
         current = (ROOT / "assignment" / name).read_text(encoding="utf-8")
         assert current == text, f"assignment/{name} is stale: run `make student` and commit the result"
+
+
+def test_the_students_diagnosis_table_is_current_and_public() -> None:
+    """The committed checks/diagnosis.json was built from this code (by fingerprint: a rebuild takes minutes)."""
+    assert RELEASED_TABLE.is_file(), "assignment/checks/diagnosis.json is missing: run `make student` and commit it"
+    table = Table.from_json(RELEASED_TABLE.read_text(encoding="utf-8"))
+    assert table.source == source_fingerprint(), \
+        "assignment/checks/diagnosis.json is stale: run `make student` and commit the result"
+    assert hidden_data(table) == []  # it ships to every student: public checks' cases only
+    assert table.cases and table.rows and all(case.calls for case in table.cases.values())
 
 
 def test_skeleton_keeps_signatures_and_docstrings_but_no_solution() -> None:

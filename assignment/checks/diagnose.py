@@ -12,8 +12,9 @@ twins (indistinguishable by any answer): then the line names the group.  Anythin
 a wrong diagnosis is worse than none.
 
 The grader's table holds digests only (no inputs, no answers).  The students' table
-(``checks/diagnosis.json``, built with ``python -m autograder.diagnosis build --public``) covers the
-public tests only and also holds their recorded calls (public inputs), so the checks can replay them.
+(``checks/diagnosis.json``, built by ``make student`` with ``python -m autograder.diagnosis build --public``
+and committed with the handout) covers the public tests only and also holds their recorded calls (public
+inputs), so the checks can replay them.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+#: Format version.  The optional ``source`` field (a fingerprint of the files the digests depend on) came later
+#: without a bump: older readers ignore it and older tables load with ``source=None``.
 VERSION = 2
 #: A case where some call got no answer (the file did not import or broke the rules, a hang or crash
 #: stopped the calls): not a behaviour, so it matches nothing (a syntax error is no catalogued mistake).
@@ -32,6 +35,9 @@ UNANSWERED = "unanswered"
 #: The students' table: beside this file, or where ``$AMP_STUDENT_DIAGNOSIS`` says.
 STUDENT_TABLE = Path(os.environ.get("AMP_STUDENT_DIAGNOSIS", Path(__file__).resolve().parent / "diagnosis.json"))
 LINE_START = "Likely mistake: this is what happens when "
+#: The junit XML ``<property>`` of a failed check that carries the line (read by the notebook's ``grader.check``,
+#: ``amp_otter_bridge.py``, which imports nothing from checks/ and so spells the name itself).
+JUNIT_PROPERTY = "likely_mistake"
 
 
 def digest(calls: Sequence[Sequence[Any]], answers: Sequence[str | None]) -> str:
@@ -62,10 +68,11 @@ class Table:
     words: dict[str, str] = field(default_factory=dict)  # bug -> "... when <words>"
     twins: list[list[str]] = field(default_factory=list)
     public_only: bool = False
+    source: str | None = None  # fingerprint of the code it was built from (autograder.diagnosis.table.source_fingerprint)
 
     def to_json(self) -> str:
         return json.dumps({"version": VERSION, "public_only": self.public_only, "rows": self.rows,
-                           "words": self.words, "twins": self.twins,
+                           "words": self.words, "twins": self.twins, "source": self.source,
                            "cases": {name: c.__dict__ for name, c in self.cases.items()}}, sort_keys=True)
 
     @classmethod
@@ -75,7 +82,8 @@ class Table:
             raise ValueError(f"diagnosis table version {data.get('version')!r}, expected {VERSION}")
         return cls({name: CaseDigests(**c) for name, c in data["cases"].items()},
                    {bug: list(rows) for bug, rows in data["rows"].items()}, dict(data.get("words", {})),
-                   [list(group) for group in data.get("twins", [])], bool(data.get("public_only")))
+                   [list(group) for group in data.get("twins", [])], bool(data.get("public_only")),
+                   data.get("source"))
 
     def twins_of(self, bug: str) -> frozenset[str]:
         """``bug`` and every bug listed as indistinguishable from it."""

@@ -99,8 +99,10 @@ def student(request: pytest.FixtureRequest) -> Any:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """A public check that fails locally the way a catalogued mistake does also names the mistake.
 
-    The line is the grader's (:mod:`checks.diagnose`); it is shown under the failure.  Only when run
-    by a student (the grader adds its own line to the row's feedback).
+    The line is the grader's (:mod:`checks.diagnose`); it is shown under the failure, and with
+    ``--junitxml`` it is the test case's ``<property name="likely_mistake">`` (:data:`diagnose.JUNIT_PROPERTY`),
+    which the notebook's ``grader.check`` adds to its message.  Only when run by a student (the grader adds
+    its own line to the row's feedback).
     """
     outcome = yield
     report = outcome.get_result()
@@ -111,3 +113,5 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         line = diagnose.explain_local_failure(getattr(item, "originalname", item.name), runner.run)
         if line:
             report.sections.append(("likely mistake", line))
+            # the item's, not the report's: junitxml writes the teardown report's, copied from the item later
+            item.user_properties.append((diagnose.JUNIT_PROPERTY, line))

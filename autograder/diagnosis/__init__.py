@@ -9,13 +9,14 @@
 Use::
 
     python -m autograder.diagnosis build --out autograder/hidden/diagnosis.json   # the grader's table
-    python -m autograder.diagnosis build --public --out assignment/checks/diagnosis.json   # the students'
+    python -m autograder.diagnosis build --public --out assignment/checks/diagnosis.json   # the students' (make student)
     python -m autograder grade SUBMISSIONS --out OUT    # diagnoses with the table; writes OUT/report.html
     python -m autograder.diagnosis report OUT           # rewrite the class report only
 
 Grading uses ``$AMP_DIAGNOSIS`` (a table's path, or "off"), else ``autograder/hidden/diagnosis.json``;
 without a table nothing is diagnosed and grades are the same.  Tables are built from the code at build
-time (the catalogue, the checks' scenarios) and never committed.
+time (the catalogue, the checks' scenarios); the grader's is never committed, the students' is (``make
+student`` rebuilds it; ``tests/test_release.py`` compares its ``source`` fingerprint with the code).
 
 Dependencies run one way: this package imports the engine; the engine calls back only through
 :func:`autograder.diagnosis.match.annotate` (from :mod:`autograder.engine.results`).

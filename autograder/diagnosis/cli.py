@@ -38,7 +38,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     start_zygote()  # before pytest and the hidden tests are imported
     from autograder.diagnosis import table
-    from autograder.engine import plan, rubric
+    from autograder.engine import plan
 
     started = time.monotonic()
     try:
@@ -49,7 +49,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     if found is None:
         print("no call plan (AMP_PLAN=off?): no diagnosis table written", file=sys.stderr)
         return 1
-    public = {item.test for item in rubric.ITEMS if item.suite == rubric.PUBLIC} if args.public else None
+    public = table.public_tests() if args.public else None
     built = table.build(found, entries, tests=public, progress=None if args.quiet else print)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(built.to_json(), encoding="utf-8")

@@ -15,8 +15,10 @@ answers differently (a bug absent there answers like the reference).
 The students' table (``--public``: :data:`checks.diagnose.STUDENT_TABLE`) keeps the public tests only and
 also their recorded calls (public inputs), so the public checks can replay them (:mod:`checks.diagnose`).
 
-The table is rebuilt from the code at build time (``python -m autograder.diagnosis build``), never
-committed: scenario replies change with the checks.
+The grader's table is rebuilt from the code at build time (``python -m autograder.diagnosis build``), never
+committed: scenario replies change with the checks.  The students' table is built by ``make student`` and
+committed in ``assignment/checks/`` (a student's clone has no catalogue to build it from); it records
+:func:`source_fingerprint`, so a test says when it is stale.
 """
 
 from __future__ import annotations
@@ -40,6 +42,42 @@ if TYPE_CHECKING:  # importing the plan imports pytest: the build starts the san
 TABLE_ENV = "AMP_DIAGNOSIS"  # a table's path, or "off"
 SHIPPED = ROOT / "autograder" / "hidden" / "diagnosis.json"
 CATALOGUE = ROOT / "tests" / "catalogue" / "catalogue.py"
+#: The students' table as released: where ``make student`` writes it, committed (``checks.diagnose.STUDENT_TABLE``
+#: is where the checks read it, ``$AMP_STUDENT_DIAGNOSIS`` honoured).
+RELEASED_TABLE = ROOT / "assignment" / "checks" / "diagnosis.json"
+
+
+def source_files() -> list[Path]:
+    """What a table's digests depend on: the checks' scenarios, the reference, the catalogue, the words."""
+    return sorted([*(ROOT / "assignment" / "checks").glob("*.py"), *(ROOT / "solutions").glob("*.py"),
+                   *(ROOT / "tests" / "catalogue").rglob("*.py"), ROOT / "autograder" / "diagnosis" / "words.py"])
+
+
+def source_fingerprint() -> str:
+    """A hash of :func:`source_files` (paths and bytes): equal fingerprints, same table."""
+    from autograder.engine import fingerprint
+
+    files = source_files()
+    # fingerprint.digest hashes names, not paths: the catalogue has several loss_scaler.py
+    return fingerprint.digest(files, {"paths": [path.relative_to(ROOT).as_posix() for path in files]})
+
+
+def public_tests() -> set[str]:
+    """The public checks' test functions (the rows the students' table may cover)."""
+    from autograder.engine import rubric
+
+    return {item.test for item in rubric.ITEMS if item.suite == rubric.PUBLIC}
+
+
+def hidden_data(table: Table) -> list[str]:
+    """What in a students' table is not public (empty when it is safe to hand out): one line per problem."""
+    public = public_tests()
+    problems = [] if table.public_only else ["not built with --public"]
+    problems += [f"case {name} of the hidden test {case.test}" for name, case in table.cases.items()
+                 if case.test not in public]
+    problems += [f"{bug} is known to fail hidden tests {sorted(set(tests) - public)}"
+                 for bug, tests in table.rows.items() if set(tests) - public]
+    return problems
 
 
 def case_digest(case: "call_plan.Case", answers: Sequence[str | None]) -> str:
@@ -86,7 +124,8 @@ def build(plan: call_plan.Plan, entries: Sequence[Any], runner_factory: Callable
     public = tests is not None
     table = Table({case.name: CaseDigests(case.test, case_digest(case, [c.answer for c in case.calls]),
                                           calls=[[c.scenario, c.args, c.timeout] for c in case.calls] if public else None)
-                   for case in cases}, {}, twins=[sorted(group) for group in words.TWINS], public_only=public)
+                   for case in cases}, {}, twins=[sorted(group) for group in words.TWINS], public_only=public,
+                  source=source_fingerprint())
     scratch = Path(tempfile.mkdtemp(prefix="amp-diagnosis-"))
     catalogue = load_catalogue()
     try:

@@ -56,6 +56,8 @@ QUARANTINE = "amp_submitted"
 ADDED = ("tests", "__init__.py", GRADER_ZIP, DRIVER_NOTEBOOK, QUARANTINE, SHIPPED_NAME)
 CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
 JUDGE_TIMEOUT = 1800
+#: The junit property of a failed public check that names its likely mistake (``checks.diagnose.JUNIT_PROPERTY``).
+LIKELY_MISTAKE_PROPERTY = "likely_mistake"
 MISSING_HINT = ("If you worked in the notebook: submit the zip its last cell makes (it holds the .py files "
                 "that the %%writefile cells wrote), or upload those .py files.")
 
@@ -140,8 +142,8 @@ def judge_results() -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _public_outcomes(node_ids: list[str]) -> dict[str, tuple[bool, str]]:
-    """Run the public checks ``node_ids`` next to the notebook; map test name -> (passed, message)."""
+def _public_outcomes(node_ids: list[str]) -> dict[str, tuple[bool, str, str]]:
+    """Run the public checks ``node_ids`` next to the notebook; map test name -> :func:`_outcome`."""
     here = Path.cwd()
     if not (here / "checks").is_dir():
         raise AssertionError("The public checks (the checks/ folder of the assignment) are not next to this "
@@ -163,18 +165,20 @@ def _public_outcomes(node_ids: list[str]) -> dict[str, tuple[bool, str]]:
             if not report.is_file():
                 raise AssertionError("pytest could not run the public checks:\n"
                                      + proc.stdout.decode("utf-8", "replace")[-3000:])
-            outcomes = {}
-            for case in ET.parse(report).iter("testcase"):
-                problem = next((child for child in case if child.tag in ("failure", "error")), None)
-                if problem is None:
-                    outcomes[case.get("name")] = (True, "")
-                    continue
-                message = problem.get("message") or problem.text or "failed"
-                if message.startswith("AssertionError: "):
-                    message = message[len("AssertionError: "):]
-                outcomes[case.get("name")] = (False, message)
-            _CACHE[key] = outcomes
+            _CACHE[key] = {case.get("name"): _outcome(case) for case in ET.parse(report).iter("testcase")}
     return _CACHE[key]
+
+
+def _outcome(case: ET.Element) -> tuple[bool, str, str]:
+    """(passed, failure message, "Likely mistake" line or "") of one junit ``<testcase>``."""
+    hint = next((p.get("value", "") for p in case.iter("property") if p.get("name") == LIKELY_MISTAKE_PROPERTY), "")
+    problem = next((child for child in case if child.tag in ("failure", "error")), None)
+    if problem is None:
+        return True, "", ""
+    message = problem.get("message") or problem.text or "failed"
+    if message.startswith("AssertionError: "):
+        message = message[len("AssertionError: "):]
+    return False, message, hint
 
 
 def fail(message: str) -> Verdict:
@@ -194,9 +198,10 @@ def _public_check(node: str, every: list[str]) -> Verdict:
         found = [o for name, o in outcomes.items() if name == base or name.startswith(base + "[")]
         if not found:
             raise AssertionError(f"The public check {node} did not run (see the output of python -m pytest).")
-        problems = [message for passed, message in found if not passed]
+        problems = [message for passed, message, _ in found if not passed]
+        hints = dict.fromkeys(hint for passed, _, hint in found if hint)  # once, however many cases failed
         if problems:
-            raise AssertionError("\n\n".join(problems))
+            raise AssertionError("\n\n".join([*problems, *hints]))
     return verdict
 
 

@@ -10,6 +10,11 @@ conventions:
 
 Signatures, docstrings and comments outside the markers are kept.  Files without
 markers are copied verbatim.  Run ``python -m autograder.packaging.release`` (``make student``).
+
+It also builds the students' diagnosis table, ``checks/diagnosis.json`` (public checks only:
+:func:`autograder.diagnosis.table.recorded_table`), which the public checks and the notebook read
+to print a "Likely mistake" line; it is committed, and ``tests/test_release.py`` says when it is stale.
+``--no-diagnosis`` skips it (it takes a grading of the reference and of every catalogued bug).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import argparse
 import ast
 import re
 import sys
+import time
 from pathlib import Path
 from autograder import ROOT
 
@@ -89,13 +95,35 @@ def write_release(solutions: Path, assignment: Path) -> list[str]:
     return written
 
 
+def write_student_table(path: Path) -> bool:
+    """Build the students' diagnosis table (from this checkout's code) into ``path``; False if none was built.
+
+    A failed build keeps the file that was there (the stale-table test then says so): the table is a hint,
+    never a reason to stop a release.
+    """
+    from autograder.diagnosis.table import recorded_table
+
+    started = time.monotonic()
+    text = recorded_table(public=True)
+    if text is None:
+        print(f"warning: {path} not rebuilt", file=sys.stderr)
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path} ({len(text.encode()) / 1024:.0f} KiB, {time.monotonic() - started:.0f} s)")
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--solutions", type=Path, default=ROOT / "solutions")
     parser.add_argument("--out", type=Path, default=ROOT / "assignment")
+    parser.add_argument("--no-diagnosis", action="store_true", help="do not rebuild checks/diagnosis.json")
     args = parser.parse_args(argv)
     for name in write_release(args.solutions, args.out):
         print(f"wrote {args.out / name}")
+    if not args.no_diagnosis:
+        write_student_table(args.out / "checks" / "diagnosis.json")
     return 0
 
 
