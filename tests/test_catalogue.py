@@ -57,10 +57,13 @@ USES_STUDENT_SCALER: set[str] = set()
 #: The differential row: it compares everything with torch, so any Task-1 bug may fail it on top of its own rows.
 CATCH_ALL = "1.11"
 GRADE_TIMEOUT_S = 1800
-#: Debugging aid: grade into this folder, or reuse the grades already there (never set in CI).
+#: Grade into this folder (CI keeps the grades there to compare Pythons: .ci/run), or reuse the grades already
+#: there (a debugging aid).
 REUSE_ENV = "AMP_CATALOGUE_GRADES"
 #: Where the session's grading run wrote (its staff.log files say whether the call plan graded each entry).
 GRADES_FOLDER: list[Path] = []
+#: Whether those grades were read from an earlier run rather than graded by this one.
+REUSED: list[bool] = []
 #: The staff.log line of a submission graded with the call plan (autograder/engine/plan.py).
 PLAN_LINE = re.compile(r"^call plan \([a-z ]+\): (\d+) of \d+ tests passed by matching the reference's answers", re.MULTILINE)
 
@@ -74,7 +77,8 @@ def _param(entry: Entry) -> Any:
 def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """results.json of every entry, by entry name (one grading command for all)."""
     reuse = os.environ.get(REUSE_ENV)
-    if reuse and (Path(reuse) / "gradebook.csv").is_file():  # debugging: read an earlier run's grades
+    REUSED.append(bool(reuse) and (Path(reuse) / "gradebook.csv").is_file())
+    if REUSED[-1]:  # debugging: read an earlier run's grades
         out, log = Path(reuse), f"(grades reused from {reuse})"
     else:
         base = tmp_path_factory.mktemp("catalogue")
@@ -289,7 +293,7 @@ def test_call_plan_grades_exactly_like_running_every_test(graded: dict[str, dict
                                                            tmp_path: Path) -> None:
     """Issue 13: the call plan (autograder/engine/plan.py) is only a shortcut. Grading every entry again with it
     switched off (AMP_PLAN=off: every test in pytest, every call live) gives byte-identical results."""
-    if os.environ.get(REUSE_ENV):
+    if REUSED[-1]:
         pytest.skip("grades reused from an earlier run")
     paths = [materialize(entry, tmp_path / "submissions" / entry.folder_name) for entry in ENTRIES]
     proc = grade(paths, tmp_path / "live", timeout=GRADE_TIMEOUT_S, env={"AMP_PLAN": "off"})
