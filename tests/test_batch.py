@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.batch import inputs, summary
+from autograder.batch import inputs, run, summary
 from autograder.engine import rubric
 from autograder.batch.ledger import Entry, Ledger
 
@@ -514,3 +514,20 @@ def test_summary_of_synthetic_entries() -> None:
     text = summary.feedback_markdown(rows[1][0], rows[1][1])
     assert "did not finish within" in text and "**failed**" in text
     assert summary._fence("a ```` b") == "`````"
+
+
+def test_a_private_path_the_grader_may_not_look_at_is_skipped(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Someone else's cache named by $AMP_PLAN_CACHE (stat says "permission denied") is no reason to crash: the
+    student processes, with no more rights than the grader, cannot reach it either."""
+    locked = tmp_path / "someone-else" / "plan-cache"
+    exists = Path.exists
+
+    def exists_or_denied(path: Path, *args: object, **kwargs: object) -> bool:
+        if path == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return exists(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "exists", exists_or_denied)
+    hidden = run.private_paths(tmp_path / "out", extra=(locked,))
+    assert str(locked) not in hidden
+    assert str((run.ROOT / "solutions").resolve()) in hidden  # the rest is still hidden

@@ -101,12 +101,16 @@ def _task_totals(results: dict[str, Any]) -> dict[str, float]:
 
 
 def _otter_run(otter_zip: Path, folder: Path, work: Path) -> dict[str, Any]:
-    """What a student uploads (the folder's files at the top level of a zip), graded by ``otter run``."""
+    """What a student uploads (the folder's files at the top level of a zip), graded by ``otter run``.
+
+    A student works in one edition of the notebook and uploads that one: otter refuses a submission with two
+    notebooks ("More than one .ipynb file found"), so the Korean edition stays out of an English upload.
+    """
     work.mkdir(parents=True)
     upload = work / f"{folder.name}.zip"
     with zipfile.ZipFile(upload, "w") as bundle:
         for path in sorted(folder.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts:
+            if path.is_file() and "__pycache__" not in path.parts and not path.name.endswith(".ko.ipynb"):
                 bundle.write(path, path.relative_to(folder).as_posix())
     command = [sys.executable, "-m", "otter", "run", "-a", str(otter_zip), "-o", str(work), "--no-logo", str(upload)]
     done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=900, env=otter_build.otter_env())

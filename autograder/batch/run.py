@@ -73,7 +73,16 @@ def private_paths(out: Path, extra: Sequence[Path] = ()) -> tuple[str, ...]:
     """Folders a student process must not see (covered by empty mounts where possible)."""
     candidates = [ROOT / "autograder", ROOT / "solutions", ROOT / "tests", out, Path("/autograder/results"),
                   Path("/autograder/source/autograder"), plan_cache.cache_dir(), *extra]
-    return tuple(sorted({str(p.resolve()) for p in candidates if p.exists()}))
+    return tuple(sorted({str(p.resolve()) for p in candidates if _reachable(p)}))
+
+
+def _reachable(path: Path) -> bool:
+    """Whether ``path`` exists for the grading user.  A path it may not even look at (someone else's cache named
+    by ``$AMP_PLAN_CACHE``) needs no hiding: student processes run with no more rights than the grader."""
+    try:
+        return path.exists()
+    except OSError:  # PermissionError above all (Path.exists only swallows "not found" before Python 3.12)
+        return False
 
 
 def grader_fingerprint(limits: dict[str, Any]) -> str:
