@@ -531,3 +531,15 @@ def test_a_private_path_the_grader_may_not_look_at_is_skipped(monkeypatch: pytes
     hidden = run.private_paths(tmp_path / "out", extra=(locked,))
     assert str(locked) not in hidden
     assert str((run.ROOT / "solutions").resolve()) in hidden  # the rest is still hidden
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="uids are claimed by root only")
+def test_a_claimed_uid_is_seen_as_claimed_until_released() -> None:
+    from autograder.engine.uids import claim_uid, claimed
+
+    found = claim_uid(123)
+    assert found is not None
+    uid, lock = found
+    assert claimed(uid)
+    lock.close()
+    assert not claimed(uid)

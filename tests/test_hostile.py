@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from autograder.engine.uids import claimed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402
@@ -249,7 +250,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Any:
         ended, ended_at = _ticks(), time.time()
         data = Graded(ctx, {c.name: c for c in cases}, runs, seconds=time.monotonic() - started)
         data.network = listener.close()
-        uids = set().union(*(run.uids for run in runs))
+        # A uid another grader holds now (a test running beside this one) is that grader's: its processes are not
+        # survivors of ours, and a daemon of ours left on it dies when that grader cleans the uid up.
+        uids = {uid for uid in set().union(*(run.uids for run in runs)) if not claimed(uid)}
         deadline = time.monotonic() + 3
         while True:  # SIGKILLed processes take a moment to disappear
             data.survivors = processes_of(uids, ended)

@@ -27,8 +27,7 @@ def claim_uid(hint: int = 0) -> tuple[int, IO[str]] | None:
     """
     if os.geteuid() != 0:
         return None
-    run = Path("/run")
-    folder = run / "amp-autograder" if os.access(run, os.W_OK) else Path(tempfile.gettempdir()) / "amp-autograder-uids"
+    folder = lock_folder()
     folder.mkdir(mode=0o700, exist_ok=True)
     for k in range(UID_COUNT):
         uid = UID_BASE + (hint + k) % UID_COUNT
@@ -40,3 +39,21 @@ def claim_uid(hint: int = 0) -> tuple[int, IO[str]] | None:
             continue
         return uid, handle
     raise RuntimeError(f"all {UID_COUNT} sandbox uids from {UID_BASE} are in use")
+
+
+def lock_folder() -> Path:
+    """Where the uid locks live (machine-wide: /run where we may write, else the temporary folder)."""
+    run = Path("/run")
+    return run / "amp-autograder" if os.access(run, os.W_OK) else Path(tempfile.gettempdir()) / "amp-autograder-uids"
+
+
+def claimed(uid: int) -> bool:
+    """Whether some grader on this machine holds ``uid`` now (its lock is taken)."""
+    try:
+        with open(lock_folder() / f"{uid}.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the file closes
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    return False
