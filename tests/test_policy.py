@@ -203,3 +203,32 @@ def test_the_handout_lists_exactly_the_importable_modules() -> None:
     named = set(re.findall(r"`([a-z_][a-z_.]*)`", rule)) - {"loss_scaler", "amp_step"}
     unnamed_aliases = {"typing_extensions", "collections.abc", "torch.cuda.amp", "torch.cpu.amp"}
     assert named == set(guards.ALLOWED_MODULES) - unnamed_aliases
+
+
+def test_a_read_allowed_before_does_not_open_others(tmp_path: Path) -> None:
+    """The guards remember reads their rules allowed (per class and name): that memory never lets through a read
+    the rules refuse: the same private name on an object the submission does not own, a module's private member
+    after its public ones, a private name of a class the submission defines later."""
+    module = load(tmp_path, """
+        class Mine:
+            def __init__(self):
+                self._steps = 0
+        mine = Mine()
+        for _ in range(3):
+            mine._steps = mine._steps + 1  # allowed, then remembered
+            torch.ones(1)  # a module member: allowed, then remembered
+        if target == "opt":
+            return optimizer_probe._steps
+        if target == "module":
+            return torch._C
+        class Later:
+            pass
+        return Later()._hidden
+    """.replace("optimizer_probe", "target_opt"))
+    module.target_opt = optimizer()
+    module.target_opt._steps = 1  # a private attribute on the harness's own object
+    for target in ("opt", "module"):
+        with pytest.raises(PolicyError):
+            module.run(target)
+    with pytest.raises(AttributeError):  # allowed (its class is the submission's), and simply absent
+        module.run("later")

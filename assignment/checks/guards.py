@@ -88,6 +88,15 @@ DELEGATION_MESSAGE = ("{what} is not allowed in Task 1: ToyLossScaler must do th
 DELEGATION_CALLS: dict[str, int] = {}
 #: Classes defined by submitted code (their instances are the submission's own objects).
 STUDENT_CLASSES: weakref.WeakSet[type] = weakref.WeakSet()
+#: Reads already allowed by the name rules: (class, name) for an instance (neither a class, a module nor a
+#: ``super`` object), and (module, name) for a listed module's member.  Those rules depend on nothing else, so a
+#: repeat skips them (a scenario reads the same few attributes thousands of times); the value read is still
+#: checked every time.  Emptied whenever a class is registered: it changes which objects are the submission's.
+_ALLOWED_READS: set[tuple[Any, str]] = set()
+#: Class -> whether a class the submission defined is in its MRO (emptied with :data:`_ALLOWED_READS`).
+_OWNED_CLASSES: dict[type, bool] = {}
+#: Values that :meth:`Guards._checked` may refuse or replace; anything else passes as it is.
+_SUSPECT_VALUES = (type, types.ModuleType, types.FrameType, types.TracebackType, types.CodeType)
 
 
 #: torch's own scaler, as imported (the grader later replaces the module attributes by the stand-in).
@@ -166,7 +175,11 @@ class Guards:
             return any(obj is module for module in self.modules.values())
         if isinstance(obj, super):
             obj = obj.__self__
-        return any(cls in STUDENT_CLASSES for cls in _class_of(obj).__mro__)
+        cls = _class_of(obj)
+        owned = _OWNED_CLASSES.get(cls)
+        if owned is None:
+            owned = _OWNED_CLASSES[cls] = any(base in STUDENT_CLASSES for base in cls.__mro__)
+        return owned
 
     def _private_ok(self, obj: Any, name: str) -> bool:
         """A private attribute of the submission's own object, not one a class it did not write defines."""
@@ -192,6 +205,9 @@ class Guards:
         return value
 
     def _member(self, module: types.ModuleType, name: str, default: tuple[Any, ...]) -> Any:
+        if (module, name) in _ALLOWED_READS:
+            value = getattr(module, name, *default)
+            return value if not isinstance(value, _SUSPECT_VALUES) else self._checked(value, f"{module.__name__}.{name}")
         module_name = _module_name(module)
         where = f"{module_name}.{name}"
         if any(module is own for own in self.modules.values()):
@@ -202,15 +218,20 @@ class Guards:
             raise PolicyError(f"{where} is not available to a submission ({RULES})")
         if name.startswith("_") and not (module is torch and name.startswith("_foreach_")):
             raise PolicyError(f"{where}: private members of modules are not available ({RULES})")
+        _ALLOWED_READS.add((module, name))
         return self._checked(getattr(module, name, *default), where)
 
     def getattr(self, obj: Any, name: str, *default: Any) -> Any:
         """``obj.name``, or ``default`` where it has no such attribute, if the policy allows the access."""
         if type(name) is not str:
             raise TypeError(f"attribute name must be a string, not {type(name).__name__}")
-        where = f"reading .{name} of {type(obj).__name__}"
         if name in PRIVATE_KERNELS and self.refuse_reference:
             return _KERNEL_STUBS[name]
+        if (type(obj), name) in _ALLOWED_READS:  # an instance's attribute these rules allowed before
+            value = getattr(obj, name, *default)
+            return value if not isinstance(value, _SUSPECT_VALUES) else \
+                self._checked(value, f"reading .{name} of {type(obj).__name__}")
+        where = f"reading .{name} of {type(obj).__name__}"
         if name in REFUSED_ATTRIBUTES or (name.startswith("__") and name not in READ_DUNDERS):
             raise PolicyError(f"{where} is not allowed ({RULES})")
         if isinstance(obj, types.ModuleType):
@@ -222,6 +243,8 @@ class Guards:
             return _safe_format(obj)
         if name == "format" and obj is str:
             return lambda text, *args, **kwargs: _safe_format(text)(*args, **kwargs)
+        if not isinstance(obj, (type, super)):
+            _ALLOWED_READS.add((type(obj), name))
         return self._checked(getattr(obj, name, *default), where)
 
     def hasattr(self, obj: Any, name: str) -> bool:
@@ -275,6 +298,8 @@ class Guards:
     def register_class(self, cls: Any) -> Any:
         if isinstance(cls, type):
             STUDENT_CLASSES.add(cls)
+            _ALLOWED_READS.clear()
+            _OWNED_CLASSES.clear()
         return cls
 
     def call_type(self, *args: Any) -> Any:

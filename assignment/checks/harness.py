@@ -23,7 +23,7 @@ import sys
 import types
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -208,10 +208,16 @@ def is_plain_tensor(value: Any) -> bool:
 
 def tensor_values(tensor: torch.Tensor) -> list[float]:
     """The values of ``tensor``, flattened, as Python floats; raises NotPlainData for any other type."""
-    if not is_plain_tensor(tensor):
-        raise NotPlainData(f"a {type(tensor).__name__[:80]} where the harness expects a plain torch.Tensor")
+    return tensors_values([tensor])[0]
+
+
+def tensors_values(tensors: Sequence[torch.Tensor]) -> list[list[float]]:
+    """:func:`tensor_values` of each tensor, read under one guard against overrides (a scenario reads thousands)."""
+    for tensor in tensors:
+        if not is_plain_tensor(tensor):
+            raise NotPlainData(f"a {type(tensor).__name__[:80]} where the harness expects a plain torch.Tensor")
     with _plain_reads():
-        return [float(v) for v in _TOLIST(_TO(_RESHAPE(_DETACH(tensor), (-1,)), torch.float64))]
+        return [[float(v) for v in _TOLIST(_TO(_RESHAPE(_DETACH(tensor), (-1,)), torch.float64))] for tensor in tensors]
 
 
 def tensor_facts(tensor: torch.Tensor) -> dict[str, Json]:
@@ -363,9 +369,9 @@ def _unscale_op(scaler: Any, optimizer: RecordingSGD) -> Json:
 
 def _step_op(scaler: Any, optimizer: RecordingSGD) -> Json:
     """``step``'s effects: whether the parameters changed (the optimizer stepped) and what it returned."""
-    before = str([tensor_values(p) for p in all_params(optimizer)])
+    before = str(tensors_values(all_params(optimizer)))
     returned = scaler.step(optimizer)
-    changed = str([tensor_values(p) for p in all_params(optimizer)]) != before
+    changed = str(tensors_values(all_params(optimizer))) != before
     return {"called": changed, "returned": float(returned) if type(returned) is float else None}
 
 
