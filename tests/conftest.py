@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -164,3 +165,26 @@ def headless_browser() -> str:
             pytest.fail(f"{why}: CI must run the browser check")
         pytest.skip(why)
     return found
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line holds ``text`` (forks of a process share its command line)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if text.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def gone_within(text: str, seconds: float) -> list[int]:
+    """Wait up to ``seconds`` for every process mentioning ``text`` to end; those still alive after."""
+    deadline = time.monotonic() + seconds
+    while processes_mentioning(text) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return processes_mentioning(text)
+

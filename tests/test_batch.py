@@ -28,6 +28,7 @@ import pytest
 from autograder.batch import inputs, run, summary
 from autograder.engine import rubric
 from autograder.batch.ledger import Entry, Ledger
+from conftest import gone_within
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
@@ -241,10 +242,7 @@ def test_kill_9_mid_run_then_resume_gives_the_same_gradebook(graded: tuple[Path,
     assert 1 <= recorded < 9
     assert not (out / "gradebook.csv").exists()  # never a partial gradebook
     # its workers die with it (and their student processes with them)
-    deadline = time.monotonic() + 20
-    while _processes_mentioning(str(out)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _processes_mentioning(str(out))
+    assert not gone_within(str(out), 20)
 
     resumed = grade(*batch_inputs, "--out", out, *BATCH_FLAGS, env=BATCH_ENV)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -256,19 +254,6 @@ def test_kill_9_mid_run_then_resume_gives_the_same_gradebook(graded: tuple[Path,
     with sqlite3.connect(out / "ledger.sqlite") as db:
         names = [name for (name,) in db.execute("SELECT name FROM graded")]
     assert len(names) == len(set(names)) == 9
-
-
-def _processes_mentioning(text: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if text.encode() in (entry / "cmdline").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 # --------------------------------------------------------------------------- smaller runs

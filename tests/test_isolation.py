@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from autograder.engine import budget, confine, escape, intake, sandbox
-from conftest import ROOT, shown
+from conftest import ROOT, processes_mentioning, shown
 
 SOLUTIONS = ROOT / "solutions"
 FILES = ("loss_scaler.py", "amp_step.py", "answers.py")
@@ -247,18 +247,6 @@ def _shm_keys() -> set[int]:
     return {int(line.split()[0]) for line in lines[1:] if line.split()}
 
 
-def _processes_with(token: str) -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if token.encode() in (entry / "cmdline").read_bytes():
-                    found.append(entry.name)
-            except OSError:
-                continue
-    return found
-
-
 def _nobody_gets_user_namespaces(python: str) -> bool:
     """Whether uid nobody may unshare a user namespace with the others (unprivileged user namespaces enabled)."""
     flags = 0x10000000 | 0x00020000 | 0x40000000 | 0x08000000 | 0x20000000  # USER | NS | NET | IPC | PID
@@ -322,7 +310,7 @@ def test_confinement_holds_in_every_mode(mode: str, workspace: Path, request: py
     assert report["rlimits"] == {"RLIMIT_NOFILE": limits.open_files, "RLIMIT_FSIZE": limits.file_bytes,
                                  "RLIMIT_CPU": limits.cpu_seconds}
     assert report["file size"] == errno.EFBIG and report["open files"] < limits.open_files
-    assert not _processes_with(token)  # no process left
+    assert not processes_mentioning(token)  # no process left
     for folder in ("/tmp", "/var/tmp", "/dev/shm"):  # nothing written outside scratch survives
         assert not (Path(folder) / token).exists(), f"{folder}/{token} survived"
     assert results["score"] == 90, results["output"][-2000:]  # results valid: the probe broke nothing graded

@@ -21,7 +21,6 @@ writes each result into an inbox folder that the batch gathers into its ledger.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import dataclasses
 import gc
 import json
@@ -34,7 +33,8 @@ import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
-from autograder.engine.uids import claim_uid  # stdlib only: no torch before the zygote
+from autograder.engine import confine  # stdlib only: no torch before the zygote
+from autograder.engine.uids import claim_uid  # stdlib only
 
 FAULT_MESSAGE = ("The grader could not grade this submission because of an internal problem (not your fault); "
                  "staff have the details and will regrade it.")
@@ -48,6 +48,7 @@ CANARY_EXIT = 3
 CANARY_MARK = "refusing to grade: "
 
 _CURRENT: dict[str, Any] = {}
+_TERMINATING = False
 
 
 def limits_from(fields: dict[str, Any] | None) -> Any:
@@ -127,18 +128,17 @@ def sandbox_records(runner: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the worker process
 
 
-def _die_with_parent(parent: int) -> None:
-    """SIGTERM when the batch process dies (even by kill -9), so no worker is left behind."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:  # it died before prctl
-        os._exit(1)
-
-
 def _on_terminate(signum: int, _frame: Any) -> None:
-    """Stop the current student process (and everything its uid owns), then leave at once."""
+    """Stop the current student process (and everything its uid owns), then leave at once.
+
+    Runs once: a batch process killed with -9 sends SIGTERM again for each of its threads (the kernel
+    hands the worker from one dying thread to the next), and a second cleanup started inside the first
+    one's ``fork`` waits forever on a lock the first one holds.
+    """
+    global _TERMINATING
+    if _TERMINATING:
+        return
+    _TERMINATING = True
     runner = _CURRENT.get("runner")
     try:
         if runner is not None:
@@ -165,7 +165,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--config", required=True, help="JSON: hide (list of paths) and limits")
     args = parser.parse_args(argv)
     config = json.loads(args.config)
-    _die_with_parent(args.parent)
+    confine.die_with_parent(signal.SIGTERM, args.parent)  # SIGTERM even when the batch is killed with -9
     signal.signal(signal.SIGTERM, _on_terminate)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the batch decides when workers stop
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import signal
 import socket
 import sys
 import sysconfig
@@ -90,6 +91,24 @@ def parse_level(text: str) -> str:
 # --------------------------------------------------------------------------- namespaces
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(signum: int = signal.SIGKILL, parent: int | None = None) -> None:
+    """Have the kernel send ``signum`` when this process's parent dies, so nothing outlives its grader.
+
+    The kernel forgets this setting on ``fork`` and whenever the process's credentials change
+    (``setuid``, a new user namespace): call it again after each.  ``parent``: the parent expected;
+    if it died before the call (this process was already handed to another), exit at once.
+    """
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the pipes' end-of-file still stops an idle process
+        return
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
+
+
 def enter_namespaces(libc: Any, is_root: bool) -> bool:
     """Unshare mount, network, IPC and PID namespaces (plus user when not root); True if it worked.
 
@@ -97,10 +116,11 @@ def enter_namespaces(libc: Any, is_root: bool) -> bool:
     (a fork happens here: the original process waits for it and exits with its status),
     and ``/`` is a private mount tree, so nothing mounted later leaks out.
     """
-    uid, gid = os.geteuid(), os.getegid()
+    uid, gid, parent = os.geteuid(), os.getegid(), os.getppid()
     flags = _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWPID | (0 if is_root else _CLONE_NEWUSER)
     if libc.unshare(flags) != 0:
         return False
+    die_with_parent(parent=parent)  # a new user namespace is a change of credentials: armed again
     if not is_root:
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
             try:

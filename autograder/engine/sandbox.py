@@ -140,6 +140,7 @@ class SandboxRunner:
         #: (files imported, serves visible tests?) -> process.  A test whose row students see at once never runs
         #: in a process that served a hidden test: whatever that process kept of hidden inputs stays there.
         self._processes: dict[tuple[tuple[str, ...], bool], _StudentProcess] = {}
+        self._starting: _StudentProcess | None = None  # spawned, still importing: not in _processes yet
         self._visible = True
         self._next_id = 0
         self._test = ""
@@ -192,7 +193,7 @@ class SandboxRunner:
     def _start(self, wanted: tuple[str, ...]) -> _StudentProcess:
         """A process that imported ``wanted`` (minus faulty files); import faults are recorded per file."""
         modules = tuple(name for name in IMPORT_ORDER if name in wanted and name not in self.import_faults)
-        process = self._spawn(modules)
+        process = self._starting = self._spawn(modules)  # _kill_all reaches it from now on
         for name in modules:
             message = self._read(process, max(0.1, min(self.limits.import_seconds, self._budget_left())))
             if message is None:
@@ -221,12 +222,12 @@ class SandboxRunner:
         if self.isolation != "namespaces" and self._scratch_guard is None:  # no size-capped tmpfs there
             self._scratch_guard = confine.ScratchGuard(self._scratch, self._stop_processes)
             self._scratch_guard.start()
-        self._processes[(wanted, self._visible)] = process
+        self._processes[(wanted, self._visible)], self._starting = process, None
         return process
 
     def _stop_processes(self) -> None:
         """Called from the scratch guard's thread: stop the student processes (the reader notices)."""
-        for process in list(self._processes.values()):
+        for process in list(self._processes.values()):  # one still importing is judged when its import ends
             pid = process.pid
             if pid is not None:
                 try:
@@ -234,12 +235,17 @@ class SandboxRunner:
                 except ProcessLookupError:
                     pass
 
+    def _live(self) -> list[_StudentProcess]:
+        """Every student process of this submission: those ready, and the one still importing."""
+        return [*self._processes.values(), *([self._starting] if self._starting is not None else [])]
+
     def _kill_all(self) -> None:
         """End every student process of this submission (they share a uid: killing one kills all)."""
-        for process in self._processes.values():
+        for process in self._live():
             self._drain_output(process)
             process.close()
         self._processes.clear()
+        self._starting = None
         if self.uid is not None and os.geteuid() == 0:  # even when a process ended by itself: its
             kill_uid(self.uid)  # daemons (setsid, double fork) outlive it
 
@@ -379,6 +385,9 @@ class SandboxRunner:
             except harness.SubmissionFault as exc:
                 self._test_fault, self._test_fault_kind = str(exc), budget.CRASH_LIMIT
                 self._limit(budget.CRASH_LIMIT, self._test_fault)
+            blocked = self._blocked(needed)  # its import hung or failed just now: the call would import it again
+            if blocked:
+                self._fail(*blocked)
         return process
 
     def _call_limit(self, timeout: float | None) -> tuple[float, bool]:

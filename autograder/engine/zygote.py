@@ -200,7 +200,7 @@ def _restore_links(links: list[tuple[str, str]]) -> None:
             pass  # best effort, as every covering step: the process then reports what it cannot import
 
 
-def _isolate(request: SpawnRequest) -> bool:
+def _isolate(request: SpawnRequest, parent: int) -> bool:
     """Namespaces, hidden folders, rlimits and the unprivileged uid (best effort); True if namespaces worked."""
     libc = _libc()
     is_root = os.geteuid() == 0
@@ -236,6 +236,8 @@ def _isolate(request: SpawnRequest) -> bool:
         os.setgroups(list(request.device.groups) if request.device else [])  # GPU: keep /dev/nvidia*'s group
         os.setgid(request.uid)
         os.setuid(request.uid)
+    # Armed again after the last change of credentials.  In a PID namespace the parent (outside it) reads as 0.
+    confine.die_with_parent(parent=None if namespaces else parent)
     return namespaces
 
 
@@ -246,7 +248,7 @@ def _send(fd: int, message: dict[str, Any]) -> None:
         view = view[os.write(fd, view):]
 
 
-def _child_main(request: SpawnRequest, fds: list[int]) -> None:
+def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
     """Body of a student process; never returns.
 
     It imports only ``request.modules`` (one student file per process where the tests
@@ -255,6 +257,9 @@ def _child_main(request: SpawnRequest, fds: list[int]) -> None:
     """
     request_fd, reply_fd, output_fd = fds
     try:
+        # Killed with the zygote (which ends with its worker): a process stuck in an import that nobody waits
+        # for any more must not run on.
+        confine.die_with_parent(parent=zygote)
         os.setsid()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         devnull = os.open(os.devnull, os.O_RDONLY)
@@ -262,7 +267,7 @@ def _child_main(request: SpawnRequest, fds: list[int]) -> None:
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
         os.close(output_fd)
-        namespaces = _isolate(request)
+        namespaces = _isolate(request, zygote)
         os.chdir(request.scratch)
         device = request.device
         isolation = confine.confine(request.submission, request.scratch, namespaces,  # also a clean environment
@@ -343,6 +348,7 @@ class Zygote:
         _libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of student processes become ours...
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # ...and children are reaped automatically
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the judge decides when we stop
+        zygote = os.getpid()
         try:
             while True:
                 data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 3)
@@ -357,7 +363,7 @@ class Zygote:
                 pid = os.fork()
                 if pid == 0:
                     sock.close()
-                    _child_main(request, list(fds))
+                    _child_main(request, list(fds), zygote)
                 for fd in fds:
                     os.close(fd)
                 sock.send(json.dumps({"pid": pid}).encode())

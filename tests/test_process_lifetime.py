@@ -1,0 +1,161 @@
+"""Nothing a grading starts outlives it: student processes end with their grader, however it ends.
+
+The chain, from the top: the batch process; its workers (``PR_SET_PDEATHSIG``: SIGTERM, whose handler
+kills the current submission's processes); each worker's zygote (it ends when its socket to the worker
+closes); the student processes the zygote forks (``PR_SET_PDEATHSIG``: SIGKILL, armed again after every
+change of credentials).  As root, a worker also kills everything its uid owns; these tests run without
+a uid, as a TA's laptop does, so only the chain itself can stop a student process.
+
+The student file used here loops at import: it never reads its pipe, so end-of-file cannot stop it, and
+``RLIMIT_CPU`` (ten minutes) is far away.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from conftest import ROOT, gone_within, processes_mentioning
+from test_isolation import MODES, _skip_reason, nobody_python  # noqa: F401 - a fixture
+
+LOOPS_AT_IMPORT = "while True:\n    pass\n"
+
+GRADING = '''
+import dataclasses, sys
+from pathlib import Path
+sys.path[:0] = [{root!r}, {root!r} + "/assignment"]
+from autograder.engine import intake, sandbox
+zygote = sandbox.start_zygote()
+from checks import harness
+limits = dataclasses.replace(sandbox.default_limits(), import_seconds={import_seconds}, submission_seconds=900)
+staged = intake.stage(Path({submission!r}))  # as the grader does: where the student process's uid may read
+runner = sandbox.SandboxRunner(staged.folder, limits=limits)
+runner.begin_test("t")
+print("ZYGOTE", zygote.pid, staged.folder, flush=True)
+try:
+    runner.run("underflow", {{}})
+except harness.SubmissionFault:
+    pass
+runner.close()
+import shutil; shutil.rmtree(staged.folder, ignore_errors=True)
+print("CLOSED", flush=True)
+sys.stdin.read()  # until the test is done looking
+'''
+
+
+@pytest.fixture
+def grading(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
+    """Starts, in the test's mode, a process grading a submission whose ``amp_step.py`` loops at import.
+
+    It returns (process, token, zygote pid); ``token`` is in the command line of that process and of
+    all its forks.  Whatever is left is killed after the test.
+    """
+    started: list[tuple[subprocess.Popen[str], str, Path]] = []
+    folders: list[Path] = []
+
+    def start(mode: str, import_seconds: float) -> tuple[subprocess.Popen[str], str, int]:
+        reason = _skip_reason(mode)
+        if reason:
+            pytest.skip(reason)
+        python = request.getfixturevalue("nobody_python") if mode == "unprivileged" else sys.executable
+        submission = Path(tempfile.mkdtemp(prefix="amp-lifetime-", dir="/var/tmp"))  # /tmp/pytest-of-root: 0700
+        for name in ("loss_scaler.py", "answers.py"):
+            shutil.copy(ROOT / "solutions" / name, submission / name)
+        (submission / "amp_step.py").write_text(LOOPS_AT_IMPORT)
+        for item in [submission, *submission.iterdir()]:  # readable by nobody too
+            item.chmod(0o755)
+        token = f"lifetime-{uuid.uuid4().hex}"
+        code = GRADING.format(root=str(ROOT), submission=str(submission), import_seconds=import_seconds)
+        process = subprocess.Popen(MODES[mode] + [python, "-c", code, token], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                                   env={**os.environ, "AMP_STATIC_RULES": "off", "AMP_RUNTIME_GUARD": "off"})
+        assert process.stdout is not None
+        first = process.stdout.readline().split()
+        assert first[:1] == ["ZYGOTE"], first
+        started.append((process, token, Path(first[2])))
+        folders.append(submission)
+        return process, token, int(first[1])
+
+    yield start
+    for process, token, staged in started:
+        process.kill()
+        process.wait()
+        for pid in processes_mentioning(token):
+            os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(staged, ignore_errors=True)
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _others(token: str, *known: int) -> set[int]:
+    return set(processes_mentioning(token)) - set(known)
+
+
+MODE_NAMES = ["root", "docker", "unprivileged"]
+
+
+@pytest.mark.parametrize("mode", MODE_NAMES)
+def test_a_grader_killed_mid_import_leaves_no_student_process(mode: str, grading: Callable[..., Any]) -> None:
+    process, token, zygote = grading(mode, import_seconds=600)
+    deadline = time.monotonic() + 60
+    while not _others(token, process.pid, zygote):  # the student process has started and is looping
+        assert time.monotonic() < deadline, "no student process started"
+        time.sleep(0.1)
+    time.sleep(1.0)
+    process.kill()
+    process.wait()
+    assert not gone_within(token, 15)
+
+
+@pytest.mark.parametrize("mode", MODE_NAMES)
+def test_an_import_that_times_out_is_stopped(mode: str, grading: Callable[..., Any]) -> None:
+    """The process that hung importing is killed at the timeout, not left to loop once the call moved on.
+    (As root a uid of its own is killed whole too; as nobody only the runner's own bookkeeping can.)"""
+    process, token, zygote = grading(mode, import_seconds=1)
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "CLOSED"
+    deadline = time.monotonic() + 5
+    while _others(token, process.pid, zygote) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _others(token, process.pid, zygote)  # the zygote alone is left, idle, with its grader
+
+
+TERMINATED_TWICE = '''
+import os, signal, sys, time
+sys.path[:0] = [{root!r}]
+from autograder.batch import worker
+
+class Runner:  # stands for the submission being graded when the batch dies
+    def close(self):
+        with open({log!r}, "a") as stream:
+            stream.write("close\\n")
+        os.kill(os.getpid(), signal.SIGTERM)  # what the kernel sends for the dying batch's next thread
+        time.sleep(0.5)
+        with open({log!r}, "a") as stream:
+            stream.write("closed\\n")
+
+worker._CURRENT["runner"] = Runner()
+signal.signal(signal.SIGTERM, worker._on_terminate)
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(30)
+'''
+
+
+def test_a_worker_told_to_stop_twice_cleans_up_once_and_ends(tmp_path: Path) -> None:
+    """A batch killed with -9 makes the kernel send the worker's death signal once per thread of the batch.
+    A second cleanup nested in the first (inside its ``fork``) used to wait forever on the first one's lock."""
+    log = tmp_path / "log"
+    done = subprocess.run([sys.executable, "-c", TERMINATED_TWICE.format(root=str(ROOT), log=str(log))],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    assert log.read_text() == "close\nclosed\n"
