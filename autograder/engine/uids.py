@@ -31,13 +31,9 @@ def claim_uid(hint: int = 0) -> tuple[int, IO[str]] | None:
     folder.mkdir(mode=0o700, exist_ok=True)
     for k in range(UID_COUNT):
         uid = UID_BASE + (hint + k) % UID_COUNT
-        handle = open(folder / f"{uid}.lock", "a")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
-            continue
-        return uid, handle
+        handle = _take_lock(folder, uid)
+        if handle is not None:
+            return uid, handle
     raise RuntimeError(f"all {UID_COUNT} sandbox uids from {UID_BASE} are in use")
 
 
@@ -47,13 +43,24 @@ def lock_folder() -> Path:
     return run / "amp-autograder" if os.access(run, os.W_OK) else Path(tempfile.gettempdir()) / "amp-autograder-uids"
 
 
+def _take_lock(folder: Path, uid: int) -> IO[str] | None:
+    """The open lock file of ``uid``, now ours; None where another grader holds it."""
+    handle = open(folder / f"{uid}.lock", "a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
+
+
 def claimed(uid: int) -> bool:
     """Whether some grader on this machine holds ``uid`` now (its lock is taken)."""
     try:
-        with open(lock_folder() / f"{uid}.lock", "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the file closes
-    except BlockingIOError:
-        return True
-    except OSError:
+        handle = _take_lock(lock_folder(), uid)
+    except OSError:  # no lock folder or file: nobody holds it
         return False
+    if handle is None:
+        return True
+    handle.close()  # released at once: we only looked
     return False
