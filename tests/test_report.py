@@ -9,6 +9,7 @@ A synthetic batch folder checks that submission names are escaped in the page an
 
 from __future__ import annotations
 
+import base64
 import csv
 import json
 import shutil
@@ -117,7 +118,7 @@ def test_the_page_renders_in_headless_chromium_without_console_messages(batch: P
     consoled = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
     assert consoled == [], consoled  # an error, or a blocked request (the page's policy forbids them all)
     dom = done.stdout
-    assert "<svg" in dom and "Class report" in dom
+    assert '<img alt="score histogram" src="data:image/png;base64,' in dom and "Class report" in dom
     assert words.STUDENT_WORDS["growth_off_by_one"] in dom
     assert "alice, bob" in dom
     # the check can fail: the same page asking for an external image logs the blocked request
@@ -154,3 +155,14 @@ def test_report_command_needs_a_batch_folder(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "autograder", "report", str(tmp_path)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "no gradebook.csv" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_page_inlines_the_batch_histogram_and_says_when_there_is_none(tmp_path: Path) -> None:
+    assert "No histogram" in report.histogram_img(tmp_path)  # a batch of one: summary drew none
+    (tmp_path / report.HISTOGRAM_NAME).write_text("<script>alert(1)</script>")  # not what the summary writes
+    assert "not a PNG" in report.histogram_img(tmp_path) and "script" not in report.histogram_img(tmp_path)
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+    (tmp_path / report.HISTOGRAM_NAME).write_bytes(png)
+    tag = report.histogram_img(tmp_path)
+    assert tag.startswith('<img alt="score histogram" src="data:image/png;base64,')
+    assert base64.b64decode(tag.split("base64,", 1)[1].rstrip('">')) == png

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from autograder.diagnosis import report as class_report
 from autograder.engine import budget, rubric, strings
 from autograder.engine.escape import console, markdown_inline, strip_controls
 from autograder.engine.files import csv_text, write_bytes_atomic
@@ -29,7 +30,7 @@ from autograder.batch.inputs import Submission
 from autograder.batch.ledger import Entry
 
 IDENTITY_COLUMNS = ("name", "sid", "email")
-HISTOGRAM = "score_histogram.png"
+HISTOGRAM = class_report.HISTOGRAM_NAME  # report.html inlines this very file
 #: Fewer scores than this draw no histogram (one bar says nothing, and matplotlib costs about a second).
 HISTOGRAM_MIN_SUBMISSIONS = 2
 RESERVED = frozenset({"gradebook.csv", "summary.md", "summary.json", HISTOGRAM, "ledger.sqlite", "ledger.sqlite-wal",

@@ -13,8 +13,9 @@ and ``similarity.csv`` / ``changes.csv`` where present), so it can be rebuilt at
 * **Mistakes** (``mistakes.csv``: ``mistake, test, count, submissions``): the diagnoses in
   ``extra_data.diagnosis`` (:mod:`autograder.diagnosis.match`), counted per catalogued mistake and row,
   most common first; ``submissions`` lists every one, ``;``-separated.
-* **report.html**: one self-contained page (inline SVG histogram and CSS, no script, no network): the
-  histogram, the items, the mistakes with their student-facing words and up to
+* **report.html**: one self-contained page (inline CSS and images, no script, no network): the
+  batch's score histogram (its ``score_histogram.png``, drawn once by :mod:`autograder.batch.summary`
+  and inlined here as a ``data:`` URL, not drawn a second time), the items, the mistakes with their student-facing words and up to
   :data:`EXAMPLES` example submissions, then the similarity pairs and regrade changes where present.
 
 Everything a submission controls (names, metadata) is escaped with :mod:`autograder.engine.escape`.
@@ -23,8 +24,8 @@ Imports neither torch nor pytest (the batch's main process calls it).
 
 from __future__ import annotations
 
+import base64
 import csv
-import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,7 @@ MISTAKES_HEADER = ["mistake", "test", "count", "submissions"]
 GROUP_SHARE = 0.27  # Kelley's upper and lower groups
 EXAMPLES = 5  # example submissions per mistake on the page
 SHOWN_PAIRS = 20  # similarity rows and regrade changes on the page, at most
+HISTOGRAM_NAME = "score_histogram.png"  # drawn by autograder.batch.summary (none for a single submission)
 
 
 @dataclass
@@ -136,31 +138,19 @@ def mistakes_csv(found: Sequence[Mistake]) -> str:
                                       for m in found])
 
 
-def histogram_svg(scores: Sequence[float], top: float, bins: int = 10) -> str:
-    """The score histogram as inline SVG (no date, fixed ids: same data, same bytes)."""
-    import matplotlib
+def histogram_img(out: Path) -> str:
+    """The batch's score histogram inline (a ``data:`` URL: the page's policy allows no other image).
 
-    from matplotlib.backends.backend_svg import FigureCanvasSVG
-    from matplotlib.figure import Figure
-
-    width = top / bins if top > 0 else 1.0
-    counts = [0] * bins
-    for score in scores:
-        counts[min(bins - 1, max(0, int(score // width)))] += 1
-    figure = Figure(figsize=(6.4, 3.2))
-    FigureCanvasSVG(figure)
-    axes = figure.add_subplot()
-    axes.bar([width * k for k in range(bins)], counts, width=width, align="edge", edgecolor="black", color="#4c72b0")
-    axes.set_xlim(0, top or 1)
-    axes.set_xlabel(f"score (out of {top:g})")
-    axes.set_ylabel("submissions")
-    axes.yaxis.get_major_locator().set_params(integer=True)
-    figure.tight_layout()
-    buffer = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": "amp-report", "svg.fonttype": "path"}):
-        figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
-    text = buffer.getvalue()
-    return text[text.index("<svg"):]  # drop the XML prolog and doctype: inline in HTML
+    The batch summary draws it (matplotlib costs about a second, paid once); a batch of one
+    submission has none, and the page says so.
+    """
+    try:
+        png = (out / HISTOGRAM_NAME).read_bytes()
+    except OSError:
+        return "<p>No histogram: it is drawn for two submissions or more.</p>"
+    if not png.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "<p>No histogram: score_histogram.png is not a PNG image.</p>"
+    return f'<img alt="score histogram" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
 
 
 def _read_csv(path: Path) -> list[dict[str, str]]:
@@ -180,7 +170,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 STYLE = """body{font-family:sans-serif;margin:2em;max-width:72em}table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #bbb;padding:.25em .6em;text-align:left;vertical-align:top}th{background:#eee}
-.low{background:#fde2e2}section{margin-bottom:2em}svg{max-width:100%;height:auto}"""
+.low{background:#fde2e2}section{margin-bottom:2em}img{max-width:100%;height:auto}"""
 
 
 def render(out: Path, columns: Sequence[str], graded: Sequence[Graded], stats: Sequence[ItemStats],
@@ -200,7 +190,7 @@ def render(out: Path, columns: Sequence[str], graded: Sequence[Graded], stats: S
                     for m in found]
     sections = [
         f"<section><h2>Scores</h2><p>{len(graded)} submissions, out of {top:g} points.</p>"
-        f"{histogram_svg([g.score for g in graded], top)}</section>",
+        f"{histogram_img(out)}</section>",
         "<section><h2>Rows</h2><p>Pass rate: full points on the row. Discrimination: pass rate in the top 27% "
         "of submissions by total score minus that in the bottom 27% (upper-lower index; shaded below 0.10 where "
         "some pass and some fail)."
