@@ -227,6 +227,9 @@ class Guards:
             raise TypeError(f"attribute name must be a string, not {type(name).__name__}")
         if name in PRIVATE_KERNELS and self.refuse_reference:
             return _KERNEL_STUBS[name]
+        if type(obj) is types.ModuleType and (obj, name) in _ALLOWED_READS:  # torch.float32 and the like
+            value = getattr(obj, name, *default)
+            return value if not isinstance(value, _SUSPECT_VALUES) else self._checked(value, f"{obj.__name__}.{name}")
         if (type(obj), name) in _ALLOWED_READS:  # an instance's attribute these rules allowed before
             value = getattr(obj, name, *default)
             return value if not isinstance(value, _SUSPECT_VALUES) else \

@@ -19,6 +19,7 @@ into the sandbox before any student code runs.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import types
 import traceback
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
+from torch._ops import _len_torch_dispatch_stack_pre_dispatch
+from torch.utils._python_dispatch import _disable_current_modes, _len_torch_dispatch_stack
 
 from checks import guards, policy, registry, rules
 from checks.optimizers import RecordingSGD
@@ -69,9 +72,14 @@ def set_trusted_section(factory: Callable[[], Any]) -> None:
 def submission_frames(exc: BaseException, root: Path | None = None) -> list[traceback.FrameSummary]:
     """The frames of ``exc``'s traceback that lie in the submission's own files."""
     names = set(CONTRACT_FILES.values())
+
+    def ours(filename: str) -> bool:
+        return os.path.basename(filename) in names and (root is None or Path(filename).parent == root)
+
     with trusted_section():  # reading a traceback's frames is refused to student code by the grader's guard
-        frames = traceback.extract_tb(exc.__traceback__)
-    return [f for f in frames if Path(f.filename).name in names and (root is None or Path(f.filename).parent == root)]
+        # Filtered before the summary is built: only the kept frames' source lines are looked up.
+        kept = [(frame, line) for frame, line in traceback.walk_tb(exc.__traceback__) if ours(frame.f_code.co_filename)]
+        return list(traceback.StackSummary.extract(iter(kept)))
 
 
 def student_frames(exc: BaseException, root: Path | None = None) -> str:
@@ -185,6 +193,8 @@ _REQUIRES_GRAD = torch._C.TensorBase.requires_grad.__get__
 _GRAD = torch._C.TensorBase.grad.__get__
 _DTYPE = torch._C.TensorBase.dtype.__get__
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+_DISPATCH_MODES = _len_torch_dispatch_stack  # modes a __torch_dispatch__ override would use
+_PRE_DISPATCH_MODES = _len_torch_dispatch_stack_pre_dispatch
 PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 
@@ -192,13 +202,34 @@ class NotPlainData(Exception):
     """A value the harness copies out is not of the exact type it must have (a tensor subclass, say)."""
 
 
-def _plain_reads() -> Any:
-    from torch.utils._python_dispatch import _disable_current_modes
+class _PlainReads:
+    """Reads with no override in effect: ``__torch_function__`` disabled and, if any dispatch mode is
+    active, every mode popped (torch's own ``_disable_current_modes``) until the block ends.
 
-    stack = contextlib.ExitStack()
-    stack.enter_context(_NO_TORCH_FUNCTION())
-    stack.enter_context(_disable_current_modes())
-    return stack
+    Checking the two mode stacks first is what makes it cheap: a scenario reads tensors thousands of
+    times, and nearly always no mode is active.
+    """
+
+    __slots__ = ("_function", "_modes")
+
+    def __enter__(self) -> None:
+        self._function = _NO_TORCH_FUNCTION()
+        self._function.__enter__()
+        self._modes = None
+        if _DISPATCH_MODES() or _PRE_DISPATCH_MODES():
+            self._modes = _disable_current_modes()
+            self._modes.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            if self._modes is not None:
+                self._modes.__exit__(*exc)
+        finally:
+            self._function.__exit__(*exc)
+
+
+def _plain_reads() -> _PlainReads:
+    return _PlainReads()
 
 
 def is_plain_tensor(value: Any) -> bool:
@@ -217,7 +248,12 @@ def tensors_values(tensors: Sequence[torch.Tensor]) -> list[list[float]]:
         if not is_plain_tensor(tensor):
             raise NotPlainData(f"a {type(tensor).__name__[:80]} where the harness expects a plain torch.Tensor")
     with _plain_reads():
-        return [[float(v) for v in _TOLIST(_TO(_RESHAPE(_DETACH(tensor), (-1,)), torch.float64))] for tensor in tensors]
+        return [_floats(_RESHAPE(_DETACH(tensor), (-1,))) for tensor in tensors]
+
+
+def _floats(flat: torch.Tensor) -> list[float]:
+    """A flat plain tensor's values as Python floats (any floating dtype converts to them exactly)."""
+    return _TOLIST(flat if _DTYPE(flat).is_floating_point else _TO(flat, torch.float64))
 
 
 def tensor_facts(tensor: torch.Tensor) -> dict[str, Json]:
@@ -328,8 +364,9 @@ def _set_grads(optimizer: torch.optim.Optimizer, values: list[Json], dtype: str)
         if value is None:
             param.grad = None
         else:
-            grad = torch.tensor(value, dtype=torch.float64).reshape(param.shape)
-            param.grad = grad.to(device=param.device, dtype=getattr(torch, dtype))
+            # Straight to the dtype asked for: from Python floats that rounds exactly as through float64 would.
+            grad = torch.tensor(value, dtype=getattr(torch, dtype)).reshape(param.shape)
+            param.grad = grad if param.device.type == "cpu" else grad.to(device=param.device)
 
 
 def _scale_op(scaler: Any, op: dict[str, Json], device: str = "cpu") -> Json:
