@@ -239,3 +239,24 @@ def test_configs_are_distinct_in_effects() -> None:
         args = ROW_ARGS[min(rows)]
         assert amp_reference.differences(amp_reference.replay(args, CORRECT), amp_reference.replay(args, config)), \
             dataclasses.asdict(config)
+
+
+def test_copy_out_reads_true_values_under_a_lying_dispatch_mode() -> None:
+    """A dispatch mode that rewrites every result (what code reaching torch's private modules could push)
+    does not change what the harness copies out, and is active again afterwards."""
+    from torch.utils._python_dispatch import TorchDispatchMode, _len_torch_dispatch_stack
+
+    class Lies(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            return out.fill_(7.0) if isinstance(out, torch.Tensor) and out.is_floating_point() else out
+
+    grad = torch.tensor([1.5, -2.0], dtype=torch.float16)
+    tracker = torch.tensor([3], dtype=torch.int32)
+    with Lies():
+        assert torch.ones(2).tolist() == [7.0, 7.0]  # the mode is real: it lies to everyone else
+        assert harness.tensors_values([grad, tracker]) == [[1.5, -2.0], [3.0]]
+        assert all(type(v) is float for v in harness.tensor_values(tracker))
+        assert _len_torch_dispatch_stack() == 1
+    assert _len_torch_dispatch_stack() == 0
+    assert harness.tensor_values(grad) == [1.5, -2.0]  # and without a mode, the cheap path
