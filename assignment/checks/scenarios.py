@@ -151,19 +151,27 @@ power_of_two_scales = st.integers(-8, 24).map(lambda k: 2.0**k)
 any_scales = st.one_of(power_of_two_scales, st.floats(1e-3, 1e6))  # not float32: the scaler must round
 
 
+# Built once, not at every draw: the examples are the same either way, the draws are cheaper.
+_POWER_OF_TWO_GROWTH = st.sampled_from([2.0, 4.0, 8.0])
+_POWER_OF_TWO_BACKOFF = st.sampled_from([0.5, 0.25, 0.125])
+_ANY_GROWTH = st.one_of(st.sampled_from([1.5, 3.0, 1.001]), st.floats(1.01, 10.0))
+_ANY_BACKOFF = st.one_of(st.sampled_from([0.3, 0.9, 0.999]), st.floats(0.01, 0.99))
+_GROWTH_INTERVALS = st.integers(1, 4)
+
+
 @st.composite
 def scaler_kwargs(draw: st.DrawFn, powers_of_two: bool = True) -> dict[str, Json]:
     """Valid constructor arguments with small growth intervals (so growth happens)."""
     if powers_of_two:
-        growth = draw(st.sampled_from([2.0, 4.0, 8.0]))
-        backoff = draw(st.sampled_from([0.5, 0.25, 0.125]))
+        growth = draw(_POWER_OF_TWO_GROWTH)
+        backoff = draw(_POWER_OF_TWO_BACKOFF)
         init = draw(power_of_two_scales)
     else:
-        growth = draw(st.one_of(st.sampled_from([1.5, 3.0, 1.001]), st.floats(1.01, 10.0)))
-        backoff = draw(st.one_of(st.sampled_from([0.3, 0.9, 0.999]), st.floats(0.01, 0.99)))
+        growth = draw(_ANY_GROWTH)
+        backoff = draw(_ANY_BACKOFF)
         init = draw(any_scales)
     return {"init_scale": init, "growth_factor": growth, "backoff_factor": backoff,
-            "growth_interval": draw(st.integers(1, 4))}
+            "growth_interval": draw(_GROWTH_INTERVALS)}
 
 
 overflow_runs = st.lists(st.booleans(), min_size=1, max_size=12)
