@@ -205,9 +205,7 @@ class Guards:
         return value
 
     def _member(self, module: types.ModuleType, name: str, default: tuple[Any, ...]) -> Any:
-        if (module, name) in _ALLOWED_READS:
-            value = getattr(module, name, *default)
-            return value if not isinstance(value, _SUSPECT_VALUES) else self._checked(value, f"{module.__name__}.{name}")
+        """A first read of ``module.name`` (:meth:`getattr` serves the reads allowed before)."""
         module_name = _module_name(module)
         where = f"{module_name}.{name}"
         if any(module is own for own in self.modules.values()):
@@ -227,7 +225,7 @@ class Guards:
             raise TypeError(f"attribute name must be a string, not {type(name).__name__}")
         if name in PRIVATE_KERNELS and self.refuse_reference:
             return _KERNEL_STUBS[name]
-        if type(obj) is types.ModuleType and (obj, name) in _ALLOWED_READS:  # torch.float32 and the like
+        if isinstance(obj, types.ModuleType) and (obj, name) in _ALLOWED_READS:  # torch.float32 and the like
             value = getattr(obj, name, *default)
             return value if not isinstance(value, _SUSPECT_VALUES) else self._checked(value, f"{obj.__name__}.{name}")
         if (type(obj), name) in _ALLOWED_READS:  # an instance's attribute these rules allowed before

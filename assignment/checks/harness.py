@@ -79,7 +79,7 @@ def submission_frames(exc: BaseException, root: Path | None = None) -> list[trac
     with trusted_section():  # reading a traceback's frames is refused to student code by the grader's guard
         # Filtered before the summary is built: only the kept frames' source lines are looked up.
         kept = [(frame, line) for frame, line in traceback.walk_tb(exc.__traceback__) if ours(frame.f_code.co_filename)]
-        return list(traceback.StackSummary.extract(iter(kept)))
+        return list(traceback.StackSummary.extract(kept))
 
 
 def student_frames(exc: BaseException, root: Path | None = None) -> str:
@@ -193,8 +193,6 @@ _REQUIRES_GRAD = torch._C.TensorBase.requires_grad.__get__
 _GRAD = torch._C.TensorBase.grad.__get__
 _DTYPE = torch._C.TensorBase.dtype.__get__
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
-_DISPATCH_MODES = _len_torch_dispatch_stack  # modes a __torch_dispatch__ override would use
-_PRE_DISPATCH_MODES = _len_torch_dispatch_stack_pre_dispatch
 PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 
@@ -216,7 +214,7 @@ class _PlainReads:
         self._function = _NO_TORCH_FUNCTION()
         self._function.__enter__()
         self._modes = None
-        if _DISPATCH_MODES() or _PRE_DISPATCH_MODES():
+        if _len_torch_dispatch_stack() or _len_torch_dispatch_stack_pre_dispatch():  # modes __torch_dispatch__ uses
             self._modes = _disable_current_modes()
             self._modes.__enter__()
 
@@ -226,10 +224,6 @@ class _PlainReads:
                 self._modes.__exit__(*exc)
         finally:
             self._function.__exit__(*exc)
-
-
-def _plain_reads() -> _PlainReads:
-    return _PlainReads()
 
 
 def is_plain_tensor(value: Any) -> bool:
@@ -247,7 +241,7 @@ def tensors_values(tensors: Sequence[torch.Tensor]) -> list[list[float]]:
     for tensor in tensors:
         if not is_plain_tensor(tensor):
             raise NotPlainData(f"a {type(tensor).__name__[:80]} where the harness expects a plain torch.Tensor")
-    with _plain_reads():
+    with _PlainReads():
         return [_floats(_RESHAPE(_DETACH(tensor), (-1,))) for tensor in tensors]
 
 
@@ -260,7 +254,7 @@ def tensor_facts(tensor: torch.Tensor) -> dict[str, Json]:
     """dtype, requires_grad and numel of a plain tensor (see :func:`tensor_values`)."""
     if not is_plain_tensor(tensor):
         raise NotPlainData(f"a {type(tensor).__name__[:80]} where the harness expects a plain torch.Tensor")
-    with _plain_reads():
+    with _PlainReads():
         return {"dtype": str(_DTYPE(tensor)).replace("torch.", ""), "requires_grad": bool(_REQUIRES_GRAD(tensor)),
                 "numel": int(_NUMEL(tensor))}
 
@@ -366,7 +360,7 @@ def _set_grads(optimizer: torch.optim.Optimizer, values: list[Json], dtype: str)
         else:
             # Straight to the dtype asked for: from Python floats that rounds exactly as through float64 would.
             grad = torch.tensor(value, dtype=getattr(torch, dtype)).reshape(param.shape)
-            param.grad = grad if param.device.type == "cpu" else grad.to(device=param.device)
+            param.grad = grad.to(device=param.device)
 
 
 def _scale_op(scaler: Any, op: dict[str, Json], device: str = "cpu") -> Json:
@@ -394,11 +388,11 @@ def _unscale_op(scaler: Any, optimizer: RecordingSGD) -> Json:
     """``unscale_``'s effects: whether each gradient the harness handed in is still the parameter's
     gradient, same storage (in place), and the values those very tensors hold afterwards."""
     before = [param_grad(p) for p in all_params(optimizer)]
-    with _plain_reads():
+    with _PlainReads():
         pointers = [None if g is None or not is_plain_tensor(g) else _DATA_PTR(g) for g in before]
     scaler.unscale_(optimizer)
     after = [param_grad(p) for p in all_params(optimizer)]
-    with _plain_reads():
+    with _PlainReads():
         in_place = all(b is a and (b is None or (is_plain_tensor(a) and _DATA_PTR(a) == ptr))
                        for b, a, ptr in zip(before, after, pointers))
     return {"in_place": in_place, "grads": [None if g is None else tensor_values(g) for g in before]}

@@ -31,8 +31,7 @@ from autograder.batch.ledger import Entry
 
 IDENTITY_COLUMNS = ("name", "sid", "email")
 HISTOGRAM = class_report.HISTOGRAM_NAME  # report.html inlines this very file
-#: Fewer scores than this draw no histogram (one bar says nothing, and matplotlib costs about a second).
-HISTOGRAM_MIN_SUBMISSIONS = 2
+HISTOGRAM_MIN_SUBMISSIONS = class_report.HISTOGRAM_MIN_SUBMISSIONS
 RESERVED = frozenset({"gradebook.csv", "summary.md", "summary.json", HISTOGRAM, "ledger.sqlite", "ledger.sqlite-wal",
                       "ledger.sqlite-shm", "logs", "inputs", "inbox", "submitit", "lock",
                       # issue 14's reports (autograder.batch.similarity, autograder.batch.regrade)

@@ -42,7 +42,9 @@ MISTAKES_HEADER = ["mistake", "test", "count", "submissions"]
 GROUP_SHARE = 0.27  # Kelley's upper and lower groups
 EXAMPLES = 5  # example submissions per mistake on the page
 SHOWN_PAIRS = 20  # similarity rows and regrade changes on the page, at most
-HISTOGRAM_NAME = "score_histogram.png"  # drawn by autograder.batch.summary (none for a single submission)
+HISTOGRAM_NAME = "score_histogram.png"  # drawn by autograder.batch.summary, inlined in the page
+#: Fewer scores than this draw no histogram (one bar says nothing, and matplotlib costs about a second).
+HISTOGRAM_MIN_SUBMISSIONS = 2
 
 
 @dataclass
@@ -147,7 +149,7 @@ def histogram_img(out: Path) -> str:
     try:
         png = (out / HISTOGRAM_NAME).read_bytes()
     except OSError:
-        return "<p>No histogram: it is drawn for two submissions or more.</p>"
+        return f"<p>No histogram: it is drawn for {HISTOGRAM_MIN_SUBMISSIONS} submissions or more.</p>"
     if not png.startswith(b"\x89PNG\r\n\x1a\n"):
         return "<p>No histogram: score_histogram.png is not a PNG image.</p>"
     return f'<img alt="score histogram" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
