@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from checks import expect, rules, scenarios
+from checks import expect, scenarios
 from checks.harness import SubmissionFault
 
 Json = Any
@@ -256,32 +256,3 @@ def defaults(student: Any) -> None:
         want = {key: reference[key] for key in saved if key in reference}
         if not expect.close(want, {key: saved[key] for key in want}):
             expect.mismatch(args, 2, f"print a state_dict() with {want}", got[-1], what=what)
-
-
-# --------------------------------------------------------------------------- the delegation gate
-
-
-def no_delegation(student: Any) -> None:
-    """Gate 1.17: loss_scaler.py never calls torch's GradScaler or its private _amp_* kernels.
-
-    Judged by behaviour: wherever loss_scaler.py runs, those are stand-ins that raise and count
-    each call, instantiation or subclassing (:mod:`checks.guards`); strings, comments, docstrings
-    and type hints never count.  A file the policy refuses is not run, so Task 1 scores 0 either
-    way and the gate says why; a crash or hang is no evidence of delegation (the tests it breaks say so).
-    """
-    source = student.source("loss_scaler")
-    if source is None:
-        expect.fail("loss_scaler.py is missing.")
-    refused = student.rule_fault("loss_scaler") if hasattr(student, "rule_fault") else \
-        (rules.explain("loss_scaler.py", found) if (found := rules.check_source(source, "loss_scaler.py")) else None)
-    if refused:
-        expect.fail(refused)
-    try:
-        used = student.run("delegation", {})
-    except SubmissionFault:
-        return
-    calls = [f"{name} (called {count} times while we ran your scaler)" for name, count in sorted(used["counts"].items())
-             if count]
-    if calls:
-        expect.fail("loss_scaler.py must implement the scaling itself, so Task 1 scores 0. It uses:\n  "
-                    + "\n  ".join(calls))

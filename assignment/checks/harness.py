@@ -18,7 +18,6 @@ into the sandbox before any student code runs.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import types
@@ -30,13 +29,13 @@ import torch
 from torch._ops import _len_torch_dispatch_stack_pre_dispatch
 from torch.utils._python_dispatch import _disable_current_modes, _len_torch_dispatch_stack
 
-from checks import guards, policy, registry, rules
+from checks import quick_check, registry
 from checks.optimizers import RecordingSGD
 
 Json = Any
 CONTRACT_FILES = {"loss_scaler": "loss_scaler.py", "amp_step": "amp_step.py", "answers": "answers.py"}
 CONTRACT_NAMES = {"loss_scaler": "ToyLossScaler", "amp_step": "amp_step"}
-QUESTIONS = ("Q1", "Q2", "Q3", "Q4", "Q5")
+QUESTIONS = quick_check.QUESTIONS
 
 
 def seed_cpu(seed: int) -> None:
@@ -55,20 +54,6 @@ class SubmissionFault(Exception):
 # --------------------------------------------------------------------------- loading
 
 
-_trusted_section: Callable[[], Any] = contextlib.nullcontext
-
-
-def trusted_section() -> Any:
-    """A context in which the harness may read traceback frames (see :func:`set_trusted_section`)."""
-    return _trusted_section()
-
-
-def set_trusted_section(factory: Callable[[], Any]) -> None:
-    """Install the grader's runtime guard's ``trusted()`` (reading tracebacks needs frame attributes)."""
-    global _trusted_section
-    _trusted_section = factory
-
-
 def submission_frames(exc: BaseException, root: Path | None = None) -> list[traceback.FrameSummary]:
     """The frames of ``exc``'s traceback that lie in the submission's own files."""
     names = set(CONTRACT_FILES.values())
@@ -76,10 +61,9 @@ def submission_frames(exc: BaseException, root: Path | None = None) -> list[trac
     def ours(filename: str) -> bool:
         return os.path.basename(filename) in names and (root is None or Path(filename).parent == root)
 
-    with trusted_section():  # reading a traceback's frames is refused to student code by the grader's guard
-        # Filtered before the summary is built: only the kept frames' source lines are looked up.
-        kept = [(frame, line) for frame, line in traceback.walk_tb(exc.__traceback__) if ours(frame.f_code.co_filename)]
-        return list(traceback.StackSummary.extract(kept))
+    # Filtered before the summary is built: only the kept frames' source lines are looked up.
+    kept = [(frame, line) for frame, line in traceback.walk_tb(exc.__traceback__) if ours(frame.f_code.co_filename)]
+    return list(traceback.StackSummary.extract(kept))
 
 
 def student_frames(exc: BaseException, root: Path | None = None) -> str:
@@ -93,17 +77,15 @@ def student_frames(exc: BaseException, root: Path | None = None) -> str:
 class Submission:
     """Loads the contract's modules from one folder, lazily and by module name.
 
-    Each file is compiled under the grader's policy (:mod:`checks.policy`) and executed
-    with its guards (:mod:`checks.guards`): a file the policy refuses is not run.  Modules
-    get their own names (``loss_scaler``...), never ``__main__``, so a submission's
-    ``if __name__ == "__main__":`` block does not run.  ``enforce_rules=False`` imports the
-    files as plain Python (only to test the layers behind the policy).
+    Files are imported as plain Python: what keeps a grade honest is outside the student's
+    process (the judge recomputes every effect, and :mod:`checks.absence` takes torch's scaler
+    out of the processes that run ``loss_scaler.py``), so nothing here restricts the code.
+    Modules get their own names (``loss_scaler``...), never ``__main__``, so a submission's
+    ``if __name__ == "__main__":`` block does not run.
     """
 
-    def __init__(self, root: Path, *, enforce_rules: bool = True) -> None:
+    def __init__(self, root: Path) -> None:
         self.root = root.resolve()
-        self.enforce_rules = enforce_rules
-        self.guards = guards.Guards(self.module)
         self._modules: dict[str, Any] = {}
 
     def module(self, name: str) -> Any:
@@ -116,34 +98,19 @@ class Submission:
             source = path.read_bytes().decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SubmissionFault(f"{path.name} is not valid UTF-8 text (byte {exc.start}): save it as UTF-8.") from None
-        if name == "loss_scaler":
-            self.guards.refuse_reference = True  # from here on, wherever this process runs Task 1
+        try:
+            code = compile(source, str(path), "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            line = getattr(exc, "lineno", None) or 0
+            raise SubmissionFault(f"{path.name} has a syntax error on line {line}: {getattr(exc, 'msg', exc)}") from None
+        if str(self.root) not in sys.path:
+            sys.path.insert(0, str(self.root))  # amp_step.py may import loss_scaler as a sibling
         module = types.ModuleType(name)
         module.__file__ = str(path)
-        if self.enforce_rules:
-            code, violations = policy.compile_file(source, str(path))
-            if violations:
-                syntax = [v for v in violations if v.construct == policy.SYNTAX_ERROR]
-                if syntax:
-                    raise SubmissionFault(f"{path.name} has a syntax error on line {syntax[0].line}: {syntax[0].reason}")
-                raise SubmissionFault(rules.explain(path.name, violations))
-            module.__dict__.update(self.guards.globals_for(name, str(path)))
-            self.guards.modules[name] = module
-        else:
-            try:
-                code = compile(source, str(path), "exec", dont_inherit=True)
-            except (SyntaxError, ValueError) as exc:
-                line = getattr(exc, "lineno", None) or 0
-                raise SubmissionFault(f"{path.name} has a syntax error on line {line}: {getattr(exc, 'msg', exc)}") from None
-            if str(self.root) not in sys.path:
-                sys.path.insert(0, str(self.root))
         sys.modules[name] = module
         self._modules[name] = module  # a sibling importing this one while it runs gets the same module
         try:
             exec(code, module.__dict__)
-        except SyntaxError as exc:
-            self._forget(name)
-            raise SubmissionFault(f"{path.name} has a syntax error on line {exc.lineno}: {exc.msg}") from None
         except BaseException as exc:  # noqa: BLE001 - SystemExit and friends too
             self._forget(name)
             raise SubmissionFault(f"importing {path.name} raised an exception:\n{student_frames(exc, self.root)}") from None
@@ -152,7 +119,6 @@ class Submission:
     def _forget(self, name: str) -> None:
         sys.modules.pop(name, None)
         self._modules.pop(name, None)
-        self.guards.modules.pop(name, None)
 
     def attribute(self, module_name: str) -> Any:
         module = self.module(module_name)
@@ -481,7 +447,7 @@ def read_answers(submission: Submission) -> dict[str, Json]:
         source = path.read_bytes()[: 2**20].decode("utf-8") if path.is_file() else None
     except UnicodeDecodeError as exc:
         raise SubmissionFault(f"{path.name} is not valid UTF-8 text (byte {exc.start}): save it as UTF-8.") from None
-    return rules.parse_answers(source)
+    return quick_check.parse_answers(source)
 
 
 # --------------------------------------------------------------------------- dispatch

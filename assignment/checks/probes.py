@@ -1,6 +1,6 @@
 """Probes for ``amp_step``: a model, loss, optimizer and scaler wrapper that report what they see.
 
-Plus the underflow training run and the run-time delegation check.  Like
+Plus the underflow training run.  Like
 :mod:`checks.harness`, everything here takes plain data and returns plain data,
 and runs in the student process (the sandbox preloads this module).
 """
@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import torch
 
-from checks import guards, registry
+from checks import registry
 from checks.harness import (Json, Submission, copy_out_params, copy_out_tensor, gradscaler_state,
                             guarded, is_plain_tensor, param_grad, run_scaler_ops, seed_cpu, tensor_facts, tensor_values, torch_scaler)
 from checks.optimizers import PlainSGD, RecordingSGD
@@ -363,31 +363,6 @@ def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, ma
     return {**outcome, "losses": losses, "final_weight": copy_out_tensor(weight)}
 
 
-# --------------------------------------------------------------------------- delegation
-
-
-DELEGATION_OPS = {
-    "world": {"optimizers": [{"groups": [[2]], "lr": 0.1}], "seed": 0},
-    "ops": [{"op": "new", "kwargs": {"init_scale": 4.0, "growth_interval": 1}},
-            {"op": "scale", "values": [1.0], "dtype": "float16"},
-            {"op": "grads", "opt": 0, "values": [[1.0, float("inf")]]}, {"op": "step", "opt": 0}, {"op": "update"},
-            {"op": "grads", "opt": 0, "values": [[1.0, 2.0]]}, {"op": "unscale_", "opt": 0},
-            {"op": "step", "opt": 0}, {"op": "update"}],
-}
-
-
-def run_delegation_probe(make_scaler: Callable[..., Any], root: Path | None = None) -> dict[str, Json]:
-    """Drive a short scaler run and report how often code in this process called torch's GradScaler or
-    its private kernels (instantiating or subclassing the class counts) since the submission was loaded.
-
-    Wherever loss_scaler.py runs, these are stand-ins that raise and count (:mod:`checks.guards`);
-    the counts since loading include what the file did while it was imported.  A broken scaler
-    simply adds nothing.
-    """
-    run_scaler_ops(DELEGATION_OPS, make_scaler, root)
-    return {"counts": dict(guards.DELEGATION_CALLS)}
-
-
 # --------------------------------------------------------------------------- registration
 
 
@@ -400,4 +375,3 @@ def _amp_step_and_scaler(args: dict[str, Json], submission: Submission) -> tuple
 
 registry.register("amp_probe", lambda args, sub: run_amp_probe(args, *_amp_step_and_scaler(args, sub), sub.root))
 registry.register("underflow", lambda args, sub: run_underflow(args, *_amp_step_and_scaler(args, sub), sub.root))
-registry.register("delegation", lambda args, sub: run_delegation_probe(sub.attribute("loss_scaler"), sub.root))

@@ -14,7 +14,7 @@ student process and before any student code is imported, every layer the platfor
   from the interpreter, the system folders, the submission and the scratch folder;
   writes only to the scratch folder (and ``/dev/null``).  Binding: ``landlock`` (PyPI).
 * **seccomp** (``pyseccomp`` over libseccomp; sets no-new-privs): ``socket()`` only for
-  ``AF_UNIX``, no ``ptrace``/``process_vm_*``, ``mount``/``unshare``/``setns``/namespace
+  ``AF_UNIX``, no ``execve``/``execveat`` (no other program), no ``ptrace``/``process_vm_*``, ``mount``/``unshare``/``setns``/namespace
   flags of ``clone``, SysV IPC, POSIX message queues, ``keyctl``, ``bpf``,
   ``perf_event_open``, ``io_uring``, ``userfaultfd``, module loading.
 * a **clean environment**: only the variables in :func:`clean_environment`.
@@ -73,6 +73,8 @@ DENIED_SYSCALLS = (
     "delete_module", "kexec_load", "kexec_file_load", "open_by_handle_at", "name_to_handle_at", "acct",
     "swapon", "swapoff", "reboot", "settimeofday", "clock_settime", "adjtimex", "fanotify_init",
     "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr",
+    # No new program: a fresh interpreter would have torch's scaler kernels, which Task 1's processes lack.
+    "execve", "execveat",
 )
 
 

@@ -1,7 +1,7 @@
 """What decides a grade, hashed: the key of a batch's ledger and of a recorded call plan.
 
 A grade depends on the engine's code, the public and hidden tests, the switches read from
-the environment (static rules, runtime guard, examples, visibility, ...) and the versions
+the environment (runtime guard, examples, visibility, ...) and the versions
 of the libraries that run the tests (hypothesis's examples change between its versions).
 :func:`digest` hashes files and settings into one hex string; callers add what else is
 theirs (the batch its worker and limits, the call plan its reference solution).
@@ -21,9 +21,9 @@ from autograder import ROOT
 
 #: Environment switches that change grades (also the project's own test switches: never set for real grading).
 SETTINGS_ENV = ("AMP_HIDDEN_VISIBILITY", "AMP_GPU_POINTS", "AMP_PUBLIC_TESTS", "AMP_HIDDEN_TESTS",
-                "AMP_SANDBOX_LIMITS", "AMP_STATIC_RULES", "AMP_RUNTIME_GUARD", "AMP_HIDDEN_EXAMPLES")
+                "AMP_SANDBOX_LIMITS", "AMP_RUNTIME_GUARD", "AMP_HIDDEN_EXAMPLES")
 #: Distributions whose version changes what the tests do.
-LIBRARIES = ("torch", "hypothesis", "pytest", "RestrictedPython")
+LIBRARIES = ("torch", "hypothesis", "pytest")
 
 
 def grader_files() -> list[Path]:

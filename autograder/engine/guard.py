@@ -1,41 +1,32 @@
-"""The runtime guard of a student process: refuses, for good, what no honest solution needs.
+"""The audit hook of a student process: a fallback for the OS layers, where the machine lacks them.
 
-The static rules (:mod:`checks.rules`) are the first line: a file that names a
-refused construct is not run at all.  This module is the second line, for what a
-static reading cannot see.  It runs inside the student process, after the
-sandbox has dropped privileges and before the first line of student code:
+No grade rests on anything inside the student process: the judge recomputes every effect, and
+:mod:`checks.absence` takes torch's scaler out of the processes that run ``loss_scaler.py``.
+What remains worth refusing there is what would leak, escape or undo that absence, and the OS
+layers (:mod:`autograder.engine.confine`: namespaces, Landlock, seccomp) refuse it first where
+the kernel allows them.  This PEP 578 hook, armed after the sandbox has dropped privileges and
+before the first student line (audit hooks cannot be removed), refuses the same at the Python
+level, for machines where those layers are missing (isolation levels ``seccomp`` and ``none``):
 
-* :func:`install` adds a PEP 578 audit hook.  Audit hooks cannot be removed, so
-  nothing imported later can turn it off.  It refuses object walks (``gc``),
-  tracing and new audit hooks, ``ctypes``, sockets, subprocesses and ``fork``,
-  the audited ways into a frame (``tb_frame``, ``gi_frame``, ``sys._getframe`` called by the
-  submission's own code), ``compile``/``exec`` called by the submission's own code, swapping a
-  function's ``__code__`` or an object's ``__class__``, and opening files outside the submission, the scratch
-  folder and the interpreter's own folders (writes: scratch only).  A refused call
-  raises :class:`Refused`, whose message names the call; the scenario then fails
-  with that message like any other exception of the submission.
-* :func:`refuse_reference_scaler` makes delegation impossible rather than
-  detected: in a process that runs ``loss_scaler.py``, ``torch.amp.GradScaler``
-  (every import path) and torch's private AMP kernels (``torch._amp_*`` and the
-  ``torch.ops.aten`` kernels themselves, overridden in torch's dispatcher for the
-  process) raise "not allowed in this task" and count the attempt.
+* ``ctypes`` (raw memory could rewrite torch's dispatcher and bring the real scaler kernels back);
+* subprocesses, ``exec*``, ``posix_spawn`` and ``fork`` (a fresh interpreter has a working scaler);
+* sockets (the network);
+* opening files outside the submission, the scratch folder and the interpreter's own folders,
+  and writing anywhere but scratch (the grader's hidden tests and other submissions).
 
-What audit hooks cannot see (reading ``__globals__``, a frame's ``f_back`` reached
-without an audited access, assigning a module attribute) is what the static rules
-refuse; the README lists what remains.
+A refused call raises :class:`Refused`, whose message names the call; the scenario then fails
+with that message like any other exception of the submission.  What this cannot stop (native
+code torch itself runs, such as a C++ file read) is the OS layers' job; the README says which
+level stops what.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-import warnings
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
-
-from checks import guards
 
 
 class Refused(PermissionError):
@@ -44,54 +35,23 @@ class Refused(PermissionError):
 
 #: Audit events refused outright (exact names), and by prefix.
 REFUSED_EVENTS = frozenset({
-    "gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames", "sys.settrace",
-    "sys.setprofile", "sys.addaudithook", "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn",
-    "os.spawn", "os.fork", "os.forkpty", "os.kill", "os.killpg", "pty.spawn", "code.__new__", "function.__new__",
-    "sys.remote_exec", "sys.monitoring.register_callback", "cpython.PyInterpreterState_New",
-    "cpython.run_command", "cpython.run_file", "cpython.run_module", "cpython.run_startup",
+    "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "pty.spawn",
+    "os.kill", "os.killpg", "sys.addaudithook", "sys.remote_exec",
 })
-REFUSED_PREFIXES = ("ctypes.", "socket.", "winreg.", "_posixsubprocess.")
-#: Frame attributes whose reads are refused.  Of the ways into a frame only these (and ``f_code``, which
-#: torch itself reads) raise an audit event; ``f_back``/``f_globals`` raise none, which is why the static
-#: rules refuse them by name.
-FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
-REFUSED_SETATTR = frozenset({"__code__", "__globals__", "__closure__", "__builtins__", "f_trace"})
-#: Events refused when the submission's own code raises them directly (library code, e.g. namedtuple taking its
-#: caller's frame or dataclasses exec-ing a generated __init__, may): taking a frame, compiling, executing code.
-REFUSED_FROM_SUBMISSION = frozenset({"sys._getframe", "sys._getframemodulename", "exec", "compile"})
+REFUSED_PREFIXES = ("ctypes.", "socket.", "_posixsubprocess.")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-
 
 
 def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def install(submission: str, scratch: str, extra_read: tuple[str, ...] = ()) -> Callable[[], Any]:
-    """Arm the audit hook for the rest of this process; return a ``trusted()`` context manager.
-
-    Inside ``with trusted():`` frame attributes may be read: the harness formats the
-    submission's own tracebacks that way.  Only the harness holds the function (the
-    static rules keep student code from reaching it).
-    """
-    scratch_real = os.path.realpath(scratch)
+def install(submission: str, scratch: str, extra_read: tuple[str, ...] = ()) -> None:
+    """Arm the audit hook for the rest of this process."""
     readable = tuple(sorted({os.path.realpath(p) for p in (
         submission, scratch, sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(torch.__file__),
         "/proc/self", "/sys", "/dev", "/usr", "/lib", "/lib64", "/etc", *extra_read)}))
-    writable = (scratch_real, "/dev/null")
-    submission_real = os.path.realpath(submission)
-    depth = [0]
-    looking = [False]
-
-    def from_submission() -> bool:
-        """Whether the Python code that raised the current event is one of the submission's files."""
-        looking[0] = True  # sys._getframe raises its own event: do not look again from inside
-        try:
-            caller = sys._getframe(2)  # 0: this function, 1: the hook, 2: the code that raised the event
-        finally:
-            looking[0] = False
-        filename = caller.f_code.co_filename  # "<string>", "<frozen ...>": generated or frozen code, never the submission
-        return os.path.isabs(filename) and _under(os.path.realpath(filename), (submission_real,))
+    writable = (os.path.realpath(scratch), "/dev/null")
 
     def refuse(what: str) -> None:
         raise Refused(f"{what} is not allowed while the grader runs your code")
@@ -112,51 +72,7 @@ def install(submission: str, scratch: str, extra_read: tuple[str, ...] = ()) -> 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event in REFUSED_EVENTS or event.startswith(REFUSED_PREFIXES):
             refuse(event)
-        elif event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRIBUTES and not depth[0]:
-            refuse(f"reading .{args[1]}")
-        elif event in ("object.__setattr__", "object.__delattr__") and len(args) > 1 and args[1] in REFUSED_SETATTR:
-            refuse(f"changing .{args[1]}")
         elif event == "open":
             check_open(args)
-        elif event in REFUSED_FROM_SUBMISSION and not looking[0] and not depth[0] and from_submission():
-            refuse(event)
-        elif event == "object.__setattr__" and len(args) > 1 and args[1] == "__class__" and not looking[0] \
-                and from_submission():  # torch's own lazy modules set __class__ when they are first imported
-            refuse("changing .__class__")
-
-    @contextlib.contextmanager
-    def trusted() -> Iterator[None]:
-        depth[0] += 1
-        try:
-            yield
-        finally:
-            depth[0] -= 1
 
     sys.addaudithook(hook)
-    return trusted
-
-
-def refuse_reference_scaler() -> None:
-    """Disable torch's GradScaler and private AMP kernels in this whole process (a second line behind the
-    policy's stand-ins, for code the policy does not compile, e.g. with ``AMP_STATIC_RULES=off``).
-
-    The stand-ins are the policy's own (:mod:`checks.guards`): they count into the same
-    ``DELEGATION_CALLS`` that gate 1.17 reads, and raise.
-    """
-    for module_name in ("torch.amp", "torch.amp.grad_scaler", "torch.cuda.amp", "torch.cuda.amp.grad_scaler",
-                        "torch.cpu.amp", "torch.cpu.amp.grad_scaler"):
-        module = sys.modules.get(module_name)
-        if module is not None and hasattr(module, "GradScaler"):
-            setattr(module, "GradScaler", guards.RefusedGradScaler)
-    library = torch.library.Library("aten", "IMPL")  # noqa: TOR901 - overriding is the point
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for name in guards.PRIVATE_KERNELS:
-            refuse = guards.refused_kernel(name)
-            setattr(torch, name, refuse)
-            for key in ("CPU", "CUDA"):
-                library.impl(name, refuse, key)
-    _KEEP.append(library)  # the overrides last as long as the library object
-
-
-_KEEP: list[Any] = []

@@ -186,7 +186,7 @@ def _labelled(case: Outcome) -> str:
 
 
 def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...]) -> tuple[list[Row], str]:
-    """Rubric rows from outcomes: per-case partial credit, gates applied; and the staff log."""
+    """Rubric rows from outcomes: per-case partial credit; and the staff log."""
     rows: list[Row] = []
     staff: list[str] = []
     for item in items:
@@ -206,14 +206,6 @@ def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...]) -> tuple[list
                     staff.append(f"{case.case}:\n{case.internal}")
         rows.append(Row(item, round(item.points * passed / len(cases), 4), "\n\n".join(messages),
                         passed == len(cases)))
-    for gate, task in rubric.GATES.items():
-        gate_row = next((row for row in rows if row.item.test == gate), None)
-        if gate_row is not None and gate_row.status == "failed":
-            for row in rows:
-                if row.item.task == task and row is not gate_row:
-                    row.score, row.passed = 0.0, False
-                    row.message = (strings.text("gate_zero", number=gate_row.item.number,
-                                                title=strings.title(gate_row.item)) + "\n\n" + row.message).strip()
     return rows, "\n\n".join(staff)
 
 

@@ -17,7 +17,7 @@ submission, :func:`grade_with_plan`:
    shrinking a failure) are made live.
 
 Only cases whose verdict is a function of the answers alone are skipped: a case that
-reads the submission's source (the delegation gate) or the runner's state is always run.
+reads the submission's source or the runner's state is always run.
 A crash or hang inside a batch stops that batch where it happened and is charged when
 (and only if) the test reaches that call, as a live call would be.
 
@@ -83,7 +83,7 @@ class Plan:
 
 
 #: Runner attributes whose use makes a test's verdict depend on more than the answers it got.
-STATE_READERS = frozenset({"source", "rule_fault", "import_faults", "hangs", "needs", "limits", "submission"})
+STATE_READERS = frozenset({"source", "import_faults", "hangs", "needs", "limits", "submission"})
 
 
 class RecordingRunner:

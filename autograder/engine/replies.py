@@ -164,18 +164,12 @@ def _underflow(_args: dict[str, Json], reply: Json) -> str | None:
     return None
 
 
-def _delegation(_args: dict[str, Json], reply: Json) -> str | None:
-    ok = (isinstance(reply, dict) and set(reply) == {"counts"} and isinstance(reply["counts"], dict)
-          and all(isinstance(k, str) and type(v) is int for k, v in reply["counts"].items()))
-    return None if ok else "a delegation record of the wrong shape"
-
-
 def _plain_record(_args: dict[str, Json], reply: Json) -> str | None:
     return None if isinstance(reply, dict) else "not a record"
 
 
 SCENARIOS: dict[str, Callable[[dict[str, Json], Json], "str | None"]] = {
-    "scaler_ops": _scaler_ops, "amp_probe": _amp_probe, "underflow": _underflow, "delegation": _delegation,
+    "scaler_ops": _scaler_ops, "amp_probe": _amp_probe, "underflow": _underflow,
     "gpu_scaler_ops": _scaler_ops,
 }
 

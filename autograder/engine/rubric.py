@@ -49,7 +49,6 @@ ITEMS: tuple[Item, ...] = (
     Item("1.14", "test_float16_grads_rejected", "float16 gradients raise ValueError, change nothing", 1, "scaler"),
     Item("1.15", "test_scale_lists_and_tuples", "scale() of lists and tuples: same container", 1, "scaler"),
     Item("1.16", "test_state_dict_round_trip", "state_dict(): torch's keys; load restores it", 2, "scaler"),
-    Item("1.17", "test_no_forbidden_delegation", "No delegation to torch's GradScaler (gate)", 0, "scaler", PUBLIC),
     Item("1.18", "test_defaults_and_restored_state", "Constructor defaults are torch's", 1, "scaler"),
     # Task 2: amp_step (30)
     Item("2.1", "test_amp_step_forward_under_autocast", "Forward and loss under autocast", 4, "amp_step", PUBLIC),
@@ -81,9 +80,6 @@ GPU_ITEMS: tuple[Item, ...] = (
     Item("4.3", "test_gpu_toy_scaler_matches_cuda_gradscaler", "GPU: ToyLossScaler matches GradScaler('cuda')",
          GPU_PART_POINTS * 0.2, "gpu", PUBLIC),
 )
-
-#: A failing item here zeroes every item of the same task (with its message).
-GATES = {"test_no_forbidden_delegation": "scaler"}
 
 BY_TEST = {item.test: item for item in ITEMS + GPU_ITEMS}
 

@@ -10,7 +10,7 @@
   validated (:mod:`autograder.engine.replies`).
 * **Faults.**  A crash, ``os._exit``, segfault or hang costs only the current call:
   the processes are killed (their process groups, and as root everything their uid
-  owns) and the next call gets fresh ones.  Import faults and static-rule refusals are
+  owns) and the next call gets fresh ones.  Import faults are
   remembered per file, so tests that do not need a broken file still run; hangs are
   budgeted per file (deterministic) and the submission's wall budget bounds the rest.
 
@@ -33,7 +33,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, NoReturn
 
-from checks import harness, rules
+from checks import harness
 
 from autograder.engine import budget, confine, replies, rubric, strings
 from autograder.engine.files import kill_uid
@@ -52,7 +52,6 @@ SCENARIO_NEEDS = {
     "scaler_ops": ("loss_scaler",),
     "amp_probe": ("amp_step",),
     "underflow": ("amp_step",),
-    "delegation": ("loss_scaler",),
     "gpu_speed": ("amp_step",),
     "gpu_underflow": ("amp_step",),
     "gpu_scaler_ops": ("loss_scaler",),
@@ -61,7 +60,6 @@ SCENARIO_NEEDS = {
 #: ``args["scaler"]`` values of Task 2 scenarios that use torch's scaler (checks/probes.py), not loss_scaler.py.
 TORCH_SCALERS = ("torch", "contract")
 MAX_REPLY_BYTES = 16 * 2**20
-RULES_ENV = "AMP_STATIC_RULES"
 GUARD_ENV = "AMP_RUNTIME_GUARD"
 OUTPUT_KEEP_BYTES = 7 * 1024  # with the "more bytes not shown" notice, within results.OUTPUT_LIMIT
 
@@ -110,15 +108,14 @@ class SandboxRunner:
     Each scenario runs in a process that imported only the files it needs
     (:data:`SCENARIO_NEEDS`): ``loss_scaler.py`` alone for Task 1, ``amp_step.py``
     (with ``loss_scaler.py`` only when the student's scaler is used) for Task 2;
-    ``answers.py`` is never run (its answers are parsed here).  A file that breaks the
-    static rules (:mod:`checks.rules`) is never imported.  Every reply is validated
+    ``answers.py`` is never run (its answers are parsed here).  Every reply is validated
     (:mod:`autograder.engine.replies`) before a test sees it.  What the student's code prints
     is recorded per test (:meth:`output_by_test`), so the judge can keep the output of
     hidden tests out of what students see before the due date.
     """
 
     def __init__(self, submission: Path, *, limits: Limits | None = None, hide: tuple[str, ...] = (),
-                 uid: int | None = None, zygote: Zygote | None = None, static_rules: bool | None = None,
+                 uid: int | None = None, zygote: Zygote | None = None,
                  device: DeviceAccess | None = None) -> None:
         self.submission = submission
         self.device_access = device  # not "device": the GPU tests read runner.device as a device string
@@ -126,12 +123,9 @@ class SandboxRunner:
         self.hide = hide
         self.zygote = zygote or start_zygote()
         self.uid = uid if uid is not None or os.geteuid() != 0 else 61000 + os.getpid() % 4000
-        # Off only to test the layers behind the static rules (the project's hostile suite): AMP_STATIC_RULES=off.
-        self.static_rules = static_rules if static_rules is not None else os.environ.get(RULES_ENV, "").lower() != "off"
         # Off only to test the OS layers by themselves (tests/test_hostile.py, tests/test_isolation.py).
         self.runtime_guard = os.environ.get(GUARD_ENV, "").lower() != "off"
         self.import_faults: dict[str, str] = {}
-        self._rule_faults: dict[str, str | None] = {}  # contract module -> rule violations (None: none)
         self.output: dict[str, bytearray] = {}
         self.output_total = 0
         self.output_dropped: dict[str, int] = {}  # test case -> bytes printed beyond what is kept
@@ -184,7 +178,7 @@ class SandboxRunner:
         reply_r, reply_w = os.pipe()
         output_r, output_w = os.pipe()
         request = SpawnRequest(str(self.submission), str(self._scratch), modules, self.uid, self.hide, self.limits,
-                               self.static_rules, self.device_access, self.runtime_guard)
+                               self.device_access, self.runtime_guard)
         pid = self.zygote.spawn(request, [request_r, reply_w, output_w])
         for fd in (request_r, reply_w, output_w):
             os.close(fd)
@@ -337,23 +331,9 @@ class SandboxRunner:
             needed += ("loss_scaler",)
         return tuple(name for name in IMPORT_ORDER if name in needed)
 
-    def rule_fault(self, module: str) -> str | None:
-        """Why ``module``'s file may not run under the static rules, or None (read here, never executed).
-
-        Only rule violations: a file that failed to import is :attr:`import_faults`' business.
-        """
-        if not self.static_rules:
-            return None
-        if module not in self._rule_faults:
-            filename = harness.CONTRACT_FILES[module]
-            source = self.source(module)
-            violations = rules.check_source(source, filename) if source is not None else []
-            self._rule_faults[module] = rules.explain(filename, violations) if violations else None
-        return self._rule_faults[module]
-
     def _file_fault(self, module: str) -> str | None:
-        """Why a call needing ``module`` cannot run: its rule violations, else its import fault."""
-        return self.rule_fault(module) or self.import_faults.get(module)
+        """Why a call needing ``module`` cannot run: its import fault, if any."""
+        return self.import_faults.get(module)
 
     def _blocked(self, needed: tuple[str, ...]) -> tuple[str, str] | None:
         """(limit kind or "", message) when a call needing ``needed`` fails before it runs, else None:
@@ -453,7 +433,7 @@ class SandboxRunner:
     def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
         """Run ``scenario`` in a student process; raise SubmissionFault if it cannot, or if the reply is malformed."""
         if scenario == "answers":  # never run: read as literal data
-            return harness.read_answers(harness.Submission(self.submission, enforce_rules=False))
+            return harness.read_answers(harness.Submission(self.submission))
         needed = self.needs(scenario, args)
         blocked = self._blocked(needed)
         if blocked:

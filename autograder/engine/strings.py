@@ -9,7 +9,7 @@ English is the default and the reference.  The language is, first found:
 * ``en``.
 
 Only the texts change with the language: rubric row titles (by row number), headlines of
-results.json, the gate's "see test 1.17", and the limit and refusal messages.  Scores, row
+results.json, and the limit and refusal messages.  Scores, row
 numbers, statuses and visibility never do.  What a failing check explains (its snippet and
 its ``what``) stays English: it quotes code.
 
@@ -41,7 +41,6 @@ MESSAGES: dict[str, dict[str, str]] = {
         "internal": "The grader hit an internal problem in this test (not your fault); staff can see the details.",
         "flaky": "Your code gave different results for the same calls on different runs (randomness or state "
                  "shared between objects?).",
-        "gate_zero": "Scored 0: see test {number} ({title}).",
         "budget_used_up": "time budget used up: all tests of a submission share {seconds:.0f} s, and your code spent "
                           "them (slow calls?); this test was not run (it scores 0)",
         "import_timeout": "importing {file} did not finish within {seconds:.0f} s (an infinite loop at module level?)",
@@ -67,7 +66,6 @@ MESSAGES: dict[str, dict[str, str]] = {
                           "확인하세요.",
         "internal": "이 테스트에서 채점기에 내부 문제가 생겼습니다(여러분의 잘못이 아닙니다). 조교가 자세한 내용을 볼 수 있습니다.",
         "flaky": "같은 호출에 대해 실행할 때마다 코드가 다른 결과를 냈습니다(무작위성, 또는 객체 사이에 공유된 상태?).",
-        "gate_zero": "0점: 테스트 {number}({title})를 보세요.",
         "budget_used_up": "시간 예산 소진: 제출물 하나의 모든 테스트가 {seconds:.0f}초를 나눠 쓰는데, 여러분의 코드가 그 시간을 다 "
                           "썼습니다(느린 호출?). 이 테스트는 실행되지 않았습니다(0점).",
         "import_timeout": "{file}의 import가 {seconds:.0f}초 안에 끝나지 않았습니다(모듈 최상위의 무한 루프?).",
@@ -101,7 +99,6 @@ TITLES: dict[str, dict[str, str]] = {
         "1.14": "float16 기울기는 ValueError, 아무것도 바꾸지 않음",
         "1.15": "list와 tuple의 scale(): 같은 컨테이너",
         "1.16": "state_dict(): torch의 키, load로 복원",
-        "1.17": "torch의 GradScaler에 위임하지 않음(게이트)",
         "1.18": "생성자 기본값이 torch와 같음",
         "2.1": "autocast 안에서 순전파와 손실",
         "2.2": "autocast 밖에서 역전파",

@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from checks import gpu_scenarios, probes  # noqa: F401 - preloaded into the zygote; no CUDA at import
-from checks import harness
+from checks import absence, harness
 
 from autograder.engine import budget, confine, guard
 from autograder import ROOT
@@ -105,7 +105,6 @@ class SpawnRequest:
     uid: int | None
     hide: tuple[str, ...]
     limits: Limits = field(default_factory=Limits)
-    static_rules: bool = True
     device: DeviceAccess | None = None  # a GPU student process (see DeviceAccess)
     runtime_guard: bool = True  # off only to test the OS layers alone (AMP_RUNTIME_GUARD=off)
 
@@ -280,11 +279,10 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
         for name in [name for name in sys.modules if name.split(".")[0] in ("checks", "autograder")]:
             del sys.modules[name]  # student code cannot simply import and patch the harness we run
         if "loss_scaler" in request.modules:
-            guard.refuse_reference_scaler()
+            absence.remove_reference_scaler()  # before the audit hook: it refuses the ctypes this uses
         if request.runtime_guard:
-            harness.set_trusted_section(guard.install(request.submission, request.scratch,
-                                                      device.keep if device else ()))
-        submission = harness.Submission(Path(request.submission), enforce_rules=request.static_rules)
+            guard.install(request.submission, request.scratch, device.keep if device else ())
+        submission = harness.Submission(Path(request.submission))
         for name in request.modules:
             try:
                 submission.module(name)

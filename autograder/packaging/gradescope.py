@@ -28,7 +28,7 @@ from autograder.engine import strings
 
 #: The packages the grader imports in the Gradescope image, named as in pyproject.toml's dependencies,
 #: whose pins and environment markers are the ones used here (one source for every install).
-IMAGE_PACKAGES = ("torch", "pytest", "hypothesis", "rich", "pyseccomp", "landlock", "RestrictedPython")
+IMAGE_PACKAGES = ("torch", "pytest", "hypothesis", "rich", "pyseccomp", "landlock")
 #: torch's CPU wheels: Gradescope has no GPU, and PyPI's build of torch brings several GB of CUDA.
 #: setup.sh reads $TORCH_INDEX_ENV first, so a test can point pip at an index it reaches.
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -66,7 +66,7 @@ exec "$AUTOGRADER_ROOT/{VENV}/bin/python" -m autograder.packaging.gradescope run
 
 
 def requirement_name(line: str) -> str:
-    """The distribution name a requirement line starts with, normalized (``RestrictedPython==8.1; ...`` -> ``restrictedpython``)."""
+    """The distribution name a requirement line starts with, normalized (``PyYAML==6.0.3; ...`` -> ``pyyaml``)."""
     match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line)
     if match is None:
         raise ValueError(f"not a requirement: {line!r}")

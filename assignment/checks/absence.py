@@ -1,0 +1,120 @@
+"""Task 1's rule made true by absence: where ``loss_scaler.py`` runs, torch's scaler is not there.
+
+Task 1 asks for a loss scaler written by hand.  Rather than watching what the student's code
+does with torch's ``GradScaler`` (a rule inside the process, which the next trick of the
+language beats), :func:`remove_reference_scaler` takes the capability out of the process
+before the first student line runs:
+
+* torch's loss-scaling kernels (``aten::_amp_update_scale_`` and
+  ``aten::_amp_foreach_non_finite_check_and_unscale_``, which every overload and every route
+  — ``torch._amp_*``, ``torch.ops.aten``, ``redispatch``, functionalization — ends in) are
+  replaced in torch's dispatcher, for the CPU and CUDA backends, by kernels that raise
+  :class:`NotAvailableInTask1`.  The registration's handle is leaked on purpose: no Python
+  object refers to it (it is not tracked by the garbage collector either), so nothing in the
+  process can unregister the replacement and bring the real kernels back.
+* the ``GradScaler`` classes (``torch.amp.GradScaler``, ``torch.GradScaler``,
+  ``torch.cuda.amp.GradScaler``, ``torch.cpu.amp.GradScaler`` and their modules
+  ``torch.*.amp.grad_scaler``) are replaced by :class:`GradScaler`, a stand-in that raises on
+  instantiation and subclassing, and the last references torch keeps to the real ones are
+  dropped, so the garbage collector frees them.  Naming the class (a type hint, an
+  ``isinstance`` check, a docstring) still works.
+
+A ``GradScaler`` rebuilt from torch's own source file meets the refusing kernels, so the only
+way to Task 1's points is to implement the scaler.  The grader calls this in every student
+process that imports ``loss_scaler.py``; the public checks do the same in the process that runs
+the student's files (:mod:`checks.local_process`), so both refuse alike.
+
+This module imports nothing but torch and the standard library.  Call it once per process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import sys
+import types
+import warnings
+from typing import Any, NoReturn
+
+import torch
+
+#: The dispatcher operators torch's GradScaler computes with (every overload reaches one of them).
+REFUSED_KERNELS = ("_amp_update_scale_", "_amp_foreach_non_finite_check_and_unscale_")
+#: torch's modules that define a GradScaler class, and the namespaces that export one.
+SCALER_MODULES = ("torch.amp.grad_scaler", "torch.cuda.amp.grad_scaler", "torch.cpu.amp.grad_scaler")
+SCALER_EXPORTS = ("torch", "torch.amp", "torch.cuda.amp", "torch.cpu.amp")
+MESSAGE = ("{what} is not available while loss_scaler.py runs: Task 1 asks you to write the loss scaler "
+           "yourself (see \"What your code may not use\" in the handout)")
+
+
+class NotAvailableInTask1(RuntimeError):
+    """Raised by whatever stands in for torch's scaler and its kernels in Task 1."""
+
+
+def _refuse(what: str) -> NoReturn:
+    raise NotAvailableInTask1(MESSAGE.format(what=what))
+
+
+class GradScaler:
+    """Stands in for ``torch.amp.GradScaler`` while ``loss_scaler.py`` runs: using it raises."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _refuse("torch.amp.GradScaler")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        _refuse("subclassing torch.amp.GradScaler")
+
+
+def _kernel(name: str) -> Any:
+    def refused(*args: Any, **kwargs: Any) -> NoReturn:
+        _refuse(f"torch.{name}")
+
+    refused.__name__ = name
+    return refused
+
+
+def _replace_kernels() -> None:
+    library = torch._C._dispatch_library("IMPL", "aten", "")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "overriding a previously registered kernel": that is the point
+        for name in REFUSED_KERNELS:
+            for key in ("CPU", "CUDA"):
+                library.impl(name, key, _kernel(name))
+    # Dropping the last reference would unregister the kernels; one reference owned by nobody keeps them.
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(library))
+
+
+def _replace_classes() -> None:
+    stand_ins = {}
+    for name in SCALER_MODULES:
+        stand_in = types.ModuleType(name, "Stands in for torch's grad_scaler module while loss_scaler.py runs.")
+        stand_in.GradScaler = GradScaler  # type: ignore[attr-defined]
+        stand_ins[name] = stand_in
+        parent, _, leaf = name.rpartition(".")
+        if name in sys.modules:
+            sys.modules[name] = stand_in
+            if parent in sys.modules:
+                setattr(sys.modules[parent], leaf, stand_in)
+    for name in SCALER_EXPORTS:
+        module = sys.modules.get(name)
+        if module is not None and "GradScaler" in vars(module):
+            module.GradScaler = GradScaler  # type: ignore[attr-defined]
+    # torch.jit keeps (function, "aten::name") pairs of what torch.amp exported at import.
+    builtins = sys.modules.get("torch.jit._builtins")
+    table = getattr(builtins, "_builtin_ops", None)
+    if isinstance(table, list):
+        table[:] = [(fn, op) for fn, op in table if not (isinstance(fn, type) and fn.__name__ == "GradScaler")]
+    gc.collect()
+
+
+_removed = False
+
+
+def remove_reference_scaler() -> None:
+    """Take torch's GradScaler and its kernels out of this process for good (idempotent)."""
+    global _removed
+    if _removed:
+        return
+    _replace_kernels()
+    _replace_classes()
+    _removed = True
