@@ -2,10 +2,11 @@
 
 It provides the ``student`` fixture: an object with ``run(scenario, args)`` that
 executes a scenario of :mod:`checks.harness` against the submission and returns
-plain data, plus ``source(module)`` for static checks.  Locally (a student running
-``python -m pytest`` in ``assignment/``) the scenario runs in-process on the files
-next to ``checks/``; in the autograder a judge plugin registered as
-``amp-judge`` supplies a runner that executes it in an isolated student process.
+plain data, plus ``source(module)`` for static checks.  The submission's files never run
+in pytest's process: locally (a student running ``python -m pytest`` in ``assignment/``)
+each set of files runs in a student process of its own (:mod:`checks.student_process`); in
+the autograder a judge plugin registered as ``amp-judge`` supplies a runner that executes
+it in an isolated, confined student process.
 
 It also fixes hypothesis's settings so that every run explores the same examples:
 derandomized, no example database, no deadline, and no "local constants" collected from
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
-from checks import diagnose, harness, probes  # noqa: F401 - probes registers its scenarios
+from checks import diagnose, harness, student_process
 
 settings.register_profile(
     "grading",
@@ -64,17 +65,36 @@ SUBMISSION_ENV = "AMP_SUBMISSION"
 
 
 class LocalRunner:
-    """Runs scenarios in this process, round-tripping data through JSON like the grader does."""
+    """Runs scenarios in student processes of its own (:mod:`checks.student_process`), one per set of
+    files, as the grader does (without its sandbox): this process is the judge and never imports the
+    submission's files."""
 
     def __init__(self, root: Path) -> None:
         self.submission = harness.Submission(root)
+        self._processes: dict[tuple[str, ...], student_process.LocalProcess] = {}
 
     def __repr__(self) -> str:
         return f"student({self.submission.root.name})"
 
     def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
-        result = harness.run_scenario(scenario, json.loads(json.dumps(args)), self.submission)
-        return json.loads(json.dumps(result))
+        if scenario == "answers":  # parsed here, never run
+            return harness.read_answers(self.submission)
+        modules = student_process.files_needed(scenario, args)
+        process = self._processes.get(modules)
+        if process is None:
+            process = self._processes[modules] = student_process.LocalProcess(self.submission.root, modules)
+        reply = process.call(scenario, json.loads(json.dumps(args)))
+        if reply is None:
+            del self._processes[modules]
+            raise harness.SubmissionFault("the process running your code ended during this call (it exited or crashed)")
+        if "fault" in reply:
+            raise harness.SubmissionFault(str(reply["fault"]))
+        return reply["ok"]
+
+    def close(self) -> None:
+        for process in self._processes.values():
+            process.close()
+        self._processes.clear()
 
     def source(self, module: str) -> str | None:
         path = self.submission.root / harness.CONTRACT_FILES[module]
@@ -92,7 +112,9 @@ def student(request: pytest.FixtureRequest) -> Any:
     if judge is not None:
         return judge.runner
     root = Path(os.environ.get(SUBMISSION_ENV, Path(__file__).resolve().parent.parent))
-    return LocalRunner(root)
+    runner = LocalRunner(root)
+    request.addfinalizer(runner.close)
+    return runner
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -33,7 +33,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, NoReturn
 
-from checks import harness
+from checks import harness, student_process
 
 from autograder.engine import budget, confine, replies, rubric, strings
 from autograder.engine.files import kill_uid
@@ -43,22 +43,9 @@ from autograder.engine.zygote import (LIMITS_ENV, PRIVATE_TOPS, REPO_ROOT, SHARE
 __all__ = ["SandboxRunner", "Limits", "DeviceAccess", "default_limits", "start_zygote", "SCENARIO_NEEDS",
            "REPO_ROOT", "PRIVATE_TOPS", "SHARED_TMP", "LIMITS_ENV"]
 
-IMPORT_ORDER = ("loss_scaler", "amp_step")  # answers.py is never imported: it is parsed
+IMPORT_ORDER, SCENARIO_NEEDS = student_process.IMPORT_ORDER, student_process.SCENARIO_NEEDS
 SCRATCH_FAULT = (f"wrote more than {confine.SCRATCH_BYTES // 2**20} MiB (or {confine.SCRATCH_ENTRIES} files) "
                  "to its scratch folder; it was stopped")
-#: The contract files each scenario's process imports (the student's scaler is added for Task 2
-#: scenarios unless they use torch's, see :meth:`SandboxRunner.needs`).
-SCENARIO_NEEDS = {
-    "scaler_ops": ("loss_scaler",),
-    "amp_probe": ("amp_step",),
-    "underflow": ("amp_step",),
-    "gpu_speed": ("amp_step",),
-    "gpu_underflow": ("amp_step",),
-    "gpu_scaler_ops": ("loss_scaler",),
-    "gpu_preflight": (),
-}
-#: ``args["scaler"]`` values of Task 2 scenarios that use torch's scaler (checks/probes.py), not loss_scaler.py.
-TORCH_SCALERS = ("torch", "contract")
 MAX_REPLY_BYTES = 16 * 2**20
 GUARD_ENV = "AMP_RUNTIME_GUARD"
 OUTPUT_KEEP_BYTES = 7 * 1024  # with the "more bytes not shown" notice, within results.OUTPUT_LIMIT
@@ -76,8 +63,11 @@ def _call_key(scenario: str, args: dict[str, Any]) -> str:
 class _StudentProcess:
     """One live student process that imported a fixed set of contract modules: pipes, pid, replies."""
 
-    def __init__(self, pid: int, request_fd: int, reply_fd: int, output_fd: int) -> None:
+    def __init__(self, pid: int, request_fd: int, reply_fd: int, output_fd: int, owner: str) -> None:
         self.pid: int | None = pid
+        #: The test whose output this process's output is filed under: the last one it served (set before each
+        #: request), so what it prints late, or what is drained when another test ends it, stays with that test.
+        self.owner = owner
         self.request_fd, self.reply_fd, self.output_fd = request_fd, reply_fd, output_fd
         os.set_blocking(output_fd, False)
         try:  # readable once the process ends, even while a child of it still holds the reply pipe open
@@ -182,7 +172,7 @@ class SandboxRunner:
         pid = self.zygote.spawn(request, [request_r, reply_w, output_w])
         for fd in (request_r, reply_w, output_w):
             os.close(fd)
-        return _StudentProcess(pid, request_w, reply_r, output_r)
+        return _StudentProcess(pid, request_w, reply_r, output_r, self._test)
 
     def _start(self, wanted: tuple[str, ...]) -> _StudentProcess:
         """A process that imported ``wanted`` (minus faulty files); import faults are recorded per file."""
@@ -256,8 +246,10 @@ class SandboxRunner:
     # -- protocol
 
     def _drain_output(self, process: _StudentProcess) -> None:
-        """Move what the process printed so far into the current test's output (bounded)."""
-        sink = self.output.setdefault(self._test, bytearray())
+        """Move what the process printed so far into its owner's output (bounded): never into another test's,
+        so output a hidden-keyed process prints late cannot reach a visible row, whoever ends the process."""
+        owner = process.owner
+        sink = self.output.setdefault(owner, bytearray())
         while process.output_fd >= 0:
             try:
                 chunk = os.read(process.output_fd, 1 << 16)
@@ -274,7 +266,7 @@ class SandboxRunner:
             if room > 0:
                 sink.extend(chunk[:room])
             if len(chunk) > room:
-                self.output_dropped[self._test] = self.output_dropped.get(self._test, 0) + len(chunk) - max(room, 0)
+                self.output_dropped[owner] = self.output_dropped.get(owner, 0) + len(chunk) - max(room, 0)
 
     def _read(self, process: _StudentProcess, timeout: float) -> dict[str, Any] | None:
         """Next reply line, or None on timeout / end of stream (then ``process.pid`` tells which).
@@ -326,10 +318,7 @@ class SandboxRunner:
         raise harness.SubmissionFault(message)
 
     def needs(self, scenario: str, args: dict[str, Any]) -> tuple[str, ...]:
-        needed = SCENARIO_NEEDS[scenario]
-        if scenario in ("amp_probe", "underflow") and args.get("scaler") not in TORCH_SCALERS:
-            needed += ("loss_scaler",)
-        return tuple(name for name in IMPORT_ORDER if name in needed)
+        return student_process.files_needed(scenario, args)
 
     def _file_fault(self, module: str) -> str | None:
         """Why a call needing ``module`` cannot run: its import fault, if any."""
@@ -382,6 +371,8 @@ class SandboxRunner:
         self._next_id += len(calls)
         self.scenarios_run += len(calls)
         message = {"id": first, "batch": calls} if len(calls) > 1 else {"id": first, **calls[0]}
+        self._drain_output(process)  # what it printed before belongs to the test it served then
+        process.owner = self._test
         try:
             os.write(process.request_fd, (json.dumps(message) + "\n").encode())
             return first

@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from checks import gpu_scenarios, probes  # noqa: F401 - preloaded into the zygote; no CUDA at import
-from checks import absence, harness
+from checks import harness, student_process
 
 from autograder.engine import budget, confine, guard
 from autograder import ROOT
@@ -240,13 +240,6 @@ def _isolate(request: SpawnRequest, parent: int) -> bool:
     return namespaces
 
 
-def _send(fd: int, message: dict[str, Any]) -> None:
-    data = (json.dumps(message, allow_nan=True) + "\n").encode()
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
 def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
     """Body of a student process; never returns.
 
@@ -278,8 +271,7 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
         torch.set_num_threads(1)
         for name in [name for name in sys.modules if name.split(".")[0] in ("checks", "autograder")]:
             del sys.modules[name]  # student code cannot simply import and patch the harness we run
-        if "loss_scaler" in request.modules:
-            absence.remove_reference_scaler()  # before the audit hook: it refuses the ctypes this uses
+        student_process.prepare(request.modules)  # before the audit hook: it refuses the ctypes this uses
         if request.runtime_guard:
             guard.install(request.submission, request.scratch, device.keep if device else ())
         submission = harness.Submission(Path(request.submission))
@@ -289,20 +281,9 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
                 fault = None
             except harness.SubmissionFault as exc:
                 fault = str(exc)
-            _flush_and_send(reply_fd, {"imported": name, "fault": fault})
-        _flush_and_send(reply_fd, {"ready": True, "isolation": isolation})
-        with open(request_fd, "rb", closefd=False) as requests:
-            for line in requests:
-                message = json.loads(line)
-                for index, call in enumerate(message.get("batch") or [message]):  # a batch: one reply per call
-                    try:
-                        harness.seed_cpu(0)
-                        reply = {"ok": harness.run_scenario(call["scenario"], call["args"], submission)}
-                    except harness.SubmissionFault as exc:
-                        reply = {"fault": str(exc)}
-                    except BaseException as exc:  # noqa: BLE001 - e.g. SystemExit from student code
-                        reply = {"fault": f"the scenario stopped with {type(exc).__name__}: {exc}"[:2000]}
-                    _flush_and_send(reply_fd, {"id": message["id"] + index, **reply})
+            student_process.send(reply_fd, {"imported": name, "fault": fault})
+        student_process.send(reply_fd, {"ready": True, "isolation": isolation})
+        student_process.answer_requests(request_fd, reply_fd, submission)
     finally:
         os._exit(0)
 
@@ -312,16 +293,6 @@ def _device_nodes() -> list[str]:
     import glob
 
     return sorted(glob.glob("/dev/nvidia*"))
-
-
-def _flush_and_send(fd: int, message: dict[str, Any]) -> None:
-    """Send ``message`` after the output so far, so the judge can tell which call printed what."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:  # noqa: BLE001 - a student may have replaced or closed them
-            pass
-    _send(fd, message)
 
 
 class Zygote:
