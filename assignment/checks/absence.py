@@ -33,6 +33,7 @@ import ctypes
 import gc
 import sys
 import types
+import typing
 import warnings
 from typing import Any, NoReturn
 
@@ -104,6 +105,9 @@ def _replace_classes() -> None:
     table = getattr(builtins, "_builtin_ops", None)
     if isinstance(table, list):
         table[:] = [(fn, op) for fn, op in table if not (isinstance(fn, type) and fn.__name__ == "GradScaler")]
+    overloads = getattr(typing, "_overload_registry", {})  # @typing.overload's record, by module (Python 3.11+)
+    for name in SCALER_MODULES:
+        overloads.pop(name, None)
     gc.collect()
 
 

@@ -221,7 +221,10 @@ def suggested_configs(result: dict[str, Json], args: dict[str, Json]) -> list[Co
         half_model=bool(forward) and forward[1].get("param_dtype") in DTYPES,
         scaled=scale is not None and abs(ratio - 1.0) > abs(ratio - scale_value),
         zero_grad=zero_grad, step=step, update=update)
-    return [dataclasses.replace(base, clipping=clipping) for clipping in clippings]
+    # Without a scale() call in the log the loss may still have been scaled another way (by the scaler's own
+    # scale read directly, say): both are replayed, and the effects decide.
+    scalings = [base.scaled] if scale is not None else [False, True]
+    return [dataclasses.replace(base, clipping=clipping, scaled=scaled) for scaled in scalings for clipping in clippings]
 
 
 # --------------------------------------------------------------------------- replay and comparison

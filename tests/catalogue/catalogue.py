@@ -35,8 +35,8 @@ CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
 
 S, A, Q = "loss_scaler.py", "amp_step.py", "answers.py"
 
-#: Every Task-1 row: what the delegation gate (1.17) must zero.
-TASK1 = frozenset(f"1.{i}" for i in range(1, 19))
+#: Every Task-1 row: what a scaler that cannot be built loses.
+TASK1 = frozenset(f"1.{i}" for i in range(1, 19) if i != 17)
 
 
 @dataclass(frozen=True)
@@ -432,7 +432,7 @@ AMP_STEP_BUGS = [
     bug("uses_gradscaler_internals",
         "Reads torch.amp.GradScaler's private _scale (fails with any other scaler of the contract).",
         Patch(A, "    scaler.scale(loss).backward()\n", "    (loss * scaler._scale).backward()\n"),
-        fail={f"2.{i}" for i in range(1, 11)}, band=(60, 60)),
+        fail={"2.9"}, band=(88, 89)),
     bug("returns_scaled_loss",
         "Returns the scaled loss.",
         Patch(A, "    scaler.scale(loss).backward()\n", "    loss = scaler.scale(loss)\n    loss.backward()\n"),
@@ -447,20 +447,23 @@ AMP_STEP_BUGS = [
         fail={"2.8"}, band=(85, 88)),
 ]
 
+#: Delegation to torch's scaler: torch's scaler and its kernels are not there where loss_scaler.py runs
+#: (checks/absence.py), so each loses exactly the rows whose behaviour it left to them.
 CHEATS = [
     bug("delegate_subclass", "Subclasses torch.amp.GradScaler.",
-        files={S: "bugs/delegate_subclass/loss_scaler.py"}, fail=TASK1, band=(35, 40)),
-    bug("delegate_wrapper", "Wraps torch.amp.GradScaler (composition, imported under another name).",
-        files={S: "bugs/delegate_wrapper/loss_scaler.py"}, fail=TASK1, band=(35, 40)),
-    bug("delegate_kernels", "Calls torch's private AMP kernels to unscale and to update the scale.",
+        files={S: "bugs/delegate_subclass/loss_scaler.py"}, fail=TASK1, band=(40, 40)),
+    bug("delegate_wrapper", "Wraps torch.amp.GradScaler (composition, imported under another name); validates "
+        "the constructor's arguments itself.",
+        files={S: "bugs/delegate_wrapper/loss_scaler.py"}, fail=TASK1, band=(40, 43)),
+    bug("delegate_kernels", "Calls torch's private AMP kernels to unscale (the rest is its own).",
         Patch(S, UNSCALE_LOOP, """\
         found = torch.zeros(1)
         torch._amp_foreach_non_finite_check_and_unscale_(grads, found, torch.full((1,), inv_scale))
         found_inf = bool(found.item())
 """),
-        fail=TASK1, band=(35, 40)),
+        fail={f"1.{i}" for i in range(3, 14)} | {"1.16"}, band=(45, 50)),
     bug("delegate_obfuscated", "Reaches torch.amp.GradScaler through getattr with a computed name.",
-        files={S: "bugs/delegate_obfuscated/loss_scaler.py"}, fail=TASK1, band=(35, 40)),
+        files={S: "bugs/delegate_obfuscated/loss_scaler.py"}, fail=TASK1, band=(40, 40)),
 ]
 
 QUICK_CHECK_BUGS = [
@@ -484,9 +487,6 @@ CASCADES = {
     "unscale_then_optimizer_step": "with the optimizer stepped directly, when update() runs has no effect: row 2.6 "
                                    "cannot be vouched for",
     "model_half": "torch's scaler refuses float16 gradients: step, update and clipping leave no effect to judge",
-    "uses_gradscaler_internals": "reading another object's private attribute is refused by the policy "
-                                 "(checks/guards.py): every call of amp_step raises, so every Task 2 row fails, "
-                                 "each saying why",
 }
 
 BUGS: list[Entry] = UPDATE_RULE_BUGS + DETECTION_BUGS + UNSCALE_STEP_BUGS + SCALE_STATE_BUGS + AMP_STEP_BUGS \

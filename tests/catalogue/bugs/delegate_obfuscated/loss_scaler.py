@@ -1,5 +1,5 @@
 """Cheat: reaches torch's scaler through a computed name, so that the forbidden name never
-appears in the source.  Gate 1.17 should zero it."""
+appears in the source.  Where loss_scaler.py runs the class is a stand-in that refuses: Task 1 earns nothing."""
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,4 @@
-"""Cheat: subclasses torch's scaler instead of implementing one (must be zeroed by gate 1.17)."""
+"""Cheat: subclasses torch's scaler instead of implementing one (where loss_scaler.py runs the class is a stand-in that refuses subclassing)."""
 from __future__ import annotations
 
 import math

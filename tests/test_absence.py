@@ -1,0 +1,185 @@
+"""Task 1's rule by absence (assignment/checks/absence.py): where loss_scaler.py runs, torch's scaler is gone.
+
+Each test runs a fresh interpreter that loads what a grader's student process loads (torch, the
+harness, the probes), takes the scaler out as the zygote's child does, and then tries, with every
+power plain Python has, to get a working scaler back.  Removal is process-wide and for good, so it
+is never done in pytest's own process.  The same attacks graded end to end, through the CLI and the
+sandbox, are in tests/test_forgery.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT
+
+PRELUDE = """
+import gc, json, sys, weakref
+sys.path.insert(0, {checks!r})
+import torch
+from checks import gpu_scenarios, probes, harness, student_process  # what the zygote has loaded
+from checks import absence
+REAL = [weakref.ref(sys.modules[name].GradScaler) for name in absence.SCALER_MODULES]
+student_process.prepare(("loss_scaler",))
+del student_process, harness, probes, gpu_scenarios
+"""
+
+
+def run_after_removal(body: str) -> dict[str, object]:
+    """Run ``body`` after the removal in a fresh interpreter; it sets ``result`` (a dict), printed as JSON."""
+    code = PRELUDE.format(checks=str(ROOT / "assignment")) + textwrap.dedent(body) + "\nprint(json.dumps(result))\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_real_classes_are_freed() -> None:
+    """Not one reference to torch's GradScaler classes is left anywhere: the garbage collector freed them."""
+    result = run_after_removal("""
+        gc.collect()
+        result = {"alive": [ref() is not None for ref in REAL]}
+        if any(result["alive"]):
+            result["held by"] = [str(type(holder)) + str(list(holder)[:5] if isinstance(holder, dict) else "")
+                                 for ref in REAL if ref() is not None for holder in gc.get_referrers(ref())]
+    """)
+    assert result == {"alive": [False, False, False]}
+
+
+def test_a_raw_walk_from_everything_nameable_finds_no_scaler_and_no_handle() -> None:
+    """Raw access (vars, globals, closures, defaults, subclasses, gc) from every module finds only the stand-in,
+    and no handle that brings a kernel back: after every dispatcher registration found is destroyed (torch's
+    own Library objects included), the kernels still refuse."""
+    result = run_after_removal("""
+        import types
+        seen, stack, found, handles = set(), list(sys.modules.values()) + gc.get_objects(), [], []
+        stack += [object] + list(vars(__builtins__).values()) if isinstance(__builtins__, dict) else [__builtins__]
+        while stack:
+            obj = stack.pop()
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            if isinstance(obj, type):
+                if obj.__name__ == "GradScaler" and obj is not absence.GradScaler:
+                    found.append(f"{obj.__module__}.{obj.__qualname__}")
+                try:
+                    stack += list(type.__subclasses__(obj)) + list(vars(obj).values())
+                except TypeError:
+                    pass
+            if type(obj).__name__ in ("_DispatchModule", "Library"):
+                handles.append(obj)
+            if isinstance(obj, types.ModuleType):
+                stack += list(vars(obj).values())
+            elif isinstance(obj, types.FunctionType):
+                stack += [obj.__globals__, *(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values(),
+                          *(vars(obj).values())]
+                for cell in obj.__closure__ or ():
+                    try:
+                        stack.append(cell.cell_contents)
+                    except ValueError:  # an empty cell
+                        pass
+            elif isinstance(obj, dict):
+                stack += list(obj.values())
+            elif isinstance(obj, (list, tuple, set, frozenset)):
+                stack += list(obj)
+        for handle in handles:
+            try:
+                handle._destroy() if type(handle).__name__ == "Library" else handle.reset()
+            except Exception:
+                pass
+        del handles
+        gc.collect()
+        try:
+            torch._amp_update_scale_(torch.ones(()), torch.zeros((), dtype=torch.int32), torch.zeros(()), 2.0, 0.5, 1)
+            kernel = "worked"
+        except absence.NotAvailableInTask1:
+            kernel = "refused"
+        result = {"found": found, "kernel": kernel, "walked": len(seen) > 10000}
+    """)
+    assert result == {"found": [], "kernel": "refused", "walked": True}
+
+
+def test_every_route_to_the_kernels_is_refused() -> None:
+    """The kernels refuse by every overload and route, and a GradScaler rebuilt from torch's own source
+    file meets them."""
+    result = run_after_removal("""
+        import importlib.util, os
+        s, t, f = torch.tensor(4.0), torch.tensor(0, dtype=torch.int32), torch.tensor(0.0)
+        A = torch.ops.aten
+        grads = lambda: [torch.ones(2)]
+        routes = {
+            "torch._amp_update_scale_": lambda: torch._amp_update_scale_(s, t, f, 2.0, 0.5, 3),
+            "aten functional": lambda: A._amp_update_scale.default(s, t, f, 2.0, 0.5, 3),
+            "aten out": lambda: A._amp_update_scale.out(s, t, f, 2.0, 0.5, 3, out=torch.empty(())),
+            "torch._amp_foreach_...": lambda: torch._amp_foreach_non_finite_check_and_unscale_(grads(), f, s),
+            "aten unscale functional": lambda: A._amp_foreach_non_finite_check_and_unscale.default(grads(), f, s),
+            "redispatch": lambda: A._amp_update_scale_.default.redispatch(
+                torch._C.DispatchKeySet(torch._C.DispatchKey.CPU), s, t, f, 2.0, 0.5, 3),
+            "computed kernel": lambda: torch._C._dispatch_get_computed_kernel_for_dispatch_key(
+                "aten::_amp_update_scale_", torch._C.DispatchKey.CPU).call_boxed(
+                torch._C.DispatchKeySet(torch._C.DispatchKey.CPU), s, t, f, 2.0, 0.5, 3),
+            "functionalize": lambda: torch.func.functionalize(
+                lambda a, b, c: torch._amp_update_scale_(a, b, c, 2.0, 0.5, 3))(s, t, f),
+        }
+        path = os.path.join(os.path.dirname(torch.__file__), "amp", "grad_scaler.py")
+        spec = importlib.util.spec_from_file_location("rebuilt_grad_scaler", path)
+        rebuilt = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(rebuilt)
+
+        def rebuilt_scaler():
+            scaler = rebuilt.GradScaler("cpu", init_scale=4.0)
+            param = torch.nn.Parameter(torch.ones(2))
+            optimizer = torch.optim.SGD([param], lr=0.1)
+            scaler.scale(param.sum()).backward()
+            scaler.step(optimizer)
+            scaler.update()
+
+        routes["GradScaler rebuilt from torch's source"] = rebuilt_scaler
+        routes["torch.amp.GradScaler"] = lambda: torch.amp.GradScaler("cpu")
+        routes["subclass of torch.GradScaler"] = lambda: type("S", (torch.GradScaler,), {})
+        result = {}
+        for name, route in routes.items():
+            try:
+                route()
+                result[name] = "worked"
+            except Exception as exc:
+                result[name] = type(exc).__name__ + ("" if "loss_scaler.py runs" in str(exc) else ": " + str(exc)[:200])
+    """)
+    assert result == dict.fromkeys(result, "NotAvailableInTask1") and len(result) == 11
+
+
+def test_naming_the_class_still_works() -> None:
+    """Honest code that only names the class (a type hint evaluated at definition, isinstance, a docstring)."""
+    result = run_after_removal("""
+        def hinted(scaler: torch.amp.GradScaler = None) -> torch.cuda.amp.GradScaler:
+            "Works like torch.amp.GradScaler."
+        result = {"isinstance": isinstance(object(), torch.amp.GradScaler), "name": torch.GradScaler.__name__,
+                  "hint": hinted.__annotations__["scaler"].__name__}
+    """)
+    assert result == {"isinstance": False, "name": "GradScaler", "hint": "GradScaler"}
+
+
+def test_the_judge_keeps_the_real_scaler() -> None:
+    """Only the student's process loses it: the public checks' judge (pytest's process) still has torch's."""
+    from checks import harness
+
+    scaler = harness.torch_scaler(init_scale=4.0)
+    assert type(scaler).__module__ == "torch.amp.grad_scaler" and scaler.get_scale() == 4.0
+
+
+@pytest.mark.parametrize("modules, removed", [(("loss_scaler",), True), (("amp_step",), False),
+                                              (("loss_scaler", "amp_step"), True)])
+def test_only_processes_that_run_loss_scaler_lose_it(modules: tuple[str, ...], removed: bool) -> None:
+    """Task 2 hands amp_step torch's own GradScaler: a process that runs amp_step.py alone keeps it."""
+    code = (f"import sys; sys.path.insert(0, {str(ROOT / 'assignment')!r})\n"
+            "import torch\nfrom checks import student_process\n"
+            f"student_process.prepare({modules!r})\n"
+            "print(torch.amp.GradScaler.__module__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (done.stdout.strip() == "checks.absence") is removed
