@@ -66,7 +66,7 @@ def copy_contract(source: Path, target: Path, files: tuple[str, ...] = CONTRACT)
 
 
 #: The mixed batch holds a submission that exits and hangs on purpose (the OS layers' job, not the rules').
-BATCH_ENV = {"AMP_STATIC_RULES": "off", "AMP_RUNTIME_GUARD": "off"}
+BATCH_ENV = {"AMP_RUNTIME_GUARD": "off"}
 
 
 def grade(*args: object, env: dict[str, str] | None = None, timeout: float = 400) -> subprocess.CompletedProcess[str]:

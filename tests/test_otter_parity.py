@@ -4,9 +4,9 @@
   generated otter test files, loaded as otter's grading kernel loads them but with a stand-in
   judge that returns a given results.json: one case per rubric row with its points and
   visibility, and the cases score exactly the rows' scores (partial credit and the delegation
-  gate included); in a student's notebook, one case per public row.
+  delegation included); in a student's notebook, one case per public row.
 * ``test_otter_run_matches_the_grader*``: end to end, ``otter run`` without Docker, on the
-  bundled examples and a few catalogue entries (partial credit, the delegation gate);
+  bundled examples and a few catalogue entries (partial credit, delegation to torch's scaler);
   ``AMP_OTTER_PARITY=all`` runs every catalogue entry (about 15 s each).
 
 Skipped when otter-grader is not installed (``pip install -e ".[otter]"``).
@@ -36,7 +36,7 @@ from autograder.engine import rubric
 from conftest import EXAMPLES, ROOT, grade, load_results  # noqa: E402
 
 FULL = os.environ.get("AMP_OTTER_PARITY") == "all"
-#: Catalogue entries checked by default: 2.1 half lost, 1.5 and part of 1.11 lost, the delegation gate.
+#: Catalogue entries checked by default: 2.1 half lost, 1.5 and part of 1.11 lost, delegation (Task 1 lost).
 SAMPLE = ("bug-hardcoded_dtype", "bug-backoff_divides", "bug-delegate_subclass")
 
 
@@ -189,8 +189,8 @@ SCENARIOS = {
     "1.1 partly lost": {"1.1": (2.8333, "[init_scale=0.0] should raise ValueError")},
     "2.1 half lost": {"2.1": (2.0, "[bfloat16] bf16 went wrong\n\nmore detail")},
     "2.1 all lost": {"2.1": (0.0, "[bfloat16] a\n\n[float16] b")},
-    "gate": {**{item.number: (0.0, "Scored 0: see test 1.17 (gate).") for item in rubric.ITEMS
-                if item.task == "scaler"}, "1.17": (0.0, "You used GradScaler.")},
+    "task 1 lost": {item.number: (0.0, "torch.amp.GradScaler is not available") for item in rubric.ITEMS
+                    if item.task == "scaler"},
     "answers": {"3.2": (0.0, "Q2 is wrong."), "3.4": (0.0, "Q4 is unanswered")},
 }
 

@@ -78,7 +78,7 @@ def grading(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
         code = GRADING.format(root=str(ROOT), submission=str(submission), import_seconds=import_seconds)
         process = subprocess.Popen(MODES[mode] + [python, "-c", code, token], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, text=True, cwd=ROOT,
-                                   env={**os.environ, "AMP_STATIC_RULES": "off", "AMP_RUNTIME_GUARD": "off"})
+                                   env={**os.environ, "AMP_RUNTIME_GUARD": "off"})
         assert process.stdout is not None
         first = process.stdout.readline().split()
         assert first[:1] == ["ZYGOTE"], first

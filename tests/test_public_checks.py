@@ -61,7 +61,6 @@ def test_solution_passes_every_public_check(tmp_path: Path) -> None:
 
 def test_skeleton_fails_every_public_check_with_its_not_implemented_message(tmp_path: Path) -> None:
     results = run_public_checks(ROOT / "assignment", tmp_path)
-    assert results.pop("test_no_forbidden_delegation") == ""  # the 0-point gate: the skeleton delegates nothing
     for name, text in results.items():
         assert "NotImplementedError" in text and "is not implemented yet" in text, name
 
@@ -97,7 +96,6 @@ def _catalogue() -> Any:
 
 #: Catalogue bugs that may pass every public check, with the reason.
 NO_PUBLIC_EXAMPLE = {
-    "delegation cheats (gate 1.17)": "the rule is in the handout; the check needs the grader's static analysis",
     "Quick Check answers": "the answer key exists only in the hidden suite",
 }
 
@@ -108,7 +106,7 @@ def test_every_catalogue_bug_fails_some_public_check(tmp_path: Path) -> None:
     catalogue = _catalogue()
     unseen = []
     for entry in catalogue.BUGS:
-        if entry.must_fail == catalogue.TASK1 or entry.touched == {"answers.py"}:  # NO_PUBLIC_EXAMPLE
+        if entry.touched == {"answers.py"}:  # NO_PUBLIC_EXAMPLE
             continue
         results = run_public_checks(catalogue.materialize(entry, tmp_path / entry.name), tmp_path)
         if not any(results.values()):

@@ -19,8 +19,10 @@ before the first student line runs:
   dropped, so the garbage collector frees them.  Naming the class (a type hint, an
   ``isinstance`` check, a docstring) still works.
 
-A ``GradScaler`` rebuilt from torch's own source file meets the refusing kernels, so the only
-way to Task 1's points is to implement the scaler.  The grader calls this in every student
+A ``GradScaler`` rebuilt from torch's own source file would meet the refusing kernels; the grader
+also hides those files (:func:`scaler_sources`) from Task 1's processes, so that not even the parts
+torch writes in Python (``scale()``, the constructor's checks) can be borrowed there: the only way to
+Task 1's points is to implement the scaler.  The grader calls this in every student
 process that imports ``loss_scaler.py``; the public checks do the same in the process that runs
 the student's files (:mod:`checks.local_process`), so both refuse alike.
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 import sys
 import types
 import typing
@@ -44,6 +47,10 @@ REFUSED_KERNELS = ("_amp_update_scale_", "_amp_foreach_non_finite_check_and_unsc
 #: torch's modules that define a GradScaler class, and the namespaces that export one.
 SCALER_MODULES = ("torch.amp.grad_scaler", "torch.cuda.amp.grad_scaler", "torch.cpu.amp.grad_scaler")
 SCALER_EXPORTS = ("torch", "torch.amp", "torch.cuda.amp", "torch.cpu.amp")
+#: torch's Python files that implement a scaler (relative to torch's folder): the grader hides them, and their
+#: compiled forms, from Task 1's processes, so that a scaler cannot be rebuilt from torch's own source there.
+SCALER_SOURCES = ("amp/grad_scaler.py", "cuda/amp/grad_scaler.py", "cpu/amp/grad_scaler.py",
+                  "distributed/fsdp/sharded_grad_scaler.py")
 MESSAGE = ("{what} is not available while loss_scaler.py runs: Task 1 asks you to write the loss scaler "
            "yourself (see \"What your code may not use\" in the handout)")
 
@@ -109,6 +116,20 @@ def _replace_classes() -> None:
     for name in SCALER_MODULES:
         overloads.pop(name, None)
     gc.collect()
+
+
+def scaler_sources() -> list[str]:
+    """The real paths of torch's scaler sources (:data:`SCALER_SOURCES`) and of their compiled files."""
+    torch_folder = os.path.dirname(os.path.realpath(torch.__file__))
+    found = []
+    for relative in SCALER_SOURCES:
+        source = os.path.join(torch_folder, relative)
+        cache = os.path.join(os.path.dirname(source), "__pycache__")
+        stem = os.path.basename(source)[:-3] + "."
+        compiled = [os.path.join(cache, name) for name in (os.listdir(cache) if os.path.isdir(cache) else ())
+                    if name.startswith(stem) and name.endswith(".pyc")]
+        found += [path for path in (source, *compiled) if os.path.isfile(path)]
+    return sorted(found)
 
 
 _removed = False

@@ -5,7 +5,7 @@ and ``similarity.csv`` / ``changes.csv`` where present), so it can be rebuilt at
 ``python -m autograder.diagnosis report OUT``.
 
 * **Items** (``items.csv``: ``test, max_score, pass_rate, discrimination``): a row *passes* when it got
-  its full points (a 0-point gate row: when its status is "passed").  The discrimination is the
+  its full points (a 0-point row: when its status is "passed").  The discrimination is the
   classic upper-lower index: the pass rate among the top 27% of submissions by total score minus
   the pass rate among the bottom 27% (ties broken by name; the total includes the row itself).  It
   lies in [-1, 1]; near 0 the row does not separate strong from weak submissions, negative values

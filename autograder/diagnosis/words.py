@@ -77,7 +77,7 @@ STUDENT_WORDS: dict[str, str] = {
     "returns_scaled_loss": "amp_step returns the scaled loss",
     "returns_attached_loss": "amp_step returns the loss still attached to the graph (not detached)",
     "returns_python_float": "amp_step returns loss.item() instead of a tensor",
-    # Delegation (the gate reads the source: answers never tell these apart from the reference)
+    # Delegation to torch's scaler, which is not there where loss_scaler.py runs
     "delegate_subclass": "ToyLossScaler subclasses torch.amp.GradScaler",
     "delegate_wrapper": "ToyLossScaler wraps torch.amp.GradScaler",
     "delegate_kernels": "ToyLossScaler calls torch's private AMP kernels",
@@ -95,7 +95,7 @@ TWINS: tuple[frozenset[str], ...] = (
     frozenset({"hardcoded_cuda", "no_autocast"}),
     # the misuse row's recorded calls (1.13) get the same answers from both
     frozenset({"state_never_cleared", "update_without_step_no_error"}),
-    # the gate row (1.17) answers alike for both; its own message names the construct
+    # both subclass torch.amp.GradScaler at import, which the stand-in refuses alike
     frozenset({"delegate_subclass", "delegate_obfuscated"}),
 )
 

@@ -175,11 +175,30 @@ def _readable_roots(submission: str) -> list[str]:
     return sorted(p for p in {os.path.realpath(p) for p in paths} | paths if os.path.exists(p))
 
 
-def apply_landlock(submission: str, scratch: str, extra_read: Sequence[str] = (), devices: Sequence[str] = ()) -> bool:
+def _read_rules(path: str, hidden: Sequence[str], read: Any) -> list[tuple[str, Any]]:
+    """Landlock rules to read ``path`` and everything below it but the files of ``hidden``.
+
+    Landlock only allows, so a folder that holds a hidden file is not allowed whole: it gets the right
+    to be listed, and each entry in it its own rule (recursively, only along the way to a hidden file).
+    """
+    below = [h for h in hidden if h.startswith(path.rstrip("/") + "/")]
+    if path in hidden:
+        return []
+    if not below or not os.path.isdir(path):
+        return [(path, read if os.path.isdir(path) else FSAccess.READ_FILE)]
+    rules: list[tuple[str, Any]] = [(path, FSAccess.READ_DIR)]
+    for entry in sorted(os.listdir(path)):
+        rules += _read_rules(os.path.join(path, entry), below, read)
+    return rules
+
+
+def apply_landlock(submission: str, scratch: str, extra_read: Sequence[str] = (), devices: Sequence[str] = (),
+                   hidden: Sequence[str] = ()) -> bool:
     """Restrict file access to reading the system, interpreter and submission, and writing scratch.
 
     A GPU student process also reads ``extra_read`` (CUDA's library folders, the MPS pipe folder)
-    and opens ``devices`` (``/dev/nvidia*``) read-write.
+    and opens ``devices`` (``/dev/nvidia*``) read-write.  The files of ``hidden`` (real paths) stay
+    unreadable even where their folder is readable.
     """
     if landlock is None:
         return False
@@ -189,8 +208,8 @@ def apply_landlock(submission: str, scratch: str, extra_read: Sequence[str] = ()
             return False
         ruleset = landlock.Ruleset()
         read = FSAccess.READ_FILE | FSAccess.READ_DIR | FSAccess.EXECUTE
-        for path in [*_readable_roots(submission), *(p for p in extra_read if os.path.exists(p))]:
-            rules = read if os.path.isdir(path) else FSAccess.READ_FILE
+        roots = [*_readable_roots(submission), *(p for p in extra_read if os.path.exists(p))]
+        for path, rules in [rule for root in roots for rule in _read_rules(root, hidden, read)]:
             ctypes.set_errno(0)
             ruleset.allow(path, rules=rules)
         ctypes.set_errno(0)
@@ -241,13 +260,13 @@ def clean_environment(scratch: str) -> dict[str, str]:
 
 
 def confine(submission: str, scratch: str, namespaces: bool, extra_read: Sequence[str] = (),
-            devices: Sequence[str] = ()) -> str:
+            devices: Sequence[str] = (), hidden: Sequence[str] = ()) -> str:
     """Apply Landlock and seccomp and clean the environment; return the level reached.
 
     ``namespaces`` says whether :func:`enter_namespaces` worked for this process (it runs
     earlier, before the uid switch).  Call after the uid switch, before student code.
     """
-    landlocked = apply_landlock(submission, scratch, extra_read, devices)
+    landlocked = apply_landlock(submission, scratch, extra_read, devices, hidden)
     filtered = apply_seccomp()
     os.environ.clear()
     os.environ.update(clean_environment(scratch))

@@ -11,8 +11,9 @@ level, for machines where those layers are missing (isolation levels ``seccomp``
 * ``ctypes`` (raw memory could rewrite torch's dispatcher and bring the real scaler kernels back);
 * subprocesses, ``exec*``, ``posix_spawn`` and ``fork`` (a fresh interpreter has a working scaler);
 * sockets (the network);
-* opening files outside the submission, the scratch folder and the interpreter's own folders,
-  and writing anywhere but scratch (the grader's hidden tests and other submissions).
+* opening files outside the submission, the scratch folder and the interpreter's own folders
+  (the grader's hidden tests and other submissions), torch's scaler sources in Task 1's processes
+  (:func:`checks.absence.scaler_sources`), and writing anywhere but scratch.
 
 A refused call raises :class:`Refused`, whose message names the call; the scenario then fails
 with that message like any other exception of the submission.  What this cannot stop (native
@@ -46,8 +47,8 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def install(submission: str, scratch: str, extra_read: tuple[str, ...] = ()) -> None:
-    """Arm the audit hook for the rest of this process."""
+def install(submission: str, scratch: str, extra_read: tuple[str, ...] = (), hidden: tuple[str, ...] = ()) -> None:
+    """Arm the audit hook for the rest of this process; the files of ``hidden`` (real paths) are never opened."""
     readable = tuple(sorted({os.path.realpath(p) for p in (
         submission, scratch, sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(torch.__file__),
         "/proc/self", "/sys", "/dev", "/usr", "/lib", "/lib64", "/etc", *extra_read)}))
@@ -66,7 +67,7 @@ def install(submission: str, scratch: str, extra_read: tuple[str, ...] = ()) -> 
             isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
         if writing and not _under(real, writable):
             refuse(f"writing {text!r} (only the current folder, a scratch folder, is writable)")
-        if not writing and not _under(real, readable):
+        if not writing and (not _under(real, readable) or real in hidden):
             refuse(f"opening {text!r}")
 
     def hook(event: str, args: tuple[Any, ...]) -> None:

@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from checks import gpu_scenarios, probes  # noqa: F401 - preloaded into the zygote; no CUDA at import
-from checks import harness, student_process
+from checks import absence, harness, student_process
 
 from autograder.engine import budget, confine, guard
 from autograder import ROOT
@@ -199,8 +199,9 @@ def _restore_links(links: list[tuple[str, str]]) -> None:
             pass  # best effort, as every covering step: the process then reports what it cannot import
 
 
-def _isolate(request: SpawnRequest, parent: int) -> bool:
-    """Namespaces, hidden folders, rlimits and the unprivileged uid (best effort); True if namespaces worked."""
+def _isolate(request: SpawnRequest, parent: int, hidden: list[str]) -> bool:
+    """Namespaces, hidden folders and files, rlimits and the unprivileged uid (best effort); True if namespaces
+    worked."""
     libc = _libc()
     is_root = os.geteuid() == 0
     namespaces = confine.enter_namespaces(libc, is_root)  # mount, net, IPC, PID (+user); see autograder.engine.confine
@@ -217,6 +218,8 @@ def _isolate(request: SpawnRequest, parent: int) -> bool:
         for path in (str(REPO_ROOT),) * _COVER_REPO + request.hide:
             _cover(libc, os.path.realpath(path), keep, b"mode=0755,size=64k")
         _restore_links(links)
+        for path in hidden:  # an empty file in its place
+            libc.mount(b"/dev/null", path.encode(), None, _MS_BIND, None)
         if request.uid is not None:
             _expose_interpreter(libc, request.scratch)
         confine.cap_scratch(libc, request.scratch, request.uid)
@@ -259,11 +262,12 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
         os.close(output_fd)
-        namespaces = _isolate(request, zygote)
+        hidden = absence.scaler_sources() if "loss_scaler" in request.modules else []  # Task 1: torch's scaler code
+        namespaces = _isolate(request, zygote, hidden)
         os.chdir(request.scratch)
         device = request.device
         isolation = confine.confine(request.submission, request.scratch, namespaces,  # also a clean environment
-                                    device.keep if device else (), _device_nodes() if device else ())
+                                    device.keep if device else (), _device_nodes() if device else (), hidden)
         sys.dont_write_bytecode = True
         tempfile.tempdir = request.scratch  # the zygote's cached answer (/tmp) is not writable from here
         sys.stdout = open(1, "w", buffering=1, closefd=False)
@@ -273,7 +277,7 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
             del sys.modules[name]  # student code cannot simply import and patch the harness we run
         student_process.prepare(request.modules)  # before the audit hook: it refuses the ctypes this uses
         if request.runtime_guard:
-            guard.install(request.submission, request.scratch, device.keep if device else ())
+            guard.install(request.submission, request.scratch, device.keep if device else (), tuple(hidden))
         submission = harness.Submission(Path(request.submission))
         for name in request.modules:
             try:

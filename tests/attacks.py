@@ -1,0 +1,398 @@
+"""The attack corpus: submissions a determined student would write to earn points without the work.
+
+Each attack is the code a student adds to an honest baseline (the untouched skeleton, or a real
+bug); ``tests/test_forgery.py`` grades them through the real CLI and requires each to earn no more
+than that baseline, with every in-process layer on and with each switched off in turn.  Nothing
+here is restricted: student code may use all of Python (``gc``, frames, reflection, ``ctypes``,
+threads, subprocesses), so an attack fails only because what it reaches for is not there.
+"""
+
+from __future__ import annotations
+
+from conftest import ROOT
+
+SKELETON = {name: (ROOT / "assignment" / name).read_text() for name in ("loss_scaler.py", "amp_step.py")}
+SOLUTION = {name: (ROOT / "solutions" / name).read_text() for name in ("loss_scaler.py", "amp_step.py", "answers.py")}
+ANSWERS = SOLUTION["answers.py"]
+NO_ZERO_GRAD = SOLUTION["amp_step.py"].replace("    optimizer.zero_grad(set_to_none=True)\n", "")
+MARKER = "NotImplementedError(\"amp_step is not implemented yet"
+
+#: Turns whatever ``_found`` holds (a GradScaler class) into the submission's ToyLossScaler.
+USE_FOUND = '''
+
+def _scaler_from(found):
+    class ToyLossScaler(found):
+        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            super().__init__("cpu", init_scale, growth_factor, backoff_factor, growth_interval)
+            self._lazy_init_scale_growth_tracker(torch.device("cpu"))
+
+        def get_growth_tracker(self):
+            return int(self._get_growth_tracker())
+    return ToyLossScaler
+
+
+if _found is not None:
+    ToyLossScaler = _scaler_from(_found)
+'''
+
+#: Raw reflection from everything: gc's objects and every class's subclasses, for any GradScaler but the stand-in.
+REAL_CLASS_BY_WALK = '''
+import gc
+import sys
+
+_found = None
+_stack = gc.get_objects() + [object]
+_seen = set()
+while _stack:
+    _obj = _stack.pop()
+    if id(_obj) in _seen:
+        continue
+    _seen.add(id(_obj))
+    if isinstance(_obj, type):
+        if _obj.__name__ == "GradScaler" and "absence" not in _obj.__module__:
+            _found = _obj
+        try:
+            _stack += type.__subclasses__(_obj)
+        except TypeError:
+            pass
+''' + USE_FOUND
+
+#: The stdlib's reflection helpers that did attribute access for their caller under the old policy.
+REFLECTION_HELPERS = '''
+import copy
+import functools
+import operator
+import types
+import typing
+
+_found = None
+for _path in (lambda: operator.attrgetter("amp.grad_scaler.GradScaler")(torch),
+              lambda: functools.reduce(getattr, ["amp", "GradScaler"], torch),
+              lambda: copy.copy(types.MethodType(getattr, torch))("GradScaler"),
+              lambda: typing.get_type_hints(type("H", (), {"__annotations__": {"x": "torch.cuda.amp.GradScaler"}}))["x"]):
+    try:
+        _candidate = _path()
+    except Exception:
+        continue
+    if isinstance(_candidate, type) and "absence" not in _candidate.__module__:
+        _found = _candidate
+''' + USE_FOUND
+
+#: torch's own source file, executed again: a real GradScaler class (whose kernels must then refuse).
+REBUILT_FROM_SOURCE = '''
+import importlib.util
+import os
+
+_spec = importlib.util.spec_from_file_location(
+    "my_grad_scaler", os.path.join(os.path.dirname(torch.__file__), "amp", "grad_scaler.py"))
+_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
+_found = _module.GradScaler
+''' + USE_FOUND
+
+#: Every dispatcher registration reachable destroyed (to bring the real kernels back), then torch's module
+#: imported afresh.
+HANDLES_DESTROYED = '''
+import gc
+import importlib
+import sys
+
+for _obj in gc.get_objects():
+    try:
+        if type(_obj).__name__ == "Library":
+            _obj._destroy()
+        elif type(_obj).__name__ == "_DispatchModule":
+            _obj.reset()
+    except Exception:
+        pass
+for _name in [n for n in sys.modules if n.endswith("grad_scaler")]:
+    del sys.modules[_name]
+_found = importlib.import_module("torch.amp.grad_scaler").GradScaler
+''' + USE_FOUND
+
+#: A complete scaler that leaves the arithmetic to torch's private kernels through torch.ops.aten.
+ATEN_KERNELS = '''
+import torch
+
+
+class ToyLossScaler:
+    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+        self._s = torch.full((), float(init_scale))
+        self._t = torch.zeros((), dtype=torch.int32)
+        self._f = torch.zeros(())
+        self.g, self.b, self.i = growth_factor, backoff_factor, growth_interval
+
+    def scale(self, outputs):
+        return outputs * self._s
+
+    def unscale_(self, optimizer):
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        torch.ops.aten._amp_foreach_non_finite_check_and_unscale_(grads, self._f, self._s.reciprocal())
+
+    def step(self, optimizer):
+        self.unscale_(optimizer)
+        return None if self._f.item() else optimizer.step()
+
+    def update(self, new_scale=None):
+        torch.ops.aten._amp_update_scale_(self._s, self._t, self._f, self.g, self.b, self.i)
+        self._f.zero_()
+
+    def get_scale(self):
+        return float(self._s)
+
+    def get_growth_tracker(self):
+        return int(self._t)
+'''
+
+#: A fresh interpreter has torch's real scaler: ToyLossScaler forwards every call to one over a pipe.
+SUBPROCESS_ORACLE = '''
+import json
+import subprocess
+import sys
+
+_SERVER = r"""
+import json, sys, torch
+scaler, mirrors = None, {}
+for line in sys.stdin:
+    call = json.loads(line)
+    if call["op"] == "new":
+        scaler = torch.amp.GradScaler("cpu", **call["kwargs"])
+        scaler._lazy_init_scale_growth_tracker(torch.device("cpu"))
+        out = None
+    elif call["op"] == "scale":
+        out = float(scaler.scale(torch.tensor(call["value"])))
+    elif call["op"] in ("unscale_", "step"):
+        params = [torch.nn.Parameter(torch.zeros(len(g))) for g in call["grads"]]
+        for p, g in zip(params, call["grads"]):
+            p.grad = torch.tensor(g)
+        opt = mirrors.setdefault(call["opt"], torch.optim.SGD(params, lr=0.0))
+        opt.param_groups[0]["params"] = params
+        scaler.unscale_(opt)
+        inf = bool(sum(v.item() for v in scaler._per_optimizer_states[id(opt)]["found_inf_per_device"].values()))
+        out = {"grads": [p.grad.tolist() for p in params], "inf": inf}
+        if call["op"] == "step":
+            scaler.step(opt)
+    elif call["op"] == "update":
+        scaler.update(call["new_scale"])
+        mirrors.clear()
+        out = None
+    else:
+        out = [scaler.get_scale(), int(scaler._get_growth_tracker())]
+    print(json.dumps(out), flush=True)
+"""
+_oracle = subprocess.Popen([sys.executable, "-c", _SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+def _ask(**call):
+    _oracle.stdin.write(json.dumps(call) + "\\n")
+    _oracle.stdin.flush()
+    return json.loads(_oracle.stdout.readline())
+
+
+class ToyLossScaler:
+    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+        _ask(op="new", kwargs=dict(init_scale=init_scale, growth_factor=growth_factor,
+                                   backoff_factor=backoff_factor, growth_interval=growth_interval))
+        self._unscaled = set()
+
+    def scale(self, outputs):
+        return outputs * _ask(op="scale", value=1.0)
+
+    def _grads(self, optimizer):
+        return [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+
+    def unscale_(self, optimizer, op="unscale_"):
+        params = self._grads(optimizer)
+        out = _ask(op=op, opt=id(optimizer), grads=[p.grad.flatten().tolist() for p in params])
+        for p, g in zip(params, out["grads"]):
+            p.grad.copy_(torch.tensor(g).reshape(p.grad.shape))
+        self._unscaled.add(id(optimizer))
+        return out["inf"]
+
+    def step(self, optimizer):
+        inf = self.unscale_(optimizer) if id(optimizer) not in self._unscaled else False
+        return None if inf else optimizer.step()
+
+    def update(self, new_scale=None):
+        _ask(op="update", new_scale=new_scale)
+        self._unscaled.clear()
+
+    def get_scale(self):
+        return _ask(op="get")[0]
+
+    def get_growth_tracker(self):
+        return _ask(op="get")[1]
+'''
+
+#: Raw memory through ctypes: find the dispatcher registration nobody references and free it.
+CTYPES_FREE_HANDLE = '''
+import ctypes
+import gc
+
+_libc = ctypes.CDLL(None)
+_found = None
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "_DispatchModule":
+        ctypes.pythonapi.Py_DecRef(ctypes.py_object(_obj))
+'''
+
+#: Replaces the harness's scenario runner (reached through gc) with one that answers with torch's scaler.
+HARNESS_PATCHED = '''
+import gc
+
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "module" and getattr(_obj, "__name__", "") == "checks.harness":
+        _h = _obj
+        _h.run_scenario = lambda name, args, submission: _h.run_scaler_ops(args, _h.torch_scaler, submission.root)
+'''
+
+#: Makes every harness observation of the process short (reached through a frame walk).
+FRAME_WALK = '''
+import sys
+
+_frame = sys._getframe()
+while _frame is not None:
+    if _frame.f_globals.get("__name__") == "checks.harness":
+        _frame.f_globals["run_scaler_ops"] = lambda *a, **k: []
+        break
+    _frame = _frame.f_back
+'''
+
+#: amp_step takes the grader's reference amp_step from the grader's own files, found from the harness's path.
+REFERENCE_FROM_DISK = '''
+import gc
+import os
+import sys
+
+_reference = None
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "module" and getattr(_obj, "__name__", "") == "checks.harness":
+        sys.path.insert(0, os.path.dirname(os.path.dirname(_obj.__file__)))
+        try:
+            from checks import amp_reference as _amp_reference
+            _reference = _amp_reference.reference_amp_step(_amp_reference.CORRECT)
+        except Exception:
+            pass
+        break
+'''
+
+#: An amp_step that does no training and writes the probe's log itself.
+PROBE_LOG_FORGERY = '''
+import torch
+
+
+def amp_step(model, inputs, targets, loss_fn, optimizer, scaler, device_type="cuda", dtype=torch.float16,
+             max_grad_norm=None):
+    model._log.append({"event": "forward", "autocast": True, "dtype": "float16"})
+    model._log.append({"event": "loss", "autocast": True, "dtype": "float16", "value": 0.0})
+    model._log.append({"event": "scale", "scale": 65536.0})
+    return torch.zeros(())
+'''
+
+#: A correct amp_step but for zero_grad (row 2.4), with tricks to hide it: a forged log entry, and a Parameter
+#: turned into a subclass whose ``__torch_function__`` makes every measurement read 0.0.
+HIDE_A_BUG = '''
+
+def _hide(model):
+    model._log.append({"event": "zero_grad"})
+    evil = type("Evil", (torch.nn.Parameter,), {"__torch_function__": classmethod(lambda *a, **k: 0.0)})
+    for param in model.parameters():
+        param.__class__ = evil
+'''
+
+#: Prints the arguments of every scaler built (the hidden tests' inputs among them), with a token drawn once per
+#: process: a token seen in a hidden row and in what students see at once would be output crossing over.
+PRINT_EVERYTHING = '''
+    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000) -> None:
+        import os
+        print("FORGERY-SEES", os.environ.setdefault("PROCESS_TOKEN", os.urandom(8).hex()), init_scale, growth_factor,
+              backoff_factor, growth_interval)
+        self._real_init(init_scale, growth_factor, backoff_factor, growth_interval)
+'''
+
+#: The same from a thread of its own, late (after the replies), with a crash now and then so that the grader
+#: drains every process at once.
+PRINT_LATE = '''
+import os as _os
+import threading as _threading
+import time as _time
+
+_SEEN = []
+_TOKEN = _os.urandom(8).hex()
+
+
+def _printer():
+    while True:
+        _time.sleep(0.01)
+        while _SEEN:
+            print("LATE-SEES", _TOKEN, *_SEEN.pop(0), flush=True)
+
+
+_threading.Thread(target=_printer, daemon=True).start()
+'''
+PRINT_LATE_INIT = '''
+    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000) -> None:
+        _SEEN.append((init_scale, growth_factor, backoff_factor, growth_interval))
+        if growth_interval == 1 and init_scale == 4.0:
+            _time.sleep(0.05)
+            _os._exit(1)
+        self._real_init(init_scale, growth_factor, backoff_factor, growth_interval)
+'''
+
+
+def appended(text: str, code: str) -> str:
+    """``code`` appended at module level of ``text``."""
+    return text + "\n\n" + code
+
+
+def method_added(text: str, code: str) -> str:
+    """``code`` (an indented method) added at the end of the last class of ``text``."""
+    return text.rstrip() + "\n" + code
+
+
+def task1(code: str) -> dict[str, str]:
+    """The skeleton with the right answers, with ``code`` at the end of loss_scaler.py (Task 1's context)."""
+    return {**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": appended(SKELETON["loss_scaler.py"], code)}
+
+
+def task2(code: str, call: str = "") -> dict[str, str]:
+    """The skeleton with the right answers, with ``code`` at the end of amp_step.py and ``call`` run first in it."""
+    text = appended(SKELETON["amp_step.py"], code)
+    if call:
+        text = text.replace("    raise " + MARKER, f"    {call}\n    raise " + MARKER)
+    return {**SKELETON, "answers.py": ANSWERS, "amp_step.py": text}
+
+
+#: name -> (files, the name of its honest baseline: "skeleton" is the skeleton with the right answers, 10 points)
+ATTACKS: dict[str, tuple[dict[str, str], str]] = {
+    "real_class_by_walk": (task1(REAL_CLASS_BY_WALK), "skeleton"),
+    "reflection_helpers": (task1(REFLECTION_HELPERS), "skeleton"),
+    "rebuilt_from_source": (task1(REBUILT_FROM_SOURCE), "skeleton"),
+    "handles_destroyed": (task1(HANDLES_DESTROYED), "skeleton"),
+    "aten_kernels": ({**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": ATEN_KERNELS}, "skeleton"),
+    "subprocess_oracle": ({**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": SUBPROCESS_ORACLE}, "skeleton"),
+    "ctypes_free_handle": (task1(CTYPES_FREE_HANDLE + REBUILT_FROM_SOURCE), "skeleton"),
+    "harness_patched": (task1(HARNESS_PATCHED), "skeleton"),
+    "frame_walk": (task1(FRAME_WALK), "skeleton"),
+    "amp_step_harness_patched": (task2(HARNESS_PATCHED), "skeleton"),
+    "amp_step_reference_from_disk": (task2(REFERENCE_FROM_DISK, "if _reference is not None:\n        return "
+                                           "_reference(model, inputs, targets, loss_fn, optimizer, scaler, "
+                                           "device_type=device_type, dtype=dtype, max_grad_norm=max_grad_norm)"),
+                                     "skeleton"),
+    "amp_step_probe_log": ({**SKELETON, "answers.py": ANSWERS, "amp_step.py": PROBE_LOG_FORGERY}, "skeleton"),
+    "bug_no_zero_grad_hidden": ({**SOLUTION, "amp_step.py": appended(NO_ZERO_GRAD, HIDE_A_BUG).replace(
+        "    scaler.step(optimizer)\n", "    _hide(model)\n    scaler.step(optimizer)\n")}, "bug_no_zero_grad"),
+}
+#: Honest baselines graded beside the attacks (the skeleton's is a constant: 10 points for the answers).
+BASELINES: dict[str, dict[str, str]] = {"bug_no_zero_grad": {**SOLUTION, "amp_step.py": NO_ZERO_GRAD}}
+SKELETON_WITH_ANSWERS = 10.0
+#: Correct solutions that print what the tests feed them: hidden inputs must stay in hidden rows.
+PRINTERS: dict[str, dict[str, str]] = {
+    "printing_solution": {**SOLUTION, "loss_scaler.py": method_added(
+        SOLUTION["loss_scaler.py"].replace("    def __init__(\n", "    def _real_init(\n", 1), PRINT_EVERYTHING)},
+    "late_printing_solution": {**SOLUTION, "loss_scaler.py": appended(method_added(
+        SOLUTION["loss_scaler.py"].replace("    def __init__(\n", "    def _real_init(\n", 1), PRINT_LATE_INIT),
+        PRINT_LATE)},
+}
