@@ -140,7 +140,7 @@ def speed_summary(cfg: dict[str, Any], fp32: list[tuple[float, float, float]], a
         lines.append(line)
     if len(amp) == len(fp32):
         speedup = statistics.median(s for s, _, _ in fp32) / statistics.median(s for s, _ in amp)
-        lines.append(f"Speed-up (median round trips): {speedup:.2f}x " + (
+        lines.append(f"Speed-up to float32's loss (median round trips): {speedup:.2f}x " + (
             "(dry mode on the CPU: not checked)" if dry else f"(required: at least {min_speedup():g}x)"))
     return "\n".join(lines)
 
