@@ -49,7 +49,6 @@ import resource
 import statistics
 import time
 import traceback
-import warnings
 from pathlib import Path
 from typing import Any, Callable
 
