@@ -133,22 +133,44 @@ def test_answers_file_is_read_not_run(tmp_path: Path) -> None:
     assert not Path("/tmp/answers-ran").exists()
 
 
-#: Answers the GPU speed scenario itself with a fabricated 33x speed-up (found via gc in its own process).
+#: Answers the GPU scenarios itself from amp_step.py's module level, found through ``gc``: a fabricated 33x
+#: speed-up for the old in-process timing (run_speed), and well-formed, instant replies for the runs the grader
+#: now times and measures (run_train: the untrained model's weights; run_gpu_underflow: a made-up weight).
 GPU_FORGERY = '''
 import gc
 for _obj in gc.get_objects():
     if type(_obj).__name__ == "module" and getattr(_obj, "__name__", "") == "checks.gpu_scenarios":
         _obj.run_speed = lambda *a, **k: {"amp": {"time_to_target_ms": 1.0, "losses": [0.0]}}
+
+        def _instant_train(args, amp_step, root=None, _g=_obj):
+            cfg = _g.speed_config(args.get("device", "cuda"), **{k: v for k, v in args.items() if k != "device"})
+            return {"ok": None, "weights": _g._copy_out_weights(list(_g.build_model(cfg).parameters()))}
+
+        _obj.run_train = _instant_train
+        _obj.run_gpu_underflow = lambda args, amp_step, root=None: {"ok": None, "final_weight": [1e-4] * 16,
+                                                                     "device_info": {"name": "forged"}}
 '''
 
 
 def test_gpu_part_cannot_be_forged_in_dry_mode(tmp_path: Path) -> None:
-    folder = tmp_path / "gpu_forgery"
+    """Nothing refuses the forgery (student code may patch its own process): it earns nothing because no GPU row
+    reads what the student process computes -- the grader times the round trips and computes the losses from the
+    weights copied out.  Graded beside its honest twin (the skeleton amp_step), it earns 0 wherever the twin does."""
     _write(tmp_path, {"gpu_forgery": {**SKELETON, "answers.py": ANSWERS,
-                                       "amp_step.py": appended(SKELETON["amp_step.py"], GPU_FORGERY)}})
-    done = subprocess.run([sys.executable, "-m", "autograder", "grade-gpu", str(folder), "--out", str(tmp_path / "out"),
-                           "--dry"], cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+                                       "amp_step.py": appended(SKELETON["amp_step.py"], GPU_FORGERY)},
+                      "gpu_honest": {**SKELETON, "answers.py": ANSWERS}})
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade-gpu", str(tmp_path / "gpu_forgery"),
+                           str(tmp_path / "gpu_honest"), "--out", str(tmp_path / "out"), "--dry"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
-    results = json.loads((tmp_path / "out" / "gpu_forgery" / "gpu_results.json").read_text())
-    assert results["score"] == 0
+    rows = {name: {test["number"]: test for test in json.loads(
+        (tmp_path / "out" / name / "gpu_results.json").read_text())["tests"]} for name in ("gpu_forgery", "gpu_honest")}
+    honest, forged = rows["gpu_honest"], rows["gpu_forgery"]
+    assert all(test["score"] == 0 for test in honest.values())  # the skeleton earns nothing on the GPU part
+    for number, test in forged.items():
+        assert test["score"] <= honest[number]["score"] == 0, (number, test["output"][:600])
+    for number in ("4.1", "4.2"):  # the forged replies were the ones judged (the skeleton would have raised)
+        assert "NotImplementedError" not in forged[number]["output"], forged[number]["output"][:600]
+        assert "computed by the grader" in forged[number]["output"] or "grader computed" in forged[number]["output"]
+    outputs = " ".join(test["output"] for test in forged.values())
+    assert "not allowed" not in outputs and "may be imported" not in outputs  # no refusal: none is needed

@@ -107,7 +107,7 @@ def test_gpu_check_dry_writes_the_report(tmp_path: Path) -> None:
                                                                                   "solutions": "10.0"}
     markdown = (out / "report.md").read_text()
     for text in ("dry mode on the CPU", "torch 2.13.0", "Preflight: GPU preflight: ok", "| fp16 + GradScaler |",
-                 "time to target", "peak memory", "of peak", "Speed-up to the target", "| solutions | 10.0 / 10.0"):
+                 "time to target", "peak memory", "of peak", "Speed-up to float32's loss", "| solutions | 10.0 / 10.0"):
         assert text in markdown, text
     assert (out / "gpu_bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

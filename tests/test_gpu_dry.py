@@ -47,9 +47,22 @@ def never_scales(folder: Path) -> Path:
     return folder
 
 
+def returns_scaled_loss(folder: Path) -> Path:
+    """The solution whose only bug is returning the scaled loss (the catalogue's returns_scaled_loss, row 2.8)."""
+    folder.mkdir()
+    for name in ("loss_scaler.py", "amp_step.py", "answers.py"):
+        (folder / name).write_text((ROOT / "solutions" / name).read_text())
+    source = (folder / "amp_step.py").read_text()
+    line = "    scaler.scale(loss).backward()\n"
+    assert source.count(line) == 1
+    (folder / "amp_step.py").write_text(source.replace(line, "    loss = scaler.scale(loss)\n    loss.backward()\n"))
+    return folder
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One ``grade-gpu --dry`` run over the solution, the skeleton and a never-scaling amp_step.
+    """One ``grade-gpu --dry`` run over the solution, the skeleton, a never-scaling amp_step and one that
+    returns the scaled loss.
 
     A CPU gradebook already sits in the output folder, so the run also writes the merged one.
     """
@@ -57,9 +70,10 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp / "out"
     out.mkdir()
     (out / "gradebook.csv").write_text("submission,score,max_score,1.1 test_x\n"
-                                       "solutions,90,90,3\nassignment,0,90,0\nnever_scales,87,90,3\ncpu_only,50,90,1\n")
+                                       "solutions,90,90,3\nassignment,0,90,0\nnever_scales,87,90,3\ncpu_only,50,90,1\n"
+                                       "scaled_loss,86,90,3\n")
     done = run("-m", "autograder", "grade-gpu", "solutions", "assignment", str(never_scales(tmp / "never_scales")),
-               "--dry", "--out", str(out))
+               str(returns_scaled_loss(tmp / "scaled_loss")), "--dry", "--out", str(out))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "GPU preflight: ok (cpu (dry mode)" in done.stdout and "GPU canary: solutions/ got 10 / 10" in done.stdout
     return out
@@ -84,6 +98,17 @@ def test_amp_step_without_scaling_fails_the_underflow_check(graded: Path) -> Non
     rows = json.loads((graded / "never_scales" / "gpu_results.json").read_text())["tests"]
     message = next(test["output"] for test in rows if test["number"] == "4.2")
     assert "stalls" in message and "below 1e-12" in message
+
+
+def test_returning_the_scaled_loss_costs_no_gpu_point(graded: Path) -> None:
+    """One bug, one deduction: the scaled loss it returns costs row 2.8 (CPU), and nothing here -- the GPU rows
+    judge training from the weights the grader copies out and from round trips it times, never from what amp_step
+    returns."""
+    book = read_csv(graded / "gpu_gradebook.csv")
+    assert float(book["scaled_loss"]["gpu_score"]) == 10
+    rows = json.loads((graded / "scaled_loss" / "gpu_results.json").read_text())["tests"]
+    assert [test["status"] for test in rows] == ["passed"] * 3
+    assert not any("scal" in test["output"].lower() for test in rows)  # no hint about scaling that does not apply
 
 
 def test_the_canary_and_the_preflight_are_kept_apart_from_the_grades(graded: Path) -> None:
@@ -161,7 +186,8 @@ def test_gpu_checks_skip_with_a_reason_without_cuda() -> None:
 def test_zygote_preloads_the_gpu_scenarios() -> None:
     """(That nothing touches CUDA before the fork: tests/test_gpu_faults.py.)"""
     code = ("from autograder.engine import sandbox\nfrom checks import registry\n"
-            "assert registry.registered('gpu_speed') and registry.registered('amp_probe')\n"
-            "assert set(sandbox.SCENARIO_NEEDS) >= {'gpu_speed', 'gpu_underflow', 'gpu_scaler_ops', 'gpu_preflight'}\n")
+            "assert registry.registered('gpu_train') and registry.registered('amp_probe')\n"
+            "assert set(sandbox.SCENARIO_NEEDS) >= {'gpu_train', 'gpu_train_fp32', 'gpu_underflow', 'gpu_scaler_ops', 'gpu_preflight'}\n"
+            "assert sandbox.SCENARIO_NEEDS['gpu_train_fp32'] == ()\n")
     done = run("-c", code, env={"PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'assignment'}"})
     assert done.returncode == 0, done.stderr[-2000:]

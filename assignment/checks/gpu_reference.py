@@ -1,9 +1,9 @@
 """The trusted references of the GPU checks, computed apart from the student's process.
 
-The GPU checks compare the student's runs with torch's own: the float32 run that sets
-the target loss (4.1), the unscaled float16 baseline that must stall (4.2), and
-``torch.amp.GradScaler("cuda")`` on the same ops as the student's ``ToyLossScaler``
-(4.3).  None of them may run in the student's process (whatever it patched would
+The GPU checks compare the student's runs with torch's own: the unscaled float16 baseline
+that must stall (4.2), and ``torch.amp.GradScaler("cuda")`` on the same ops as the student's
+``ToyLossScaler`` (4.3).  (4.1's float32 baseline is timed, so it runs as the AMP run does: in
+a sandboxed student process, one that imports no submission file; see ``checks/test_gpu.py``.)  None of them may run in the student's process (whatever it patched would
 change the reference, and the grader disables GradScaler there), and in the grader
 none runs in the judge either: the judge holds no CUDA context while a student
 process uses the GPU.  So the grader asks a :class:`ReferenceProcess`, a separate
@@ -33,14 +33,13 @@ from typing import Any, Callable
 Json = Any
 CHECKS_PARENT = Path(__file__).resolve().parent.parent
 #: Deterministic references worth keeping for the whole grading run (the same for every submission).
-CACHED_KINDS = ("fp32", "underflow_baseline")
+CACHED_KINDS = ("underflow_baseline",)
 
 
 def _kinds() -> dict[str, Callable[[dict[str, Json]], Json]]:
     from checks import gpu_scenarios as g
 
-    return {"fp32": g.reference_fp32,
-            "underflow_baseline": lambda args: g.run_gpu_underflow(args, None),
+    return {"underflow_baseline": lambda args: g.run_gpu_underflow(args, None),
             "scaler_ops": g.torch_scaler_ops}
 
 

@@ -35,7 +35,8 @@ SCENARIO_NEEDS = {
     "scaler_ops": ("loss_scaler",),
     "amp_probe": ("amp_step",),
     "underflow": ("amp_step",),
-    "gpu_speed": ("amp_step",),
+    "gpu_train": ("amp_step",),
+    "gpu_train_fp32": (),  # 4.1's float32 baseline, timed like the AMP run in a process without student code
     "gpu_underflow": ("amp_step",),
     "gpu_scaler_ops": ("loss_scaler",),
     "gpu_preflight": (),

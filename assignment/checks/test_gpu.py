@@ -1,7 +1,7 @@
 """Part 4 (GPU): your ``amp_step`` with torch's real ``GradScaler`` on an NVIDIA GPU.
 
-* 4.1  float16 autocast + ``torch.amp.GradScaler("cuda")`` through your ``amp_step``
-       reaches a loss that float32 (TF32 off) reaches, clearly sooner, and ends close to it;
+* 4.1  float16 autocast + ``torch.amp.GradScaler("cuda")`` through your ``amp_step`` trains the
+       model to the loss that float32 (TF32 off) reaches in as many steps, clearly sooner;
 * 4.2  on a task whose float16 gradients underflow, training without a scaler stalls and
        training with ``GradScaler("cuda")`` through your ``amp_step`` converges;
 * 4.3  your ``ToyLossScaler`` on CUDA tensors matches ``torch.amp.GradScaler("cuda")`` exactly.
@@ -12,14 +12,39 @@ runs the same code on the CPU (tiny sizes, CPU autocast, no speed claim), and
 ``AMP_GPU_MIN_SPEEDUP`` (default 1.5) sets the speed-up that 4.1 requires on a GPU.
 Staff grade this part on a GPU; on Gradescope it shows as an informational row.
 
-The references (the float32 run, the unscaled baseline, ``GradScaler("cuda")``) never run
-in the process that runs your code: here they run in this process, in the grader in a
-separate trusted process (:mod:`checks.gpu_reference`).
+What is measured, and where.  The grader runs your code in a separate sandboxed process and
+takes nothing that process computes, times or counts as a grade: only effects it measures itself.
+
+* Losses: after each training run the process copies out the model's weights (their exact
+  float32 values); this side rebuilds the model on its CPU and computes the loss itself, on an
+  evaluation batch of its own drawn from the run's seed (4.1), or over the task's data (4.2).
+  The value ``amp_step`` returns is never used here (row 2.8 checks it): an ``amp_step`` that
+  trains correctly gets this part's points whatever it returns.
+* Time (4.1): the wall time of each call's round trip, measured on this side around the call:
+  one call trains ``steps`` steps from a fresh seed and copies the weights out.  The float32
+  baseline is timed the same way, in a sandboxed process that imports no file of yours (and
+  after every process of your submission has been stopped); each process first makes an untimed
+  warm-up call.  Why round trips rather than timings taken inside the process: your code may
+  change anything in its own process (clocks included), but it cannot make the reply arrive
+  sooner without the work that produces those weights.  Each timed run gets a seed drawn here just
+  before the call, so the weights cannot be computed ahead (in a warm-up, or in your files); and a
+  run counts only if this side's own loss of its weights reaches float32's.  The round trip also
+  holds building the data and model and copying the weights out, the same for both; it only
+  lowers the measured speed-up.  What this cannot tell apart: code that reaches the loss sooner by
+  doing less honest work per step (training on part of each batch, say) -- no effect distinguishes
+  it from a faster step.
+
+The references of 4.2 and 4.3 (the unscaled baseline, ``GradScaler("cuda")``) never run in the
+process that runs your code: here they run in this process, in the grader in a separate trusted
+process (:mod:`checks.gpu_reference`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
+import statistics
 import time
 from typing import Any
 
@@ -28,7 +53,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checks import expect, gpu_reference, gpu_scenarios, scenarios
+from checks import expect, gpu_reference, gpu_scenarios, probes, scenarios
 
 pytestmark = pytest.mark.gpu
 
@@ -76,74 +101,118 @@ def answered(got: Any) -> Any:
     return got
 
 
-def _ms(value: float | None) -> str:
-    return "never" if value is None else f"{value / 1000:.3g} s"
+def fresh_seeds(count: int) -> list[int]:
+    """Seeds drawn just before the calls that use them (see the module's docstring)."""
+    return [secrets.randbelow(2**31) for _ in range(count)]
 
 
-def _loss(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4g}"
+def timed_series(student: Any, scenario: str, warm_up: dict[str, Any], runs: list[dict[str, Any]]
+                 ) -> tuple[Any, list[tuple[Any, float]]]:
+    """An untimed warm-up call, then each run's call with the wall time of its round trip, in one
+    student process (the runner's ``held``, where it has one, keeps it between the calls)."""
+    held = getattr(student, "held", None) or contextlib.nullcontext
+    with held():
+        warm = answered(student.run(scenario, warm_up, timeout=SPEED_TIMEOUT_S))
+        timed = []
+        for args in runs:
+            started = time.perf_counter()
+            got = answered(student.run(scenario, args, timeout=SPEED_TIMEOUT_S))
+            timed.append((got, time.perf_counter() - started))
+    return warm, timed
 
 
-def speed_summary(reference: dict[str, Any], amp: dict[str, Any], dry: bool) -> str:
-    info, fp32 = reference["device_info"], reference["fp32"]
-    lines = [f"Device: {info['name']} (torch {info['torch']}, CUDA {info['cuda']}); "
-             f"{reference['tf32']['text']} in the fp32 baseline.",
-             f"Target loss {reference['target']:.4g}: the fp32 run reaches it (smoothed over "
-             f"{reference['config']['window']} steps).",
-             f"fp32 (TF32 off):    {fp32['median_step_ms']:.3g} ms/step, target reached after "
-             f"{_ms(fp32['time_to_target_ms'])} ({fp32['steps_to_target']} steps), final loss {_loss(fp32['final_loss'])}"]
-    if amp:
-        lines.append(f"AMP (float16 + GradScaler): {amp['median_step_ms']:.3g} ms/step, target reached after "
-                     f"{_ms(amp['time_to_target_ms'])} ({amp['steps_to_target']} steps), final loss "
-                     f"{_loss(amp['final_loss'])}, {amp['skipped_steps']} step(s) skipped by the scaler")
-        if fp32["time_to_target_ms"] and amp["time_to_target_ms"]:
-            speedup = fp32["time_to_target_ms"] / amp["time_to_target_ms"]
-            lines.append(f"Speed-up to the target: {speedup:.2f}x " + (
-                "(dry mode on the CPU: not checked)" if dry else f"(required: at least {min_speedup():g}x)"))
+def _s(seconds: float) -> str:
+    return f"{seconds:.3g} s"
+
+
+def speed_summary(cfg: dict[str, Any], fp32: list[tuple[float, float, float]], amp: list[tuple[float, float]],
+                  dry: bool) -> str:
+    """What was measured: per timed run, the round trip's wall time and the loss computed here."""
+    lines = [f"Measured by the grader, outside your process: the wall time of each call's round trip ({cfg['steps']} "
+             f"training steps from a fresh seed, building the data and model, copying the weights out), and the "
+             f"loss of the copied-out weights on the grader's own evaluation batch "
+             f"({gpu_scenarios.EVAL_ROWS} examples, computed in float32 on the grader's CPU). TF32 is off in the "
+             "float32 runs."]
+    for index, (seconds, loss, initial) in enumerate(fp32):
+        line = f"run {index + 1}: float32 {_s(seconds)}, loss {loss:.4g} (from {initial:.4g} before training)"
+        if index < len(amp):
+            line += f"; AMP {_s(amp[index][0])}, loss {amp[index][1]:.4g}"
+        lines.append(line)
+    if len(amp) == len(fp32):
+        speedup = statistics.median(s for s, _, _ in fp32) / statistics.median(s for s, _ in amp)
+        lines.append(f"Speed-up to float32's loss (median round trips): {speedup:.2f}x " + (
+            "(dry mode on the CPU: not checked)" if dry else f"(required: at least {min_speedup():g}x)"))
     return "\n".join(lines)
 
 
 def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str, reference: Any) -> None:
     cfg = gpu_scenarios.speed_config(device)
-    baseline = reference.call("fp32", cfg)  # trusted: no student code involved
-    fp32 = baseline.get("fp32", {})
-    if fp32.get("time_to_target_ms") is None:
-        raise RuntimeError(f"the fp32 reference run did not reach its own target: {str(fp32)[:500]}")
     kind = gpu_scenarios.device_type(device)
     dry = kind != "cuda"
+    seeds = fresh_seeds(1 + int(cfg["repeats"]))
+    warm_up = {**cfg, "seed": seeds[0], "steps": int(cfg["warmup"])}
+    runs = [{**cfg, "seed": seed} for seed in seeds[1:]]
+    release = getattr(student, "release", None)
+    if release is not None:  # no process of the submission runs while the baseline is timed
+        release()
+    warm, timed = timed_series(student, "gpu_train_fp32", warm_up, runs)  # no student code in that process
+    fp32: list[tuple[float, float, float]] = []
+    for args, (got, seconds) in [(warm_up, (warm, 0.0)), *zip(runs, timed)]:
+        weights = gpu_scenarios.decode_weights(args, got.get("weights")) if "ok" in got else str(got)[:1000]
+        if isinstance(weights, str):
+            raise RuntimeError(f"the float32 baseline run failed (no student code runs in its process): {weights}")
+        if args is not warm_up:
+            fp32.append((seconds, gpu_scenarios.evaluation_loss(args, weights), gpu_scenarios.evaluation_loss(args)))
+    for _, loss, initial in fp32:
+        if not loss < 0.5 * initial:
+            raise RuntimeError(f"the float32 baseline did not learn (loss {loss:.4g} from {initial:.4g}): 4.1 cannot "
+                               "compare AMP with it")
     call = (f"amp_step(model, inputs, targets, F.mse_loss, adam, torch.amp.GradScaler({kind!r}), "
             f"device_type={kind!r}, dtype=torch.float16)")
     what = (f"We trained a {cfg['depth']}-hidden-layer MLP (width {cfg['width']}, batch {cfg['batch']}) for "
-            f"{cfg['steps']} steps, {cfg['repeats']} times, on {baseline['device_info']['name']} with\n    {call}\n")
-    started = time.monotonic()
-    got = answered(student.run("gpu_speed", {**cfg, "modes": ["amp"], "target": baseline["target"]},
-                               timeout=SPEED_TIMEOUT_S))
-    outer_s = time.monotonic() - started
-    amp = got.get("amp", {"error": {"type": "RuntimeError", "message": "no AMP result came back", "trace": ""}})
-    expect.ok_or_fail(amp if "error" in amp else {"ok": amp}, what)
-    summary = speed_summary(baseline, amp, dry)
-    print(f"\n{summary}\n(the AMP call took {outer_s:.1f} s in all, warm-up and repeats included)")
-    if amp["time_to_target_ms"] is None:
-        expect.fail(f"{what}but the loss never reached the target {baseline['target']:.4g} that the float32 run "
-                    f"reaches in {fp32['steps_to_target']} steps. Does the optimizer step through the scaler, once per "
-                    f"call, with the gradients zeroed first?\n\n{summary}")
-    tolerance = max(FINAL_REL_TOL * fp32["final_loss"], FINAL_TOL_OF_INITIAL * fp32["initial_loss"])
-    if not abs(amp["final_loss"] - fp32["final_loss"]) <= tolerance:  # NaN fails too
-        expect.fail(f"{what}and it ended at loss {amp['final_loss']:.4g}, but float32 ends at "
-                    f"{fp32['final_loss']:.4g} (allowed difference {tolerance:.3g}).\n\n{summary}")
+            f"{cfg['steps']} steps, {cfg['repeats']} times (each from a fresh seed, after a {cfg['warmup']}-step "
+            f"warm-up), on {device} with\n    {call}\n")
+    warm, timed = timed_series(student, "gpu_train", warm_up, runs)
+    amp: list[tuple[float, float]] = []
+    for args, (got, seconds) in [(warm_up, (warm, 0.0)), *zip(runs, timed)]:
+        expect.ok_or_fail(got, what)
+        weights = gpu_scenarios.decode_weights(args, got.get("weights"))
+        if isinstance(weights, str):
+            expect.fail(f"{what}but after training {weights}: the grader computes the loss from the model's "
+                        "parameters, which must stay plain float32 torch.nn.Parameter objects.")
+        if args is not warm_up:
+            amp.append((seconds, gpu_scenarios.evaluation_loss(args, weights)))
+    summary = speed_summary(cfg, fp32, amp, dry)
+    print(f"\n{summary}")
+    for index, ((_, loss32, initial), (_, loss)) in enumerate(zip(fp32, amp)):
+        tolerance = max(FINAL_REL_TOL * loss32, FINAL_TOL_OF_INITIAL * initial)
+        if not loss <= loss32 + tolerance:  # NaN fails too
+            expect.fail(f"{what}and in run {index + 1} the trained model's loss, computed by the grader from the "
+                        f"weights your process copied out, is {loss:.4g}; the same {cfg['steps']} steps in float32 "
+                        f"reach {loss32:.4g} (allowed: up to {loss32 + tolerance:.4g}; {initial:.4g} before "
+                        "training). Does the optimizer step through the scaler, once per call, with the gradients "
+                        f"zeroed first?\n\n{summary}")
     if not dry:
-        speedup = fp32["time_to_target_ms"] / amp["time_to_target_ms"]
+        speedup = statistics.median(s for s, _, _ in fp32) / statistics.median(s for s, _ in amp)
         if speedup < min_speedup():
-            expect.fail(f"{what}AMP reached the target loss only {speedup:.2f}x sooner than float32; at least "
+            expect.fail(f"{what}The runs through your amp_step took {speedup:.2f}x less wall time than float32's "
+                        f"(median round trips, measured by the grader outside your process); at least "
                         f"{min_speedup():g}x is expected on a GPU. Are the forward pass and the loss under "
                         f"torch.autocast(device_type='cuda', dtype=torch.float16)?  Does amp_step avoid syncing with "
                         f"the GPU (loss.item(), float(loss), printing) on every call?\n\n{summary}")
 
 
+def _weight_loss(args: dict[str, Any], weight: Any) -> float | None:
+    """The underflow task's float32 loss of a copied-out weight, computed here; None if it is not plain values."""
+    if not (isinstance(weight, list) and len(weight) == int(args.get("d", 16))):
+        return None
+    return probes.underflow_loss(args, weight)
+
+
 def test_gpu_underflow_needs_the_scaler(student: Any, device: str, reference: Any) -> None:
     args = gpu_scenarios.underflow_args(device)
     baseline = reference.call("underflow_baseline", args)  # trusted: no scaler, no student code
-    unscaled = baseline["losses"][-1] if baseline.get("losses") else None
+    unscaled = _weight_loss(args, baseline.get("final_weight"))
     if unscaled is None or not unscaled > 1e-11:
         raise RuntimeError(f"the unscaled float16 baseline did not stall on {device} (final loss {unscaled}): "
                            "the underflow check cannot tell a scaler's effect here")
@@ -152,11 +221,16 @@ def test_gpu_underflow_needs_the_scaler(student: Any, device: str, reference: An
             f"{args['steps']} steps with your amp_step and torch.amp.GradScaler({kind!r}, growth_interval=20)")
     result = answered(student.run("gpu_underflow", args, timeout=120))
     expect.ok_or_fail(result, what)
-    final = result["losses"][-1] if result["losses"] else float("nan")
+    final = _weight_loss(args, result["final_weight"])
+    if final is None:
+        expect.fail(f"{what}, but the model's weight was no plain float32 parameter after training "
+                    f"({str(result['final_weight'])[:200]}): the grader computes the loss from it.")
     if not final < 1e-12:
-        expect.fail(f"{what}. Without a scaler the float16 gradients underflow to zero and the loss stalls at "
-                    f"{unscaled:.3g}; with the scaler's scaled backward it should fall below 1e-12, but it ended at "
-                    f"{final:.3g}. Call backward() on scaler.scale(loss), and step through scaler.step(optimizer).")
+        expect.fail(f"{what}. The grader computed the float32 mean squared error of the model's final weight (copied "
+                    f"out of your process) over the task's {args.get('n', 4096)} examples: {final:.3g}. Without a "
+                    f"scaler the float16 gradients underflow to zero and the loss stalls at {unscaled:.3g}; with the "
+                    "scaler's scaled backward it should fall below 1e-12. Call backward() on scaler.scale(loss), and "
+                    "step through scaler.step(optimizer).")
 
 
 @given(powers_of_two=st.booleans(), data=st.data())

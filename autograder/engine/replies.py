@@ -164,13 +164,35 @@ def _underflow(_args: dict[str, Json], reply: Json) -> str | None:
     return None
 
 
+def _gpu_train(_args: dict[str, Json], reply: Json) -> str | None:
+    """checks.gpu_scenarios.run_train: ok/error and the weights (base64 strings, or a note)."""
+    found = _outcome(reply, {"weights"})
+    if found:
+        return found
+    weights = reply.get("weights")
+    if not (isinstance(weights, str) or (isinstance(weights, list) and all(isinstance(w, str) for w in weights))):
+        return "copied-out weights of the wrong shape"
+    return None
+
+
+def _gpu_underflow(_args: dict[str, Json], reply: Json) -> str | None:
+    """checks.gpu_scenarios.run_gpu_underflow: ok/error, the final weight and the device's facts."""
+    found = _outcome(reply, {"final_weight", "device_info"})
+    if found:
+        return found
+    if not _copied_tensor(reply.get("final_weight")) or not isinstance(reply.get("device_info"), dict):
+        return "a final weight or device facts of the wrong shape"
+    return None
+
+
 def _plain_record(_args: dict[str, Json], reply: Json) -> str | None:
     return None if isinstance(reply, dict) else "not a record"
 
 
 SCENARIOS: dict[str, Callable[[dict[str, Json], Json], "str | None"]] = {
     "scaler_ops": _scaler_ops, "amp_probe": _amp_probe, "underflow": _underflow,
-    "gpu_scaler_ops": _scaler_ops,
+    "gpu_scaler_ops": _scaler_ops, "gpu_train": _gpu_train, "gpu_train_fp32": _gpu_train,
+    "gpu_underflow": _gpu_underflow,
 }
 
 

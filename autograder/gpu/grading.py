@@ -46,6 +46,7 @@ separate trusted process (:mod:`checks.gpu_reference`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -54,7 +55,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from autograder.engine import rubric, strings
 from autograder import ROOT
@@ -108,15 +109,29 @@ def resolve_dry(flag: bool | None) -> bool:
 class GpuRunner:
     """The judge's runner for the GPU part: a sandbox runner that also says which device the checks
     use and where the trusted references run.  In an exclusive compute mode the student's process
-    ends after every call, so that it and the reference process take turns on the GPU."""
+    ends after every call, so that it and the reference process take turns on the GPU -- except
+    inside :meth:`held`, where a timed series (a warm-up, then the timed calls) keeps its process
+    and its CUDA context, so that no timed round trip includes starting CUDA."""
 
     def __init__(self, inner: Any, device: str, reference: Any, exclusive: bool) -> None:
         self.inner, self.device, self.reference, self.exclusive = inner, device, reference, exclusive
+        self._held = False
 
     def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
         try:
             return self.inner.run(scenario, args, timeout=timeout)
         finally:
+            if self.exclusive and not self._held:
+                self.inner.release()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Calls made inside keep their student process; in an exclusive mode it ends when the block does."""
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
             if self.exclusive:
                 self.inner.release()
 
