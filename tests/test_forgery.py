@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -89,9 +90,8 @@ def test_the_bug_baseline_really_loses_its_row(graded: dict[str, dict[str, Any]]
 
 
 @pytest.mark.parametrize("name, words", [
-    ("real_class_by_walk", "torch.amp.GradScaler is not available while loss_scaler.py runs"),
-    ("rebuilt_from_source", "torch._amp_foreach_non_finite_check_and_unscale_ is not available while loss_scaler.py"),
-    ("aten_kernels", "is not available while loss_scaler.py runs"),
+    ("wraps_gradscaler", "torch.amp.GradScaler is not available while loss_scaler.py runs"),
+    ("aten_kernels", "torch._amp_foreach_non_finite_check_and_unscale_ is not available while loss_scaler.py runs"),
 ])
 def test_delegation_fails_with_a_message_that_says_why(graded: dict[str, dict[str, Any]], name: str,
                                                        words: str) -> None:
@@ -114,7 +114,8 @@ def test_hidden_inputs_never_reach_what_students_see_at_once(graded_printers: di
     results = graded_printers[name]
 
     def tokens(texts: list[str]) -> set[str]:
-        return {line.split(marker, 1)[1].split()[0] for text in texts for line in text.splitlines() if marker in line}
+        printed = re.compile(rf"^\s*{marker} (\S+)", re.M)  # lines the code printed (its source may be quoted too)
+        return {token for text in texts for token in printed.findall(text)}
 
     rows = list(_rows(results).values())
     hidden = tokens([row["output"] for row in rows if row["visibility"] != "visible"])

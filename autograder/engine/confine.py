@@ -181,14 +181,15 @@ def _read_rules(path: str, hidden: Sequence[str], read: Any) -> list[tuple[str, 
     Landlock only allows, so a folder that holds a hidden file is not allowed whole: it gets the right
     to be listed, and each entry in it its own rule (recursively, only along the way to a hidden file).
     """
-    below = [h for h in hidden if h.startswith(path.rstrip("/") + "/")]
-    if path in hidden:
+    real = os.path.realpath(path)  # a rule follows links: a linked folder (a venv's lib64) is its target
+    below = [h for h in hidden if h.startswith(real.rstrip("/") + "/")]
+    if real in hidden:
         return []
-    if not below or not os.path.isdir(path):
-        return [(path, read if os.path.isdir(path) else FSAccess.READ_FILE)]
-    rules: list[tuple[str, Any]] = [(path, FSAccess.READ_DIR)]
-    for entry in sorted(os.listdir(path)):
-        rules += _read_rules(os.path.join(path, entry), below, read)
+    if not below or not os.path.isdir(real):
+        return [(real, read if os.path.isdir(real) else FSAccess.READ_FILE)]
+    rules: list[tuple[str, Any]] = [(real, FSAccess.READ_DIR)]
+    for entry in sorted(os.listdir(real)):
+        rules += _read_rules(os.path.join(real, entry), below, read)
     return rules
 
 

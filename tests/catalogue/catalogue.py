@@ -557,8 +557,8 @@ VARIANTS: list[Entry] = [
             Patch(Q, 'Q1 = "B"  # SOLUTION', 'Q1 = "b"'), Patch(Q, 'Q4 = "A"  # SOLUTION', "Q4 = ' A '")),
 ]
 
-#: Honest habits the integrity policy (assignment/checks/policy.py, guards.py) must never refuse (issue 19):
-#: each is a correct solution written the way real students write, and must get full marks.
+#: Honest habits: each is a correct solution written the way real students write, and must get full marks
+#: (nothing in the grader refuses a construct of the language).
 HONEST_HABITS: list[Entry] = [
     variant("names_gradscaler_in_text",
             "Names torch.amp.GradScaler and the private kernels in docstrings, comments, error messages, a string "
@@ -665,6 +665,40 @@ class _ScalerError(RuntimeError):
             Patch(A, "    with torch.autocast(device_type=device_type, dtype=dtype):\n",
                   "    with autocast(device_type=device_type, dtype=dtype):\n")),
 ]
+HONEST_HABITS.append(variant(
+    "dunder_methods_and_reflection",
+    "__repr__, __eq__ and __slots__ on its classes, getattr/setattr with computed names, gc.collect(), sys and "
+    "inspect imported, and an amp_step that peeks at the scaler's private _scale for a debug message.",
+    Patch(S, "import math\n", "import gc\nimport inspect\nimport math\nimport sys\n"),
+    Patch(S, "    def get_scale(self) -> float:\n", """\
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(scale={getattr(self, '_' + 'scale')!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ToyLossScaler) and vars(self) == vars(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def get_scale(self) -> float:
+"""),
+    Patch(S, "class ToyLossScaler:\n", """\
+class _Pair:
+    __slots__ = ("first", "second")
+
+    def __init__(self, first: float, second: float) -> None:
+        for name, value in (("first", first), ("second", second)):
+            setattr(self, name, value)
+
+
+gc.collect()
+_DEBUG = "debug" in sys.argv and bool(inspect.stack())
+
+
+class ToyLossScaler:
+"""),
+    Patch(A, "    scaler.scale(loss).backward()\n",
+          "    if getattr(scaler, \"_scale\", None) is None and False:\n        print(\"scale not created yet\")\n"
+          "    scaler.scale(loss).backward()\n")))
 VARIANTS += HONEST_HABITS
 
 ENTRIES: list[Entry] = BUGS + VARIANTS
