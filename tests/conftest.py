@@ -51,11 +51,13 @@ SLOW = (
 )
 #: The named part of each slow suite that `make test` still runs (marker ``representative``).
 REPRESENTATIVE = (
-    # forgery: the static-rules batch, every case of it (the runtime-guard batch is left to test-all)
-    "tests/test_forgery.py::test_forgery_earns_no_more_than_its_honest_code[",
-    "tests/test_forgery.py::test_refused_construct_is_named_in_the_feedback[",
+    # forgery: the batch at the namespaces level with every layer on, every case of it (the other levels and the
+    # audit hook off are left to test-all)
+    "tests/test_forgery.py::test_attack_earns_no_more_than_its_honest_baseline[namespaces-",
+    "tests/test_forgery.py::test_delegation_fails_with_a_message_that_says_why[namespaces-",
+    "tests/test_forgery.py::test_the_bug_baseline_really_loses_its_row[namespaces]",
     "tests/test_forgery.py::test_answers_file_is_read_not_run",
-    "tests/test_forgery.py::test_hidden_test_output_stays_with_hidden_rows",
+    "tests/test_forgery.py::test_hidden_inputs_never_reach_what_students_see_at_once[namespaces-",
     # hostile: one graded batch of every payload serves the whole module
     "tests/test_hostile.py::",
     # a bug's first failure snippet, pasted into a fresh Python, reproduces it

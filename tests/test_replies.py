@@ -160,9 +160,6 @@ OTHERS: dict[str, tuple[Json, list[Json]]] = {  # scenario -> (a well-formed rep
                       [{"ok": None, "final_weight": [0.5]}, {"ok": None, "final_weight": [1], "device_info": {}},
                        {"ok": None, "final_weight": [0.5], "device_info": {}, "losses": [0.0]},
                        {"ok": None, "final_weight": [0.5], "device_info": []}]),
-    "delegation": ({"counts": {"torch.amp.GradScaler": 0}},
-                   [{"counts": {"torch.amp.GradScaler": 0.0}}, {"counts": {"torch.amp.GradScaler": True}},
-                    {"counts": {}, "holds_grad_scaler": False}, {"counts": []}, []]),
 }
 
 

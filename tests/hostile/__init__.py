@@ -311,7 +311,7 @@ PROBE_EVASION = '''
 import torch as _torch
 
 _G = getattr(_torch.amp, "Grad" + "Scal" + "er")  # no forbidden name in the source
-_INIT = _G.__init__  # captured at import, before the delegation probe patches it
+_INIT = _G.__init__  # captured at import: the stand-in is all there is to capture
 _KERNELS = {n: getattr(_torch, n) for n in dir(_torch) if n.startswith("_amp_")}
 
 
@@ -545,8 +545,7 @@ class Kit:
 
 
 LOOP = "while True:\n    pass"
-# A fault in one scaler method: the other tests still run (without the run-time delegation gate, which probes the
-# whole scaler, 1.1-1.3, 1.14 and 1.15 would pass too: 47 points), so only bounds are asserted for Task 1.
+# A fault in one scaler method: the other tests still run, so only bounds are asserted for Task 1.
 
 
 # -- faults in the student process: the other tests must still score
@@ -649,7 +648,7 @@ def patch_harness(kit: Kit) -> Case:
 
 @case
 def frame_walk_delegation(kit: Kit) -> Case:
-    """Hands the harness its own torch scaler (found on the stack): the run-time delegation probe must see it."""
+    """Hands back the harness's own torch scaler (found on the stack): torch's scaler is not there to hand back."""
     return kit.folder({"loss_scaler.py": FRAME_WALK, "amp_step.py": kit.amp, "answers.py": kit.answers},
                       zero=SCALER, full=QUICK)
 
@@ -658,8 +657,8 @@ def frame_walk_delegation(kit: Kit) -> Case:
 def probe_evading_delegation(kit: Kit) -> Case:
     """Captures torch's GradScaler and kernels at import and hides them in closures.
 
-    The sandbox installs the delegation counters before any student code is imported, so
-    what it captures are the counting versions.
+    torch's scaler is taken out of the process before any student code is imported, so what it
+    captures are the stand-in and the refusing kernels.
     """
     return kit.folder({"loss_scaler.py": PROBE_EVASION, "amp_step.py": kit.amp, "answers.py": kit.answers},
                       zero=SCALER, full=QUICK)
