@@ -222,6 +222,10 @@ def check_worked_example(text: str, factory: Callable[..., Any], name: str) -> N
         assert got == want, f"{name}: iteration {iteration} gives (step taken, tracker, S) = {got}, the table {want}"
 
 
+#: Below this, the scaled run's loss is float32 rounding noise whose digits depend on the CPU's kernels.
+TINY_LOSS = 1e-12
+
+
 def check_demo_output(text: str) -> None:
     """Section 10's demo output is what ``underflow_demo.run_demo`` prints, and its prose numbers hold."""
     spec = importlib.util.spec_from_file_location("_handout_underflow_demo", ROOT / "solutions" / "underflow_demo.py")
@@ -236,6 +240,12 @@ def check_demo_output(text: str) -> None:
         step = int(line.split("|")[0])
         printed = (f"{step:>5} | {plain.losses[step]:>15.3e} | {scaled.losses[step]:>13.3e} | "
                    f"{scaled.scales[step]:>9.0f}")
-        assert line == printed, f"the handout shows\n{line}\nthe demo prints\n{printed}"
+        message = f"the handout shows\n{line}\nthe demo prints\n{printed}"
+        shown_cells, printed_cells = [c.strip() for c in line.split("|")], [c.strip() for c in printed.split("|")]
+        if float(printed_cells[2]) >= TINY_LOSS:
+            assert line == printed, message
+        else:  # float32 rounding noise, CPU-dependent: the handout says its last digits vary
+            assert shown_cells[:2] + shown_cells[3:] == printed_cells[:2] + printed_cells[3:], message
+            assert 0.5 < float(shown_cells[2]) / float(printed_cells[2]) < 2.0, message
     assert f"{plain.first_zero_grad_step}" in numbers(part.split(shown)[1]), "the step where the gradient hits 0"
     assert plain.final_loss / scaled.final_loss > 10_000  # "ends more than 10,000 times lower"

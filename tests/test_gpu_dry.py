@@ -35,28 +35,25 @@ def read_csv(path: Path) -> dict[str, dict[str, str]]:
         return {row["submission"]: row for row in csv.DictReader(stream)}
 
 
-def never_scales(folder: Path) -> Path:
-    """The solution with a plain ``loss.backward()``: no loss scaling at all."""
+def solution_with(folder: Path, line: str, replacement: str) -> Path:
+    """The solution with the one line ``line`` of amp_step.py replaced."""
     folder.mkdir()
     for name in ("loss_scaler.py", "amp_step.py", "answers.py"):
         (folder / name).write_text((ROOT / "solutions" / name).read_text())
     source = (folder / "amp_step.py").read_text()
-    line = "    scaler.scale(loss).backward()\n"
     assert source.count(line) == 1
-    (folder / "amp_step.py").write_text(source.replace(line, "    loss.backward()\n"))
+    (folder / "amp_step.py").write_text(source.replace(line, replacement))
     return folder
+
+
+def never_scales(folder: Path) -> Path:
+    """The solution with a plain ``loss.backward()``: no loss scaling at all."""
+    return solution_with(folder, "    scaler.scale(loss).backward()\n", "    loss.backward()\n")
 
 
 def returns_scaled_loss(folder: Path) -> Path:
     """The solution whose only bug is returning the scaled loss (the catalogue's returns_scaled_loss, row 2.8)."""
-    folder.mkdir()
-    for name in ("loss_scaler.py", "amp_step.py", "answers.py"):
-        (folder / name).write_text((ROOT / "solutions" / name).read_text())
-    source = (folder / "amp_step.py").read_text()
-    line = "    scaler.scale(loss).backward()\n"
-    assert source.count(line) == 1
-    (folder / "amp_step.py").write_text(source.replace(line, "    loss = scaler.scale(loss)\n    loss.backward()\n"))
-    return folder
+    return solution_with(folder, "    scaler.scale(loss).backward()\n", "    loss = scaler.scale(loss)\n    loss.backward()\n")
 
 
 @pytest.fixture(scope="module")

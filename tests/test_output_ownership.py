@@ -90,22 +90,15 @@ def where_the_hidden_input_went(runner: sandbox.SandboxRunner) -> set[str]:
     return {test for test, text in runner.output_by_test().items() if "LATE-SEES 12345.0" in text}
 
 
-def test_late_output_stays_with_the_hidden_test_when_a_visible_process_crashes(
-        runner: sandbox.SandboxRunner) -> None:
+@pytest.mark.parametrize("growth_interval, how", [(7, "the crash ends every process"),
+                                                  (8, "killed at its time limit")])
+def test_late_output_stays_with_the_hidden_test_when_a_visible_process_ends(
+        runner: sandbox.SandboxRunner, growth_interval: int, how: str) -> None:
     serve_hidden_then_wait(runner)
     runner.begin_test(VISIBLE_TEST)
     with pytest.raises(SubmissionFault):
-        runner.run("scaler_ops", construct(2.0, growth_interval=7))  # the crash ends every process
-    assert where_the_hidden_input_went(runner) == {HIDDEN_TEST}
-
-
-def test_late_output_stays_with_the_hidden_test_when_a_visible_call_times_out(
-        runner: sandbox.SandboxRunner) -> None:
-    serve_hidden_then_wait(runner)
-    runner.begin_test(VISIBLE_TEST)
-    with pytest.raises(SubmissionFault):
-        runner.run("scaler_ops", construct(2.0, growth_interval=8))  # killed at its time limit
-    assert where_the_hidden_input_went(runner) == {HIDDEN_TEST}
+        runner.run("scaler_ops", construct(2.0, growth_interval=growth_interval))
+    assert where_the_hidden_input_went(runner) == {HIDDEN_TEST}, how
 
 
 def test_late_output_stays_with_the_hidden_test_when_the_processes_are_released(

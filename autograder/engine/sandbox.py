@@ -201,6 +201,10 @@ class SandboxRunner:
         ready = self._read(process, max(0.1, min(self.limits.import_seconds, self._budget_left())))
         if not (ready and ready.get("ready")):
             self._kill_all()
+            # Deterministic, as an import fault: every later call needing these files fails at once (instead of
+            # starting, and failing, a process per call).
+            for name in modules:
+                self.import_faults.setdefault(name, strings.text("import_broke_protocol", file=harness.CONTRACT_FILES[name]))
             raise harness.SubmissionFault("the submission's process did not start properly")
         self.isolation = str(ready.get("isolation") or "none")
         if self.isolation != "namespaces" and self._scratch_guard is None:  # no size-capped tmpfs there

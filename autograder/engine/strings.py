@@ -45,6 +45,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                           "them (slow calls?); this test was not run (it scores 0)",
         "import_timeout": "importing {file} did not finish within {seconds:.0f} s (an infinite loop at module level?)",
         "import_crash": "importing {file} ended the process (sys.exit/os._exit/a crash at module level?)",
+        "import_broke_protocol": "importing {file} wrote to the grader's pipes, so its process could not start "
+                                 "(does it write to file descriptors it did not open?)",
         "hung_too_often": "your code hung {count} times in earlier tests that use {file}; the remaining ones are not "
                           "run (they score 0)",
         "call_timeout": "your code did not finish within {seconds:.0f} s (an infinite loop?); it was stopped",
@@ -70,6 +72,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                           "썼습니다(느린 호출?). 이 테스트는 실행되지 않았습니다(0점).",
         "import_timeout": "{file}의 import가 {seconds:.0f}초 안에 끝나지 않았습니다(모듈 최상위의 무한 루프?).",
         "import_crash": "{file}의 import가 프로세스를 끝냈습니다(모듈 최상위의 sys.exit/os._exit/충돌?).",
+        "import_broke_protocol": "{file}의 import가 채점기의 파이프에 써서 프로세스를 시작할 수 없었습니다"
+                                 "(직접 열지 않은 파일 디스크립터에 쓰고 있나요?).",
         "hung_too_often": "{file}을(를) 쓰는 앞선 테스트들에서 코드가 {count}번 멈췄습니다. 나머지 테스트는 실행하지 않습니다(0점).",
         "call_timeout": "코드가 {seconds:.0f}초 안에 끝나지 않아(무한 루프?) 중지했습니다.",
         "call_crash": "코드가 실행 중에 프로세스를 끝냈습니다(sys.exit, os._exit, 충돌 또는 메모리 한도).",

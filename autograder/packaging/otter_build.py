@@ -63,7 +63,7 @@ OTTER_VERSION = "7.0.0"
 PYTHON_VERSION = "3.11"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 #: The judge's runtime dependencies (pins taken from pyproject.toml).
-RUNTIME_PACKAGES = ("torch", "pytest", "hypothesis", "rich", "restrictedpython")
+RUNTIME_PACKAGES = ("torch", "pytest", "hypothesis", "rich")
 DRIVER_NAME = "amp_homework.ipynb"
 GRADER_ZIP_NAME = "amp_grader.zip"
 #: Build tools, not needed to grade.
