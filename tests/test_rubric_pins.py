@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from autograder.diagnosis import words
-from autograder.engine import budget, judge, results, rubric, zygote
+from autograder.engine import budget, judge, results, rubric, sandbox, zygote
 from checks import behaviours, expect, scenarios
 from conftest import ROOT
 
@@ -263,6 +263,20 @@ def test_the_sandbox_limits_ship_their_numbers(monkeypatch: pytest.MonkeyPatch) 
     assert vars(zygote.default_limits()) == want
     monkeypatch.setenv("AMP_SANDBOX_LIMITS", '{"call_seconds": 3}')
     assert vars(zygote.default_limits()) == {**want, "call_seconds": 3}
+
+
+def test_one_call_gets_20_seconds_unless_its_test_asks_for_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sandbox's cut of one call (20 s; a longer one asked for, up to 120 s; never past the budget left)."""
+    monkeypatch.delenv("AMP_SANDBOX_LIMITS", raising=False)
+
+    def call_limit(timeout: float | None, left: float = 300.0) -> tuple[float, bool]:
+        runner = SimpleNamespace(limits=zygote.default_limits(), _budget_left=lambda: left)
+        return sandbox.SandboxRunner._call_limit(runner, timeout)  # type: ignore[arg-type]
+
+    assert call_limit(None) == (20, False)
+    assert call_limit(60) == (60, False)
+    assert call_limit(500) == (120, False)
+    assert call_limit(None, left=5) == (5, True)
 
 
 def test_the_shipped_limits_without_any_override(shipped: dict[str, Any]) -> None:
