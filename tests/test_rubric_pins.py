@@ -128,10 +128,18 @@ def test_shipped_rows_points_and_visibility(shipped: dict[str, Any]) -> None:
     assert sum(row[2] for row in shipped["rows"][-3:]) == 10
 
 
-def test_the_results_show_hidden_rows_after_the_due_date_only() -> None:
-    """The rows of a built results.json (the error results: same rows, same visibility as a graded one)."""
+@pytest.mark.parametrize("built_by", ["graded", "not graded"])
+def test_the_results_show_hidden_rows_after_the_due_date_only(built_by: str) -> None:
+    """The rows of a results.json as built for a graded submission (every row passed) and for one that could not
+    be graded (the error results)."""
     hidden_visibility = os.environ.get("AMP_HIDDEN_VISIBILITY", "after_due_date")  # the build's switch
-    built = {row["number"]: row for row in results.error_results("could not be graded")["tests"]}
+    if built_by == "graded":
+        report = judge.Report(rows=[judge.Row(item, item.points, "", True) for item in rubric.ITEMS])
+        data = results.gradescope_results(report, "solutions")
+        assert data["score"] == 90
+    else:
+        data = results.error_results("could not be graded")
+    built = {row["number"]: row for row in data["tests"]}
     assert built["1.11"]["visibility"] == hidden_visibility and built["1.11"]["max_score"] == 9
     assert built["2.4"]["visibility"] == hidden_visibility and built["3.1"]["visibility"] == hidden_visibility
     assert built["1.1"]["visibility"] == "visible" and built["2.1"]["visibility"] == "visible"
