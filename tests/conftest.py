@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import pytest
 
@@ -139,10 +139,28 @@ def shown(results: dict[str, Any]) -> str:
     return "\n".join([results["output"], *(str(test.get("output", "")) for test in results["tests"])])
 
 
+def in_ci() -> bool:
+    """Whether this run is CI's: ``CI`` is set (hosted CI exports ``CI=true``; so does .ci/run), and not to 0 or false."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def skip_unless_ci(reason: str) -> NoReturn:
+    """Skip the calling test for ``reason`` (something this machine lacks: root, setpriv, chromium); in CI, fail.
+
+    CI has all of them, and a test it skipped would hide the claim it proves.  Outside CI ``make test`` lists
+    every skip with its reason (``-rs``).
+    """
+    __tracebackhide__ = True
+    if in_ci():
+        pytest.fail(f"{reason}: CI must run this test, and this CI cannot (CI={os.environ['CI']!r})", pytrace=False)
+    pytest.skip(reason)
+
+
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 
 
-def _browser() -> str | None:
+def find_browser() -> str | None:
+    """A headless-capable browser on ``PATH`` (looked for, never installed: see :func:`headless_browser`)."""
     return next((found for name in BROWSERS if (found := shutil.which(name))), None)
 
 
@@ -150,22 +168,18 @@ def _browser() -> str | None:
 def headless_browser() -> str:
     """A headless Chromium for the HTML reports' tests; installed with apt where we are root and may.
 
-    Missing and not installable: the test skips, except in CI (``AMP_REQUIRE_BROWSER=1``, exported by .ci/run, or
-    hosted CI's ``CI=true``), where a skipped browser test would hide the claim it proves: there it fails.
+    Missing and not installable: the test skips, except in CI, where it fails (:func:`skip_unless_ci`).
     """
-    found = _browser()
+    found = find_browser()
     if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"]
         if subprocess.run(install, capture_output=True, env=env, timeout=1200).returncode != 0:
             subprocess.run(["apt-get", "update", "-q"], capture_output=True, env=env, timeout=600)
             subprocess.run(install, capture_output=True, env=env, timeout=1200)
-        found = _browser()
+        found = find_browser()
     if found is None:
-        why = "no chromium here, and it could not be installed (Debian: apt-get install chromium)"
-        if os.environ.get("AMP_REQUIRE_BROWSER") == "1" or os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{why}: CI must run the browser check")
-        pytest.skip(why)
+        skip_unless_ci("no chromium here, and it could not be installed (Debian: apt-get install chromium)")
     return found
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from autograder.engine import budget, confine, escape, intake, sandbox
-from conftest import ROOT, processes_mentioning, shown
+from conftest import ROOT, processes_mentioning, shown, skip_unless_ci
 
 SOLUTIONS = ROOT / "solutions"
 FILES = ("loss_scaler.py", "amp_step.py", "answers.py")
@@ -87,7 +87,7 @@ def reachable_interpreter(folder: Path) -> str:
 def nobody_python() -> Any:
     """The interpreter the unprivileged runs use (see :func:`reachable_interpreter`); its copy is removed after."""
     if not (IS_ROOT and HAS_SETPRIV):
-        pytest.skip("needs root and setpriv (to run the grader as another user)")
+        skip_unless_ci("needs root and setpriv (to run the grader as another user)")
     folder = Path(tempfile.mkdtemp(prefix="amp-nobody-python-", dir="/var/tmp"))
     try:
         yield reachable_interpreter(folder)
@@ -108,6 +108,14 @@ def _skip_reason(mode: str) -> str | None:
     if mode != "root" and not HAS_SETPRIV:
         return "needs setpriv (Debian package util-linux)"
     return None
+
+
+def needs(mode: str) -> None:
+    """Skip the calling test where ``mode`` cannot run here (see :func:`_skip_reason`); fail it in CI."""
+    __tracebackhide__ = True
+    reason = _skip_reason(mode)
+    if reason:
+        skip_unless_ci(reason)
 
 
 def grade_as(mode: str, paths: list[Path], out: Path, *extra: str, env: dict[str, str] | None = None,
@@ -277,9 +285,7 @@ def workspace(tmp_path: Path) -> Any:
 
 @pytest.mark.parametrize("mode", list(MODES))
 def test_confinement_holds_in_every_mode(mode: str, workspace: Path, request: pytest.FixtureRequest) -> None:
-    reason = _skip_reason(mode)
-    if reason:
-        pytest.skip(reason)
+    needs(mode)
     python = request.getfixturevalue("nobody_python") if mode == "unprivileged" else sys.executable
     tmp_path = workspace
     token = f"amp-probe-{uuid.uuid4().hex[:12]}"
@@ -384,8 +390,7 @@ def test_a_virtual_environment_reached_through_a_symlink_still_grades_correct_co
 
 
 def test_min_isolation_refuses_below_the_level_reached(tmp_path: Path) -> None:
-    if _skip_reason("docker"):
-        pytest.skip(_skip_reason("docker") or "")
+    needs("docker")
     done = grade_as("docker", [SOLUTIONS], tmp_path / "out", "--min-isolation", "namespaces")
     assert done.returncode == 2
     assert "Refusing to grade" in done.stderr and "'namespaces'" in done.stderr
@@ -395,8 +400,7 @@ def test_min_isolation_refuses_below_the_level_reached(tmp_path: Path) -> None:
 
 
 def test_gradescope_refuses_below_amp_min_isolation_with_a_results_file(tmp_path: Path) -> None:
-    if _skip_reason("docker"):
-        pytest.skip(_skip_reason("docker") or "")
+    needs("docker")
     (tmp_path / "submission").mkdir()
     (tmp_path / "results").mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "AUTOGRADER_ROOT": str(tmp_path),
@@ -432,9 +436,7 @@ _hoard()
 
 @pytest.mark.parametrize("mode", ["root", "docker"])
 def test_huge_scratch_writes_are_capped(mode: str, tmp_path: Path) -> None:
-    reason = _skip_reason(mode)
-    if reason:
-        pytest.skip(reason)
+    needs(mode)
     hoarder = submission(tmp_path / "hoarder", {"loss_scaler.py": HOARDER})
     done = grade_as(mode, [hoarder], tmp_path / "out")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -494,7 +496,7 @@ def test_staged_submissions_stay_private_with_tmpdir_elsewhere(tmp_path: Path) -
     """Two submissions staged side by side under a ``TMPDIR`` the sandbox does not cover: each one's code, while
     the other is staged (seen from outside), can read its own staged file but not the other's."""
     if not IS_ROOT:
-        pytest.skip("needs root (two sandbox uids)")
+        skip_unless_ci("needs root (two sandbox uids)")
     tmpdir = Path("/var/lib") / f"amp-tmp-{uuid.uuid4().hex[:8]}"  # outside every folder the sandbox covers
     tmpdir.mkdir(mode=0o755)
     try:
@@ -750,8 +752,7 @@ def test_hidden_suite_explores_the_same_scenarios_from_cli_and_gradescope(tmp_pa
 
 def test_min_isolation_from_the_environment_refuses_below_a_valid_level(tmp_path: Path) -> None:
     """``AMP_MIN_ISOLATION=namespaces`` (a valid level, not a typo) refuses where only Landlock+seccomp are reached."""
-    if _skip_reason("docker"):
-        pytest.skip(_skip_reason("docker") or "")
+    needs("docker")
     done = grade_as("docker", [SOLUTIONS], tmp_path / "out", env={confine.MIN_ISOLATION_ENV: "namespaces"})
     assert done.returncode == 2, done.stderr[-3000:]
     assert "Refusing to grade" in done.stderr and f"level {_expected_level('docker')!r}" in done.stderr

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from autograder.engine import budget, confine
-from conftest import ROOT
-from test_isolation import IS_ROOT, MODES, _skip_reason, submission, workspace  # noqa: F401 - a fixture
+from conftest import ROOT, skip_unless_ci
+from test_isolation import IS_ROOT, MODES, needs, submission, workspace  # noqa: F401 - a fixture
 
 
 # --------------------------------------------------------------------------- the weaker levels, one layer at a time
@@ -64,7 +64,7 @@ def test_the_weaker_levels_report_what_they_apply(level: str, no_landlock: bool,
     """Without Landlock the level is ``seccomp``: TCP sockets and SysV IPC are refused, files are not guarded by
     Landlock; without libseccomp too it is ``none``: nothing is refused. Either way the environment is clean."""
     if confine.seccomp is None:
-        pytest.skip("the pyseccomp binding or libseccomp.so.2 is missing here")
+        skip_unless_ci("the pyseccomp binding or libseccomp.so.2 is missing here")
     outside = tmp_path / "grader-file.txt"
     outside.write_text("x")
     code = LEVEL_CHILD.format(root=str(ROOT), no_landlock=no_landlock, no_seccomp=no_seccomp,
@@ -85,7 +85,7 @@ def test_the_weaker_levels_report_what_they_apply(level: str, no_landlock: bool,
 def test_the_probe_measures_the_weaker_levels(missing: str, level: str) -> None:
     """The level a run reports and refuses by (``probe_level``) drops when a layer is missing."""
     if not IS_ROOT or confine.seccomp is None:
-        pytest.skip("needs root (the probe drops to nobody) and the seccomp binding")
+        skip_unless_ci("needs root (the probe drops to nobody) and the seccomp binding")
     code = (f"import sys; sys.path[:0] = [{str(ROOT)!r}]\n"
             "from autograder.engine import confine\n"
             "confine.enter_namespaces = lambda libc, is_root: False  # as without CAP_SYS_ADMIN\n"
@@ -100,7 +100,7 @@ def test_ipc_objects_of_a_sandbox_uid_are_removed(tmp_path: Path) -> None:
     """The judge's cleanup (``remove_ipc_objects``) for platforms without IPC namespaces: a segment made by a
     sandbox uid is gone afterwards; one of another uid stays."""
     if not IS_ROOT:
-        pytest.skip("needs root (to act as a sandbox uid)")
+        skip_unless_ci("needs root (to act as a sandbox uid)")
     uid = 64999  # the top of the sandbox's default range: no grader here uses it while this runs
     code = (f"import ctypes, os, sys\nos.setgid({uid}); os.setuid({uid})\n"
             "libc = ctypes.CDLL(None, use_errno=True)\n"
@@ -173,8 +173,7 @@ ToyLossScaler.__init__ = _filling_init
 def test_the_scratch_watcher_stops_a_call_that_fills_scratch(workspace: Path) -> None:
     """Below ``namespaces`` (no size-capped tmpfs) a watcher stops the process within moments of passing the cap,
     and the call fails with the scratch message (Docker's capabilities: no namespaces here)."""
-    if _skip_reason("docker"):
-        pytest.skip(_skip_reason("docker") or "")
+    needs("docker")
     filler = submission(workspace / "filler", {"loss_scaler.py": FILLER})
     code = WATCHED.format(root=str(ROOT), submission=str(filler))
     started = time.monotonic()

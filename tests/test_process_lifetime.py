@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from conftest import ROOT, gone_within, processes_mentioning
-from test_isolation import MODES, _skip_reason, nobody_python  # noqa: F401 - a fixture
+from test_isolation import MODES, needs, nobody_python  # noqa: F401 - a fixture
 
 LOOPS_AT_IMPORT = "while True:\n    pass\n"
 
@@ -64,9 +64,7 @@ def grading(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
     folders: list[Path] = []
 
     def start(mode: str, import_seconds: float) -> tuple[subprocess.Popen[str], str, int]:
-        reason = _skip_reason(mode)
-        if reason:
-            pytest.skip(reason)
+        needs(mode)
         python = request.getfixturevalue("nobody_python") if mode == "unprivileged" else sys.executable
         submission = Path(tempfile.mkdtemp(prefix="amp-lifetime-", dir="/var/tmp"))  # /tmp/pytest-of-root: 0700
         for name in ("loss_scaler.py", "answers.py"):
