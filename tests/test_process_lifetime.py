@@ -71,6 +71,7 @@ def grading(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
         # as nobody, from a checkout nobody can read (a copy when this one sits in a folder only root may enter)
         root = request.getfixturevalue("nobody_root") if mode == "unprivileged" else ROOT
         submission = Path(tempfile.mkdtemp(prefix="amp-lifetime-", dir="/var/tmp"))  # /tmp/pytest-of-root: 0700
+        folders.append(submission)  # removed after the test, even when the grading does not start
         for name in ("loss_scaler.py", "answers.py"):
             shutil.copy(ROOT / "solutions" / name, submission / name)
         (submission / "amp_step.py").write_text(LOOPS_AT_IMPORT)
@@ -85,7 +86,6 @@ def grading(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
         first = process.stdout.readline().split()
         assert first[:1] == ["ZYGOTE"], first
         started.append((process, token, Path(first[2])))
-        folders.append(submission)
         return process, token, int(first[1])
 
     yield start
