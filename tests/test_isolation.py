@@ -95,6 +95,57 @@ def nobody_python() -> Any:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _nobody_reads(path: Path) -> bool:
+    """Whether uid nobody may read ``path`` (so every folder above it lets nobody in)."""
+    done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "test", "-r",
+                           str(path)], capture_output=True, timeout=60)
+    return done.returncode == 0
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another filesystem
+        shutil.copy2(source, target)
+
+
+#: What a copy of the checkout for uid nobody leaves out: never read by the grader (git's store, virtual
+#: environments, caches and build outputs: the ignored paths of .gitignore).
+_NOT_FOR_NOBODY = (".git", ".venv*", "__pycache__", ".pytest_cache", ".hypothesis", ".cache", "dist", "build", "out",
+                   "*.egg-info", "mutants", ".mutmut-cache")
+
+
+def reachable_checkout(folder: Path) -> Path:
+    """This checkout, or a copy of it that uid nobody can read, made below ``folder`` when needed.
+
+    A checkout may sit where only its owner may enter (a clone below a 0700 folder: ``mktemp -d``, a home
+    folder).  A grader run there by its owner reads its own code; the unprivileged tests, though, switch to uid
+    nobody, which then cannot import the grader at all.  So, as :func:`reachable_interpreter` does for the
+    interpreter, they get a copy of the checkout (hard links: no disk, no time) in a folder every uid may enter,
+    and run the grader from there, as a checkout its user can read.
+    """
+    if _nobody_reads(ROOT / "autograder" / "__init__.py"):
+        return ROOT
+    folder.chmod(0o755)
+    target = folder / "checkout"
+    shutil.copytree(ROOT, target, symlinks=True, ignore=shutil.ignore_patterns(*_NOT_FOR_NOBODY),
+                    copy_function=_link_or_copy)
+    assert _nobody_reads(target / "autograder" / "__init__.py"), f"uid {NOBODY} cannot read the copy in {target}"
+    return target
+
+
+@pytest.fixture(scope="session")
+def nobody_root() -> Any:
+    """The checkout the unprivileged runs use (see :func:`reachable_checkout`); its copy is removed after."""
+    if not (IS_ROOT and HAS_SETPRIV):
+        pytest.skip("needs root and setpriv (to run the grader as another user)")
+    folder = Path(tempfile.mkdtemp(prefix="amp-nobody-checkout-", dir="/var/tmp"))
+    try:
+        yield reachable_checkout(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 MODES = {  # "root": as this process runs (the other two need root to start from)
     "root": [],
     "docker": ["setpriv", "--bounding-set", DOCKER_CAPS],
@@ -119,8 +170,9 @@ def needs(mode: str) -> None:
 
 
 def grade_as(mode: str, paths: list[Path], out: Path, *extra: str, env: dict[str, str] | None = None,
-             timeout: float = 300, python: str = sys.executable) -> subprocess.CompletedProcess[str]:
-    """``python -m autograder grade`` run as root, as root with Docker's capabilities, or as nobody."""
+             timeout: float = 300, python: str = sys.executable, root: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """``python -m autograder grade`` run as root, as root with Docker's capabilities, or as nobody (then with
+    the ``nobody_python`` and ``nobody_root`` fixtures' interpreter and checkout), from the checkout ``root``."""
     if mode == "unprivileged":
         out.mkdir(parents=True, exist_ok=True)
         os.chown(out, NOBODY, NOBODY)
@@ -129,11 +181,11 @@ def grade_as(mode: str, paths: list[Path], out: Path, *extra: str, env: dict[str
                 os.chown(item, NOBODY, NOBODY)
     command = MODES[mode] + [python, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
                              "--jobs", "1", *(extra or ("--no-progress",))]
-    # These submissions probe the OS layers (the static rules and the runtime guard would refuse their imports and
-    # calls first; tests/test_forgery.py covers those): both are off here.
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "AMP_RUNTIME_GUARD": "off",
+    # These submissions probe the OS layers (the audit hook would refuse some of their calls first;
+    # tests/test_forgery.py covers it): it is off here.
+    environment = {**os.environ, "PYTHONPATH": str(root), "AMP_RUNTIME_GUARD": "off",
                    **(env or {})}
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=environment)
+    return subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=timeout, env=environment)
 
 
 def results_of(out: Path, name: str) -> dict[str, Any]:
@@ -287,16 +339,17 @@ def workspace(tmp_path: Path) -> Any:
 def test_confinement_holds_in_every_mode(mode: str, workspace: Path, request: pytest.FixtureRequest) -> None:
     needs(mode)
     python = request.getfixturevalue("nobody_python") if mode == "unprivileged" else sys.executable
+    root = request.getfixturevalue("nobody_root") if mode == "unprivileged" else ROOT
     tmp_path = workspace
     token = f"amp-probe-{uuid.uuid4().hex[:12]}"
     key = int(uuid.uuid4().hex[:7], 16)
     listener = Listener()
-    secret = ROOT / "autograder" / "hidden" / "test_hidden_scaler.py"
+    secret = root / "autograder" / "hidden" / "test_hidden_scaler.py"  # the grading checkout's
     probe = submission(tmp_path / "probe", {"loss_scaler.py": PROBE.format(port=listener.port, secret=str(secret),
                                                                        key=key, token=token,
                                                                        outsider=os.getpid())})
     try:
-        done = grade_as(mode, [probe], tmp_path / "out", python=python)
+        done = grade_as(mode, [probe], tmp_path / "out", python=python, root=root)
     finally:
         listener.close()
     assert done.returncode == 0, done.stderr[-3000:]
@@ -352,15 +405,15 @@ print(json.dumps({{"probe": level, "child": json.loads(os.read(read_fd, 65536) o
 """
 
 
-def test_unprivileged_user_gets_confined(workspace: Path, nobody_python: str) -> None:
+def test_unprivileged_user_gets_confined(workspace: Path, nobody_python: str, nobody_root: Path) -> None:
     """As an ordinary user: the level probed, and a confined process reaches neither the network nor the grader's
     files."""
     scratch = workspace / "scratch"
     scratch.mkdir()
     os.chown(scratch, NOBODY, NOBODY)
     listener = Listener()
-    secret = ROOT / "autograder" / "hidden" / "test_hidden_scaler.py"
-    code = CONFINED_CHILD.format(root=str(ROOT), scratch=str(scratch), port=listener.port, secret=str(secret))
+    secret = nobody_root / "autograder" / "hidden" / "test_hidden_scaler.py"
+    code = CONFINED_CHILD.format(root=str(nobody_root), scratch=str(scratch), port=listener.port, secret=str(secret))
     try:
         done = subprocess.run(MODES["unprivileged"] + [nobody_python, "-c", code], capture_output=True, text=True,
                               timeout=120, cwd="/", env={"PATH": "/usr/bin:/bin"})

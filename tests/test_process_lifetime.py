@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from conftest import ROOT, gone_within, processes_mentioning
-from test_isolation import MODES, needs, nobody_python  # noqa: F401 - a fixture
+from test_isolation import MODES, needs, nobody_python, nobody_root  # noqa: F401 - fixtures
 
 LOOPS_AT_IMPORT = "while True:\n    pass\n"
 
@@ -66,22 +66,24 @@ def grading(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
     def start(mode: str, import_seconds: float) -> tuple[subprocess.Popen[str], str, int]:
         needs(mode)
         python = request.getfixturevalue("nobody_python") if mode == "unprivileged" else sys.executable
+        # as nobody, from a checkout nobody can read (a copy when this one sits in a folder only root may enter)
+        root = request.getfixturevalue("nobody_root") if mode == "unprivileged" else ROOT
         submission = Path(tempfile.mkdtemp(prefix="amp-lifetime-", dir="/var/tmp"))  # /tmp/pytest-of-root: 0700
+        folders.append(submission)  # removed after the test, even when the grading does not start
         for name in ("loss_scaler.py", "answers.py"):
             shutil.copy(ROOT / "solutions" / name, submission / name)
         (submission / "amp_step.py").write_text(LOOPS_AT_IMPORT)
         for item in [submission, *submission.iterdir()]:  # readable by nobody too
             item.chmod(0o755)
         token = f"lifetime-{uuid.uuid4().hex}"
-        code = GRADING.format(root=str(ROOT), submission=str(submission), import_seconds=import_seconds)
+        code = GRADING.format(root=str(root), submission=str(submission), import_seconds=import_seconds)
         process = subprocess.Popen(MODES[mode] + [python, "-c", code, token], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                                   stdout=subprocess.PIPE, text=True, cwd=root,
                                    env={**os.environ, "AMP_RUNTIME_GUARD": "off"})
         assert process.stdout is not None
         first = process.stdout.readline().split()
         assert first[:1] == ["ZYGOTE"], first
         started.append((process, token, Path(first[2])))
-        folders.append(submission)
         return process, token, int(first[1])
 
     yield start

@@ -154,6 +154,37 @@ def matches_torch(student: Any, scenario: dict[str, Json], powers_of_two: bool) 
     expect.check_results(scenario, expected, got, rel=1e-6, what=what)
 
 
+def skipped_step(student: Any, sizes: Sequence[int], special: float, path: str) -> None:
+    """step() skips optimizer.step() (returns None, parameters untouched) when the gradients hold inf, whoever
+    found it: step()'s own unscaling (``path`` "step"), or an explicit unscale_() before it ("unscale_"), maybe
+    followed by clipping ("clip", amp_step's clipping path); otherwise it returns what optimizer.step() returned.
+
+    Every gradient holds the infinity, so that where and how a scaler looks for it does not matter here
+    (that is row 1.12's); NaN is row 1.12's too (a scaler that looks for inf only loses that row, not this one).
+    The scale is 1, so that how (and how often) a scaler unscales does not matter either (row 1.3's): a scaler
+    that unscales twice still moves the parameters visibly.
+    """
+    w = scenarios.world([[list(sizes)]])
+    overflowing = [[special] + grad[1:] for grad in scenarios.clean_grads(sizes)]
+    if path not in ("step", "unscale_", "clip"):
+        raise ValueError(f"unknown path {path!r}")
+    explicit: list[dict[str, Json]] = [{"op": "unscale_", "opt": 0}] if path != "step" else []
+    if path == "clip":
+        explicit.append({"op": "clip", "opt": 0, "max_norm": 0.5})
+    ops: list[dict[str, Json]] = []
+    for grads in (overflowing, scenarios.clean_grads(sizes)):
+        ops += [{"op": "new", "kwargs": {"init_scale": 1.0}}, {"op": "grads", "opt": 0, "values": grads}, *explicit,
+                {"op": "step", "opt": 0}]
+    args = {"world": w, "ops": ops}
+    found_by = "step()'s own unscaling" if path == "step" else \
+        "an explicit unscale_()" + (" (before clipping)" if path == "clip" else "")
+    expect.check_results(args, scenarios.torch_results(args), _run(student, args), only=["step"],
+                         what="step() must skip optimizer.step() (return None and leave the parameters as they "
+                              "were) when a gradient holds inf or -inf, also when it was found by an explicit "
+                              "unscale_() before step() (as when clipping), and otherwise return what "
+                              f"optimizer.step() returned. (Here the inf is found by {found_by}.)")
+
+
 def overflow_detection(student: Any, scale: float, grads: list[Json]) -> None:
     """inf, -inf and NaN anywhere are found, in the gradients as they are before unscaling; finite values are not.
 

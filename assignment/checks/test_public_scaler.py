@@ -55,16 +55,9 @@ def test_unscale_divides_grads_in_place(student: Any, scale: float, data: st.Dat
 
 
 def test_step_is_skipped_on_inf_or_nan(student: Any) -> None:
-    w = scenarios.world([[[2]]])
-    args = {"world": w, "ops": [{"op": "new", "kwargs": {}},
-                                {"op": "grads", "opt": 0, "values": [[math.inf, 1.0]]},
-                                {"op": "step", "opt": 0}, {"op": "params", "opt": 0},
-                                {"op": "new", "kwargs": {}},
-                                {"op": "grads", "opt": 0, "values": [[1.0, 2.0]]},
-                                {"op": "step", "opt": 0}, {"op": "params", "opt": 0}]}
-    expect.check_results(args, scenarios.torch_results(args), student.run("scaler_ops", args), only=["step"],
-                         what="step() must skip optimizer.step() (and return None) when a gradient holds inf, "
-                              "and otherwise return what optimizer.step() returned.")
+    behaviours.skipped_step(student, [2], math.inf, "step")  # step() unscales and finds the inf itself
+    behaviours.skipped_step(student, [2, 3], -math.inf, "unscale_")  # an explicit unscale_() found it first
+    behaviours.skipped_step(student, [2, 1], math.inf, "clip")  # ... and the gradients were clipped before step()
 
 
 @given(kwargs=scenarios.scaler_kwargs(), runs=scenarios.optimizer_runs(2, max_overflowing=1))

@@ -49,6 +49,7 @@ STUDENT_WORDS: dict[str, str] = {
                                     "does not raise",
     "step_returns_none": "step() does not return what optimizer.step() returned",
     "steps_on_inf": "step() calls optimizer.step() even when a gradient is inf or NaN",
+    "step_ignores_unscale_inf": "step() ignores the inf/NaN that an explicit unscale_() found and steps anyway",
     "state_never_cleared": "update() never clears the per-optimizer state",
     "update_looks_at_last_optimizer": "update() looks only at the optimizer stepped last",
     "float16_grads_not_rejected": "unscale_() accepts float16 gradients instead of raising ValueError",

@@ -310,6 +310,16 @@ UNSCALE_STEP_BUGS = [
         Patch(S, "        result = None if state[\"found_inf\"] else optimizer.step(*args, **kwargs)\n",
               "        result = optimizer.step(*args, **kwargs)\n"),
         fail={"1.4"}, band=(75, 88)),
+    bug("step_ignores_unscale_inf",
+        "step() skips only when its own unscaling finds inf/NaN: after an explicit unscale_() (the clipping path) "
+        "it steps on inf/NaN gradients (update() still backs off).",
+        Patch(S, "        if state[\"stage\"] is _Stage.READY:\n            self.unscale_(optimizer)\n"
+                 "        result = None if state[\"found_inf\"] else optimizer.step(*args, **kwargs)\n",
+              "        found_inf = False  # what this step's own unscale_() finds\n"
+              "        if state[\"stage\"] is _Stage.READY:\n            self.unscale_(optimizer)\n"
+              "            found_inf = state[\"found_inf\"]\n"
+              "        result = None if found_inf else optimizer.step(*args, **kwargs)\n"),
+        fail={"1.4", "1.11"}, band=(70, 86)),
     bug("state_never_cleared",
         "update() never clears the per-optimizer state: the next iteration's step() raises.",
         Patch(S, "        self._per_optimizer_states = {}\n        # END SOLUTION\n", "        # END SOLUTION\n"),
