@@ -455,6 +455,32 @@ AMP_STEP_BUGS = [
         "Returns loss.item() instead of a tensor.",
         Patch(A, "    return loss.detach()\n", "    return loss.item()\n"),
         fail={"2.8"}, band=(85, 88)),
+    # Cited: https://github.com/Haian-Jin/LVSM/pull/19 ("scaler.update() was only called when scaler.step() was also
+    # called": a step skipped by the loop's own check skipped the update too) and
+    # https://github.com/pytorch/pytorch/issues/67590 (users cannot tell whether scaler.step() skipped the step, so
+    # they check the gradients themselves).
+    bug("update_only_after_clean_step",
+        "Checks the gradients for inf/NaN itself and returns early when one overflowed, skipping scaler.step() and, "
+        "with it, scaler.update(): the scale never backs off.",
+        Patch(A, "    scaler.step(optimizer)\n    scaler.update()\n", """\
+    grads = [param.grad for group in optimizer.param_groups for param in group["params"] if param.grad is not None]
+    if not all(bool(torch.isfinite(grad).all()) for grad in grads):
+        return loss.detach()  # overflow: skip this step
+    scaler.step(optimizer)
+    scaler.update()
+"""),
+        fail={"2.6"}, band=(80, 88)),
+    # Cited: https://github.com/huggingface/transformers/issues/23905 and
+    # https://github.com/huggingface/transformers/issues/24449 (unscale_ run before the later micro-batches'
+    # backward: "unscale_() has already been called on this optimizer since the last update()").
+    bug("unscale_before_backward",
+        "With max_grad_norm set, calls scaler.unscale_(optimizer) right after zero_grad, before backward(): there "
+        "are no gradients to unscale yet, and the gradients clipped afterwards are still scaled.",
+        Patch(A, "    optimizer.zero_grad(set_to_none=True)\n",
+              "    optimizer.zero_grad(set_to_none=True)\n    if max_grad_norm is not None:\n"
+              "        scaler.unscale_(optimizer)  # unscale early, to be safe\n"),
+        Patch(A, CLIP_BLOCK, CLIP_BLOCK.replace("        scaler.unscale_(optimizer)\n", "")),
+        fail={"2.7"}, band=(85, 88)),
 ]
 
 #: Delegation to torch's scaler: torch's scaler and its kernels are not there where loss_scaler.py runs
