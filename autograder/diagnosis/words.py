@@ -78,6 +78,11 @@ STUDENT_WORDS: dict[str, str] = {
     "returns_scaled_loss": "amp_step returns the scaled loss",
     "returns_attached_loss": "amp_step returns the loss still attached to the graph (not detached)",
     "returns_python_float": "amp_step returns loss.item() instead of a tensor",
+    "update_only_after_clean_step": "scaler.update() is skipped, together with the step, whenever the gradients "
+                                    "overflowed, so the scale never backs off",
+    "update_called_twice": "scaler.update() is called twice after scaler.step(optimizer)",
+    "unscale_before_backward": "scaler.unscale_() is called before backward(), so the gradients clipped afterwards "
+                               "are still scaled",
     # Delegation to torch's scaler, which is not there where loss_scaler.py runs
     "delegate_subclass": "ToyLossScaler subclasses torch.amp.GradScaler",
     "delegate_wrapper": "ToyLossScaler wraps torch.amp.GradScaler",
