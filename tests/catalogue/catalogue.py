@@ -488,7 +488,8 @@ AMP_STEP_BUGS = [
     # backward: "unscale_() has already been called on this optimizer since the last update()").
     bug("unscale_before_backward",
         "With max_grad_norm set, calls scaler.unscale_(optimizer) right after zero_grad, before backward(): there "
-        "are no gradients to unscale yet, and the gradients clipped afterwards are still scaled.",
+        "are no gradients to unscale yet, so the gradients clipped afterwards are still scaled (torch's scaler "
+        "then refuses step(): \"No inf checks were recorded for this optimizer.\").",
         Patch(A, "    optimizer.zero_grad(set_to_none=True)\n",
               "    optimizer.zero_grad(set_to_none=True)\n    if max_grad_norm is not None:\n"
               "        scaler.unscale_(optimizer)  # unscale early, to be safe\n"),
