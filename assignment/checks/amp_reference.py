@@ -51,7 +51,8 @@ class Config:
     ``clipping``: "correct" (when max_grad_norm is given: unscale_, then clip),
     "unscale_always" (unscale_ even without clipping), "clip_then_unscale", "clip_only",
     "no_clip".  ``step``: "scaler", "direct" (optimizer.step()) or "never".  ``update``:
-    "after_step", "before_step" or "never".
+    "after_step", "before_step", "never" or "after_clean_step" (a loop that checks the gradients
+    itself and, when one overflowed, returns before stepping and so before ``update()`` too).
     """
 
     forward: str | None = GIVEN
@@ -92,7 +93,7 @@ ROW_BREAKS: dict[str, Callable[[Config], list[Config]]] = {
     "2.3": lambda c: [_R(c, scaled=False)],
     "2.4": lambda c: [_R(c, zero_grad=z) for z in ("never", "after_backward", "after_step")],
     "2.5": lambda c: [_R(c, step=s) for s in ("direct", "never")],
-    "2.6": lambda c: [_R(c, update=u) for u in ("never", "before_step")],
+    "2.6": lambda c: [_R(c, update=u) for u in ("never", "before_step", "after_clean_step")],
     "2.7": lambda c: [_R(c, clipping=k) for k in ("clip_then_unscale", "clip_only", "no_clip")] + [_R(c, step="never")],
     "2.8": lambda c: [],  # the returned loss itself is compared
     "2.9": lambda c: [],  # no error and the same effects
@@ -135,11 +136,14 @@ def reference_amp_step(config: Config) -> Callable[..., torch.Tensor]:
             scaler.unscale_(optimizer)
         if config.update == "before_step":
             scaler.update()
+        if config.update == "after_clean_step" and not all(bool(torch.isfinite(p.grad).all())
+                                                           for p in params if p.grad is not None):
+            return loss.detach()
         if config.step == "scaler":
             scaler.step(optimizer)
         elif config.step == "direct":
             optimizer.step()
-        if config.update == "after_step":
+        if config.update in ("after_step", "after_clean_step"):
             scaler.update()
         if config.zero_grad == "after_step":
             optimizer.zero_grad(set_to_none=True)
@@ -210,6 +214,8 @@ def suggested_configs(result: dict[str, Json], args: dict[str, Json]) -> list[Co
     else:
         update = "before_step" if "scaler.step" in kinds and kinds.index("update") < kinds.index("scaler.step") \
             else "after_step"
+    updated = [any(e.get("event") == "update" for e in call) for call in calls]
+    updates = [update, "after_clean_step"] if any(updated) and not all(updated) else [update]
     clipping_given = args.get("max_grad_norm") is not None
     if "unscale_" in kinds:
         clippings = ["correct", "clip_then_unscale"] if clipping_given else ["unscale_always"]
@@ -224,7 +230,8 @@ def suggested_configs(result: dict[str, Json], args: dict[str, Json]) -> list[Co
     # Without a scale() call in the log the loss may still have been scaled another way (by the scaler's own
     # scale read directly, say): both are replayed, and the effects decide.
     scalings = [base.scaled] if scale is not None else [False, True]
-    return [dataclasses.replace(base, clipping=clipping, scaled=scaled) for scaled in scalings for clipping in clippings]
+    return [dataclasses.replace(base, clipping=clipping, scaled=scaled, update=chosen)
+            for chosen in updates for scaled in scalings for clipping in clippings]
 
 
 # --------------------------------------------------------------------------- replay and comparison

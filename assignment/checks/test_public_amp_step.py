@@ -114,8 +114,9 @@ def check_steps_through_scaler(student: Any, steps: int, inject_inf_at: list[int
     check_row(student, "2.5", steps=steps, inject_inf_at=inject_inf_at)
 
 
-def check_update_once_after_step(student: Any, steps: int) -> None:
-    check_row(student, "2.6", steps=steps)
+def check_update_once_after_step(student: Any, steps: int, inject_inf_at: list[int]) -> None:
+    # An overflowing call: only then does an update() skipped along with a skipped step leave an effect.
+    check_row(student, "2.6", steps=steps, inject_inf_at=inject_inf_at)
 
 
 def check_unscale_before_clipping(student: Any, max_norm: float) -> None:
@@ -159,7 +160,7 @@ def test_amp_step_steps_through_scaler(student: Any) -> None:
 
 
 def test_amp_step_updates_once_after_step(student: Any) -> None:
-    check_update_once_after_step(student, steps=1)
+    check_update_once_after_step(student, steps=2, inject_inf_at=[0])
 
 
 def test_amp_step_unscales_before_clipping(student: Any) -> None:

@@ -24,7 +24,7 @@ def test_amp_step_steps_through_scaler(student: Any) -> None:
 
 
 def test_amp_step_updates_once_after_step(student: Any) -> None:
-    check_update_once_after_step(student, steps=3)
+    check_update_once_after_step(student, steps=3, inject_inf_at=[1])
 
 
 @pytest.mark.parametrize("max_norm", [1e-3, 1e-2])

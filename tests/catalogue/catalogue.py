@@ -469,11 +469,7 @@ AMP_STEP_BUGS = [
     scaler.step(optimizer)
     scaler.update()
 """),
-        fail={"2.6"}, band=(85, 88),
-        known_gap="loses 2.5 (optimizer stepped through the scaler) and 2.9 (works with both scalers) instead of 2.6: "
-                  "no 2.6 scenario has an overflowing call, and the judge's Config cannot express an update skipped "
-                  "with the step, so the rows that see an overflow fail on effects no suggested configuration "
-                  "reproduces"),
+        fail={"2.6"}, band=(85, 88)),
     # Cited: https://github.com/neosr-project/neosr/pull/9 ("fix double scale.update"); torch's scaler refuses the
     # second update() ("No inf checks were recorded prior to update.").
     bug("update_called_twice",
