@@ -29,7 +29,7 @@ ROW_ARGS: dict[str, dict[str, Any]] = {
     "2.3": {**BASE, "scaler_kwargs": {"init_scale": 1024.0}},
     "2.4": {**BASE, "steps": 2, "scaler_kwargs": {"init_scale": 2.0}},
     "2.5": {**BASE, "steps": 2, "inject_inf_at": [0]},
-    "2.6": BASE,
+    "2.6": {**BASE, "steps": 2, "inject_inf_at": [0]},
     "2.7": {**BASE, "max_grad_norm": 1e-3, "scaler_kwargs": {"init_scale": 4.0}},
     "2.8": BASE,
     "2.9": {**BASE, "scaler": "contract", "steps": 2, "inject_inf_at": [0], "by_keyword": True},
