@@ -101,8 +101,8 @@ def batch_inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     copy_contract(ASSIGNMENT, mixed / "skeleton")
     broken = copy_contract(SOLUTIONS, mixed / "broken", ("amp_step.py", "answers.py"))
     (broken / "loss_scaler.py").write_text("class ToyLossScaler(:\n    pass\n")
-    # A process that exits and one that hangs.  answers.py is never run (it is parsed), and the static rules and
-    # the runtime guard would refuse os._exit: this batch runs with both off (see BATCH_ENV).
+    # A process that exits and one that hangs.  answers.py is never run (it is parsed); the batch runs with the audit
+    # hook off (see BATCH_ENV), so that these meet the OS layers alone.
     hostile = copy_contract(SOLUTIONS, mixed / "hostile", ("answers.py",))
     (hostile / "loss_scaler.py").write_text("import os\nprint('bye')\nos._exit(3)\n")
     (hostile / "amp_step.py").write_text("while True:\n    pass\n")

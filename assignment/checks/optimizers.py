@@ -54,8 +54,8 @@ class PlainSGD(torch.optim.SGD):
 class RecordingSGD(PlainSGD):
     """SGD that records each ``step`` call and returns a recognisable token.
 
-    Its bookkeeping is private (``_log``...): the static rules refuse private attributes of
-    objects other than ``self``, so code under test cannot rewrite what is recorded.
+    Its bookkeeping (``_log``...) only explains failures: code under test could rewrite it, and
+    would earn nothing by it, since every row is judged on effects the judge recomputes.
     """
 
     def __init__(self, params: Any, lr: float) -> None:

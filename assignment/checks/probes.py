@@ -60,8 +60,8 @@ class AmpProbe(torch.nn.Module):
     log) only explains a failure; the rows are judged on effects (parameters, gradients,
     scaler state, returned loss), see :mod:`checks.amp_reference`.
 
-    What it records lives in private attributes, which the static rules keep code under test
-    from touching (``model._log`` is refused; ``self._log`` in the probe's own methods is not).
+    What it records lives in private attributes; code under test may read or rewrite them (nothing
+    stops it), which earns nothing: the log only suggests what the judge replays.
     """
 
     def __init__(self, sizes: list[int], device_type: str, log: list[dict[str, Json]]) -> None:
