@@ -392,15 +392,16 @@ def test_the_zip_holds_the_grader_and_the_stand_in(otter_zip: Path) -> None:
 
 @pytest.mark.slow
 def test_a_forgery_earns_on_otter_what_it_earns_on_the_cli(otter_zip: Path, tmp_path: Path) -> None:
-    """The gc-walk forgery of tests/test_forgery.py (in answers.py, which is only parsed) through ``otter run``."""
-    import test_forgery
+    """A harness-patching forgery of tests/attacks.py (in answers.py, which is only parsed) through ``otter run``."""
+    import attacks
 
-    folder = tmp_path / "answers_gc_walk"
+    folder = tmp_path / "answers_harness_patched"
     folder.mkdir()
-    for filename, text in test_forgery.CASES["answers_gc_walk"].items():
+    files = {**attacks.SKELETON, "answers.py": attacks.appended(attacks.ANSWERS, attacks.HARNESS_PATCHED)}
+    for filename, text in files.items():
         (folder / filename).write_text(text)
     reference = grade([folder], tmp_path / "cli")
     assert reference.returncode == 0, reference.stderr[-2000:]
     expected = load_results(tmp_path / "cli", folder.name)
-    assert expected["score"] == test_forgery.HONEST_WITH_ANSWERS
+    assert expected["score"] == attacks.SKELETON_WITH_ANSWERS
     _compare(_otter_run(otter_zip, folder, tmp_path / "run"), expected)

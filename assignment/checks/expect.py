@@ -123,11 +123,16 @@ def printing_lines(op: dict[str, Json], step_return: bool = True) -> list[str]:
     return [op_line(op)]
 
 
+#: A snippet's first lines after ``import torch``: torch's scaler taken out, as wherever loss_scaler.py runs (run
+#: next to ``checks/``, in the assignment folder), so that code leaving work to it fails here as in the grader.
+ABSENCE = ["from checks.absence import remove_reference_scaler", "remove_reference_scaler()"]
+
+
 def snippet(args: dict[str, Json], upto: int | None = None, step_return: bool = True) -> str:
     """A runnable program that replays ``args["ops"][:upto + 1]`` and prints the last op's observation."""
     ops = args["ops"] if upto is None else args["ops"][: upto + 1]
     steps = any(op["op"] == "step" for op in ops)
-    lines = ["import torch", "from loss_scaler import ToyLossScaler"] + (SGD_CLASS if steps else [])
+    lines = ["import torch", *ABSENCE, "from loss_scaler import ToyLossScaler"] + (SGD_CLASS if steps else [])
     lines += [
         "params = lambda opt: [p for g in opt.param_groups for p in g['params']]",
         "def set_grads(opt, grads):",
