@@ -24,7 +24,7 @@ also hides those files (:func:`scaler_sources`) from Task 1's processes, so that
 torch writes in Python (``scale()``, the constructor's checks) can be borrowed there: the only way to
 Task 1's points is to implement the scaler.  The grader calls this in every student
 process that imports ``loss_scaler.py``; the public checks do the same in the process that runs
-the student's files (:mod:`checks.local_process`), so both refuse alike.
+the student's files (:mod:`checks.student_process`), so both refuse alike.
 
 This module imports nothing but torch and the standard library.  Call it once per process.
 """
@@ -93,11 +93,9 @@ def _replace_kernels() -> None:
 
 
 def _replace_classes() -> None:
-    stand_ins = {}
     for name in SCALER_MODULES:
         stand_in = types.ModuleType(name, "Stands in for torch's grad_scaler module while loss_scaler.py runs.")
         stand_in.GradScaler = GradScaler  # type: ignore[attr-defined]
-        stand_ins[name] = stand_in
         parent, _, leaf = name.rpartition(".")
         if name in sys.modules:
             sys.modules[name] = stand_in

@@ -35,7 +35,6 @@ from checks.optimizers import RecordingSGD
 Json = Any
 CONTRACT_FILES = {"loss_scaler": "loss_scaler.py", "amp_step": "amp_step.py", "answers": "answers.py"}
 CONTRACT_NAMES = {"loss_scaler": "ToyLossScaler", "amp_step": "amp_step"}
-QUESTIONS = quick_check.QUESTIONS
 
 
 def seed_cpu(seed: int) -> None:

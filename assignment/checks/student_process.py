@@ -22,11 +22,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
-
 from checks import absence, harness
-
-Json = Any
+from checks.harness import Json
 #: The order files are imported in (``answers.py`` is never imported: its answers are parsed).
 IMPORT_ORDER = ("loss_scaler", "amp_step")
 #: The contract files each scenario's process imports (the student's scaler is added to Task 2's
@@ -52,9 +49,14 @@ def files_needed(scenario: str, args: dict[str, Json]) -> tuple[str, ...]:
     return tuple(name for name in IMPORT_ORDER if name in needed)
 
 
+def loses_reference_scaler(modules: tuple[str, ...]) -> bool:
+    """Whether a process importing ``modules`` runs Task 1's file, and so must not have torch's scaler."""
+    return "loss_scaler" in modules
+
+
 def prepare(modules: tuple[str, ...]) -> None:
     """What a process does before its first student line: Task 1's processes lose torch's scaler."""
-    if "loss_scaler" in modules:
+    if loses_reference_scaler(modules):
         absence.remove_reference_scaler()
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 import signal
 import socket
@@ -175,6 +176,21 @@ def _readable_roots(submission: str) -> list[str]:
     return sorted(p for p in {os.path.realpath(p) for p in paths} | paths if os.path.exists(p))
 
 
+@functools.lru_cache(maxsize=64)
+def read_rules(path: str, hidden: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+    """:func:`_read_rules` for reading, remembered: a process that runs ``loss_scaler.py`` needs a few thousand
+    rules around torch's scaler sources, the same each time (the zygote computes them once, before forking)."""
+    read = FSAccess.READ_FILE | FSAccess.READ_DIR | FSAccess.EXECUTE
+    return tuple(dict.fromkeys(_read_rules(path, hidden, read)))
+
+
+def remember_read_rules(hidden: Sequence[str]) -> None:
+    """Compute, in the zygote, the rules its children will need around ``hidden`` (see :func:`read_rules`)."""
+    if landlock is not None and hidden:
+        for root in _readable_roots(""):
+            read_rules(root, tuple(hidden))
+
+
 def _read_rules(path: str, hidden: Sequence[str], read: Any) -> list[tuple[str, Any]]:
     """Landlock rules to read ``path`` and everything below it but the files of ``hidden``.
 
@@ -208,9 +224,8 @@ def apply_landlock(submission: str, scratch: str, extra_read: Sequence[str] = ()
         if landlock.landlock_abi_version() < 1:
             return False
         ruleset = landlock.Ruleset()
-        read = FSAccess.READ_FILE | FSAccess.READ_DIR | FSAccess.EXECUTE
         roots = [*_readable_roots(submission), *(p for p in extra_read if os.path.exists(p))]
-        for path, rules in [rule for root in roots for rule in _read_rules(root, hidden, read)]:
+        for path, rules in dict.fromkeys(rule for root in roots for rule in read_rules(root, tuple(hidden))):
             ctypes.set_errno(0)
             ruleset.allow(path, rules=rules)
         ctypes.set_errno(0)

@@ -54,6 +54,10 @@ SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # the usual world-wr
 PRIVATE_TOPS = ("/work", "/home", "/root", "/srv", "/mnt", "/opt", "/autograder", "/workspace", "/data", "/media",
                 str(REPO_ROOT.parent))
 
+#: torch's scaler sources, hidden from the processes that run loss_scaler.py (found once, before any fork; the
+#: Landlock rules around them too).
+TASK1_HIDDEN = absence.scaler_sources()
+confine.remember_read_rules(TASK1_HIDDEN)
 _MS_REC, _MS_PRIVATE, _MS_RDONLY, _MS_BIND = 0x4000, 0x40000, 0x1, 0x1000
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -262,7 +266,7 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
         os.close(output_fd)
-        hidden = absence.scaler_sources() if "loss_scaler" in request.modules else []  # Task 1: torch's scaler code
+        hidden = TASK1_HIDDEN if student_process.loses_reference_scaler(request.modules) else []
         namespaces = _isolate(request, zygote, hidden)
         os.chdir(request.scratch)
         device = request.device
