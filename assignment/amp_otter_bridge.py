@@ -56,7 +56,7 @@ QUARANTINE = "amp_submitted"
 ADDED = ("tests", "__init__.py", GRADER_ZIP, DRIVER_NOTEBOOK, QUARANTINE, SHIPPED_NAME)
 CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
 JUDGE_TIMEOUT = 1800
-#: The junit property of a failed public check that names its likely mistake (``checks.diagnose.JUNIT_PROPERTY``).
+#: The junit property of a failed public check that names its likely mistake (``checks.judge.diagnose.JUNIT_PROPERTY``).
 LIKELY_MISTAKE_PROPERTY = "likely_mistake"
 MISSING_HINT = ("If you worked in the notebook: submit the zip its last cell makes (it holds the .py files "
                 "that the %%writefile cells wrote), or upload those .py files.")

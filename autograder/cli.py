@@ -16,35 +16,9 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from autograder.engine import budget, confine, rubric, strings
-from autograder import ROOT
-from autograder.batch.run import private_paths  # noqa: F401 - part of this module's API
-
-
-
-def submission_name(path: Path, taken: set[str]) -> str:
-    """Name of a submission in the output folder: folder name or zip stem, made unique."""
-    from autograder.batch.inputs import safe_name, stem, unique_name
-
-    return unique_name(safe_name(stem(path)), taken)
-
-
-def grade_one(path: Path, out: Path, extra_private: Sequence[Path] = ()) -> dict[str, Any]:
-    """Grade one folder/zip in this process; return its results.json object (never raises for bad submissions).
-
-    Used by Gradescope's entry point.  The caller must have started the zygote
-    (``sandbox.start_zygote()``) before importing pytest.
-    """
-    from autograder.engine import plan
-    from autograder.batch.worker import grade_submission, limits_from
-
-    outcome = grade_submission(path.name, path, private_paths(out, extra_private), limits_from({}), None,
-                               plan.shipped_plan())
-    data = outcome["results"]
-    data["_staff_log"] = outcome["staff_log"]
-    return data
 
 
 def cmd_grade(args: argparse.Namespace) -> int:

@@ -1,7 +1,7 @@
 """What the diagnosis (issue 21) adds to grading a batch: the goal is at most 10%.
 
 Grades the same submissions (the solution and a few catalogue bugs) in this process, the way a batch
-worker does (:func:`autograder.batch.worker.grade_submission`, with the call plan), alternately with the
+worker does (:func:`autograder.engine.grader.grade_submission`, with the call plan), alternately with the
 diagnosis off (``AMP_DIAGNOSIS=off``) and on, and prints
 
 * the end-to-end ratio on/off (noisy on a shared machine: rounds alternate the order);
@@ -37,10 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table", type=Path, default=None)
     args = parser.parse_args(argv)
 
-    from autograder.engine.sandbox import start_zygote
+    from autograder.engine import grader
 
-    start_zygote()
-    from autograder.batch.worker import grade_submission, limits_from
+    grader.start()
     from autograder.diagnosis import match, table
     from autograder.engine import plan
 
@@ -70,13 +69,13 @@ def main(argv: list[str] | None = None) -> int:
         match.annotate = timed
         totals = {"off": 0.0, "on": 0.0}
         diagnosed = 0
-        limits = limits_from({})
+        limits = grader.limits()
         for round_ in range(args.rounds):
             for mode in (("off", "on") if round_ % 2 == 0 else ("on", "off")):
                 os.environ[table.TABLE_ENV] = "off" if mode == "off" else str(table_path)
                 for name, folder in folders.items():
                     begun = time.perf_counter()
-                    outcome = grade_submission(name, folder, (), limits, None, call_plan)
+                    outcome = grader.grade_submission(name, folder, limits_=limits, call_plan=call_plan)
                     totals[mode] += time.perf_counter() - begun
                     if mode == "on":
                         diagnosed += bool(outcome["results"].get("extra_data", {}).get("diagnosis"))

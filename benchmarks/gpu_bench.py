@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT / "assignment"))
 
 import torch  # noqa: E402
 
-from checks import gpu_scenarios as g  # noqa: E402
-from checks import harness  # noqa: E402
+from checks.runners import gpu_runs as g  # noqa: E402
+from checks.runners import harness  # noqa: E402
 from checks.gpu_mode import dry_from_env, parse_dry  # noqa: E402
 
 #: Dense peak TFLOP/s by device name (first match wins): (name part, fp16/bf16 tensor cores with

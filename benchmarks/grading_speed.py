@@ -90,7 +90,7 @@ def main() -> int:
             for label, submission in [("gradescope, correct", ROOT / "solutions")] + [
                     ("gradescope, buggy", bug) for bug in bugs]:
                 root = gradescope_layout(bundle, submission, work_path / f"gs-{repeat}-{submission.name}")
-                times[label].append(timed([sys.executable, "-m", "autograder.packaging.gradescope", "run"], core,
+                times[label].append(timed([sys.executable, "-m", "autograder.platforms.gradescope"], core,
                                           cwd=root / "source", env={"AUTOGRADER_ROOT": str(root)}))
             for label, submission in [("CLI one submission, correct", ROOT / "solutions")] + [
                     ("CLI one submission, buggy", bug) for bug in bugs]:

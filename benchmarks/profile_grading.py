@@ -7,7 +7,7 @@ worker does, with light instrumentation:
 * **batched calls**: the call plan's round trips (``SandboxRunner.prefetch``, one per test case);
 * **student calls**: wall time inside ``SandboxRunner.run`` made live (round trips to the student
   process, including process starts and the student's own work);
-* **reference**: wall time inside the judge's reference runs (``scenarios.torch_results``);
+* **reference**: wall time inside the judge's reference runs (``cases.torch_results``);
 * **pytest**: collection and hook overhead (pytest's own time outside test bodies);
 * **hypothesis + test bodies**: the rest of the test time (example generation, shrinking, assertions);
 * **results**: building and serialising results.json.
@@ -117,11 +117,11 @@ def main() -> int:
     begin = time.perf_counter()
     sandbox.start_zygote()
     zygote_s = time.perf_counter() - begin
-    from checks import scenarios
+    from checks.judge import cases
 
     clock.wrap(sandbox.SandboxRunner, "run", "student calls")
     clock.wrap(sandbox.SandboxRunner, "prefetch", "batched calls")
-    clock.wrap(scenarios, "torch_results", "reference")
+    clock.wrap(cases, "torch_results", "reference")
     import catalogue
 
     from autograder.engine import plan

@@ -1,4 +1,4 @@
-"""Task 1's rule by absence (assignment/checks/absence.py): where loss_scaler.py runs, torch's scaler is gone.
+"""Task 1's rule by absence (assignment/checks/student/absence.py): where loss_scaler.py runs, torch's scaler is gone.
 
 Each test runs a fresh interpreter that loads what a grader's student process loads (torch, the
 harness, the probes), takes the scaler out as the zygote's child does, and then tries, with every
@@ -22,11 +22,12 @@ PRELUDE = """
 import gc, json, sys, weakref
 sys.path.insert(0, {checks!r})
 import torch
-from checks import gpu_scenarios, probes, harness, student_process  # what the zygote has loaded
-from checks import absence
+from checks.runners import gpu_runs, probes, harness  # what the zygote has loaded
+from checks.student import serve
+from checks.student import absence
 REAL = [weakref.ref(sys.modules[name].GradScaler) for name in absence.SCALER_MODULES]
-student_process.prepare(("loss_scaler",))
-del student_process, harness, probes, gpu_scenarios
+serve.prepare(("loss_scaler",))
+del serve, harness, probes, gpu_runs
 """
 
 
@@ -166,7 +167,7 @@ def test_naming_the_class_still_works() -> None:
 
 def test_the_judge_keeps_the_real_scaler() -> None:
     """Only the student's process loses it: the public checks' judge (pytest's process) still has torch's."""
-    from checks import harness
+    from checks.runners import harness
 
     scaler = harness.torch_scaler(init_scale=4.0)
     assert type(scaler).__module__ == "torch.amp.grad_scaler" and scaler.get_scale() == 4.0
@@ -177,9 +178,9 @@ def test_the_judge_keeps_the_real_scaler() -> None:
 def test_only_processes_that_run_loss_scaler_lose_it(modules: tuple[str, ...], removed: bool) -> None:
     """Task 2 hands amp_step torch's own GradScaler: a process that runs amp_step.py alone keeps it."""
     code = (f"import sys; sys.path.insert(0, {str(ROOT / 'assignment')!r})\n"
-            "import torch\nfrom checks import student_process\n"
-            f"student_process.prepare({modules!r})\n"
+            "import torch\nfrom checks.student import serve\n"
+            f"serve.prepare({modules!r})\n"
             "print(torch.amp.GradScaler.__module__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert (done.stdout.strip() == "checks.absence") is removed
+    assert (done.stdout.strip() == "checks.student.absence") is removed

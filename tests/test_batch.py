@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from autograder.batch import inputs, run, summary
-from autograder.engine import rubric
+from autograder.engine import grader, rubric
 from autograder.batch.ledger import Entry, Ledger
 from conftest import gone_within, skip_unless_ci
 
@@ -352,7 +352,7 @@ def test_bad_arguments_exit_2(tmp_path: Path) -> None:
 
 
 def test_contract_names_and_internal_message_match_the_grader() -> None:
-    from checks.harness import CONTRACT_FILES
+    from checks.runners.harness import CONTRACT_FILES
 
     from autograder.engine import judge
 
@@ -513,7 +513,7 @@ def test_a_private_path_the_grader_may_not_look_at_is_skipped(monkeypatch: pytes
         return exists(path, *args, **kwargs)
 
     monkeypatch.setattr(Path, "exists", exists_or_denied)
-    hidden = run.private_paths(tmp_path / "out", extra=(locked,))
+    hidden = grader.private_paths(tmp_path / "out", extra=(locked,))
     assert str(locked) not in hidden
     assert str((run.ROOT / "solutions").resolve()) in hidden  # the rest is still hidden
 

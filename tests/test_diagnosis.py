@@ -26,8 +26,8 @@ import pytest
 
 from autograder.diagnosis import match, words
 from autograder.diagnosis.table import UNANSWERED, CaseDigests, Table, hidden_data, load_catalogue, source_fingerprint
-from checks import diagnose
-from checks.diagnose import match_test
+from checks.judge import diagnose
+from checks.judge.diagnose import match_test
 from autograder.engine import rubric
 from conftest import ROOT, grade, load_results
 

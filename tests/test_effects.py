@@ -2,7 +2,7 @@
 
 These run the probe and the judge in this process (no sandbox): the "student" is an
 ``amp_step`` written here, or a probe result edited the way a student who reached the
-harness could edit it.  The judge (:func:`checks.amp_reference.judge`) must then fail the
+harness could edit it.  The judge (:func:`checks.judge.amp_reference.judge`) must then fail the
 rows the effects do not earn, whatever the log (the record of what was called) says, and
 keep the rows an honest bug elsewhere does not touch.
 """
@@ -17,8 +17,9 @@ from typing import Any, Callable
 import pytest
 import torch
 
-from checks import amp_reference, harness, probes  # conftest puts assignment/ on sys.path
-from checks.amp_reference import CORRECT, Config, judge, reference_amp_step
+from checks.judge import amp_reference  # conftest puts assignment/ on sys.path
+from checks.runners import harness, probes
+from checks.judge.amp_reference import CORRECT, Config, judge, reference_amp_step
 from autograder.engine import replies
 
 #: One scenario per row, as the public checks send them (checks/test_public_amp_step.py).

@@ -138,7 +138,7 @@ def test_answers_file_is_read_not_run(tmp_path: Path) -> None:
 GPU_FORGERY = '''
 import gc
 for _obj in gc.get_objects():
-    if type(_obj).__name__ == "module" and getattr(_obj, "__name__", "") == "checks.gpu_scenarios":
+    if type(_obj).__name__ == "module" and getattr(_obj, "__name__", "") == "checks.runners.gpu_runs":
         _obj.run_speed = lambda *a, **k: {"amp": {"time_to_target_ms": 1.0, "losses": [0.0]}}
 
         def _instant_train(args, amp_step, root=None, _g=_obj):

@@ -32,14 +32,14 @@ def test_one_parser_for_dry(text: str | None, dry: bool) -> None:
 
 def test_an_unknown_dry_value_is_an_error_not_a_guess(monkeypatch: pytest.MonkeyPatch) -> None:
     from autograder.gpu import grading as gpu_grading
-    from checks import gpu_scenarios
+    from checks.runners import gpu_runs
     from checks.gpu_mode import parse_dry
 
     with pytest.raises(ValueError, match="not 'maybe'"):
         parse_dry("maybe")
     for value, dry in (("false", False), ("no", False), ("0", False), ("yes", True)):
         monkeypatch.setenv("AMP_GPU_DRY", value)
-        assert gpu_scenarios.dry_mode() is dry and gpu_grading.resolve_dry(None) is dry
+        assert gpu_runs.dry_mode() is dry and gpu_grading.resolve_dry(None) is dry
     assert gpu_grading.resolve_dry(False) is False  # --dry 0 wins over AMP_GPU_DRY=yes
     done = run("-m", "autograder", "grade-gpu", "solutions", "--dry", "maybe", "--out", "/nonexistent")
     assert done.returncode == 2 and "dry mode must be one of" in done.stderr
@@ -119,7 +119,7 @@ def test_matmul_flop_count_matches_torchs_flop_counter() -> None:
     """The first layer computes no input gradient: torch's own counter agrees with the formula."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from checks import gpu_scenarios as g
+    from checks.runners import gpu_runs as g
 
     cfg = g.speed_config("cpu", width=64, depth=3, d_out=16, teacher_width=8, batch=32)
     model = g.build_model(cfg)
@@ -130,7 +130,7 @@ def test_matmul_flop_count_matches_torchs_flop_counter() -> None:
 
 
 def test_no_memory_is_released_between_warm_up_and_the_timed_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    from checks import gpu_scenarios as g
+    from checks.runners import gpu_runs as g
 
     events: list[str] = []
     real_train = g.train_once

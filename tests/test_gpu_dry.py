@@ -180,7 +180,7 @@ def test_gpu_checks_skip_with_a_reason_without_cuda() -> None:
     assert "needs an NVIDIA GPU with CUDA" in done.stdout and "AMP_GPU_DRY=1" in done.stdout
 
 
-def test_zygote_preloads_the_gpu_scenarios() -> None:
+def test_zygote_preloads_the_gpu_runs() -> None:
     """(That nothing touches CUDA before the fork: tests/test_gpu_faults.py.)"""
     code = ("from autograder.engine import sandbox\nfrom checks import registry\n"
             "assert registry.registered('gpu_train') and registry.registered('amp_probe')\n"

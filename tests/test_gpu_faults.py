@@ -144,7 +144,7 @@ def test_exclusive_compute_mode_error_is_one_clear_line() -> None:
 
 def test_in_an_exclusive_mode_the_student_and_the_reference_take_turns() -> None:
     from autograder.gpu.grading import GpuRunner
-    from checks.gpu_reference import ReferenceProcess
+    from checks.judge.gpu_reference import ReferenceProcess
 
     class Inner:
         def __init__(self) -> None:
@@ -262,24 +262,24 @@ def _submission(tmp_path: Path, amp_step_body: str | None = None) -> Path:
 
 @NO_CUDA_ONLY
 def test_a_device_failure_in_the_graders_code_is_a_grader_fault(tmp_path: Path) -> None:
-    from checks import gpu_scenarios, harness
+    from checks.runners import gpu_runs, harness
 
     submission = harness.Submission(_submission(tmp_path))
     for name, args in (("gpu_train", {"device": "cuda", "steps": 2}), ("gpu_train_fp32", {"device": "cuda", "steps": 2}),
                        ("gpu_underflow", {"device": "cuda"}),
                        ("gpu_scaler_ops", {"world": {"optimizers": [{"groups": [[2]]}], "device": "cuda"},
                                            "ops": [{"op": "new"}]})):
-        got = gpu_scenarios.run_scenario(name, args, submission)
+        got = gpu_runs.run_scenario(name, args, submission)
         assert set(got) == {"grader_fault"}, (name, got)
         assert "Torch not compiled with CUDA enabled" in got["grader_fault"]["trace"]
 
 
 def test_a_cuda_error_raised_by_the_students_code_stays_the_students(tmp_path: Path) -> None:
-    from checks import gpu_scenarios, harness
+    from checks.runners import gpu_runs, harness
 
     body = "def amp_step(*args, **kwargs):\n    raise RuntimeError('CUDA error: an illegal memory access')\n"
     submission = harness.Submission(_submission(tmp_path, body))
-    got = gpu_scenarios.run_scenario("gpu_underflow", gpu_scenarios.underflow_args("cpu", steps=2), submission)
+    got = gpu_runs.run_scenario("gpu_underflow", gpu_runs.underflow_args("cpu", steps=2), submission)
     assert "grader_fault" not in got and got["error"]["message"] == "CUDA error: an illegal memory access"
     assert "amp_step.py, line 2" in got["error"]["trace"]
 
@@ -300,7 +300,7 @@ def test_a_grader_fault_marks_the_submission_ungraded_never_zero(tmp_path: Path)
         sandbox.start_zygote()
         from autograder.gpu import grading as gpu_grading
         from autograder.gpu.preflight import Setup
-        from checks import gpu_reference
+        from checks.judge import gpu_reference
 
         class CpuReference:  # the trusted references as on a GPU, computed on the CPU (4.1 asks for none: its
             def call(self, kind, args):  # float32 baseline runs in a student process, and fails there as AMP does)
@@ -359,7 +359,7 @@ def test_nothing_touches_cuda_before_the_zygote_forks(tmp_path: Path) -> None:
         def start_zygote(*args, **kwargs):  # grade-gpu imports it from the module when it runs: this one
             if "before_fork" not in seen:  # the first call forks the zygote; later ones return it
                 seen["before_fork"] = list(touched)
-                seen["loaded"] = [m for m in ("checks.gpu_reference", "autograder.gpu.preflight") if m in sys.modules]
+                seen["loaded"] = [m for m in ("checks.judge.gpu_reference", "autograder.gpu.preflight") if m in sys.modules]
                 seen["import_dynamo"] = kwargs.get("import_dynamo", False)
             return real_start(*args, **kwargs)
         sandbox.start_zygote = start_zygote
@@ -375,5 +375,5 @@ def test_nothing_touches_cuda_before_the_zygote_forks(tmp_path: Path) -> None:
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["status"] == 0 and "before_fork" in seen, seen  # the real command reached the fork
     assert seen["before_fork"] == []
-    assert seen["loaded"] == ["checks.gpu_reference", "autograder.gpu.preflight"] and seen["import_dynamo"] is True
+    assert seen["loaded"] == ["checks.judge.gpu_reference", "autograder.gpu.preflight"] and seen["import_dynamo"] is True
     assert seen["after"] == ["is_available"]  # the spies do record

@@ -73,7 +73,7 @@ def test_results_are_byte_identical_across_runs(tmp_path: Path, graded_examples:
 
 
 def test_every_graded_test_has_exactly_one_rubric_item() -> None:
-    from checks import harness  # noqa: F401 - makes `checks` importable for collection
+    from checks.runners import harness  # noqa: F401 - makes `checks` importable for collection
 
     collected = judge.run_suites(None, rubric.ITEMS + rubric.GPU_ITEMS, collect_only=True)
     names = {item.test for item in rubric.ITEMS + rubric.GPU_ITEMS}

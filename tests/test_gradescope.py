@@ -29,7 +29,7 @@ def test_zip_layout(autograder_zip: Path) -> None:
     names = zipfile.ZipFile(autograder_zip).namelist()
     assert {"setup.sh", "run_autograder", "requirements.txt"} <= set(names)
     assert any(n.startswith("autograder/hidden/test_") for n in names)
-    assert any(n.startswith("assignment/checks/test_public") for n in names)
+    assert any(n.startswith("checks/test_public") for n in names)
     assert not any(n.startswith(("solutions/", "tests/", "examples/")) for n in names)
     setup = zipfile.ZipFile(autograder_zip).read("setup.sh").decode()
     assert zipfile.ZipFile(autograder_zip).getinfo("run_autograder").external_attr >> 16 & 0o111
@@ -40,7 +40,7 @@ def test_zip_layout(autograder_zip: Path) -> None:
     assert f"${{{TORCH_INDEX_ENV}:-{TORCH_CPU_INDEX}}}" in setup and TORCH_CPU_INDEX.endswith("/whl/cpu")
     assert setup.rstrip().endswith('"$VENV/bin/python" -m compileall -q "$SOURCE"')  # after the installs
     run = zipfile.ZipFile(autograder_zip).read("run_autograder").decode()
-    assert 'exec "$AUTOGRADER_ROOT/venv/bin/python" -m autograder.packaging.gradescope run' in run
+    assert 'exec "$AUTOGRADER_ROOT/venv/bin/python" -m autograder.platforms.gradescope' in run
 
 
 def test_zip_requirements_are_pyprojects_pins(autograder_zip: Path, tmp_path: Path) -> None:

@@ -458,7 +458,7 @@ def test_gradescope_refuses_below_amp_min_isolation_with_a_results_file(tmp_path
     (tmp_path / "results").mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "AUTOGRADER_ROOT": str(tmp_path),
            confine.MIN_ISOLATION_ENV: "namespaces"}
-    done = subprocess.run(MODES["docker"] + [sys.executable, "-m", "autograder.packaging.gradescope", "run"], cwd=ROOT,
+    done = subprocess.run(MODES["docker"] + [sys.executable, "-m", "autograder.platforms.gradescope"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "results" / "results.json").read_text())

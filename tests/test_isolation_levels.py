@@ -136,7 +136,7 @@ from pathlib import Path
 sys.path[:0] = [{root!r}, {root!r} + "/assignment"]
 from autograder.engine import sandbox
 sandbox.start_zygote()
-from checks import harness
+from checks.runners import harness
 runner = sandbox.SandboxRunner(Path({submission!r}), limits=sandbox.Limits(call_seconds=30, import_seconds=30))
 runner.begin_test("t")
 args = {{"world": {{"optimizers": [{{"groups": [[2]]}}], "device": "cpu"}}, "ops": [{{"op": "new"}}, {{"op": "observe"}}]}}

@@ -19,7 +19,7 @@ from typing import Iterator
 import pytest
 
 from autograder.engine import intake, sandbox
-from checks.harness import SubmissionFault
+from checks.runners.harness import SubmissionFault
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
 

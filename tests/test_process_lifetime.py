@@ -36,7 +36,7 @@ from pathlib import Path
 sys.path[:0] = [{root!r}, {root!r} + "/assignment"]
 from autograder.engine import intake, sandbox
 zygote = sandbox.start_zygote()
-from checks import harness
+from checks.runners import harness
 limits = dataclasses.replace(sandbox.default_limits(), import_seconds={import_seconds}, submission_seconds=900)
 staged = intake.stage(Path({submission!r}))  # as the grader does: where the student process's uid may read
 runner = sandbox.SandboxRunner(staged.folder, limits=limits)
@@ -134,6 +134,7 @@ TERMINATED_TWICE = '''
 import os, signal, sys, time
 sys.path[:0] = [{root!r}]
 from autograder.batch import worker
+from autograder.engine import grader
 
 class Runner:  # stands for the submission being graded when the batch dies
     def close(self):
@@ -144,7 +145,7 @@ class Runner:  # stands for the submission being graded when the batch dies
         with open({log!r}, "a") as stream:
             stream.write("closed\\n")
 
-worker._CURRENT["runner"] = Runner()
+grader.CURRENT["runner"] = Runner()
 signal.signal(signal.SIGTERM, worker._on_terminate)
 os.kill(os.getpid(), signal.SIGTERM)
 time.sleep(30)

@@ -1,6 +1,6 @@
 """The judge's reply check (autograder/engine/replies.py): exact count, order, keys and JSON types per op kind.
 
-A reply produced by the grader's own observation code (checks.harness, run here with
+A reply produced by the grader's own observation code (checks.runners.harness, run here with
 torch's GradScaler) passes; each way a forged or broken reply can differ from it (a result
 missing, two results swapped, a key added or dropped, an int where a float belongs, a bool
 where an int belongs...) is named, never accepted.
@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pytest
 
 from autograder.engine import replies
-from checks import harness
+from checks.runners import harness
 
 Json = Any
 

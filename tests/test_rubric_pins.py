@@ -25,7 +25,7 @@ from hypothesis import given, settings, strategies as st
 
 from autograder.diagnosis import words
 from autograder.engine import budget, judge, results, rubric, sandbox, zygote
-from checks import behaviours, expect, scenarios
+from checks.judge import behaviours, expect, cases
 from conftest import ROOT
 
 #: (number, test function, points, suite) of every CPU row, in the rubric's order (90 points).
@@ -164,7 +164,7 @@ class _Replies:
 
 
 #: One optimizer with one 2-element parameter: new scaler, read the parameters, observe (scale, tracker).
-SCENARIO: dict[str, Any] = {"world": scenarios.world([[[2]]]),
+SCENARIO: dict[str, Any] = {"world": cases.world([[[2]]]),
                             "ops": [{"op": "new", "kwargs": {"init_scale": 3.0}}, {"op": "params", "opt": 0},
                                     {"op": "observe"}]}
 
@@ -176,7 +176,7 @@ def _answers(param: float, scale: float, tracker: int = 0) -> list[dict[str, Any
 def _judged(monkeypatch: pytest.MonkeyPatch, reference: list[dict[str, Any]], student: list[dict[str, Any]],
             powers_of_two: bool) -> bool:
     """Whether row 1.11's check passes ``student``'s answers against ``reference`` (torch's answers)."""
-    monkeypatch.setattr(scenarios, "torch_results", lambda args: reference)
+    monkeypatch.setattr(cases, "torch_results", lambda args: reference)
     try:
         behaviours.matches_torch(_Replies(student), SCENARIO, powers_of_two=powers_of_two)
     except AssertionError as failure:  # how a check fails (expect.fail)

@@ -1,10 +1,10 @@
 """pytest plugin shared by the public checks and the hidden grading suite.
 
 It provides the ``student`` fixture: an object with ``run(scenario, args)`` that
-executes a scenario of :mod:`checks.harness` against the submission and returns
+executes a scenario of :mod:`checks.runners.harness` against the submission and returns
 plain data, plus ``source(module)`` for static checks.  The submission's files never run
 in pytest's process: locally (a student running ``python -m pytest`` in ``assignment/``)
-each set of files runs in a student process of its own (:mod:`checks.student_process`); in
+each set of files runs in a student process of its own (:mod:`checks.student.serve`); in
 the autograder a judge plugin registered as ``amp-judge`` supplies a runner that executes
 it in an isolated, confined student process.
 
@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
-from checks import diagnose, harness, student_process
+from checks.judge import diagnose
+from checks.runners import harness
+from checks.student import serve
 
 settings.register_profile(
     "grading",
@@ -65,13 +67,13 @@ SUBMISSION_ENV = "AMP_SUBMISSION"
 
 
 class LocalRunner:
-    """Runs scenarios in student processes of its own (:mod:`checks.student_process`), one per set of
+    """Runs scenarios in student processes of its own (:mod:`checks.student.serve`), one per set of
     files, as the grader does (without its sandbox): this process is the judge and never imports the
     submission's files."""
 
     def __init__(self, root: Path) -> None:
         self.submission = harness.Submission(root)
-        self._processes: dict[tuple[str, ...], student_process.LocalProcess] = {}
+        self._processes: dict[tuple[str, ...], serve.LocalProcess] = {}
 
     def __repr__(self) -> str:
         return f"student({self.submission.root.name})"
@@ -79,10 +81,10 @@ class LocalRunner:
     def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
         if scenario == "answers":  # parsed here, never run
             return harness.read_answers(self.submission)
-        modules = student_process.files_needed(scenario, args)
+        modules = serve.files_needed(scenario, args)
         process = self._processes.get(modules)
         if process is None:
-            process = self._processes[modules] = student_process.LocalProcess(self.submission.root, modules)
+            process = self._processes[modules] = serve.LocalProcess(self.submission.root, modules)
         reply = process.call(scenario, json.loads(json.dumps(args)))
         if reply is None:
             del self._processes[modules]
@@ -121,7 +123,7 @@ def student(request: pytest.FixtureRequest) -> Any:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """A public check that fails locally the way a catalogued mistake does also names the mistake.
 
-    The line is the grader's (:mod:`checks.diagnose`); it is shown under the failure, and with
+    The line is the grader's (:mod:`checks.judge.diagnose`); it is shown under the failure, and with
     ``--junitxml`` it is the test case's ``<property name="likely_mistake">`` (:data:`diagnose.JUNIT_PROPERTY`),
     which the notebook's ``grader.check`` adds to its message.  Only when run by a student (the grader adds
     its own line to the row's feedback).

@@ -36,7 +36,7 @@ takes nothing that process computes, times or counts as a grade: only effects it
 
 The references of 4.2 and 4.3 (the unscaled baseline, ``GradScaler("cuda")``) never run in the
 process that runs your code: here they run in this process, in the grader in a separate trusted
-process (:mod:`checks.gpu_reference`).
+process (:mod:`checks.judge.gpu_reference`).
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checks import expect, gpu_reference, gpu_scenarios, probes, scenarios
+from checks.judge import expect, gpu_reference, cases
+from checks.runners import gpu_runs, probes
 
 pytestmark = pytest.mark.gpu
 
@@ -77,7 +78,7 @@ def device(student: Any) -> str:
     given = getattr(student, "device", None)
     if given:
         return str(given)
-    if gpu_scenarios.dry_mode():
+    if gpu_runs.dry_mode():
         return "cpu"
     if not torch.cuda.is_available():
         pytest.skip("GPU check: needs an NVIDIA GPU with CUDA, and torch.cuda.is_available() is False here. "
@@ -93,10 +94,10 @@ def reference(student: Any) -> Any:
 
 def answered(got: Any) -> Any:
     """The student process's answer; GraderFault (not the student's failure) when the grader's side of
-    the scenario failed on the device there (see checks.gpu_scenarios)."""
+    the scenario failed on the device there (see checks.runners.gpu_runs)."""
     if isinstance(got, dict) and "grader_fault" in got:
         fault = got["grader_fault"]
-        raise gpu_scenarios.GraderFault(f"the grader's side of the scenario failed in the student process "
+        raise gpu_runs.GraderFault(f"the grader's side of the scenario failed in the student process "
                                         f"({fault['type']}: {fault['message']})\n{fault['trace']}")
     return got
 
@@ -131,7 +132,7 @@ def speed_summary(cfg: dict[str, Any], fp32: list[tuple[float, float, float]], a
     lines = [f"Measured by the grader, outside your process: the wall time of each call's round trip ({cfg['steps']} "
              f"training steps from a fresh seed, building the data and model, copying the weights out), and the "
              f"loss of the copied-out weights on the grader's own evaluation batch "
-             f"({gpu_scenarios.EVAL_ROWS} examples, computed in float32 on the grader's CPU). TF32 is off in the "
+             f"({gpu_runs.EVAL_ROWS} examples, computed in float32 on the grader's CPU). TF32 is off in the "
              "float32 runs."]
     for index, (seconds, loss, initial) in enumerate(fp32):
         line = f"run {index + 1}: float32 {_s(seconds)}, loss {loss:.4g} (from {initial:.4g} before training)"
@@ -146,8 +147,8 @@ def speed_summary(cfg: dict[str, Any], fp32: list[tuple[float, float, float]], a
 
 
 def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str, reference: Any) -> None:
-    cfg = gpu_scenarios.speed_config(device)
-    kind = gpu_scenarios.device_type(device)
+    cfg = gpu_runs.speed_config(device)
+    kind = gpu_runs.device_type(device)
     dry = kind != "cuda"
     seeds = fresh_seeds(1 + int(cfg["repeats"]))
     warm_up = {**cfg, "seed": seeds[0], "steps": int(cfg["warmup"])}
@@ -158,11 +159,11 @@ def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str, reference: 
     warm, timed = timed_series(student, "gpu_train_fp32", warm_up, runs)  # no student code in that process
     fp32: list[tuple[float, float, float]] = []
     for args, (got, seconds) in [(warm_up, (warm, 0.0)), *zip(runs, timed)]:
-        weights = gpu_scenarios.decode_weights(args, got.get("weights")) if "ok" in got else str(got)[:1000]
+        weights = gpu_runs.decode_weights(args, got.get("weights")) if "ok" in got else str(got)[:1000]
         if isinstance(weights, str):
             raise RuntimeError(f"the float32 baseline run failed (no student code runs in its process): {weights}")
         if args is not warm_up:
-            fp32.append((seconds, gpu_scenarios.evaluation_loss(args, weights), gpu_scenarios.evaluation_loss(args)))
+            fp32.append((seconds, gpu_runs.evaluation_loss(args, weights), gpu_runs.evaluation_loss(args)))
     for _, loss, initial in fp32:
         if not loss < 0.5 * initial:
             raise RuntimeError(f"the float32 baseline did not learn (loss {loss:.4g} from {initial:.4g}): 4.1 cannot "
@@ -176,12 +177,12 @@ def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str, reference: 
     amp: list[tuple[float, float]] = []
     for args, (got, seconds) in [(warm_up, (warm, 0.0)), *zip(runs, timed)]:
         expect.ok_or_fail(got, what)
-        weights = gpu_scenarios.decode_weights(args, got.get("weights"))
+        weights = gpu_runs.decode_weights(args, got.get("weights"))
         if isinstance(weights, str):
             expect.fail(f"{what}but after training {weights}: the grader computes the loss from the model's "
                         "parameters, which must stay plain float32 torch.nn.Parameter objects.")
         if args is not warm_up:
-            amp.append((seconds, gpu_scenarios.evaluation_loss(args, weights)))
+            amp.append((seconds, gpu_runs.evaluation_loss(args, weights)))
     summary = speed_summary(cfg, fp32, amp, dry)
     print(f"\n{summary}")
     for index, ((_, loss32, initial), (_, loss)) in enumerate(zip(fp32, amp)):
@@ -210,13 +211,13 @@ def _weight_loss(args: dict[str, Any], weight: Any) -> float | None:
 
 
 def test_gpu_underflow_needs_the_scaler(student: Any, device: str, reference: Any) -> None:
-    args = gpu_scenarios.underflow_args(device)
+    args = gpu_runs.underflow_args(device)
     baseline = reference.call("underflow_baseline", args)  # trusted: no scaler, no student code
     unscaled = _weight_loss(args, baseline.get("final_weight"))
     if unscaled is None or not unscaled > 1e-11:
         raise RuntimeError(f"the unscaled float16 baseline did not stall on {device} (final loss {unscaled}): "
                            "the underflow check cannot tell a scaler's effect here")
-    kind = gpu_scenarios.device_type(device)
+    kind = gpu_runs.device_type(device)
     what = (f"We trained the underflow task (linear regression onto targets x 1e-4, float16 autocast on {kind}) for "
             f"{args['steps']} steps with your amp_step and torch.amp.GradScaler({kind!r}, growth_interval=20)")
     result = answered(student.run("gpu_underflow", args, timeout=120))
@@ -236,11 +237,11 @@ def test_gpu_underflow_needs_the_scaler(student: Any, device: str, reference: An
 @given(powers_of_two=st.booleans(), data=st.data())
 def test_gpu_toy_scaler_matches_cuda_gradscaler(student: Any, device: str, reference: Any, powers_of_two: bool,
                                                data: st.DataObject) -> None:
-    scenario = data.draw(scenarios.generated_scenarios(powers_of_two))
+    scenario = data.draw(cases.generated_scenarios(powers_of_two))
     scenario["world"]["device"] = device
     expected = reference.call("scaler_ops", scenario)  # torch's GradScaler, never in the student's process
     got = answered(student.run("gpu_scaler_ops", scenario))
-    kind = gpu_scenarios.device_type(device)
+    kind = gpu_runs.device_type(device)
     what = (f"With every parameter, gradient and scaled tensor on {kind!r} (add device={kind!r} to each tensor below), "
             f"your scaler must behave exactly like torch.amp.GradScaler({kind!r}): the same scale, tracker and skipped "
             "steps (exactly for power-of-two factors, to 1e-6 otherwise), parameters to 1e-6.")

@@ -2,7 +2,7 @@
 
 Each row is judged on what ``amp_step`` *does*: the parameters, gradients, scaler state and
 returned loss after every call, compared with a correct ``amp_step`` run on the same inputs
-(see ``checks/amp_reference.py``).  What your code called is shown to explain a failure.
+(see ``checks/judge/amp_reference.py``).  What your code called is shown to explain a failure.
 
 Every graded behaviour has a public example here; the grader's hidden test of a behaviour
 has the same name (the two share the row's points) and only tries other inputs.  The
@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from checks import amp_reference, expect, probes
+from checks.judge import amp_reference, expect
+from checks.runners import probes
 
 CALL = "amp_step(model, inputs, targets, loss_fn, optimizer, scaler, device_type='cpu', dtype=torch.{dtype}{extra})"
 

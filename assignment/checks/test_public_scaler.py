@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checks import behaviours, expect, scenarios
+from checks.judge import behaviours, expect, cases
 
 
-@pytest.mark.parametrize("kwargs", scenarios.BAD_CONSTRUCTOR_KWARGS, ids=lambda kw: expect.kwargs_text(kw))
+@pytest.mark.parametrize("kwargs", cases.BAD_CONSTRUCTOR_KWARGS, ids=lambda kw: expect.kwargs_text(kw))
 def test_constructor_rejects_bad_arguments(student: Any, kwargs: dict[str, Any]) -> None:
-    args = {"world": scenarios.world([[[1]]]), "ops": [{"op": "new", "kwargs": kwargs}]}
+    args = {"world": cases.world([[[1]]]), "ops": [{"op": "new", "kwargs": kwargs}]}
     [result] = student.run("scaler_ops", args)
     if not expect.raised(result, "ValueError"):
         expect.mismatch(args, 0, "raise ValueError", result,
@@ -28,26 +28,26 @@ def test_constructor_rejects_bad_arguments(student: Any, kwargs: dict[str, Any])
 
 @given(loss=st.sampled_from([1.5, 2.0, 100.0, 60000.0, [60000.0, 1.0], [0.5, 3.0]]))
 def test_scale_returns_float32_without_overflow(student: Any, loss: Any) -> None:
-    args = {"world": scenarios.world([[[1]]]),
+    args = {"world": cases.world([[[1]]]),
             "ops": [{"op": "new", "kwargs": {"init_scale": 2.0**16}},
                     {"op": "scale", "values": [loss], "dtype": "float16"}]}
-    expect.check_results(args, scenarios.torch_results(args), student.run("scaler_ops", args),
+    expect.check_results(args, cases.torch_results(args), student.run("scaler_ops", args),
                          what="scale() must multiply by the scale held as a 0-dim float32 tensor: a 0-dim float16 "
                               "loss comes back float32 (no overflow above 65504); a float16 tensor with dimensions "
                               "keeps its dtype (torch's type promotion).")
 
 
-@given(scale=scenarios.power_of_two_scales, data=st.data())
+@given(scale=cases.power_of_two_scales, data=st.data())
 def test_unscale_divides_grads_in_place(student: Any, scale: float, data: st.DataObject) -> None:
     sizes = [2, 3, 1]
-    grads = [data.draw(scenarios.grad_values(size, allow_special=False)) for size in sizes]
+    grads = [data.draw(cases.grad_values(size, allow_special=False)) for size in sizes]
     if all(g is None for g in grads):
         grads[0] = [1.0, 2.0]
-    args = {"world": scenarios.world([[sizes]]),
+    args = {"world": cases.world([[sizes]]),
             "ops": [{"op": "new", "kwargs": {"init_scale": scale}},
                     {"op": "grads", "opt": 0, "values": grads},
                     {"op": "unscale_", "opt": 0}, {"op": "step", "opt": 0}, {"op": "grads_of", "opt": 0}]}
-    expect.check_results(args, scenarios.torch_results(args), student.run("scaler_ops", args),
+    expect.check_results(args, cases.torch_results(args), student.run("scaler_ops", args),
                          only=["unscale_", "grads_of"],
                          what="unscale_() must multiply every existing .grad by the float32 reciprocal of the scale, "
                               "in place (same tensor objects), skipping None grads; step() after it must not "
@@ -60,7 +60,7 @@ def test_step_is_skipped_on_inf_or_nan(student: Any) -> None:
     behaviours.skipped_step(student, [2, 1], math.inf, "clip")  # ... and the gradients were clipped before step()
 
 
-@given(kwargs=scenarios.scaler_kwargs(), runs=scenarios.optimizer_runs(2, max_overflowing=1))
+@given(kwargs=cases.scaler_kwargs(), runs=cases.optimizer_runs(2, max_overflowing=1))
 def test_update_rule_one_optimizer(student: Any, kwargs: dict[str, Any], runs: list[list[int]]) -> None:
     behaviours.backoff(student, kwargs, runs, opts=2)
 
@@ -91,7 +91,7 @@ def test_one_backoff_per_update(student: Any) -> None:
 
 
 def test_matches_torch_gradscaler(student: Any) -> None:
-    w = scenarios.world([[[2], [1]], [[3]]])
+    w = cases.world([[[2], [1]], [[3]]])
     ops: list[dict[str, Any]] = [{"op": "new", "kwargs": {"init_scale": 4.0, "growth_interval": 2}}]
     for grads0 in ([[1.0, -2.0], None], [[math.nan, 1.0], [3.0]], [[0.5, 0.25], [1.0]]):
         ops += [{"op": "scale", "values": [1.5], "dtype": "float16"},

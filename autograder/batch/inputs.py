@@ -31,7 +31,7 @@ from typing import Any, Iterable
 
 from autograder.engine import intake
 
-#: The contract's file names (``checks.harness.CONTRACT_FILES``; a test keeps them equal).
+#: The contract's file names (``checks.runners.harness.CONTRACT_FILES``; a test keeps them equal).
 CONTRACT_FILES = intake.WANTED
 METADATA = "submission_metadata.yml"
 IGNORED = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints", ".DS_Store"}

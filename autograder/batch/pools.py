@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from autograder.engine import budget, plan_cache
+import autograder
 from autograder import ROOT
 from autograder.engine.files import kill_uid
 from autograder.batch.inputs import Submission
@@ -49,7 +50,11 @@ class UsageError(Exception):
 
 def _worker_env() -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    # Workers import the very packages this process did, from wherever they are (a checkout, site-packages).
+    import checks
+
+    roots = list(dict.fromkeys(str(Path(module.__file__).resolve().parent.parent) for module in (autograder, checks)))
+    env["PYTHONPATH"] = os.pathsep.join(roots + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     return env
 
@@ -355,7 +360,7 @@ class SlurmPool:
             import submitit
         except ImportError:
             raise UsageError("--executor slurm needs submitit: pip install -e '.[slurm]'") from None
-        from autograder.batch import worker
+        from autograder.batch import slurm_chunk
 
         self.inbox.mkdir(parents=True, exist_ok=True)
         for stale in self.inbox.glob(".*"):
@@ -381,7 +386,7 @@ class SlurmPool:
 
             with sbatch_chatter():  # submitit echoes sbatch's stderr; the one-line message below says it
                 try:
-                    jobs = executor.map_array(worker.grade_chunk, payloads, [str(self.inbox)] * len(chunks),
+                    jobs = executor.map_array(slurm_chunk.grade_chunk, payloads, [str(self.inbox)] * len(chunks),
                                               [self.hide] * len(chunks), [self.limits] * len(chunks), uids)
                 except submitit.core.utils.FailedJobError as exc:  # sbatch refused the array
                     raise UsageError(rejection_message(exc, self.parameters)) from None

@@ -35,7 +35,7 @@ from typing import Any, Sequence
 
 from autograder.batch import inputs, regrade, summary
 from autograder.diagnosis import report as class_report
-from autograder.engine import fingerprint, plan_cache, rubric
+from autograder.engine import fingerprint, grader, rubric
 from autograder import ROOT
 from autograder.engine.escape import strip_controls
 from autograder.batch.inputs import Submission
@@ -43,7 +43,7 @@ from autograder.batch.ledger import Entry, Ledger
 from autograder.batch.pools import GraderFault, LocalPool, SlurmPool, UsageError
 
 #: Besides the engine and the public and hidden tests (:mod:`autograder.engine.fingerprint`), what decides a grade.
-GRADER_FILES = (ROOT / "autograder" / "batch" / "worker.py",)
+GRADER_FILES = (ROOT / "autograder" / "batch" / "worker.py", ROOT / "autograder" / "batch" / "slurm_chunk.py")
 
 @dataclass
 class Options:
@@ -67,22 +67,6 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
         return max(1, os.cpu_count() or 1)
-
-
-def private_paths(out: Path, extra: Sequence[Path] = ()) -> tuple[str, ...]:
-    """Folders a student process must not see (covered by empty mounts where possible)."""
-    candidates = [ROOT / "autograder", ROOT / "solutions", ROOT / "tests", out, Path("/autograder/results"),
-                  Path("/autograder/source/autograder"), plan_cache.cache_dir(), *extra]
-    return tuple(sorted({str(p.resolve()) for p in candidates if _reachable(p)}))
-
-
-def _reachable(path: Path) -> bool:
-    """Whether ``path`` exists for the grading user.  A path it may not even look at (someone else's cache named
-    by ``$AMP_PLAN_CACHE``) needs no hiding: student processes run with no more rights than the grader."""
-    try:
-        return path.exists()
-    except OSError:  # PermissionError above all (Path.exists only swallows "not found" before Python 3.12)
-        return False
 
 
 def grader_fingerprint(limits: dict[str, Any]) -> str:
@@ -189,13 +173,11 @@ def check_isolation(cli_value: str | None) -> str:
     from autograder.engine import confine
 
     try:
-        required = confine.required_level(cli_value)
+        reached = grader.check_isolation(cli_value)
     except ValueError as exc:
         raise UsageError(f"{exc} (from --min-isolation or ${confine.MIN_ISOLATION_ENV})") from None
-    reached = confine.probe_level()
-    refused = confine.refusal(reached, required) if required else None
-    if refused:
-        raise UsageError(refused)
+    except grader.IsolationRefused as refused:
+        raise UsageError(str(refused)) from None
     print(f"isolation level for student code here: {reached}", file=sys.stderr)
     return reached
 
@@ -208,18 +190,18 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
         raise UsageError(str(exc)) from None
     for note in found.notes:
         print(f"note: {strip_controls(note)}", file=sys.stderr)  # names from the input: no escape codes
-    grader = grader_fingerprint(options.limits)
+    version = grader_fingerprint(options.limits)  # of the grader: a change regrades
     digests = {s.name: inputs.content_digest(s.path) for s in found.submissions}
     ledger = Ledger(out / "ledger.sqlite")
     try:
         known = ledger.keys()
         errored = {e.name for e in ledger.entries() if e.status == "errored"} if options.retry_errored else set()
         todo = [(s, digests[s.name]) for s in found.submissions
-                if options.force or known.get(s.name) != (digests[s.name], grader) or s.name in errored]
+                if options.force or known.get(s.name) != (digests[s.name], version) or s.name in errored]
         why = collections.Counter(
             "forced" if options.force else "new" if s.name not in known
             else "changed since their last grading" if known[s.name][0] != d
-            else "graded by another version of the grader or limits" if known[s.name][1] != grader
+            else "graded by another version of the version or limits" if known[s.name][1] != version
             else "not graded last time" for s, d in todo)
         reasons = ", ".join(f"{count} {reason}" for reason, count in why.items() if reason != "new" or len(why) > 1)
         jobs = min(options.jobs or default_jobs(), max(1, len(todo)))
@@ -227,8 +209,8 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
         print(f"{len(found.submissions)} submission(s): {len(found.submissions) - len(todo)} already graded, "
               f"{len(todo)} to grade{f' ({reasons})' if reasons else ''}{where}.",
               flush=True)
-        regrade.keep_previous_gradebook(out, any(s.name in known and known[s.name][1] != grader for s, _ in todo),
-                                        grader)
+        regrade.keep_previous_gradebook(out, any(s.name in known and known[s.name][1] != version for s, _ in todo),
+                                        version)
         if len(found.submissions) >= summary.HISTOGRAM_MIN_SUBMISSIONS:
             summary.preload_plotting()  # overlaps with grading
         enabled = sys.stdout.isatty() if options.progress is None else options.progress
@@ -236,7 +218,7 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
 
         def finish(submission: Submission, digest: str, outcome: dict[str, Any], attempts: int) -> None:
             data = outcome["results"]
-            entry = Entry(submission.name, digest, grader, outcome["status"], float(data.get("score", 0.0)),
+            entry = Entry(submission.name, digest, version, outcome["status"], float(data.get("score", 0.0)),
                           float(rubric.max_points()), data, str(outcome.get("reason") or ""),
                           str(outcome.get("staff_log") or ""), submission.source, float(outcome.get("seconds") or 0),
                           attempts)
@@ -244,10 +226,10 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
             summary.write_submission_files(out, submission, entry)
             view.finished(entry)
 
-        hide = private_paths(out)
+        hide = grader.private_paths(out)
         try:
             if todo and options.executor == "slurm":
-                SlurmPool(out, hide, options.limits, grader, options.slurm).run(todo, finish)
+                SlurmPool(out, hide, options.limits, version, options.slurm).run(todo, finish)
             elif todo:
                 LocalPool(out, jobs, hide, options.limits, options.max_per_worker).run(todo, finish)
         finally:

@@ -34,9 +34,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     entries = [e for e in catalogue.BUGS if not wanted or e.name in wanted]
     entries += [e for e in catalogue.VARIANTS if "all" in variants or e.name in variants]
 
-    from autograder.engine.sandbox import start_zygote
+    from autograder.engine import grader
 
-    start_zygote()  # before pytest and the hidden tests are imported
+    grader.start()
     from autograder.diagnosis import table
     from autograder.engine import plan
 

@@ -1,6 +1,6 @@
 """The grader's side of the diagnosis: match each failing row, add its line, report it to staff.
 
-The matching rule is :func:`checks.diagnose.match_test` (shared with the public checks): a failing
+The matching rule is :func:`checks.judge.diagnose.match_test` (shared with the public checks): a failing
 row is diagnosed as a catalogued bug only when its answers on every case of the row are exactly that
 bug's (or one group of listed twins'), every call was answered, and the bug is known to fail the row.
 Anything less gives no diagnosis: a wrong diagnosis is worse than none.
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from autograder.diagnosis.table import Table, case_digest, current_table
-from checks.diagnose import match_test
+from checks.judge.diagnose import match_test
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from typing import Any, Sequence
 from autograder.diagnosis import words
 from autograder.engine.escape import html_text
 from autograder.engine.files import csv_text, write_bytes_atomic
-from checks.diagnose import LINE_START
+from checks.judge.diagnose import LINE_START
 
 HTML_NAME, ITEMS_NAME, MISTAKES_NAME = "report.html", "items.csv", "mistakes.csv"
 ITEMS_HEADER = ["test", "max_score", "pass_rate", "discrimination"]

@@ -12,8 +12,8 @@ reveals neither the hidden inputs nor the answers; the table is still kept besid
 hidden tests.  Per case the table holds the reference's digest and the digest of every bug that
 answers differently (a bug absent there answers like the reference).
 
-The students' table (``--public``: :data:`checks.diagnose.STUDENT_TABLE`) keeps the public tests only and
-also their recorded calls (public inputs), so the public checks can replay them (:mod:`checks.diagnose`).
+The students' table (``--public``: :data:`checks.judge.diagnose.STUDENT_TABLE`) keeps the public tests only and
+also their recorded calls (public inputs), so the public checks can replay them (:mod:`checks.judge.diagnose`).
 
 The grader's table is rebuilt from the code at build time (``python -m autograder.diagnosis build``), never
 committed: scenario replies change with the checks.  The students' table is built by ``make student`` and
@@ -34,22 +34,23 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from autograder import ROOT
 from autograder.diagnosis import words
-from checks.diagnose import UNANSWERED, CaseDigests, Table, digest  # noqa: F401 - this module's API too
+from autograder.engine import locations
+from checks.judge.diagnose import UNANSWERED, CaseDigests, Table, digest  # noqa: F401 - this module's API too
 
 if TYPE_CHECKING:  # importing the plan imports pytest: the build starts the sandbox's zygote first
     from autograder.engine import plan as call_plan
 
 TABLE_ENV = "AMP_DIAGNOSIS"  # a table's path, or "off"
-SHIPPED = ROOT / "autograder" / "hidden" / "diagnosis.json"
-CATALOGUE = ROOT / "tests" / "catalogue" / "catalogue.py"
-#: The students' table as released: where ``make student`` writes it, committed (``checks.diagnose.STUDENT_TABLE``
+SHIPPED = locations.SHIPPED_TABLE
+CATALOGUE = locations.CATALOGUE
+#: The students' table as released: where ``make student`` writes it, committed (``checks.judge.diagnose.STUDENT_TABLE``
 #: is where the checks read it, ``$AMP_STUDENT_DIAGNOSIS`` honoured).
 RELEASED_TABLE = ROOT / "assignment" / "checks" / "diagnosis.json"
 
 
 def source_files() -> list[Path]:
     """What a table's digests depend on: the checks' scenarios, the reference, the catalogue, the words."""
-    return sorted([*(ROOT / "assignment" / "checks").glob("*.py"), *(ROOT / "solutions").glob("*.py"),
+    return sorted([*(ROOT / "assignment" / "checks").rglob("*.py"), *(ROOT / "solutions").glob("*.py"),
                    *(ROOT / "tests" / "catalogue").rglob("*.py"), ROOT / "autograder" / "diagnosis" / "words.py"])
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from checks import diagnose
+from checks.judge import diagnose
 
 STUDENT_WORDS: dict[str, str] = {
     # Task 1: the update rule

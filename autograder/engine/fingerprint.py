@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-from autograder import ROOT
+from autograder.engine import locations
 
 #: Environment switches that change grades (also the project's own test switches: never set for real grading).
 SETTINGS_ENV = ("AMP_HIDDEN_VISIBILITY", "AMP_GPU_POINTS", "AMP_PUBLIC_TESTS", "AMP_HIDDEN_TESTS",
@@ -28,9 +28,9 @@ LIBRARIES = ("torch", "hypothesis", "pytest")
 
 def grader_files() -> list[Path]:
     """The engine's code and the public and hidden tests (``$AMP_PUBLIC_TESTS``/``$AMP_HIDDEN_TESTS`` honoured)."""
-    public = Path(os.environ.get("AMP_PUBLIC_TESTS") or ROOT / "assignment" / "checks")
-    hidden = Path(os.environ.get("AMP_HIDDEN_TESTS") or ROOT / "autograder" / "hidden")
-    engine = ROOT / "autograder" / "engine"
+    public = Path(os.environ.get("AMP_PUBLIC_TESTS") or locations.PUBLIC_CHECKS)
+    hidden = Path(os.environ.get("AMP_HIDDEN_TESTS") or locations.HIDDEN_TESTS)
+    engine = locations.ENGINE
     files = [path for path in sorted(engine.rglob("*")) if path.suffix in (".py", ".ini")]
     return files + sorted(public.rglob("*.py")) + sorted(hidden.rglob("*.py"))
 

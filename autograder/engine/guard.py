@@ -1,7 +1,7 @@
 """The audit hook of a student process: a fallback for the OS layers, where the machine lacks them.
 
 No grade rests on anything inside the student process: the judge recomputes every effect, and
-:mod:`checks.absence` takes torch's scaler out of the processes that run ``loss_scaler.py``.
+:mod:`checks.student.absence` takes torch's scaler out of the processes that run ``loss_scaler.py``.
 What remains worth refusing there is what would leak, escape or undo that absence, and the OS
 layers (:mod:`autograder.engine.confine`: namespaces, Landlock, seccomp) refuse it first where
 the kernel allows them.  This PEP 578 hook, armed after the sandbox has dropped privileges and
@@ -13,7 +13,7 @@ level, for machines where those layers are missing (isolation levels ``seccomp``
 * sockets (the network);
 * opening files outside the submission, the scratch folder and the interpreter's own folders
   (the grader's hidden tests and other submissions), torch's scaler sources in Task 1's processes
-  (:func:`checks.absence.scaler_sources`), and writing anywhere but scratch.
+  (:func:`checks.student.absence.scaler_sources`), and writing anywhere but scratch.
 
 A refused call raises :class:`Refused`, whose message names the call; the scenario then fails
 with that message like any other exception of the submission.  What this cannot stop (native

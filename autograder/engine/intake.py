@@ -27,7 +27,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-#: The contract's file names (``checks.harness.CONTRACT_FILES``, which imports torch: the batch's main process
+#: The contract's file names (``checks.runners.harness.CONTRACT_FILES``, which imports torch: the batch's main process
 #: must not; a test keeps them equal).
 WANTED = ("loss_scaler.py", "amp_step.py", "answers.py")
 MAX_FILE_BYTES = 1 * 2**20

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -27,17 +26,17 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from autograder.engine import rubric, strings
+from autograder.engine import locations, rubric, strings
 from autograder import ROOT
 
 try:
     BaseExceptionGroup
 except NameError:  # Python 3.10: hypothesis depends on the backport
     from exceptiongroup import BaseExceptionGroup
-from checks.harness import SubmissionFault
+from checks.runners.harness import SubmissionFault
 
-PUBLIC_DIR = Path(os.environ.get("AMP_PUBLIC_TESTS", ROOT / "assignment" / "checks"))
-HIDDEN_DIR = Path(os.environ.get("AMP_HIDDEN_TESTS", ROOT / "autograder" / "hidden"))
+PUBLIC_DIR = Path(os.environ.get("AMP_PUBLIC_TESTS") or locations.PUBLIC_CHECKS)
+HIDDEN_DIR = Path(os.environ.get("AMP_HIDDEN_TESTS") or locations.HIDDEN_TESTS)
 INI = Path(__file__).resolve().parent / "judge.ini"
 #: Examples per hidden property test (``AMP_HIDDEN_EXAMPLES``); the public checks keep their 25.
 HIDDEN_EXAMPLES = int(os.environ.get("AMP_HIDDEN_EXAMPLES", "100"))
@@ -148,9 +147,6 @@ def run_suites(runner: Any, items: tuple[rubric.Item, ...], paths: tuple[Path, .
     """
     plugin = JudgePlugin(runner, {item.test for item in items})
     paths = paths or (PUBLIC_DIR, HIDDEN_DIR)
-    for folder in {str(PUBLIC_DIR.parent), str(ROOT)}:
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
     args = [str(p) for p in paths] + ["-c", str(INI), "--rootdir", str(ROOT), "-p", "checks.plugin",
                                       "-p", "no:cacheprovider", "-p", "no:unraisableexception", "--capture=no", "-q", "--no-header",
                                       # the staff log's tracebacks: pytest's own style re-reads and parses every

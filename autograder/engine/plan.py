@@ -41,12 +41,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autograder.engine import judge, plan_cache, rubric
+from autograder.engine import judge, locations, plan_cache, rubric
 from autograder.engine.sandbox import canonical  # the one text answers are compared by
-from autograder import ROOT
 
 PLAN_ENV = "AMP_PLAN"  # "off": grade every test in pytest, call by call (the reference path)
-SHIPPED = ROOT / "autograder" / "hidden" / "plan.json"
+SHIPPED = locations.SHIPPED_PLAN
 
 
 @dataclass
@@ -134,7 +133,7 @@ class ReferenceFails(Exception):
     """
 
 
-def record(solution: Path = ROOT / "solutions", runner_factory: Any = None) -> Plan:
+def record(solution: Path = locations.REFERENCE_SOLUTION, runner_factory: Any = None) -> Plan:
     """Grade ``solution`` once and return its plan.
 
     Raises:
@@ -195,7 +194,7 @@ def reference_agrees(found: Plan, runner: Any) -> bool:
     return True
 
 
-def current_plan(runner_factory: Any = None, solution: Path = ROOT / "solutions", check: bool = False,
+def current_plan(runner_factory: Any = None, solution: Path = locations.REFERENCE_SOLUTION, check: bool = False,
                  key: str | None = None) -> Plan | None:
     """This process's plan: the shipped one, else the cached one, else recorded from ``solution`` (and cached).
 
@@ -274,12 +273,12 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m autograder.engine.plan --write FILE``: record the plan from solutions/ (for the Gradescope zip)."""
     import argparse
 
-    from autograder.engine.sandbox import start_zygote
+    from autograder.engine import grader
 
     parser = argparse.ArgumentParser(prog="python -m autograder.engine.plan", description=main.__doc__)
     parser.add_argument("--write", type=Path, required=True)
     args = parser.parse_args(argv)
-    start_zygote()  # before pytest and the hidden tests are imported
+    grader.start()
     try:
         found = record()
     except ReferenceFails as exc:

@@ -2,7 +2,7 @@
 
 The student process runs the grader's own observation code, but the judge trusts
 nothing that crosses the pipe: a reply must have exactly the shape the scenario's
-runner produces (:mod:`checks.harness`, :mod:`checks.probes`): one result per
+runner produces (:mod:`checks.runners.harness`, :mod:`checks.runners.probes`): one result per
 op, in order, with the keys and JSON types of that op kind.  :func:`problem`
 names the first mismatch; the runner then fails the test with "your code's
 process returned something malformed".  A mismatch never passes a test and never
@@ -113,7 +113,7 @@ def _copied_tensor(value: Json) -> bool:
 
 
 def _returned(value: Json) -> str | None:
-    """What amp_step returned (checks.probes.describe_returned)."""
+    """What amp_step returned (checks.runners.probes.describe_returned)."""
     if not (isinstance(value, dict) and isinstance(value.get("type"), str)
             and set(value) <= {"type", "dtype", "requires_grad", "numel", "value"}):
         return "a returned-value record of the wrong shape"
@@ -165,7 +165,7 @@ def _underflow(_args: dict[str, Json], reply: Json) -> str | None:
 
 
 def _gpu_train(_args: dict[str, Json], reply: Json) -> str | None:
-    """checks.gpu_scenarios.run_train: ok/error and the weights (base64 strings, or a note)."""
+    """checks.runners.gpu_runs.run_train: ok/error and the weights (base64 strings, or a note)."""
     found = _outcome(reply, {"weights"})
     if found:
         return found
@@ -176,7 +176,7 @@ def _gpu_train(_args: dict[str, Json], reply: Json) -> str | None:
 
 
 def _gpu_underflow(_args: dict[str, Json], reply: Json) -> str | None:
-    """checks.gpu_scenarios.run_gpu_underflow: ok/error, the final weight and the device's facts."""
+    """checks.runners.gpu_runs.run_gpu_underflow: ok/error, the final weight and the device's facts."""
     found = _outcome(reply, {"final_weight", "device_info"})
     if found:
         return found
@@ -200,7 +200,7 @@ def problem(scenario: str, args: dict[str, Json], reply: Json) -> str | None:
     """The first way ``reply`` differs from what ``scenario``'s runner produces for ``args``, or None."""
     check = SCENARIOS.get(scenario, _plain_record)
     if scenario.startswith("gpu_") and isinstance(reply, dict) and set(reply) == {"grader_fault"}:
-        check = _plain_record  # a device failure outside the student's code (checks/gpu_scenarios.py)
+        check = _plain_record  # a device failure outside the student's code (checks/runners/gpu_runs.py)
     try:
         return check(args, reply)
     except (KeyError, TypeError, AttributeError):

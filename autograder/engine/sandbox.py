@@ -14,9 +14,9 @@
   remembered per file, so tests that do not need a broken file still run; hangs are
   budgeted per file (deterministic) and the submission's wall budget bounds the rest.
 
-One class, :class:`SandboxRunner`, holds the whole protocol (starting, reading, faults, batches
-fetched ahead for the call plan): its parts share the process table and the per-test state, so
-the file stays one piece (about 500 lines).  The child side's names that callers use with a runner (:class:`Limits`, :func:`start_zygote`...)
+:class:`SandboxRunner` holds the protocol (starting processes, faults, batches fetched ahead for the
+call plan), which shares the process table and the per-test state; one process's pipes and the
+output log are :mod:`autograder.engine.student_processes`.  The child side's names that callers use with a runner (:class:`Limits`, :func:`start_zygote`...)
 are re-exported here, so that "the sandbox" is one import for the rest of the grader.
 """
 
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import signal
 import tempfile
@@ -33,22 +32,22 @@ from collections import deque
 from pathlib import Path
 from typing import Any, NoReturn
 
-from checks import harness, student_process
+from checks.runners import harness
+from checks.student import serve
 
 from autograder.engine import budget, confine, replies, rubric, strings
 from autograder.engine.files import kill_uid
+from autograder.engine.student_processes import OutputLog, StudentProcess
 from autograder.engine.zygote import (LIMITS_ENV, PRIVATE_TOPS, REPO_ROOT, SHARED_TMP, DeviceAccess, Limits,  # noqa: F401
                                SpawnRequest, Zygote, default_limits, start_zygote)
 
 __all__ = ["SandboxRunner", "Limits", "DeviceAccess", "default_limits", "start_zygote", "SCENARIO_NEEDS",
            "REPO_ROOT", "PRIVATE_TOPS", "SHARED_TMP", "LIMITS_ENV"]
 
-IMPORT_ORDER, SCENARIO_NEEDS = student_process.IMPORT_ORDER, student_process.SCENARIO_NEEDS
+IMPORT_ORDER, SCENARIO_NEEDS = serve.IMPORT_ORDER, serve.SCENARIO_NEEDS
 SCRATCH_FAULT = (f"wrote more than {confine.SCRATCH_BYTES // 2**20} MiB (or {confine.SCRATCH_ENTRIES} files) "
                  "to its scratch folder; it was stopped")
-MAX_REPLY_BYTES = 16 * 2**20
 GUARD_ENV = "AMP_RUNTIME_GUARD"
-OUTPUT_KEEP_BYTES = 7 * 1024  # with the "more bytes not shown" notice, within results.OUTPUT_LIMIT
 
 
 def canonical(value: Any) -> str:
@@ -58,37 +57,6 @@ def canonical(value: Any) -> str:
 
 def _call_key(scenario: str, args: dict[str, Any]) -> str:
     return canonical([scenario, args])
-
-
-class _StudentProcess:
-    """One live student process that imported a fixed set of contract modules: pipes, pid, replies."""
-
-    def __init__(self, pid: int, request_fd: int, reply_fd: int, output_fd: int, owner: str) -> None:
-        self.pid: int | None = pid
-        #: The test whose output this process's output is filed under: the last one it served (set before each
-        #: request), so what it prints late, or what is drained when another test ends it, stays with that test.
-        self.owner = owner
-        self.request_fd, self.reply_fd, self.output_fd = request_fd, reply_fd, output_fd
-        os.set_blocking(output_fd, False)
-        try:  # readable once the process ends, even while a child of it still holds the reply pipe open
-            self.pidfd = os.pidfd_open(pid)
-        except (AttributeError, OSError):  # before Linux 5.3, or the process is gone already
-            self.pidfd = -1
-        self.buffer = b""
-
-    def close(self) -> None:
-        if self.pid is not None:
-            try:
-                os.killpg(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for fd in (self.request_fd, self.reply_fd, self.pidfd, self.output_fd):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        self.pid, self.request_fd, self.reply_fd, self.pidfd, self.output_fd = None, -1, -1, -1, -1
 
 
 class SandboxRunner:
@@ -116,15 +84,13 @@ class SandboxRunner:
         # Off only to test the OS layers by themselves (tests/test_hostile.py, tests/test_isolation.py).
         self.runtime_guard = os.environ.get(GUARD_ENV, "").lower() != "off"
         self.import_faults: dict[str, str] = {}
-        self.output: dict[str, bytearray] = {}
-        self.output_total = 0
-        self.output_dropped: dict[str, int] = {}  # test case -> bytes printed beyond what is kept
+        self.output = OutputLog()
         self.started = time.monotonic()
         self._scratch = Path(tempfile.mkdtemp(prefix="amp-scratch-"))
         #: (files imported, serves visible tests?) -> process.  A test whose row students see at once never runs
         #: in a process that served a hidden test: whatever that process kept of hidden inputs stays there.
-        self._processes: dict[tuple[tuple[str, ...], bool], _StudentProcess] = {}
-        self._starting: _StudentProcess | None = None  # spawned, still importing: not in _processes yet
+        self._processes: dict[tuple[tuple[str, ...], bool], StudentProcess] = {}
+        self._starting: StudentProcess | None = None  # spawned, still importing: not in _processes yet
         self._visible = True
         self._next_id = 0
         self._test = ""
@@ -160,7 +126,7 @@ class SandboxRunner:
 
     # -- lifecycle
 
-    def _spawn(self, modules: tuple[str, ...]) -> _StudentProcess:
+    def _spawn(self, modules: tuple[str, ...]) -> StudentProcess:
         if self.uid is not None:
             os.chown(self._scratch, self.uid, self.uid)
         confine.grant_submission(self.submission, self.uid)
@@ -172,14 +138,14 @@ class SandboxRunner:
         pid = self.zygote.spawn(request, [request_r, reply_w, output_w])
         for fd in (request_r, reply_w, output_w):
             os.close(fd)
-        return _StudentProcess(pid, request_w, reply_r, output_r, self._test)
+        return StudentProcess(pid, request_w, reply_r, output_r, self._test)
 
-    def _start(self, wanted: tuple[str, ...]) -> _StudentProcess:
+    def _start(self, wanted: tuple[str, ...]) -> StudentProcess:
         """A process that imported ``wanted`` (minus faulty files); import faults are recorded per file."""
         modules = tuple(name for name in IMPORT_ORDER if name in wanted and name not in self.import_faults)
         process = self._starting = self._spawn(modules)  # _kill_all reaches it from now on
         for name in modules:
-            message = self._read(process, max(0.1, min(self.limits.import_seconds, self._budget_left())))
+            message = process.read(max(0.1, min(self.limits.import_seconds, self._budget_left())), self.output.drain)
             if message is None:
                 alive = process.pid is not None
                 self._import_limit[name] = budget.TIME_LIMIT if alive else budget.CRASH_LIMIT
@@ -198,7 +164,7 @@ class SandboxRunner:
                 self._kill_all()
                 confine.wipe_folder(self._scratch)
                 return self._start(wanted)
-        ready = self._read(process, max(0.1, min(self.limits.import_seconds, self._budget_left())))
+        ready = process.read(max(0.1, min(self.limits.import_seconds, self._budget_left())), self.output.drain)
         if not (ready and ready.get("ready")):
             self._kill_all()
             # Deterministic, as an import fault: every later call needing these files fails at once (instead of
@@ -223,14 +189,14 @@ class SandboxRunner:
                 except ProcessLookupError:
                     pass
 
-    def _live(self) -> list[_StudentProcess]:
+    def _live(self) -> list[StudentProcess]:
         """Every student process of this submission: those ready, and the one still importing."""
         return [*self._processes.values(), *([self._starting] if self._starting is not None else [])]
 
     def _kill_all(self) -> None:
         """End every student process of this submission (they share a uid: killing one kills all)."""
         for process in self._live():
-            self._drain_output(process)
+            self.output.drain(process)
             process.close()
         self._processes.clear()
         self._starting = None
@@ -249,70 +215,6 @@ class SandboxRunner:
 
     # -- protocol
 
-    def _drain_output(self, process: _StudentProcess) -> None:
-        """Move what the process printed so far into its owner's output (bounded): never into another test's,
-        so output a hidden-keyed process prints late cannot reach a visible row, whoever ends the process."""
-        owner = process.owner
-        sink = self.output.setdefault(owner, bytearray())
-        while process.output_fd >= 0:
-            try:
-                chunk = os.read(process.output_fd, 1 << 16)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                chunk = b""
-            if not chunk:
-                os.close(process.output_fd)
-                process.output_fd = -1
-                return
-            self.output_total += len(chunk)
-            room = OUTPUT_KEEP_BYTES - len(sink)
-            if room > 0:
-                sink.extend(chunk[:room])
-            if len(chunk) > room:
-                self.output_dropped[owner] = self.output_dropped.get(owner, 0) + len(chunk) - max(room, 0)
-
-    def _read(self, process: _StudentProcess, timeout: float) -> dict[str, Any] | None:
-        """Next reply line, or None on timeout / end of stream (then ``process.pid`` tells which).
-
-        Output is drained first at every wake-up: the process flushes it before each
-        reply, so what a call printed is attributed to the test that made the call.
-        """
-        deadline = time.monotonic() + timeout
-        while b"\n" not in process.buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            watched = [process.reply_fd] + [fd for fd in (process.pidfd, process.output_fd) if fd >= 0]
-            ready, _, _ = select.select(watched, [], [], remaining)
-            self._drain_output(process)
-            if not ready or ready == [process.output_fd]:
-                continue
-            if process.reply_fd not in ready:  # it ended; what it wrote before would be readable
-                self._gone(process)
-                return None
-            chunk = os.read(process.reply_fd, 1 << 20)
-            if not chunk:
-                self._gone(process)
-                return None
-            process.buffer += chunk
-            if len(process.buffer) > MAX_REPLY_BYTES:
-                return {"fault": "the submission's process sent an oversized reply"}
-        line, process.buffer = process.buffer.split(b"\n", 1)
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):
-            return {"fault": "the submission's process sent an unreadable reply (did it write to the grader's pipe?)"}
-        return message if isinstance(message, dict) else {"fault": "the submission's process sent a malformed reply"}
-
-    def _gone(self, process: _StudentProcess) -> None:
-        pid, process.pid = process.pid, None
-        if pid is not None:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
     # -- the runner API used by the tests
 
     @staticmethod
@@ -322,7 +224,7 @@ class SandboxRunner:
         raise harness.SubmissionFault(message)
 
     def needs(self, scenario: str, args: dict[str, Any]) -> tuple[str, ...]:
-        return student_process.files_needed(scenario, args)
+        return serve.files_needed(scenario, args)
 
     def _file_fault(self, module: str) -> str | None:
         """Why a call needing ``module`` cannot run: its import fault, if any."""
@@ -349,7 +251,7 @@ class SandboxRunner:
             self._limit(kind, message)
         self._fault(message)
 
-    def _process_for(self, needed: tuple[str, ...]) -> _StudentProcess:
+    def _process_for(self, needed: tuple[str, ...]) -> StudentProcess:
         """The live process that imported ``needed``, started if need be (a start failure fails the test)."""
         process = self._processes.get((needed, self._visible))
         if process is None:
@@ -369,13 +271,13 @@ class SandboxRunner:
         left = self._budget_left()
         return max(0.1, min(limit, left)), left < limit
 
-    def _send_calls(self, process: _StudentProcess, calls: list[dict[str, Any]]) -> int | None:
+    def _send_calls(self, process: StudentProcess, calls: list[dict[str, Any]]) -> int | None:
         """Send one request holding ``calls``; the id of the first reply, or None (then every process is gone)."""
         first = self._next_id + 1
         self._next_id += len(calls)
         self.scenarios_run += len(calls)
         message = {"id": first, "batch": calls} if len(calls) > 1 else {"id": first, **calls[0]}
-        self._drain_output(process)  # what it printed before belongs to the test it served then
+        self.output.drain(process)  # what it printed before belongs to the test it served then
         process.owner = self._test
         try:
             os.write(process.request_fd, (json.dumps(message) + "\n").encode())
@@ -384,10 +286,10 @@ class SandboxRunner:
             self._kill_all()
             return None
 
-    def _receive(self, process: _StudentProcess, expected_id: int, timeout: float | None) -> dict[str, Any]:
+    def _receive(self, process: StudentProcess, expected_id: int, timeout: float | None) -> dict[str, Any]:
         """The reply with ``expected_id``, or a marker: ``{"lost": hung?, ...}`` or ``{"unexpected": why}``."""
         limit, cut_by_budget = self._call_limit(timeout)  # a call may use only what is left of the budget
-        reply = self._read(process, limit)
+        reply = process.read(limit, self.output.drain)
         if reply is None:
             hung = process.pid is not None
             self._kill_all()
@@ -503,7 +405,4 @@ class SandboxRunner:
 
     def output_by_test(self) -> dict[str, str]:
         """What the student's code printed during each test (node id -> text; "" before any test)."""
-        staged = str(Path(self.submission).resolve())  # a temporary folder: its name would differ on every run
-        return {test: bytes(data).decode("utf-8", errors="replace").replace(staged, "<your submission>")
-                + (f"\n… ({self.output_dropped[test]} more bytes of output not shown)" if test in self.output_dropped else "")
-                for test, data in self.output.items() if data}
+        return self.output.by_test(self.submission)

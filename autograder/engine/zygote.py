@@ -39,25 +39,31 @@ from typing import Any
 
 import torch
 
-from checks import gpu_scenarios, probes  # noqa: F401 - preloaded into the zygote; no CUDA at import
-from checks import absence, harness, student_process
+from checks.runners import gpu_runs, probes  # noqa: F401 - preloaded into the zygote; no CUDA at import
+from checks.student import absence, serve
+from checks.runners import harness
 
 from autograder.engine import budget, confine, guard
-from autograder import ROOT
+from autograder import PACKAGE, ROOT, is_checkout
 
 LIMITS_ENV = "AMP_SANDBOX_LIMITS"
-REPO_ROOT = ROOT  # covered when it is a checkout (not site-packages)
-_COVER_REPO = (REPO_ROOT / "pyproject.toml").is_file() or (REPO_ROOT / ".git").exists()
+#: Covered in every student process: a checkout's whole tree, else (pip-installed, the Gradescope zip)
+#: the grader's own package, never the site-packages torch is imported from.
+REPO_ROOT = ROOT if is_checkout() else PACKAGE
 SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # the usual world-writable folders
 #: Where other copies of the grader (another checkout, a CI clone, /autograder/source) may sit readable
 #: by anyone: covered too, keeping only the interpreter, the submission and the scratch folder.
 PRIVATE_TOPS = ("/work", "/home", "/root", "/srv", "/mnt", "/opt", "/autograder", "/workspace", "/data", "/media",
-                str(REPO_ROOT.parent))
+) + (str(ROOT.parent),) * is_checkout()
 
 #: torch's scaler sources, hidden from the processes that run loss_scaler.py (found once, before any fork; the
 #: Landlock rules around them too).
 TASK1_HIDDEN = absence.scaler_sources()
-confine.remember_read_rules(TASK1_HIDDEN)
+#: Pip-installed, the grader's package sits in the site-packages every student process reads: Landlock
+#: keeps it out too (a checkout's or the zip's lies outside every readable root).
+INSTALLED_PACKAGE: tuple[str, ...] = () if is_checkout() else (os.path.realpath(PACKAGE),)
+confine.remember_read_rules([*TASK1_HIDDEN, *INSTALLED_PACKAGE])
+confine.remember_read_rules(INSTALLED_PACKAGE)
 _MS_REC, _MS_PRIVATE, _MS_RDONLY, _MS_BIND = 0x4000, 0x40000, 0x1, 0x1000
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -219,7 +225,7 @@ def _isolate(request: SpawnRequest, parent: int, hidden: list[str]) -> bool:
                 _cover(libc, os.path.realpath(path), keep, b"mode=0755,size=64k")
         for path in SHARED_TMP:
             _cover(libc, os.path.realpath(path), keep, b"mode=1777,size=64m")
-        for path in (str(REPO_ROOT),) * _COVER_REPO + request.hide:
+        for path in (str(REPO_ROOT), *request.hide):
             _cover(libc, os.path.realpath(path), keep, b"mode=0755,size=64k")
         _restore_links(links)
         for path in hidden:  # an empty file in its place
@@ -266,12 +272,13 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
         os.close(output_fd)
-        hidden = TASK1_HIDDEN if student_process.loses_reference_scaler(request.modules) else []
+        hidden = TASK1_HIDDEN if serve.loses_reference_scaler(request.modules) else []
         namespaces = _isolate(request, zygote, hidden)
         os.chdir(request.scratch)
         device = request.device
         isolation = confine.confine(request.submission, request.scratch, namespaces,  # also a clean environment
-                                    device.keep if device else (), _device_nodes() if device else (), hidden)
+                                    device.keep if device else (), _device_nodes() if device else (),
+                                    [*hidden, *INSTALLED_PACKAGE])
         sys.dont_write_bytecode = True
         tempfile.tempdir = request.scratch  # the zygote's cached answer (/tmp) is not writable from here
         sys.stdout = open(1, "w", buffering=1, closefd=False)
@@ -279,7 +286,7 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
         torch.set_num_threads(1)
         for name in [name for name in sys.modules if name.split(".")[0] in ("checks", "autograder")]:
             del sys.modules[name]  # student code cannot simply import and patch the harness we run
-        student_process.prepare(request.modules)  # before the audit hook: it refuses the ctypes this uses
+        serve.prepare(request.modules)  # before the audit hook: it refuses the ctypes this uses
         if request.runtime_guard:
             guard.install(request.submission, request.scratch, device.keep if device else (), tuple(hidden))
         submission = harness.Submission(Path(request.submission))
@@ -289,9 +296,9 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
                 fault = None
             except harness.SubmissionFault as exc:
                 fault = str(exc)
-            student_process.send(reply_fd, {"imported": name, "fault": fault})
-        student_process.send(reply_fd, {"ready": True, "isolation": isolation})
-        student_process.answer_requests(request_fd, reply_fd, submission)
+            serve.send(reply_fd, {"imported": name, "fault": fault})
+        serve.send(reply_fd, {"ready": True, "isolation": isolation})
+        serve.answer_requests(request_fd, reply_fd, submission)
     finally:
         os._exit(0)
 
@@ -370,7 +377,7 @@ def start_zygote(import_dynamo: bool = False) -> Zygote:
 
     ``import_dynamo``: import ``torch._dynamo`` (about 1 s) here, once, instead of in every student
     process.  torch's own optimizers import it on their first step; the CPU scenarios use
-    ``checks.optimizers.PlainSGD``, which does not, so only the GPU part (real ``Adam``) asks for it.
+    ``checks.runners.optimizers.PlainSGD``, which does not, so only the GPU part (real ``Adam``) asks for it.
     A student process that imports it anyway still can, at its own cost.
     """
     global _ZYGOTE

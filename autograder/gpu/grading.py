@@ -40,7 +40,7 @@ sandbox must get full marks).  Either failing stops the run with one clear line.
 device failure on the grader's side (CUDA initialisation error, out of memory, "CUDA
 error" outside the student's frames) marks the submission "could not be graded" with the
 staff traceback -- never a zero.  The judge holds no CUDA context: the references run in a
-separate trusted process (:mod:`checks.gpu_reference`).
+separate trusted process (:mod:`checks.judge.gpu_reference`).
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def grade_gpu_submission(name: str, path: Path, hide: Sequence[str], limits: Any
     from autograder.engine import intake, judge
     from autograder.gpu.preflight import PreflightFailed, preflight
     from autograder.engine.sandbox import SandboxRunner
-    from checks.gpu_reference import ReferenceProcess
+    from checks.judge.gpu_reference import ReferenceProcess
 
     started = time.monotonic()
     dry = resolve_dry(dry) if setup is None else setup.dry
@@ -246,7 +246,7 @@ def _write_preflight(out: Path, ok: bool, line: str, setup: Any = None) -> None:
 
 def cmd_grade_gpu(args: argparse.Namespace) -> int:
     from autograder.batch import inputs
-    from autograder.batch.run import private_paths
+    from autograder.engine.grader import private_paths
     from autograder.engine.files import kill_uid
     from autograder.gpu.preflight import PreflightFailed, preflight
     from autograder.engine.uids import claim_uid
@@ -273,10 +273,10 @@ def cmd_grade_gpu(args: argparse.Namespace) -> int:
         else:
             todo.append(submission)
     if todo or args.preflight_only:
-        from autograder.engine.sandbox import start_zygote
-        from checks.gpu_reference import ReferenceProcess
+        from autograder.engine import grader
+        from checks.judge.gpu_reference import ReferenceProcess
 
-        start_zygote(import_dynamo=True)  # before pytest (imported by the judge) and before anything touches CUDA
+        grader.start(import_dynamo=True)  # before anything touches CUDA
         for warning in limit_warnings():
             print(f"warning: {warning}", file=sys.stderr)
         limits = gpu_limits(**({"call_seconds": args.call_timeout} if args.call_timeout else {}))

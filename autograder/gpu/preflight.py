@@ -83,7 +83,7 @@ def preflight(dry: bool, limits: Any, uid: int | None, hide: Sequence[str], *,
               plan: gpu_access.AccessPlan | None = None) -> Setup:
     """Check the device from a sandboxed student process; return the Setup or raise PreflightFailed."""
     from autograder.engine import sandbox
-    from checks.harness import SubmissionFault
+    from checks.runners.harness import SubmissionFault
 
     if plan is None:
         plan = gpu_access.plan_access([str(sandbox.REPO_ROOT), *hide], sandbox.PRIVATE_TOPS + sandbox.SHARED_TMP)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from checks import expect
+from checks.judge import expect
 
 KEY = {"Q1": "B", "Q2": "B", "Q3": "B", "Q4": "A", "Q5": "B"}
 

@@ -7,15 +7,15 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checks import behaviours, expect, scenarios
+from checks.judge import behaviours, expect, cases
 
 
-@given(kwargs=scenarios.scaler_kwargs(), opts=st.integers(1, 3), data=st.data())
+@given(kwargs=cases.scaler_kwargs(), opts=st.integers(1, 3), data=st.data())
 def test_update_rule_properties(student: Any, kwargs: dict[str, Any], opts: int, data: st.DataObject) -> None:
-    behaviours.growth(student, kwargs, data.draw(scenarios.optimizer_runs(opts)), opts)
+    behaviours.growth(student, kwargs, data.draw(cases.optimizer_runs(opts)), opts)
 
 
-@given(kwargs=scenarios.scaler_kwargs(powers_of_two=False), overflows=scenarios.overflow_runs)
+@given(kwargs=cases.scaler_kwargs(powers_of_two=False), overflows=cases.overflow_runs)
 def test_update_rule_non_power_of_two_factors(student: Any, kwargs: dict[str, Any], overflows: list[bool]) -> None:
     behaviours.float32_rounding(student, kwargs, overflows)
 
@@ -26,24 +26,24 @@ def test_growth_skipped_when_float32_would_overflow(student: Any, exponent: int,
                                           "growth_interval": 1}, 4)
 
 
-@given(kwargs=scenarios.scaler_kwargs(), clean=st.integers(0, 3), new_scale=scenarios.any_scales,
+@given(kwargs=cases.scaler_kwargs(), clean=st.integers(0, 3), new_scale=cases.any_scales,
        after=st.lists(st.booleans(), max_size=3))
 def test_update_new_scale_keeps_tracker(student: Any, kwargs: dict[str, Any], clean: int, new_scale: float,
                                         after: list[bool]) -> None:
     behaviours.new_scale_keeps_tracker(student, kwargs, clean, new_scale, after)
 
 
-@given(opts=st.integers(1, 3), bad_params=st.integers(1, 4), special=st.sampled_from(scenarios.SPECIALS))
+@given(opts=st.integers(1, 3), bad_params=st.integers(1, 4), special=st.sampled_from(cases.SPECIALS))
 def test_one_backoff_per_update(student: Any, opts: int, bad_params: int, special: float) -> None:
     behaviours.one_backoff_per_update(student, opts, bad_params, special)
 
 
 @given(powers_of_two=st.booleans(), data=st.data())
 def test_matches_torch_gradscaler(student: Any, powers_of_two: bool, data: st.DataObject) -> None:
-    behaviours.matches_torch(student, data.draw(scenarios.generated_scenarios(powers_of_two)), powers_of_two)
+    behaviours.matches_torch(student, data.draw(cases.generated_scenarios(powers_of_two)), powers_of_two)
 
 
-@given(scale=scenarios.power_of_two_scales, special=st.sampled_from(scenarios.SPECIALS + (None,)),
+@given(scale=cases.power_of_two_scales, special=st.sampled_from(cases.SPECIALS + (None,)),
        where=st.integers(0, 6))
 def test_unscale_bit_exact(student: Any, scale: float, special: float | None, where: int) -> None:
     grads: list[list[float]] = [[1.0, 2.0, 3.0], [1e-30, -3e38, -3e38, 7.0]]  # finite, but their sum overflows
@@ -78,7 +78,7 @@ def test_scale_lists_and_tuples(student: Any, values: list[float], container: st
     behaviours.lists_and_tuples(student, values, container)
 
 
-@given(kwargs=scenarios.scaler_kwargs(powers_of_two=False), overflows=scenarios.overflow_runs)
+@given(kwargs=cases.scaler_kwargs(powers_of_two=False), overflows=cases.overflow_runs)
 def test_state_dict_round_trip(student: Any, kwargs: dict[str, Any], overflows: list[bool]) -> None:
     behaviours.state_round_trip(student, kwargs, overflows)
 

@@ -1,14 +1,10 @@
-"""Gradescope packaging and entry point.
+"""Gradescope packaging: the zip that Gradescope's "Configure Autograder" page takes.
 
-``python -m autograder.packaging.gradescope --out dist/autograder.zip`` builds the zip that
-Gradescope's "Configure Autograder" page takes: ``setup.sh`` and
-``run_autograder`` at its root, the grader and the public + hidden tests under
-``source/``-relative paths, no solutions.
-
-Inside the container, ``run_autograder`` calls ``python3 -m autograder.packaging.gradescope
-run``, which grades ``$AUTOGRADER_ROOT/submission`` (default ``/autograder``) and
-always writes ``$AUTOGRADER_ROOT/results/results.json``, even when the grader
-itself fails.  ``tests/`` sets ``AUTOGRADER_ROOT`` to simulate a whole run.
+``python -m autograder.packaging.gradescope --out dist/autograder.zip`` builds it: ``setup.sh`` and
+``run_autograder`` at its root, the grader and the public + hidden tests under ``source/``-relative
+paths, no solutions.  Inside the container, ``run_autograder`` runs Gradescope's runtime,
+:mod:`autograder.platforms.gradescope`, which grades ``$AUTOGRADER_ROOT/submission`` (default
+``/autograder``) and always writes ``$AUTOGRADER_ROOT/results/results.json``.
 """
 
 from __future__ import annotations
@@ -18,13 +14,11 @@ import json
 import os
 import re
 import sys
-import time
-import traceback
 import zipfile
 from pathlib import Path
-from autograder import ROOT
+from autograder import PACKAGE, ROOT
 from autograder.diagnosis import table as diagnosis_table
-from autograder.engine import strings
+from autograder.engine import locations, strings
 
 #: The packages the grader imports in the Gradescope image, named as in pyproject.toml's dependencies,
 #: whose pins and environment markers are the ones used here (one source for every install).
@@ -61,7 +55,7 @@ RUN_AUTOGRADER = f"""#!/usr/bin/env bash
 # Gradescope runs this for every submission; it writes /autograder/results/results.json.
 AUTOGRADER_ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 cd "$AUTOGRADER_ROOT/source"
-exec "$AUTOGRADER_ROOT/{VENV}/bin/python" -m autograder.packaging.gradescope run
+exec "$AUTOGRADER_ROOT/{VENV}/bin/python" -m autograder.platforms.gradescope
 """
 
 
@@ -93,14 +87,18 @@ def image_requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
 
 
 def package_files() -> list[tuple[Path, str]]:
-    """(file on disk, path inside the zip's source/ folder) for everything the grader needs."""
+    """(file on disk, path inside the zip's source/ folder) for everything the grader needs.
+
+    The two packages sit side by side in source/, as pip installs them: ``python -m`` from there
+    imports both, with no path to set.
+    """
     files: list[tuple[Path, str]] = []
-    for folder in (ROOT / "autograder", ROOT / "assignment" / "checks"):
+    for folder in (PACKAGE, locations.PUBLIC_CHECKS):
         for path in sorted(folder.rglob("*")):
             if path == strings.LANGUAGE_FILE:  # a build writes its own (or none): never a stray one from disk
                 continue
             if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".ini", ".json"):
-                files.append((path, str(path.relative_to(ROOT))))
+                files.append((path, f"{folder.name}/{path.relative_to(folder).as_posix()}"))
     return files
 
 
@@ -137,7 +135,7 @@ def build(out: Path, language: str = strings.DEFAULT) -> Path:
         for path, arcname in package_files():
             _add(bundle, arcname, path.read_bytes())
         if language != strings.DEFAULT:
-            _add(bundle, str(strings.LANGUAGE_FILE.relative_to(ROOT)), json.dumps({"language": language}) + "\n")
+            _add(bundle, f"autograder/{strings.LANGUAGE_FILE.relative_to(PACKAGE).as_posix()}", json.dumps({"language": language}) + "\n")
         # As secret as the hidden tests, beside them: the call plan, and the catalogue's answers to it (issue 21).
         for arcname, text in (("autograder/hidden/plan.json", recorded_plan()),
                               ("autograder/hidden/diagnosis.json", diagnosis_table.recorded_table())):
@@ -154,69 +152,13 @@ def _add(bundle: zipfile.ZipFile, arcname: str, data: str | bytes, mode: int = 0
     bundle.writestr(info, data, zipfile.ZIP_DEFLATED)
 
 
-def run(root: Path) -> int:
-    """Grade ``root/submission`` into ``root/results/results.json``; never exits without it."""
-    results_path = root / "results" / "results.json"
-    started = time.monotonic()  # execution_time counts everything: start-up and intake too
-    try:
-        from autograder.engine.sandbox import start_zygote
-
-        if os.geteuid() == 0:  # the student process runs as another uid: keep it out of our files
-            for private in (root / "source", root / "results"):
-                if private.exists():
-                    private.chmod(0o700)
-        from autograder.engine import confine
-
-        required = confine.required_level()  # $AMP_MIN_ISOLATION
-        if required is not None:
-            reached = confine.probe_level()
-            refused = confine.refusal(reached, required)
-            if refused:
-                from autograder.engine.files import write_json_atomic
-                from autograder.engine.results import error_results
-
-                print(refused)  # the staff log
-                data = error_results(strings.text("isolation_refused"))
-                data["extra_data"] = {"isolation": reached, "refused": refused}
-                write_json_atomic(results_path, data)
-                return 0
-        start_zygote()
-        import gc
-
-        from autograder.engine import judge  # noqa: F401 - pytest and hypothesis, before the freeze below
-        from autograder.cli import grade_one
-        from autograder.engine.files import write_json_atomic
-
-        # torch's heap out of the collector's sight: grading allocates a lot (see worker._freeze_heap).  No
-        # gc.collect() first: with torch loaded it costs a quarter second or more, for a few cycles.
-        gc.freeze()
-
-        data = grade_one(root / "submission", root / "results", extra_private=(root / "source" / "autograder",))
-        data["execution_time"] = round(time.monotonic() - started, 1)
-        staff_log = data.pop("_staff_log", "")
-        if staff_log:
-            print(staff_log)  # run_autograder's stdout: visible to staff only (stdout_visibility hidden)
-        write_json_atomic(results_path, data)
-        return 0
-    except BaseException:  # noqa: BLE001 - results.json must exist whatever happened
-        trace = traceback.format_exc()
-        print(trace, file=sys.stderr)
-        from autograder.engine.files import write_json_atomic
-        from autograder.engine.results import error_results
-
-        write_json_atomic(results_path, error_results(strings.fallback_text("grader_failed")))
-        return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.packaging.gradescope", description=__doc__.splitlines()[0])
-    parser.add_argument("command", nargs="?", choices=["build", "run"], default="build")
+    parser.add_argument("command", nargs="?", choices=["build"], default="build")
     parser.add_argument("--out", type=Path, default=ROOT / "dist" / "autograder.zip")
     parser.add_argument("--language", choices=strings.LANGUAGES, default=strings.DEFAULT,
                         help="language of row titles and fixed feedback (default: en)")
     args = parser.parse_args(argv)
-    if args.command == "run":
-        return run(Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
     print(f"wrote {build(args.out, args.language)}")
     return 0
 

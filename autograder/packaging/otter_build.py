@@ -18,7 +18,7 @@ The zip is made by ``otter generate`` with:
   digest.  Otter copies ``files/`` into that folder after the submission, over any
   submitted file of the same name, and the plugin keeps it there;
 * ``files/amp_grader.zip``: the grader (``autograder/`` with the hidden tests, and
-  ``assignment/checks/``), extracted to a temporary folder when grading;
+  ``checks/``, side by side), extracted to a temporary folder when grading;
 * ``files/amp_homework.ipynb``: a stand-in notebook.  Otter grades one notebook, or one
   ``.py`` file, per submission; this assignment's submissions are three ``.py`` files.
   Otter copies ``files/`` into the submission folder, so the stand-in is always the one
@@ -52,9 +52,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.engine import rubric
+from autograder.engine import locations, rubric
 from autograder.packaging import otter_bridge
-from autograder import ROOT
+from autograder import PACKAGE, ROOT
 
 BRIDGE = Path(__file__).resolve().parent / "otter_bridge.py"
 #: The bridge's name where it ships: files/ of the otter zip, next to the notebook (a name no student picks).
@@ -254,14 +254,14 @@ def _add(bundle: zipfile.ZipFile, arcname: str, data: bytes) -> None:
 
 
 def grader_zip(path: Path) -> None:
-    """The grader as the judge needs it: ``autograder/`` (hidden tests included) and ``assignment/checks/``."""
-    files = sorted(p for p in (ROOT / "autograder").rglob("*") if p.is_file())
-    files += sorted(p for p in (ROOT / "assignment" / "checks").rglob("*") if p.is_file())
+    """The grader as the judge needs it: the packages ``autograder/`` (hidden tests included) and ``checks/``,
+    side by side as pip installs them (``python -m autograder`` from the extracted folder imports both)."""
     with zipfile.ZipFile(path, "w") as bundle:
-        for file in files:
-            if "__pycache__" in file.parts or file.suffix == ".pyc" or file.name in NOT_IN_GRADER:
-                continue
-            _add(bundle, file.relative_to(ROOT).as_posix(), file.read_bytes())
+        for folder in (PACKAGE, locations.PUBLIC_CHECKS):
+            for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+                if "__pycache__" in file.parts or file.suffix == ".pyc" or file.name in NOT_IN_GRADER:
+                    continue
+                _add(bundle, f"{folder.name}/{file.relative_to(folder).as_posix()}", file.read_bytes())
 
 
 def driver_notebook() -> str:

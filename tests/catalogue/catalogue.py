@@ -494,7 +494,7 @@ AMP_STEP_BUGS = [
 ]
 
 #: Delegation to torch's scaler: torch's scaler and its kernels are not there where loss_scaler.py runs
-#: (checks/absence.py), so each loses exactly the rows whose behaviour it left to them.
+#: (checks/student/absence.py), so each loses exactly the rows whose behaviour it left to them.
 CHEATS = [
     bug("delegate_subclass", "Subclasses torch.amp.GradScaler.",
         files={S: "bugs/delegate_subclass/loss_scaler.py"}, fail=TASK1, band=(40, 40)),

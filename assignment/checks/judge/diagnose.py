@@ -33,7 +33,7 @@ VERSION = 2
 #: stopped the calls): not a behaviour, so it matches nothing (a syntax error is no catalogued mistake).
 UNANSWERED = "unanswered"
 #: The students' table: beside this file, or where ``$AMP_STUDENT_DIAGNOSIS`` says.
-STUDENT_TABLE = Path(os.environ.get("AMP_STUDENT_DIAGNOSIS", Path(__file__).resolve().parent / "diagnosis.json"))
+STUDENT_TABLE = Path(os.environ.get("AMP_STUDENT_DIAGNOSIS", Path(__file__).resolve().parents[1] / "diagnosis.json"))
 LINE_START = "Likely mistake: this is what happens when "
 #: The junit XML ``<property>`` of a failed check that carries the line (read by the notebook's ``grader.check``,
 #: ``amp_otter_bridge.py``, which imports nothing from checks/ and so spells the name itself).
@@ -119,10 +119,10 @@ def match_test(table: Table, test: str, mine: Mapping[str, str]) -> tuple[str, .
 def answer(run: Callable[[str, dict[str, Any]], Any], scenario: str, args: dict[str, Any]) -> str:
     """The canonical answer to one call, as the grader's student process gives it.
 
-    ``run`` raises :class:`checks.harness.SubmissionFault` with the student-facing text, or whatever the
+    ``run`` raises :class:`checks.runners.harness.SubmissionFault` with the student-facing text, or whatever the
     submission's code raised.
     """
-    from checks import harness
+    from checks.runners import harness
 
     try:
         harness.seed_cpu(0)

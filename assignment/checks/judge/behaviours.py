@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from checks import expect, scenarios
-from checks.harness import SubmissionFault
+from checks.judge import expect, cases
+from checks.runners.harness import SubmissionFault
 
 Json = Any
 
@@ -33,8 +33,8 @@ def _run(student: Any, args: dict[str, Json]) -> list[Json]:
 
 def backoff(student: Any, kwargs: dict[str, Json], runs: Sequence[Sequence[int]], opts: int) -> None:
     """After an iteration in which an optimizer overflowed: scale * backoff_factor (float32), tracker 0."""
-    args, found_inf = scenarios.runs_args(kwargs, runs, opts)
-    scenarios.check_update_rule(args, _run(student, args), kwargs, found_inf, overflowing=True,
+    args, found_inf = cases.runs_args(kwargs, runs, opts)
+    cases.check_update_rule(args, _run(student, args), kwargs, found_inf, overflowing=True,
                                 what="After an iteration with inf/NaN in any optimizer's gradients, update() must "
                                      "multiply the scale by backoff_factor (rounded to float32) and reset the "
                                      "growth tracker to 0.")
@@ -42,8 +42,8 @@ def backoff(student: Any, kwargs: dict[str, Json], runs: Sequence[Sequence[int]]
 
 def growth(student: Any, kwargs: dict[str, Json], runs: Sequence[Sequence[int]], opts: int) -> None:
     """After a clean iteration: tracker + 1, or growth (and tracker 0) when that reaches growth_interval."""
-    args, found_inf = scenarios.runs_args(kwargs, runs, opts)
-    scenarios.check_update_rule(args, _run(student, args), kwargs, found_inf, overflowing=False,
+    args, found_inf = cases.runs_args(kwargs, runs, opts)
+    cases.check_update_rule(args, _run(student, args), kwargs, found_inf, overflowing=False,
                                 what="After a clean iteration, update() must add 1 to the growth tracker; when that "
                                      "makes it equal to growth_interval, multiply the scale by growth_factor "
                                      "(rounded to float32) and reset the tracker to 0.")
@@ -55,23 +55,23 @@ def _float32_product(before: float, after: float, factors: Sequence[float]) -> f
     for factor in factors:
         exact = before * factor
         if math.isfinite(exact) and math.isclose(after, exact, rel_tol=1e-7):
-            return scenarios.float32(exact)
+            return cases.float32(exact)
     return None
 
 
 def float32_rounding(student: Any, kwargs: dict[str, Json], overflows: Sequence[bool]) -> None:
     """Every scale held is a float32 value: init_scale rounded, each new scale the rounded float64 product."""
-    args, found_inf = scenarios.runs_args(kwargs, [[0] if o else [] for o in overflows], 1)
+    args, found_inf = cases.runs_args(kwargs, [[0] if o else [] for o in overflows], 1)
     results = _run(student, args)
     what = ("The scale is a float32 value: init_scale is rounded to float32, and each new scale is the float64 "
             "product scale * factor rounded to float32 (as torch stores it).")
     expect.no_errors(args, results, what)
-    first_index, first = scenarios.observations(args, results)[0]
+    first_index, first = cases.observations(args, results)[0]
     init = float(kwargs["init_scale"])
-    if math.isclose(first["ok"]["scale"], init, rel_tol=1e-6) and first["ok"]["scale"] != scenarios.float32(init):
-        expect.mismatch(args, first_index, f"print {scenarios.float32(init)!r} 0", first, what=what)
+    if math.isclose(first["ok"]["scale"], init, rel_tol=1e-6) and first["ok"]["scale"] != cases.float32(init):
+        expect.mismatch(args, first_index, f"print {cases.float32(init)!r} 0", first, what=what)
     factors = (kwargs.get("growth_factor", 2.0), kwargs.get("backoff_factor", 0.5))
-    for index, before, _, result in scenarios.transitions(args, results, found_inf):
+    for index, before, _, result in cases.transitions(args, results, found_inf):
         old, new = float(before["scale"]), float(result["ok"]["scale"])
         if new == old:
             continue
@@ -83,14 +83,14 @@ def float32_rounding(student: Any, kwargs: dict[str, Json], overflows: Sequence[
 
 def no_growth_to_inf(student: Any, kwargs: dict[str, Json], iterations: int) -> None:
     """A growth whose float32 result would be inf is skipped: the scale stays as it was."""
-    args, found_inf = scenarios.runs_args(kwargs, [[]] * iterations, 1)
+    args, found_inf = cases.runs_args(kwargs, [[]] * iterations, 1)
     results = _run(student, args)
     what = "A growth that would overflow float32 must be skipped: the scale stays as it was (finite)."
     expect.no_errors(args, results, what)
     growth_factor = kwargs.get("growth_factor", 2.0)
-    for index, before, _, result in scenarios.transitions(args, results, found_inf):
+    for index, before, _, result in cases.transitions(args, results, found_inf):
         old = float(before["scale"])
-        if not math.isfinite(scenarios.float32(old * growth_factor)) and result["ok"]["scale"] != old:
+        if not math.isfinite(cases.float32(old * growth_factor)) and result["ok"]["scale"] != old:
             expect.mismatch(args, index, f"print {old!r} {result['ok']['tracker']}", result,
                             what=what + f"\n(The observation before this update() printed {old!r}.)")
 
@@ -98,20 +98,20 @@ def no_growth_to_inf(student: Any, kwargs: dict[str, Json], iterations: int) -> 
 def new_scale_keeps_tracker(student: Any, kwargs: dict[str, Json], clean: int, new_scale: float,
                             after: Sequence[bool]) -> None:
     """update(new_scale): scale = float32(new_scale), tracker unchanged; the next iteration starts fresh."""
-    args = scenarios.run_args({**kwargs, "growth_interval": 1000}, [False] * clean)
-    sizes = [scenarios.param_sizes(args["world"], 0)]
-    args["ops"] += [{"op": "observe"}] + scenarios.iteration_ops(1, [], sizes)[:-2]
+    args = cases.run_args({**kwargs, "growth_interval": 1000}, [False] * clean)
+    sizes = [cases.param_sizes(args["world"], 0)]
+    args["ops"] += [{"op": "observe"}] + cases.iteration_ops(1, [], sizes)[:-2]
     args["ops"] += [{"op": "update", "new_scale": new_scale}, {"op": "observe"}]
     for overflow in after:  # the next iterations must run: update(new_scale) clears the per-optimizer state
-        args["ops"] += scenarios.iteration_ops(1, [0] if overflow else [], sizes)
+        args["ops"] += cases.iteration_ops(1, [0] if overflow else [], sizes)
     results = _run(student, args)
     what = ("update(new_scale) sets the scale to new_scale (rounded to float32), leaves the growth tracker alone "
             "and, like every update(), lets the next iteration start fresh.")
     expect.no_errors(args, results, what)
-    seen = scenarios.observations(args, results)
+    seen = cases.observations(args, results)
     position = next(i for i, (index, _) in enumerate(seen) if args["ops"][index - 1].get("new_scale") is not None)
     before, (index, result) = seen[position - 1][1]["ok"], seen[position]
-    want = {"scale": scenarios.float32(new_scale), "tracker": before["tracker"]}
+    want = {"scale": cases.float32(new_scale), "tracker": before["tracker"]}
     if not expect.close(want, result["ok"]):
         expect.mismatch(args, index, f"print {want['scale']!r} {want['tracker']}", result,
                         what=what + f"\n(The observation before this update printed {before['scale']!r} "
@@ -122,7 +122,7 @@ def one_backoff_per_update(student: Any, opts: int, bad_params: int, special: fl
     """However many gradients and optimizers overflow, one update() acts as for a single overflow."""
     def scenario(optimizers: int, bad: int) -> dict[str, Json]:
         # every gradient overflows, so that where a scaler looks for inf/NaN does not matter here
-        w = scenarios.world([[[1] * bad]] * optimizers)
+        w = cases.world([[[1] * bad]] * optimizers)
         grads = [[special]] * bad
         ops: list[dict[str, Json]] = [{"op": "new", "kwargs": {"init_scale": 1024.0}}]
         ops += [{"op": "grads", "opt": opt, "values": grads} for opt in range(optimizers)]
@@ -147,7 +147,7 @@ def one_backoff_per_update(student: Any, opts: int, bad_params: int, special: fl
 
 def matches_torch(student: Any, scenario: dict[str, Json], powers_of_two: bool) -> None:
     """The differential check: the same observations as torch.amp.GradScaler('cpu'), step() results included."""
-    expected, got = scenarios.torch_results(scenario), _run(student, scenario)
+    expected, got = cases.torch_results(scenario), _run(student, scenario)
     what = ("Your scaler must behave exactly like torch.amp.GradScaler('cpu') on this run: the same scale, "
             "tracker and skipped steps (exactly for power-of-two factors, to 1e-6 otherwise), parameters to 1e-6.")
     expect.check_results(scenario, expected, got, rel=0.0 if powers_of_two else 1e-6, only=["observe", "step"], what=what)
@@ -164,21 +164,21 @@ def skipped_step(student: Any, sizes: Sequence[int], special: float, path: str) 
     The scale is 1, so that how (and how often) a scaler unscales does not matter either (row 1.3's): a scaler
     that unscales twice still moves the parameters visibly.
     """
-    w = scenarios.world([[list(sizes)]])
-    overflowing = [[special] + grad[1:] for grad in scenarios.clean_grads(sizes)]
+    w = cases.world([[list(sizes)]])
+    overflowing = [[special] + grad[1:] for grad in cases.clean_grads(sizes)]
     if path not in ("step", "unscale_", "clip"):
         raise ValueError(f"unknown path {path!r}")
     explicit: list[dict[str, Json]] = [{"op": "unscale_", "opt": 0}] if path != "step" else []
     if path == "clip":
         explicit.append({"op": "clip", "opt": 0, "max_norm": 0.5})
     ops: list[dict[str, Json]] = []
-    for grads in (overflowing, scenarios.clean_grads(sizes)):
+    for grads in (overflowing, cases.clean_grads(sizes)):
         ops += [{"op": "new", "kwargs": {"init_scale": 1.0}}, {"op": "grads", "opt": 0, "values": grads}, *explicit,
                 {"op": "step", "opt": 0}]
     args = {"world": w, "ops": ops}
     found_by = "step()'s own unscaling" if path == "step" else \
         "an explicit unscale_()" + (" (before clipping)" if path == "clip" else "")
-    expect.check_results(args, scenarios.torch_results(args), _run(student, args), only=["step"],
+    expect.check_results(args, cases.torch_results(args), _run(student, args), only=["step"],
                          what="step() must skip optimizer.step() (return None and leave the parameters as they "
                               "were) when a gradient holds inf or -inf, also when it was found by an explicit "
                               "unscale_() before step() (as when clipping), and otherwise return what "
@@ -191,16 +191,16 @@ def overflow_detection(student: Any, scale: float, grads: list[Json]) -> None:
     Observed through update(): with the default growth_interval a clean iteration leaves the scale
     alone and an overflowing one changes it, whatever step() and the backoff arithmetic do.
     """
-    args = {"world": scenarios.world([[[len(g) for g in grads]]]),
+    args = {"world": cases.world([[[len(g) for g in grads]]]),
             "ops": [{"op": "new", "kwargs": {"init_scale": scale}}, {"op": "grads", "opt": 0, "values": grads},
                     {"op": "step", "opt": 0}, {"op": "update"}, {"op": "observe"}]}
-    expected, got = scenarios.torch_results(args), _run(student, args)
+    expected, got = cases.torch_results(args), _run(student, args)
     what = ("unscale_()/step() must find inf/NaN exactly when a gradient, as it is before unscaling, holds +inf, -inf "
             "or NaN anywhere (finite values, however large, and finite values that only overflow once multiplied "
             "by 1/scale, do not count); update() then backs off, and otherwise leaves the scale alone.")
     expect.no_errors(args, got, what)
-    found = expected[-1]["ok"]["scale"] != scenarios.float32(scale)
-    if (got[-1]["ok"]["scale"] != scenarios.float32(scale)) != found:
+    found = expected[-1]["ok"]["scale"] != cases.float32(scale)
+    if (got[-1]["ok"]["scale"] != cases.float32(scale)) != found:
         want = expected[-1]["ok"]
         expect.mismatch(args, len(args["ops"]) - 1, f"print {want['scale']!r} {want['tracker']} (the gradients "
                         f"{'hold' if found else 'hold no'} inf/NaN)", got[-1], what=what)
@@ -210,7 +210,7 @@ def misuse(student: Any, calls: Sequence[str]) -> None:
     """The second of two calls that the contract forbids raises RuntimeError; the first runs."""
     ops: list[dict[str, Json]] = [{"op": "new", "kwargs": {}}, {"op": "grads", "opt": 0, "values": [[1.0, 2.0]]}]
     ops += [{"op": kind, "opt": 0} if kind != "update" else {"op": "update"} for kind in calls]
-    args = {"world": scenarios.world([[[2]]]), "ops": ops}
+    args = {"world": cases.world([[[2]]]), "ops": ops}
     results = _run(student, args)
     what = f"{' then '.join(calls)}: the last call must raise RuntimeError, the ones before it must not."
     expect.no_errors(args, results[:-1], what)
@@ -220,12 +220,12 @@ def misuse(student: Any, calls: Sequence[str]) -> None:
 
 def float16_rejected(student: Any, values: list[float]) -> None:
     """unscale_() raises ValueError for float16 gradients and changes nothing: a second try raises it again."""
-    w = scenarios.world([[[len(values)]]])
+    w = cases.world([[[len(values)]]])
     w["optimizers"][0]["dtype"] = "float16"  # as after model.half()
     grads = {"op": "grads", "opt": 0, "values": [values], "dtype": "float16"}
     args = {"world": w, "ops": [{"op": "new", "kwargs": {}}, grads, {"op": "unscale_", "opt": 0},
                                 {"op": "grads_of", "opt": 0}, {"op": "unscale_", "opt": 0}]}
-    expect.check_results(args, scenarios.torch_results(args), _run(student, args),
+    expect.check_results(args, cases.torch_results(args), _run(student, args),
                          what="unscale_() must raise ValueError for float16 gradients, leaving them and the "
                               "scaler as they were (so trying again raises ValueError again).")
 
@@ -233,7 +233,7 @@ def float16_rejected(student: Any, values: list[float]) -> None:
 def lists_and_tuples(student: Any, values: list[float], container: str) -> None:
     """scale() of a list/tuple returns the same container type holding scale() of each item."""
     items = [{"op": "scale", "values": [v], "dtype": "float16"} for v in values]
-    args = {"world": scenarios.world([[[1]]]),
+    args = {"world": cases.world([[[1]]]),
             "ops": [{"op": "new", "kwargs": {"init_scale": 4096.0}}, *items,
                     {"op": "scale", "values": values, "dtype": "float16", "container": container}]}
     results = _run(student, args)
@@ -248,14 +248,14 @@ def lists_and_tuples(student: Any, values: list[float], container: str) -> None:
 
 def state_round_trip(student: Any, kwargs: dict[str, Json], overflows: Sequence[bool]) -> None:
     """state_dict() has torch's keys and values; load_state_dict() restores a saved state (yours or torch's)."""
-    args = scenarios.run_args(kwargs, overflows)
+    args = cases.run_args(kwargs, overflows)
     args["ops"].append({"op": "state_dict"})
     saved = _run(student, args)
     what = ("state_dict() returns torch's five keys; a new scaler that loads it (with load_state_dict) returns the "
             "same state_dict() and the same scale and tracker.")
     expect.no_errors(args, saved, what)
     own = saved[-1]["ok"]
-    reference = scenarios.torch_results(args)[-1]["ok"]
+    reference = cases.torch_results(args)[-1]["ok"]
     if not isinstance(own, dict) or sorted(own) != sorted(reference):
         expect.mismatch(args, len(args["ops"]) - 1, f"print a dict with the keys {sorted(reference)}", saved[-1],
                         what=what)
@@ -265,7 +265,7 @@ def state_round_trip(student: Any, kwargs: dict[str, Json], overflows: Sequence[
                            {"op": "state_dict"}, {"op": "observe"}]}
         results = _run(student, restore)
         expect.no_errors(restore, results, what)
-        state = {**state, "scale": scenarios.float32(float(state["scale"]))}  # loading rounds it (row 1.7 grades that)
+        state = {**state, "scale": cases.float32(float(state["scale"]))}  # loading rounds it (row 1.7 grades that)
         want = {"state_dict": state, "observe": {"scale": state["scale"], "tracker": state["_growth_tracker"]}}
         for index, op in enumerate(restore["ops"]):
             if op["op"] in want and not expect.close(want[op["op"]], results[index]["ok"]):
@@ -275,9 +275,9 @@ def state_round_trip(student: Any, kwargs: dict[str, Json], overflows: Sequence[
 
 def defaults(student: Any) -> None:
     """The constructor's defaults are torch's: 2**16, 2.0, 0.5, 2000 (read from state_dict() and the scale)."""
-    args = {"world": scenarios.world([[[2]]]),
+    args = {"world": cases.world([[[2]]]),
             "ops": [{"op": "new", "kwargs": {}}, {"op": "observe"}, {"op": "state_dict"}]}
-    expected, got = scenarios.torch_results(args), _run(student, args)
+    expected, got = cases.torch_results(args), _run(student, args)
     what = ("ToyLossScaler() must have torch's defaults: init_scale=2**16, growth_factor=2.0, backoff_factor=0.5, "
             "growth_interval=2000.")
     expect.no_errors(args, got, what)

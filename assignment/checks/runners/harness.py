@@ -29,8 +29,8 @@ import torch
 from torch._ops import _len_torch_dispatch_stack_pre_dispatch
 from torch.utils._python_dispatch import _disable_current_modes, _len_torch_dispatch_stack
 
-from checks import quick_check, registry
-from checks.optimizers import RecordingSGD
+from checks.runners import quick_check, registry
+from checks.runners.optimizers import RecordingSGD
 
 Json = Any
 CONTRACT_FILES = {"loss_scaler": "loss_scaler.py", "amp_step": "amp_step.py", "answers": "answers.py"}
@@ -77,7 +77,7 @@ class Submission:
     """Loads the contract's modules from one folder, lazily and by module name.
 
     Files are imported as plain Python: what keeps a grade honest is outside the student's
-    process (the judge recomputes every effect, and :mod:`checks.absence` takes torch's scaler
+    process (the judge recomputes every effect, and :mod:`checks.student.absence` takes torch's scaler
     out of the processes that run ``loss_scaler.py``), so nothing here restricts the code.
     Modules get their own names (``loss_scaler``...), never ``__main__``, so a submission's
     ``if __name__ == "__main__":`` block does not run.
@@ -464,9 +464,9 @@ def torch_scaler(**kwargs: Any) -> torch.amp.GradScaler:
 
 
 def run_scenario(name: str, args: dict[str, Json], submission: Submission) -> Json:
-    """Run scenario ``name`` against ``submission`` (see :mod:`checks.registry`); raise SubmissionFault if it cannot load.
+    """Run scenario ``name`` against ``submission`` (see :mod:`checks.runners.registry`); raise SubmissionFault if it cannot load.
 
-    The scenarios of :mod:`checks.probes` and :mod:`checks.gpu_scenarios` are there once those
+    The scenarios of :mod:`checks.runners.probes` and :mod:`checks.runners.gpu_runs` are there once those
     modules are imported (the sandbox preloads both; the local fixture imports probes).
     """
     return registry.run(name, args, submission)

@@ -1,7 +1,7 @@
 """The judge of Task 2: ``amp_step``'s effects against a configurable reference ``amp_step``.
 
 A row of Task 2 earns its points from *effects* only: after every call of the probe
-(:func:`checks.probes.run_amp_probe`), the parameters, their gradients, the scaler's scale
+(:func:`checks.runners.probes.run_amp_probe`), the parameters, their gradients, the scaler's scale
 and growth tracker and (row 2.8) the returned loss, copied out as plain data by the harness.
 The judge reruns the same scenario in its own process with :func:`reference_amp_step`, an
 ``amp_step`` whose every behaviour is a switch of :class:`Config`, and torch's scaler.
@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-from checks.harness import Json, torch_scaler
+from checks.runners.harness import Json, torch_scaler
 
 GIVEN = "given"  # the dtype amp_step was called with
 OTHER = "other"  # the autocast dtype amp_step was not called with
@@ -239,7 +239,7 @@ def suggested_configs(result: dict[str, Json], args: dict[str, Json]) -> list[Co
 
 @lru_cache(maxsize=256)
 def _replay(args_text: str, config: Config) -> str:
-    from checks.probes import ContractScaler, run_amp_probe  # probes imports the harness; no cycle at import time
+    from checks.runners.probes import ContractScaler, run_amp_probe  # probes imports the harness; no cycle at import time
 
     args = json.loads(args_text)
     make_scaler = ContractScaler if args.get("scaler") == "contract" else torch_scaler

@@ -1,7 +1,7 @@
 """Probes for ``amp_step``: a model, loss, optimizer and scaler wrapper that report what they see.
 
 Plus the underflow training run.  Like
-:mod:`checks.harness`, everything here takes plain data and returns plain data,
+:mod:`checks.runners.harness`, everything here takes plain data and returns plain data,
 and runs in the student process (the sandbox preloads this module).
 """
 
@@ -12,10 +12,10 @@ from typing import Any, Callable
 
 import torch
 
-from checks import registry
-from checks.harness import (Json, Submission, copy_out_params, copy_out_tensor, gradscaler_state,
+from checks.runners import registry
+from checks.runners.harness import (Json, Submission, copy_out_params, copy_out_tensor, gradscaler_state,
                             guarded, is_plain_tensor, param_grad, run_scaler_ops, seed_cpu, tensor_facts, tensor_values, torch_scaler)
-from checks.optimizers import PlainSGD, RecordingSGD
+from checks.runners.optimizers import PlainSGD, RecordingSGD
 
 
 class _BackwardProbe(torch.autograd.Function):
@@ -58,7 +58,7 @@ class AmpProbe(torch.nn.Module):
     the autocast dtype, so computing the loss outside autocast changes the loss and the
     gradients, as running the forward outside autocast does.  What the probe records (the
     log) only explains a failure; the rows are judged on effects (parameters, gradients,
-    scaler state, returned loss), see :mod:`checks.amp_reference`.
+    scaler state, returned loss), see :mod:`checks.judge.amp_reference`.
 
     What it records lives in private attributes; code under test may read or rewrite them (nothing
     stops it), which earns nothing: the log only suggests what the judge replays.
@@ -255,7 +255,7 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
     failure, it earns nothing); each step holds ``ok`` (what ``amp_step`` returned, see
     :func:`describe_returned`) or ``error``, and the effects copied out by the harness after
     the call: ``params`` and ``grads`` (the model's parameters and their gradients, see
-    :func:`checks.harness.copy_out_params`), ``backward_grads`` (the gradients as the call's
+    :func:`checks.runners.harness.copy_out_params`), ``backward_grads`` (the gradients as the call's
     last backward pass left them, see :func:`watch_backward`) and ``scaler`` (see
     :func:`scaler_state`).
     """

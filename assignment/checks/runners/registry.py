@@ -1,8 +1,8 @@
 """The scenario registry: where every scenario runner registers itself, and where calls are dispatched.
 
 A *scenario* is a named runner that takes plain data (``args``) and a submission and
-returns plain data (see :mod:`checks.harness`).  Runner modules (``harness``,
-``probes``, ``gpu_scenarios``) register theirs when imported; whoever runs scenarios
+returns plain data (see :mod:`checks.runners.harness`).  Runner modules (``harness``,
+``probes``, ``gpu_runs``) register theirs when imported; whoever runs scenarios
 (the sandbox's student process, the local ``student`` fixture) imports the runner
 modules it needs and calls :func:`run`.  This module imports nothing of theirs, so no
 runner module has to import another just to dispatch to it: the dependency points one

@@ -1,6 +1,6 @@
 """Student-facing failure messages: what was called, what was expected, what happened.
 
-Scaler scenarios are lists of ops (see :func:`checks.harness.run_scaler_ops`).
+Scaler scenarios are lists of ops (see :func:`checks.runners.harness.run_scaler_ops`).
 :func:`snippet` turns them into a short Python program that a student can paste
 into a file next to ``loss_scaler.py`` and run: it rebuilds the same parameters and
 optimizers as the grader (including an SGD whose ``step()`` returns a recognisable
@@ -19,7 +19,7 @@ from typing import Any, Iterable, Sequence
 Json = Any
 
 #: Lines that define the optimizer class of every snippet that calls ``step``: it behaves like
-#: ``checks.optimizers.RecordingSGD`` (SGD whose ``step()`` returns 1000.0 + its number of calls).
+#: ``checks.runners.optimizers.RecordingSGD`` (SGD whose ``step()`` returns 1000.0 + its number of calls).
 #: Whether a step happened is judged by its effect (the parameters changed), never by the count.
 SGD_CLASS = [
     "class SGD(torch.optim.SGD):  # the grader's optimizer: step() returns 1000.0 + how often it ran",
@@ -125,7 +125,7 @@ def printing_lines(op: dict[str, Json], step_return: bool = True) -> list[str]:
 
 #: A snippet's first lines after ``import torch``: torch's scaler taken out, as wherever loss_scaler.py runs (run
 #: next to ``checks/``, in the assignment folder), so that code leaving work to it fails here as in the grader.
-ABSENCE = ["from checks.absence import remove_reference_scaler", "remove_reference_scaler()"]
+ABSENCE = ["from checks.student.absence import remove_reference_scaler", "remove_reference_scaler()"]
 
 
 def snippet(args: dict[str, Json], upto: int | None = None, step_return: bool = True) -> str:

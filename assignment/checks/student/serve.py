@@ -4,11 +4,11 @@ Student code never runs in the process that judges it.  Each set of contract fil
 process of its own (:func:`files_needed` says which files a scenario needs), which answers
 scenario requests, one JSON line each, with plain data (:func:`answer_requests`).  Where
 ``loss_scaler.py`` is among its files, torch's scaler is taken out of the process before the
-first student line (:mod:`checks.absence`).
+first student line (:mod:`checks.student.absence`).
 
 * The grader forks these processes from its zygote and confines them first
   (``autograder.engine.zygote``), then calls :func:`answer_requests`.
-* The public checks start one with ``python -m checks.student_process ROOT FILE...`` (see
+* The public checks start one with ``python -m checks.student.serve ROOT FILE...`` (see
   :class:`LocalProcess`): the judge's side (the tests and torch's reference scaler) stays in
   pytest's process, exactly as in the grader, so the checks refuse what the grader refuses.
 
@@ -22,8 +22,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from checks import absence, harness
-from checks.harness import Json
+from checks.student import absence
+from checks.runners import harness
+from checks.runners.harness import Json
 #: The order files are imported in (``answers.py`` is never imported: its answers are parsed).
 IMPORT_ORDER = ("loss_scaler", "amp_step")
 #: The contract files each scenario's process imports (the student's scaler is added to Task 2's
@@ -98,9 +99,9 @@ class LocalProcess:
 
     def __init__(self, root: Path, modules: tuple[str, ...]) -> None:
         reply_r, reply_w = os.pipe()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                                             os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-        self.popen = subprocess.Popen([sys.executable, "-m", "checks.student_process", str(root), str(reply_w),
+        self.popen = subprocess.Popen([sys.executable, "-m", "checks.student.serve", str(root), str(reply_w),
                                        *modules], stdin=subprocess.PIPE, pass_fds=(reply_w,), env=env)
         os.close(reply_w)
         self.replies = os.fdopen(reply_r, "rb")
@@ -145,6 +146,6 @@ def _main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    from checks import gpu_scenarios, probes  # noqa: F401 - they register their scenarios
+    from checks.runners import gpu_runs, probes  # noqa: F401 - they register their scenarios
 
     _main(sys.argv[1:])

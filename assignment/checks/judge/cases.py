@@ -15,7 +15,8 @@ from typing import Any, Sequence
 import torch
 from hypothesis import strategies as st
 
-from checks import expect, harness
+from checks.judge import expect
+from checks.runners import harness
 
 Json = Any
 SPECIALS = (math.inf, -math.inf, math.nan)

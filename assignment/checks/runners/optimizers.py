@@ -1,6 +1,6 @@
 """The harness's optimizers: test doubles that behave like ``torch.optim.SGD`` and record their calls.
 
-Like :mod:`checks.harness`, this module imports nothing but torch and the standard library.
+Like :mod:`checks.runners.harness`, this module imports nothing but torch and the standard library.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ mode only one process may hold it, so the reference and the student's process ta
 
 Protocol: one JSON line per request on stdin (``{"kind", "args"}``), one per answer on
 the original stdout (``{"ok": ...}`` or ``{"error": traceback}``); run as
-``python -m checks.gpu_reference``.
+``python -m checks.judge.gpu_reference``.
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 Json = Any
-CHECKS_PARENT = Path(__file__).resolve().parent.parent
+CHECKS_PARENT = Path(__file__).resolve().parents[2]
 #: Deterministic references worth keeping for the whole grading run (the same for every submission).
 CACHED_KINDS = ("underflow_baseline",)
 
 
 def _kinds() -> dict[str, Callable[[dict[str, Json]], Json]]:
-    from checks import gpu_scenarios as g
+    from checks.runners import gpu_runs as g
 
     return {"underflow_baseline": lambda args: g.run_gpu_underflow(args, None),
             "scaler_ops": g.torch_scaler_ops}
@@ -77,7 +77,7 @@ class ReferenceProcess:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(path),
                "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
         self._buffer = b""
-        return subprocess.Popen([sys.executable, "-m", "checks.gpu_reference"], stdin=subprocess.PIPE,
+        return subprocess.Popen([sys.executable, "-m", "checks.judge.gpu_reference"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=str(CHECKS_PARENT))
 
     def _readline(self, process: subprocess.Popen[bytes]) -> bytes:

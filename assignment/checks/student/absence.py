@@ -24,7 +24,7 @@ also hides those files (:func:`scaler_sources`) from Task 1's processes, so that
 torch writes in Python (``scale()``, the constructor's checks) can be borrowed there: the only way to
 Task 1's points is to implement the scaler.  The grader calls this in every student
 process that imports ``loss_scaler.py``; the public checks do the same in the process that runs
-the student's files (:mod:`checks.student_process`), so both refuse alike.
+the student's files (:mod:`checks.student.serve`), so both refuse alike.
 
 This module imports nothing but torch and the standard library.  Call it once per process.
 """

@@ -1,18 +1,18 @@
-"""GPU scenarios (Part 4): plain data in, plain data out, like :mod:`checks.harness`.
+"""GPU scenarios (Part 4): plain data in, plain data out, like :mod:`checks.runners.harness`.
 
 The scenarios the GPU checks (``checks/test_gpu.py``) run in a student process:
 
 * ``gpu_train_fp32`` / ``gpu_train``: one training run of the speed workload (:func:`run_train`),
   in float32 with TF32 off (its process imports no submission file) or through the student's
   ``amp_step`` + ``torch.amp.GradScaler``; the reply is the trained weights, nothing else;
-* ``gpu_underflow``: the underflow task of :func:`checks.probes.run_underflow` on the device,
+* ``gpu_underflow``: the underflow task of :func:`checks.runners.probes.run_underflow` on the device,
   through the student's ``amp_step`` with torch's ``GradScaler``; the reply is the final weight;
-* ``gpu_scaler_ops``: :func:`checks.harness.run_scaler_ops` on CUDA tensors, against the
+* ``gpu_scaler_ops``: :func:`checks.runners.harness.run_scaler_ops` on CUDA tensors, against the
   student's ``ToyLossScaler`` (the judge compares with ``GradScaler("cuda")``).
 
 What grades 4.1 and 4.2 is measured outside the student's process: the judge computes every
 loss itself, from the weights a run copies out (:func:`evaluation_loss` on its own evaluation
-batch, :func:`checks.probes.underflow_loss`), and times 4.1 by the wall time of each call's
+batch, :func:`checks.runners.probes.underflow_loss`), and times 4.1 by the wall time of each call's
 round trip, the same way for the fp32 baseline and the AMP run (see ``checks/test_gpu.py``).
 Neither the value ``amp_step`` returns nor anything the student's process timed or counted is
 read.  :func:`run_speed` and :func:`run_mode` (in-process timings and loss curves) serve the
@@ -54,8 +54,8 @@ from typing import Any, Callable
 
 import torch
 
-from checks import harness, probes, registry
-from checks.optimizers import PlainSGD
+from checks.runners import harness, probes, registry
+from checks.runners.optimizers import PlainSGD
 from checks.gpu_mode import DRY_ENV, dry_from_env  # noqa: F401 - DRY_ENV: this module's API since the start
 
 Json = Any
@@ -444,7 +444,7 @@ def run_speed(args: dict[str, Json], amp_step: Callable[..., Any] | None,
 def _copy_out_weights(params: list[torch.nn.Parameter]) -> "list[str] | str":
     """The exact float32 values of ``params``, each as base64 of its bytes; or a note saying why not.
 
-    The same rules as :func:`checks.harness.copy_out_params` (exact tensor types, read with overrides
+    The same rules as :func:`checks.runners.harness.copy_out_params` (exact tensor types, read with overrides
     and dispatch modes disabled), in a compact encoding: a JSON list of floats would be ~6x larger
     than the sandbox's reply limit for the CUDA workload.  The judge decodes them with
     :func:`decode_weights` and computes the loss itself (:func:`evaluation_loss`).
@@ -572,11 +572,11 @@ def underflow_args(device: str, **overrides: Json) -> dict[str, Json]:
 
 def run_gpu_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None,
                       root: Path | None = None) -> dict[str, Json]:
-    """The underflow task (:func:`checks.probes.underflow_data`) on ``args["device"]``: with ``amp_step``
+    """The underflow task (:func:`checks.runners.probes.underflow_data`) on ``args["device"]``: with ``amp_step``
     through ``GradScaler(device)``, without it the unscaled float16 baseline.
 
     Returns ``ok``/``error`` and ``final_weight``, the model's weight after training copied out as plain
-    data: the judge measures the final loss from it (:func:`checks.probes.underflow_loss`).  What
+    data: the judge measures the final loss from it (:func:`checks.runners.probes.underflow_loss`).  What
     ``amp_step`` returns is not read (it is row 2.8's, not this part's).
     """
     device = args.get("device", "cuda")
@@ -663,7 +663,7 @@ def grader_fault(exc: BaseException) -> dict[str, Json]:
 
 
 def run_scenario(name: str, args: dict[str, Json], submission: harness.Submission) -> Json:
-    """Run GPU scenario ``name`` against ``submission`` (registered with :mod:`checks.registry`).
+    """Run GPU scenario ``name`` against ``submission`` (registered with :mod:`checks.runners.registry`).
 
     A device failure outside the student's frames answers ``{"grader_fault": ...}`` (see the
     module's docstring); the student's own exceptions are data, as everywhere else.

@@ -1,0 +1,130 @@
+"""One student process as the judge sees it (three pipes and a pid), and the output it printed, per test.
+
+:class:`StudentProcess` reads reply lines with a deadline and notices a process that ended
+(through a pidfd, even while a child of it still holds the reply pipe open).  :class:`OutputLog`
+files every byte a process prints under the test that process last served (its ``owner``),
+whoever drains it and whenever: output a process serving a hidden test prints late cannot reach a
+visible row.  :class:`autograder.engine.sandbox.SandboxRunner` starts the processes and speaks the
+protocol through these two.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+MAX_REPLY_BYTES = 16 * 2**20
+OUTPUT_KEEP_BYTES = 7 * 1024  # with the "more bytes not shown" notice, within results.OUTPUT_LIMIT
+
+
+class StudentProcess:
+    """One live student process that imported a fixed set of contract modules: pipes, pid, replies."""
+
+    def __init__(self, pid: int, request_fd: int, reply_fd: int, output_fd: int, owner: str) -> None:
+        self.pid: int | None = pid
+        #: The test whose output this process's output is filed under: the last one it served (set before each
+        #: request), so what it prints late, or what is drained when another test ends it, stays with that test.
+        self.owner = owner
+        self.request_fd, self.reply_fd, self.output_fd = request_fd, reply_fd, output_fd
+        os.set_blocking(output_fd, False)
+        try:  # readable once the process ends, even while a child of it still holds the reply pipe open
+            self.pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):  # before Linux 5.3, or the process is gone already
+            self.pidfd = -1
+        self.buffer = b""
+
+    def close(self) -> None:
+        self.gone()
+        for fd in (self.request_fd, self.reply_fd, self.pidfd, self.output_fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.request_fd, self.reply_fd, self.pidfd, self.output_fd = -1, -1, -1, -1
+
+    def gone(self) -> None:
+        """Kill the process group (if not done yet) and forget the pid: ``pid is None`` means it ended."""
+        pid, self.pid = self.pid, None
+        if pid is not None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def read(self, timeout: float, drain: Callable[["StudentProcess"], None]) -> dict[str, Any] | None:
+        """Next reply line, or None on timeout / end of stream (then :attr:`pid` tells which).
+
+        ``drain`` moves the process's output away at every wake-up: the process flushes it before
+        each reply, so what a call printed is filed under the test that made the call.
+        """
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            watched = [self.reply_fd] + [fd for fd in (self.pidfd, self.output_fd) if fd >= 0]
+            ready, _, _ = select.select(watched, [], [], remaining)
+            drain(self)
+            if not ready or ready == [self.output_fd]:
+                continue
+            if self.reply_fd not in ready:  # it ended; what it wrote before would be readable
+                self.gone()
+                return None
+            chunk = os.read(self.reply_fd, 1 << 20)
+            if not chunk:
+                self.gone()
+                return None
+            self.buffer += chunk
+            if len(self.buffer) > MAX_REPLY_BYTES:
+                return {"fault": "the submission's process sent an oversized reply"}
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            return {"fault": "the submission's process sent an unreadable reply (did it write to the grader's pipe?)"}
+        return message if isinstance(message, dict) else {"fault": "the submission's process sent a malformed reply"}
+
+
+class OutputLog:
+    """What the student's code printed, per test (bounded per test; the rest is counted, not kept)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, bytearray] = {}
+        self.total = 0
+        self.dropped: dict[str, int] = {}  # test case -> bytes printed beyond what is kept
+
+    def drain(self, process: StudentProcess) -> None:
+        """Move what ``process`` printed so far into its owner's output (bounded): never into another test's,
+        so output a hidden-keyed process prints late cannot reach a visible row, whoever ends the process."""
+        owner = process.owner
+        sink = self.kept.setdefault(owner, bytearray())
+        while process.output_fd >= 0:
+            try:
+                chunk = os.read(process.output_fd, 1 << 16)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                os.close(process.output_fd)
+                process.output_fd = -1
+                return
+            self.total += len(chunk)
+            room = OUTPUT_KEEP_BYTES - len(sink)
+            if room > 0:
+                sink.extend(chunk[:room])
+            if len(chunk) > room:
+                self.dropped[owner] = self.dropped.get(owner, 0) + len(chunk) - max(room, 0)
+
+    def by_test(self, submission: Path) -> dict[str, str]:
+        """Each test's output as text (node id -> text; "" before any test), the staged folder's name hidden."""
+        staged = str(Path(submission).resolve())  # a temporary folder: its name would differ on every run
+        return {test: bytes(data).decode("utf-8", errors="replace").replace(staged, "<your submission>")
+                + (f"\n… ({self.dropped[test]} more bytes of output not shown)" if test in self.dropped else "")
+                for test, data in self.kept.items() if data}

@@ -1,0 +1,67 @@
+"""Gradescope's runtime: ``run_autograder`` grades ``$AUTOGRADER_ROOT/submission`` into ``results/results.json``.
+
+``python -m autograder.platforms.gradescope`` (what the zip's ``run_autograder`` executes, see
+:mod:`autograder.packaging.gradescope`) never exits without writing results.json: a refused
+isolation level, a broken submission or a fault of the grader itself each still give the student
+a file that says what happened (the details go to the staff log, run_autograder's stdout).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from autograder.engine import grader, strings
+
+
+def run(root: Path) -> int:
+    """Grade ``root/submission`` into ``root/results/results.json``; never exits without it."""
+    results_path = root / "results" / "results.json"
+    started = time.monotonic()  # execution_time counts everything: start-up and intake too
+    try:
+        if os.geteuid() == 0:  # the student process runs as another uid: keep it out of our files
+            for private in (root / "source", root / "results"):
+                if private.exists():
+                    private.chmod(0o700)
+        try:
+            grader.check_isolation(None)  # $AMP_MIN_ISOLATION, if set
+        except grader.IsolationRefused as refused:
+            from autograder.engine.files import write_json_atomic
+            from autograder.engine.results import error_results
+
+            print(refused)  # the staff log
+            data = error_results(strings.text("isolation_refused"))
+            data["extra_data"] = {"isolation": refused.reached, "refused": str(refused)}
+            write_json_atomic(results_path, data)
+            return 0
+        grader.start()
+        from autograder.engine import plan
+        from autograder.engine.files import write_json_atomic
+
+        hide = grader.private_paths(root / "results", (root / "source" / "autograder",))
+        outcome = grader.grade_submission("submission", root / "submission", hide=hide,
+                                          call_plan=plan.shipped_plan())
+        data = outcome["results"]
+        data["execution_time"] = round(time.monotonic() - started, 1)
+        if outcome["staff_log"]:
+            print(outcome["staff_log"])  # run_autograder's stdout: visible to staff only (stdout_visibility hidden)
+        write_json_atomic(results_path, data)
+        return 0
+    except BaseException:  # noqa: BLE001 - results.json must exist whatever happened
+        print(traceback.format_exc(), file=sys.stderr)
+        from autograder.engine.files import write_json_atomic
+        from autograder.engine.results import error_results
+
+        write_json_atomic(results_path, error_results(strings.fallback_text("grader_failed")))
+        return 0
+
+
+def main() -> int:
+    return run(Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

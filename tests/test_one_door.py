@@ -1,0 +1,68 @@
+"""One door: :func:`autograder.engine.grader.grade_submission` is the only way any entry point grades.
+
+The start-up order (the zygote before pytest) is the engine's, not each caller's: these tests read
+every module of the grader for the calls that would bypass the door, and try the wrong order.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+#: Calls that grade or start the grading machinery, and the only modules allowed to make them.
+GUARDED_CALLS = {
+    "start_zygote": {"autograder/engine/grader.py", "autograder/engine/sandbox.py", "autograder/engine/zygote.py"},
+    "grade_with_plan": {"autograder/engine/grader.py"},
+    # The GPU part (staff-run, on a GPU machine) judges its own rows with a device runner: its one function.
+    "grade_staged": {"autograder/engine/plan.py", "autograder/gpu/grading.py"},
+}
+
+
+def _calls(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            func = node.func
+            names.add(func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
+    return names
+
+
+def test_only_the_door_grades_or_starts_the_zygote() -> None:
+    offenders = []
+    for path in sorted((ROOT / "autograder").rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        for call in _calls(path) & set(GUARDED_CALLS):
+            if relative not in GUARDED_CALLS[call]:
+                offenders.append(f"{relative} calls {call}()")
+    assert offenders == []
+
+
+def test_every_entry_point_grades_through_the_door() -> None:
+    """The batch worker, a Slurm array task and Gradescope's runtime each call grade_submission."""
+    for relative in ("autograder/batch/worker.py", "autograder/batch/slurm_chunk.py",
+                     "autograder/platforms/gradescope.py"):
+        assert "grade_submission" in _calls(ROOT / relative), relative
+
+
+def test_pytest_imported_before_the_start_is_refused() -> None:
+    """A caller that imported pytest first would fork every student process holding it: refused, loudly."""
+    code = ("import pytest\nfrom autograder.engine import grader\n"
+            "try:\n    grader.start()\nexcept grader.StartOrderError as exc:\n    print('refused:', exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "refused: imported before the sandbox's zygote: pytest" in done.stdout
+
+
+def test_the_door_starts_the_zygote_before_the_judge() -> None:
+    """After start(), the zygote exists and was forked while pytest was not yet imported."""
+    code = ("import sys\nfrom autograder.engine import grader\ngrader.start()\n"
+            "from autograder.engine import zygote\n"
+            "print('zygote' if zygote._ZYGOTE is not None else 'none', 'pytest' in sys.modules)\n"
+            "grader.start()  # a second start does nothing\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["zygote", "True"]
