@@ -1,4 +1,4 @@
-"""Isolation and bounds where graders really run (issue 11): a Gradescope-like container (root
+"""Isolation and bounds where graders really run: a Gradescope-like container (root
 without CAP_SYS_ADMIN), an unprivileged user, concurrent batches; and every path bounded.
 
 The confinement runs are few and representative (one probing submission per mode), not the
