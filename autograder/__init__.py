@@ -1,4 +1,4 @@
-"""Autograder for the mixed-precision (AMP) assignment.  See README.md ("Repository layout").
+"""Autograder for the mixed-precision (AMP) assignment.  See docs/layout.md.
 
 One folder per job, dependencies pointing one way:
 
@@ -6,6 +6,7 @@ One folder per job, dependencies pointing one way:
 * :mod:`autograder.batch.run` grades many (workers, ledger, reports) with the engine;
 * :mod:`autograder.packaging` ships the grader (Gradescope, otter-grader, notebook, release);
 * :mod:`autograder.gpu` grades the GPU part with the engine's sandbox;
+* :mod:`autograder.diagnosis` names the catalogued mistake a failing row reveals, and writes the class report;
 * :mod:`autograder.cli` is ``python -m autograder``.
 
 The public checks (``assignment/checks``) are imported as the package ``checks``;
