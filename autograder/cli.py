@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     gpu_grading.add_subcommands(sub)
     similarity_cli.add_subcommand(sub)
-    from autograder.diagnosis import cli as diagnosis_cli  # report OUT: the class report (issue 21)
+    from autograder.diagnosis import cli as diagnosis_cli  # report OUT: rebuild the class report from a batch's files
 
     diagnosis_cli.add_report_subcommand(sub)
     return parser

@@ -1,6 +1,6 @@
 """Batch grading speed: N realistic submissions graded with ``--jobs 2``, against a naive baseline.
 
-The mix is what a course sees (issue 13): 60 % correct or nearly correct (the reference and
+The mix is what a course sees: 60 % correct or nearly correct (the reference and
 the catalogue's correct variants), 37 % catalogue bugs (tests/catalogue, each bug in turn),
 2 % crashing and 1 % hanging submissions.  They are graded with
 ``python -m autograder grade DIR --jobs 2`` (the call plan on, as in any batch of more than a
@@ -44,7 +44,7 @@ CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
 LIMITS = ("--call-timeout", "3", "--submission-timeout", "15")
 #: (kind, share of the batch); the order is also the order of the naive subset's picks
 MIX = (("correct", 0.60), ("buggy", 0.37), ("crashing", 0.02), ("hanging", 0.01))
-GOAL_SECONDS, GOAL_N, LARGE_N = 300, 500, 2000  # issue 22: 500 in 5 min on 2 cores, i.e. 100/min
+GOAL_SECONDS, GOAL_N, LARGE_N = 300, 500, 2000  # the goal: 500 in 5 min on 2 cores, i.e. 100/min
 SIMILARITY_GOAL_SECONDS = 60
 VARIANTS = ROOT / "tests" / "catalogue" / "variants"
 

@@ -1,4 +1,4 @@
-"""What the diagnosis (issue 21) adds to grading a batch: the goal is at most 10%.
+"""What the diagnosis (the "Likely mistake" lines) adds to grading a batch: the goal is at most 10%.
 
 Grades the same submissions (the solution and a few catalogue bugs) in this process, the way a batch
 worker does (:func:`autograder.engine.grader.grade_submission`, with the call plan), alternately with the

@@ -292,7 +292,7 @@ def test_every_row_of_tasks_1_and_2_catches_some_bug(graded: dict[str, dict[str,
 @pytest.mark.slow
 def test_call_plan_grades_exactly_like_running_every_test(graded: dict[str, dict[str, Any]],
                                                            tmp_path: Path) -> None:
-    """Issue 13: the call plan (autograder/engine/plan.py) is only a shortcut. Grading every entry again with it
+    """The call plan (autograder/engine/plan.py) is only a shortcut. Grading every entry again with it
     switched off (AMP_PLAN=off: every test in pytest, every call live) gives byte-identical results."""
     if REUSED[-1]:
         pytest.skip("grades reused from an earlier run")

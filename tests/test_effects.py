@@ -1,4 +1,4 @@
-"""Task 2 earns points from effects only (issue 19): forged records, tensor subclasses, a step never taken.
+"""Task 2 earns points from effects only: forged records, tensor subclasses, a step never taken.
 
 These run the probe and the judge in this process (no sandbox): the "student" is an
 ``amp_step`` written here, or a probe result edited the way a student who reached the
@@ -53,7 +53,7 @@ def test_correct_reference_earns_every_row() -> None:
 
 
 #: One wrong behaviour per row: the configuration and the rows it must cost.  Most cost their own row
-#: only; a few leave later behaviours no effect to judge by, which then earn nothing (see README).
+#: only; a few leave later behaviours no effect to judge by, which then earn nothing (docs/security.md, Task 2).
 MASKS_STEP = {"2.6", "2.7"}  # torch's scaler refuses update (and makes clipping order moot) without a step
 SINGLE_BUGS = [
     (Config(forward=None, loss=None), {"2.1"}),
@@ -144,7 +144,7 @@ FORGED_LOGS = [CORRECT, Config(zero_grad="after_backward"), Config(step="never")
 @pytest.mark.parametrize("program", [do_nothing, forward_backward_only, reference_amp_step(Config(step="never"))],
                          ids=["nothing", "forward_backward_only", "never_steps"])
 def test_a_forged_log_scores_no_more_than_the_honest_one(program: Callable[..., Any]) -> None:
-    """The issue's done-when, per partial program: whatever log it shows, no more points than its own log earns."""
+    """A forged log earns nothing, per partial program: whatever log it shows, no more points than its own log earns."""
     def points(forge: Config | None) -> int:
         total = 0
         for row, args in ROW_ARGS.items():
@@ -194,7 +194,7 @@ def test_a_parameter_relabelled_as_a_subclass_is_not_copied_out() -> None:
 
 
 def test_underflow_weight_relabelled_as_a_subclass_earns_nothing() -> None:
-    """The issue's attack: the harness's own final-loss measurement must not read the subclass's 0.0."""
+    """A relabelled weight must not lower the measured loss: the harness's own final-loss measurement must not read the subclass's 0.0."""
     def amp_step(model: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
         loss = reference_amp_step(CORRECT)(model, *args, **kwargs)
         model.weight.__class__ = Liar

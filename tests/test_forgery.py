@@ -4,7 +4,7 @@ Every attack is graded by ``python -m autograder grade`` four times: at the isol
 machine gives root (``namespaces``) and at the one Gradescope's containers give (root without
 ``CAP_SYS_ADMIN``: ``landlock+seccomp``), each with every layer on and with the one in-process
 layer left (the audit hook, ``AMP_RUNTIME_GUARD=off``) switched off, so that these tests show which
-layer stops what (the README's integrity table comes from these runs).  Nothing
+layer stops what (docs/security.md's table of layers comes from these runs).  Nothing
 in the student process is restricted by a rule of Python: what an attack reaches for is either not
 there (torch's scaler and its kernels, the grader's files, another program) or decides nothing
 (the harness's records, the probe's log), because the judge recomputes every effect it grades.

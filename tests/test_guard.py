@@ -1,4 +1,4 @@
-"""The audit hook (autograder/engine/guard.py) refuses what the README says it refuses, and only that.
+"""The audit hook (autograder/engine/guard.py) refuses what docs/security.md says it refuses, and only that.
 
 Each attempt runs twice in a fresh interpreter: once with the audit hook armed
 (``guard.install``), once without.  The unguarded run is the positive control: every
@@ -141,7 +141,7 @@ def test_the_guard_lets_honest_code_through(outcomes: dict[str, dict[str, str]],
 
 @pytest.mark.parametrize("switch", ["AMP_RUNTIME_GUARD"])
 def test_switching_a_layer_off_changes_the_grader_fingerprint(switch: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """README: the switch is part of the grader fingerprint, so a batch regrades when they change."""
+    """docs/security.md: the switch is part of the grader fingerprint, so a batch regrades when they change."""
     from autograder.batch.run import grader_fingerprint
 
     monkeypatch.delenv(switch, raising=False)

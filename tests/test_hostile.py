@@ -1,4 +1,4 @@
-"""Hostile submissions (issue 5): the grader survives every one and grades it truthfully.
+"""Hostile submissions: the grader survives every one and grades it truthfully.
 
 Each submission built by :mod:`hostile` must end with a valid results.json, earn no
 points it did not earn, take bounded time, not crash the grader, change nothing
@@ -283,7 +283,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def report(data: Graded) -> None:
-    """Seconds per run and per case on stderr (shown with -s or on failure): the numbers issue 5 asks for."""
+    """Seconds per run and per case on stderr (shown with -s or on failure): how long the hostile batch takes, to keep it bounded."""
     lines = [f"hostile submissions: {data.seconds:.1f} s wall for {len(data.cases)} cases"]
     for run in data.runs:
         lines.append(f"  run {run.group}: {len(run.cases)} cases, --jobs {run.jobs}, {run.seconds:.1f} s, "

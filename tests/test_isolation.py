@@ -1,4 +1,4 @@
-"""Isolation and bounds where graders really run (issue 11): a Gradescope-like container (root
+"""Isolation and bounds where graders really run: a Gradescope-like container (root
 without CAP_SYS_ADMIN), an unprivileged user, concurrent batches; and every path bounded.
 
 The confinement runs are few and representative (one probing submission per mode), not the
@@ -421,7 +421,7 @@ def test_unprivileged_user_gets_confined(workspace: Path, nobody_python: str, no
         listener.close()
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(done.stdout.splitlines()[-1])
-    # the README's promise: namespaces where unprivileged user namespaces are enabled, Landlock+seccomp elsewhere
+    # docs/security.md's promise (isolation levels): namespaces where unprivileged user namespaces are enabled, Landlock+seccomp elsewhere
     assert data["probe"] == data["child"]["level"] == _expected_level("unprivileged", nobody_python)
     assert listener.accepted == 0 and data["child"]["net"] != "connected"
     assert isinstance(data["child"]["read"], str)  # a world-readable grader file, yet unreadable here

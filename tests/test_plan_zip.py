@@ -1,6 +1,6 @@
 """The call plan travels in the Gradescope zip and is used there; every results.json counts its scenarios.
 
-README ("Speed: the call plan"): the Gradescope zip carries ``autograder/hidden/plan.json``, recorded
+docs/speed.md ("The call plan"): the Gradescope zip carries ``autograder/hidden/plan.json``, recorded
 from solutions/ at build time, beside the hidden tests; a Gradescope run grades with it (the staff
 output says how many tests it passed by matching the reference's answers); and
 ``extra_data.scenarios_run`` tells staff how many scenarios graded a submission.
@@ -72,7 +72,7 @@ def test_a_gradescope_run_grades_with_the_shipped_plan(autograder_zip: Path, tmp
 
 
 def test_the_diagnosis_table_ships_beside_the_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The catalogue's answers (issue 21) are built at packaging time and shipped as hidden data; a failed or
+    """The catalogue's answers (the diagnosis table) are built at packaging time and shipped as hidden data; a failed or
     switched-off build ships none (the zip still grades, without "Likely mistake" lines)."""
     from autograder.diagnosis import table
     from autograder.packaging import gradescope

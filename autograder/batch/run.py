@@ -246,6 +246,6 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
     if options.similarity and (len(found.submissions) > 1 or options.similarity_reference):  # else: no pair
         sections.append(_similarity_section(out, found.submissions, options))
     report = summary.write_outputs(out, rows, found.has_identity, sections)
-    class_report.write_for_batch(out)  # report.html, items.csv, mistakes.csv (issue 21)
+    class_report.write_for_batch(out)  # the class report: report.html, items.csv, mistakes.csv
     summary.print_report(rows, report, out)
     return 0

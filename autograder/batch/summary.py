@@ -34,9 +34,9 @@ HISTOGRAM = class_report.HISTOGRAM_NAME  # report.html inlines this very file
 HISTOGRAM_MIN_SUBMISSIONS = class_report.HISTOGRAM_MIN_SUBMISSIONS
 RESERVED = frozenset({"gradebook.csv", "summary.md", "summary.json", HISTOGRAM, "ledger.sqlite", "ledger.sqlite-wal",
                       "ledger.sqlite-shm", "logs", "inputs", "inbox", "submitit", "lock",
-                      # issue 14's reports (autograder.batch.similarity, autograder.batch.regrade)
+                      # the similarity and regrade impact reports (autograder.batch.similarity, autograder.batch.regrade)
                       "similarity.csv", "similarity.html", "changes.csv", "gradebook.previous.csv",
-                      "report.html", "items.csv", "mistakes.csv"})  # issue 21's class report
+                      "report.html", "items.csv", "mistakes.csv"})  # the class report (autograder.diagnosis.report)
 #: judge.INTERNAL starts with this (a test keeps them in step; judge itself imports pytest and torch).
 INTERNAL_PREFIX = "The grader hit an internal problem"
 

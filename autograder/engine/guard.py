@@ -17,7 +17,7 @@ level, for machines where those layers are missing (isolation levels ``seccomp``
 
 A refused call raises :class:`Refused`, whose message names the call; the scenario then fails
 with that message like any other exception of the submission.  What this cannot stop (native
-code torch itself runs, such as a C++ file read) is the OS layers' job; the README says which
+code torch itself runs, such as a C++ file read) is the OS layers' job; docs/security.md says which
 level stops what.
 """
 

@@ -136,7 +136,8 @@ def build(out: Path, language: str = strings.DEFAULT) -> Path:
             _add(bundle, arcname, path.read_bytes())
         if language != strings.DEFAULT:
             _add(bundle, f"autograder/{strings.LANGUAGE_FILE.relative_to(PACKAGE).as_posix()}", json.dumps({"language": language}) + "\n")
-        # As secret as the hidden tests, beside them: the call plan, and the catalogue's answers to it (issue 21).
+        # As secret as the hidden tests, beside them: the call plan, and the catalogue's answers to it
+        # (the diagnosis table: it would reveal hidden inputs).
         for arcname, text in (("autograder/hidden/plan.json", recorded_plan()),
                               ("autograder/hidden/diagnosis.json", diagnosis_table.recorded_table())):
             if text is not None:
