@@ -182,7 +182,7 @@ def test_gpu_checks_skip_with_a_reason_without_cuda() -> None:
 
 def test_zygote_preloads_the_gpu_runs() -> None:
     """(That nothing touches CUDA before the fork: tests/test_gpu_faults.py.)"""
-    code = ("from autograder.engine import sandbox\nfrom checks import registry\n"
+    code = ("from autograder.engine import sandbox\nfrom checks.runners import registry\n"
             "assert registry.registered('gpu_train') and registry.registered('amp_probe')\n"
             "assert set(sandbox.SCENARIO_NEEDS) >= {'gpu_train', 'gpu_train_fp32', 'gpu_underflow', 'gpu_scaler_ops', 'gpu_preflight'}\n"
             "assert sandbox.SCENARIO_NEEDS['gpu_train_fp32'] == ()\n")

@@ -66,3 +66,13 @@ def test_the_door_starts_the_zygote_before_the_judge() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["zygote", "True"]
+
+
+def test_no_entry_point_imports_pytest_before_the_door_opens() -> None:
+    """Importing an entry point must leave the order to grader.start(): pytest is not imported yet."""
+    entries = ["autograder.cli", "autograder.batch.worker", "autograder.batch.slurm_chunk", "autograder.engine.plan",
+               "autograder.platforms.gradescope", "autograder.gpu.grading", "autograder.diagnosis.cli"]
+    code = f"import importlib, sys\nfor name in {entries!r}:\n    importlib.import_module(name)\nprint(sorted(m for m in ('pytest', 'hypothesis') if m in sys.modules))\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"

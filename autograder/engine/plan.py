@@ -39,10 +39,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from autograder.engine import judge, locations, plan_cache, rubric
+from autograder.engine import locations, plan_cache, rubric
 from autograder.engine.sandbox import canonical  # the one text answers are compared by
+
+if TYPE_CHECKING:  # the judge imports pytest: only after the grader started (python -m of this module)
+    from autograder.engine import judge
 
 PLAN_ENV = "AMP_PLAN"  # "off": grade every test in pytest, call by call (the reference path)
 SHIPPED = locations.SHIPPED_PLAN
@@ -145,6 +148,8 @@ def record(solution: Path = locations.REFERENCE_SOLUTION, runner_factory: Any = 
     inner = (runner_factory or SandboxRunner)(solution)
     recorder = RecordingRunner(inner)
     try:
+        from autograder.engine import judge
+
         report = judge.grade_staged(recorder)
     finally:
         inner.close()
@@ -240,6 +245,8 @@ def _agrees(found: Plan, solution: Path, runner_factory: Any) -> bool:
 def grade_with_plan(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ...] = rubric.ITEMS,
                     notes: list[str] | None = None) -> judge.Report:
     """Grade through ``runner``: cases that answer exactly like the solution pass at once, the rest run in pytest."""
+    from autograder.engine import judge
+
     if plan is None or not hasattr(runner, "prefetch"):
         return judge.grade_staged(runner, items, notes)
     started = time.monotonic()
