@@ -47,8 +47,9 @@ PROBLEMS: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
     (budget.TIME_LIMIT, True, ()),
     (budget.CRASH_LIMIT, True, ()),
     (budget.INTERFERED, True, ()),
-    ("import error", False, ("has a syntax error", "raised an exception:", "is not valid UTF-8", "does not define")),
-    ("missing file", False, ("is missing",)),
+    ("import error", False, ("has a syntax error", "raised an exception:", "is not valid UTF-8", "does not define",
+                             "could not be imported", "import할 수 없습니다")),  # the last two: engine.faults' row lines
+    ("missing file", False, ("is missing", "파일이 없습니다")),
     ("grader fault", False, (INTERNAL_PREFIX, *strings.phrases("internal"))),
 )
 
@@ -152,14 +153,27 @@ def feedback_markdown(submission: Submission, entry: Entry) -> str:
     failing = [t for t in tests if t.get("status") == "failed"]
     if failing:
         lines += ["", "## What went wrong", ""]
-        for test in failing:
-            text = strip_controls(str(test.get("output", "")), keep_newlines=True).strip()
+        for group, text in _same_output_groups(failing):
             fence = _fence(text)
-            lines += [f"### {markdown_inline(test.get('name', ''))}", "", fence + "text", text, fence, ""]
+            heading = (markdown_inline(group[0].get("name", "")) if len(group) == 1 else
+                       ", ".join(markdown_inline(str(t.get("number", ""))) for t in group) + f" ({len(group)} tests)")
+            lines += [f"### {heading}", "", fence + "text", text, fence, ""]
     informational = [t for t in data.get("tests", []) if not t.get("max_score", 0) and not t.get("status")]
     for test in informational:
         lines += ["", f"*{markdown_inline(test.get('name', ''))}*: {markdown_inline(test.get('output', ''))}"]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _same_output_groups(failing: Sequence[dict[str, Any]]) -> list[tuple[list[dict[str, Any]], str]]:
+    """Consecutive failed rows that say the same thing (one cause told once), each with that text."""
+    groups: list[tuple[list[dict[str, Any]], str]] = []
+    for test in failing:
+        text = strip_controls(str(test.get("output", "")), keep_newlines=True).strip()
+        if groups and groups[-1][1] == text:
+            groups[-1][0].append(test)
+        else:
+            groups.append(([test], text))
+    return groups
 
 
 # --------------------------------------------------------------------------- summary

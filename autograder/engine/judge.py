@@ -21,12 +21,12 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import pytest
 from hypothesis import settings
 
-from autograder.engine import locations, rubric, strings
+from autograder.engine import faults, locations, rubric, strings
 from autograder import ROOT
 
 try:
@@ -181,8 +181,13 @@ def _labelled(case: Outcome) -> str:
     return case.message if case.message.startswith(label) else f"[{label}] {case.message}"
 
 
-def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...]) -> tuple[list[Row], str]:
-    """Rubric rows from outcomes: per-case partial credit; and the staff log."""
+def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...], file_faults: Mapping[str, str] | None = None,
+          missing: Sequence[str] = ()) -> tuple[list[Row], str]:
+    """Rubric rows from outcomes: per-case partial credit; and the staff log.
+
+    A case failed by a cause told once at the top (``file_faults``, ``missing``: :mod:`.faults`) gets that
+    cause's short line instead of its message.
+    """
     rows: list[Row] = []
     staff: list[str] = []
     for item in items:
@@ -195,7 +200,7 @@ def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...]) -> tuple[list
         messages = []
         for case in cases:
             if not case.passed:
-                text = _labelled(case)
+                text = faults.short_line(case.message, item.task, file_faults or {}, missing) or _labelled(case)
                 if text not in messages:
                     messages.append(text)
                 if case.internal:
@@ -215,9 +220,11 @@ def grade_staged(runner: Any, items: tuple[rubric.Item, ...] = rubric.ITEMS, not
 def build_report(runner: Any, items: tuple[rubric.Item, ...], outcomes: list[Outcome], pytest_output: str,
                  notes: list[str] | None, started: float) -> Report:
     """Rows, routed output and the staff log from the outcomes of one submission's tests."""
-    rows, staff = score(outcomes, items)
+    file_faults, missing = faults.file_faults(runner), faults.missing_files(runner)
+    rows, staff = score(outcomes, items, file_faults, missing)
     visible = route_output(rows, getattr(runner, "output_by_test", dict)())
-    return Report(rows, list(notes or []), visible, (staff + "\n\n" + pytest_output).strip(), time.monotonic() - started,
+    causes = faults.top_notes(file_faults, missing, faults.not_implemented(o.message for o in outcomes if not o.passed))
+    return Report(rows, list(notes or []) + causes, visible, (staff + "\n\n" + pytest_output).strip(), time.monotonic() - started,
                   getattr(runner, "scenarios_run", 0))
 
 

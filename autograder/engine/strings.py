@@ -55,6 +55,11 @@ MESSAGES: dict[str, dict[str, str]] = {
                              "well enough (not your fault). Staff have been told.",
         "grader_failed": "The autograder failed while grading this submission (not your fault). Staff have the "
                          "details; please let them know.",
+        "row_file_missing": "Not run: {file} is missing (see the top of this feedback).",
+        "row_file_broken": "Not run: {file} could not be imported (see the top of this feedback).",
+        "row_not_implemented": "{what} is not implemented yet (see {where} in README.md).",
+        "file_broken": "{file} could not be imported, so every test that needs it scores 0:",
+        "not_implemented": "Not implemented yet: {names}. The tests that use them score 0.",
     },
     "ko": {
         "passed": "통과했습니다.",
@@ -81,6 +86,11 @@ MESSAGES: dict[str, dict[str, str]] = {
                              "아닙니다). 조교에게 알렸습니다.",
         "grader_failed": "이 제출물을 채점하는 중에 자동 채점기가 실패했습니다(여러분의 잘못이 아닙니다). 조교가 자세한 내용을 "
                          "가지고 있으니 알려 주세요.",
+        "row_file_missing": "실행하지 않음: {file} 파일이 없습니다(이 피드백의 맨 위 참고).",
+        "row_file_broken": "실행하지 않음: {file}을(를) import할 수 없습니다(이 피드백의 맨 위 참고).",
+        "row_not_implemented": "{what}이(가) 아직 구현되지 않았습니다(README.md의 {where} 참고).",
+        "file_broken": "{file}을(를) import할 수 없어 이 파일이 필요한 테스트는 모두 0점입니다:",
+        "not_implemented": "아직 구현되지 않음: {names}. 이를 사용하는 테스트는 0점입니다.",
     },
 }
 
