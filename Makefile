@@ -13,7 +13,7 @@ AMP_LANGUAGE ?= en
 export AMP_LANGUAGE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test test-all student check demo grade autograder bench profile bench-batch
+.PHONY: help setup test test-all student diagnosis check demo grade autograder bench profile bench-batch
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -39,8 +39,12 @@ test: setup $(OTTER_STAMP) ## the fast default (goal: 10 min on 2 cores): all bu
 test-all: setup $(OTTER_STAMP) ## every test, the slow ones included (what CI runs)
 	$(PYTEST) || [ $$? -eq 5 ]
 
-student: setup ## regenerate assignment/*.py from solutions/ and the students' table assignment/checks/diagnosis.json (minutes)
+student: setup ## regenerate assignment/*.py from solutions/, the students' table assignment/checks/diagnosis.json and the grader's (minutes)
 	$(PY) -m autograder.packaging.release
+	$(MAKE) diagnosis
+
+diagnosis: setup ## rebuild the grader's diagnosis table autograder/hidden/diagnosis.json (committed; 4-7 min)
+	$(PY) -m autograder.diagnosis build --out autograder/hidden/diagnosis.json
 
 check: setup ## run the public checks on DIR (default: assignment/)
 	cd assignment && AMP_SUBMISSION="$(abspath $(DIR))" ../$(PY) -m pytest

@@ -157,6 +157,7 @@ def run(paths: Sequence[Path], options: Options) -> int:
     if missing:
         raise UsageError(f"no such file or folder: {', '.join(missing)}")
     check_isolation(options.min_isolation)
+    report_diagnosis()
     out = options.out.resolve()
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {options.out} is a file")
@@ -180,6 +181,15 @@ def check_isolation(cli_value: str | None) -> str:
         raise UsageError(str(refused)) from None
     print(f"isolation level for student code here: {reached}", file=sys.stderr)
     return reached
+
+
+def report_diagnosis() -> None:
+    """One line when grading here diagnoses nothing, or from a stale table (never a silent "no mistakes")."""
+    from autograder.diagnosis.table import state
+
+    line = state().line()
+    if line:
+        print(line, file=sys.stderr)
 
 
 def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:

@@ -14,9 +14,10 @@ Use::
     python -m autograder.diagnosis report OUT           # rewrite the class report only
 
 Grading uses ``$AMP_DIAGNOSIS`` (a table's path, or "off"), else ``autograder/hidden/diagnosis.json``;
-without a table nothing is diagnosed and grades are the same.  Tables are built from the code at build
-time (the catalogue, the checks' scenarios); the grader's is never committed, the students' is (``make
-student`` rebuilds it; ``tests/test_release.py`` compares its ``source`` fingerprint with the code).
+without a table nothing is diagnosed and grades are the same (a batch says so in one line, report.html too).
+Tables are built from the code (the catalogue, the checks' scenarios, the hidden tests) and both are committed:
+the grader's (``make diagnosis``; ``tests/test_diagnosis_checkout.py`` compares its ``source`` fingerprint with
+the code) and the students' (``make student``; ``tests/test_release.py``).
 
 Dependencies run one way: this package imports the engine; the engine calls back only through
 :func:`autograder.diagnosis.match.annotate` (from :mod:`autograder.engine.results`).

@@ -176,8 +176,8 @@ td,th{border:1px solid #bbb;padding:.25em .6em;text-align:left;vertical-align:to
 
 
 def render(out: Path, columns: Sequence[str], graded: Sequence[Graded], stats: Sequence[ItemStats],
-           found: Sequence[Mistake]) -> str:
-    """The self-contained page."""
+           found: Sequence[Mistake], diagnosis_off: str = "") -> str:
+    """The self-contained page (``diagnosis_off``: why no row was compared with the catalogue, "" if it was)."""
     top = sum(s.max_score for s in stats)
     low = ' class="low"'
     item_rows = "".join(
@@ -199,7 +199,9 @@ def render(out: Path, columns: Sequence[str], graded: Sequence[Graded], stats: S
         f"</p>{items_table}</section>",
         "<section><h2>Most common mistakes</h2>" + (
             _table(["row", "what happens when", "catalogued bug", "submissions", "examples"], mistake_rows)
-            if found else "<p>No failing row matched a catalogued mistake.</p>") + "</section>",
+            if found else f"<p>Diagnosis is off ({html_text(diagnosis_off)}): no failing row was compared with the "
+            "catalogued mistakes.</p>" if diagnosis_off else "<p>No failing row matched a catalogued mistake.</p>")
+        + "</section>",
     ]
     pairs = sorted(_read_csv(out / "similarity.csv"), key=lambda r: -float(r.get("similarity") or 0))[:SHOWN_PAIRS]
     if pairs:
@@ -219,13 +221,20 @@ def render(out: Path, columns: Sequence[str], graded: Sequence[Graded], stats: S
 
 
 def write(out: Path) -> None:
-    """Write report.html, items.csv and mistakes.csv into the batch folder ``out`` (atomically)."""
+    """Write report.html, items.csv and mistakes.csv into the batch folder ``out`` (atomically).
+
+    Whether diagnosis is on is this process's view (:func:`autograder.diagnosis.table.state`): the batch's
+    main process, which saw what its workers see.
+    """
+    from autograder.diagnosis.table import state
+
     columns, graded = read_batch(out)
     stats = item_stats(columns, graded)
     found = mistakes(graded)
     write_bytes_atomic(out / ITEMS_NAME, items_csv(stats).encode("utf-8"))
     write_bytes_atomic(out / MISTAKES_NAME, mistakes_csv(found).encode("utf-8"))
-    write_bytes_atomic(out / HTML_NAME, render(out, columns, graded, stats, found).encode("utf-8"))
+    page = render(out, columns, graded, stats, found, state().off)
+    write_bytes_atomic(out / HTML_NAME, page.encode("utf-8"))
 
 
 def write_for_batch(out: Path) -> None:

@@ -15,10 +15,12 @@ answers differently (a bug absent there answers like the reference).
 The students' table (``--public``: :data:`checks.judge.diagnose.STUDENT_TABLE`) keeps the public tests only and
 also their recorded calls (public inputs), so the public checks can replay them (:mod:`checks.judge.diagnose`).
 
-The grader's table is rebuilt from the code at build time (``python -m autograder.diagnosis build``), never
-committed: scenario replies change with the checks.  The students' table is built by ``make student`` and
-committed in ``assignment/checks/`` (a student's clone has no catalogue to build it from); it records
-:func:`source_fingerprint`, so a test says when it is stale.
+Both tables are committed, so that every checkout diagnoses from its first grading: the grader's at
+``autograder/hidden/diagnosis.json`` (``make diagnosis``, also run by ``make student``; it holds digests of
+hidden answers, as secret as the hidden tests committed beside it and, like them, never released to
+students), the students' in ``assignment/checks/`` (``make student``: a student's clone has no catalogue to
+build it from).  Each records :func:`source_fingerprint` of what it was built from, so a test says when it
+is stale, and grading says so in one line (:func:`state`).  The Gradescope zip still builds its own.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
@@ -54,11 +57,16 @@ def source_files() -> list[Path]:
                    *(ROOT / "tests" / "catalogue").rglob("*.py"), ROOT / "autograder" / "diagnosis" / "words.py"])
 
 
-def source_fingerprint() -> str:
-    """A hash of :func:`source_files` (paths and bytes): equal fingerprints, same table."""
+def grader_source_files() -> list[Path]:
+    """What the grader's table depends on too: the hidden tests and the judge's settings choose its cases."""
+    return sorted([*source_files(), *locations.HIDDEN_TESTS.glob("test_*.py"), locations.ENGINE / "judge.ini"])
+
+
+def source_fingerprint(public: bool = True) -> str:
+    """A hash of :func:`source_files` (``public=False``: :func:`grader_source_files`): equal fingerprints, same table."""
     from autograder.engine import fingerprint
 
-    files = source_files()
+    files = source_files() if public else grader_source_files()
     # fingerprint.digest hashes names, not paths: the catalogue has several loss_scaler.py
     return fingerprint.digest(files, {"paths": [path.relative_to(ROOT).as_posix() for path in files]})
 
@@ -126,7 +134,7 @@ def build(plan: call_plan.Plan, entries: Sequence[Any], runner_factory: Callable
     table = Table({case.name: CaseDigests(case.test, case_digest(case, [c.answer for c in case.calls]),
                                           calls=[[c.scenario, c.args, c.timeout] for c in case.calls] if public else None)
                    for case in cases}, {}, twins=[sorted(group) for group in words.TWINS], public_only=public,
-                  source=source_fingerprint())
+                  source=source_fingerprint(public))
     scratch = Path(tempfile.mkdtemp(prefix="amp-diagnosis-"))
     catalogue = load_catalogue()
     try:
@@ -172,6 +180,48 @@ def current_table() -> Table | None:
         except (OSError, ValueError, KeyError, TypeError):
             _LOADED[key] = None
     return _LOADED[key]
+
+
+@dataclass(frozen=True)
+class TableState:
+    """The table grading uses, or why there is none."""
+
+    table: Table | None
+    off: str = ""  # why nothing is diagnosed ("" when a table is there)
+    stale: bool = False  # older than the code: rows whose cases changed are not diagnosed
+
+    def line(self) -> str:
+        """One line for the console, "" when the table is there and current."""
+        if self.table is None:
+            return f"diagnosis: off ({self.off}): no 'Likely mistake' lines; report.html lists no mistakes"
+        if self.stale:
+            return ("diagnosis: the table is older than the code (make diagnosis rebuilds it): rows whose cases "
+                    "changed are not diagnosed")
+        return ""
+
+
+def state() -> TableState:
+    """The table grading uses (:func:`current_table`), with why there is none or whether it is stale.
+
+    A checkout's table is committed (``make diagnosis`` rebuilds it): one older than the code still diagnoses
+    the rows whose cases did not change (a digest binds answers to their calls), so it is used, and said so.
+    Staleness is judged only in a checkout (elsewhere the sources it hashes are not there).
+    """
+    setting = os.environ.get(TABLE_ENV, "")
+    found = current_table()
+    if found is None:
+        return TableState(None, f"${TABLE_ENV}=off" if setting.lower() == "off"
+                          else f"no readable table at {setting or SHIPPED}; make diagnosis builds it")
+    stale = not setting and CATALOGUE.is_file() and found.source != source_fingerprint(public=False)
+    return TableState(found, stale=stale)
+
+
+def table_for_zip() -> str | None:
+    """The grader's table for the Gradescope zip: the committed one when current, else one built now (or None)."""
+    current = state()
+    if current.table is not None and not current.stale and not os.environ.get(TABLE_ENV):
+        return SHIPPED.read_text(encoding="utf-8")
+    return recorded_table()
 
 
 def recorded_table(public: bool = False) -> str | None:

@@ -95,8 +95,8 @@ def package_files() -> list[tuple[Path, str]]:
     files: list[tuple[Path, str]] = []
     for folder in (PACKAGE, locations.PUBLIC_CHECKS):
         for path in sorted(folder.rglob("*")):
-            if path == strings.LANGUAGE_FILE:  # a build writes its own (or none): never a stray one from disk
-                continue
+            if path in (strings.LANGUAGE_FILE, locations.SHIPPED_TABLE, locations.SHIPPED_PLAN):
+                continue  # a build writes its own (or none): never a stray or committed one from disk
             if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".ini", ".json"):
                 files.append((path, f"{folder.name}/{path.relative_to(folder).as_posix()}"))
     return files
@@ -139,7 +139,7 @@ def build(out: Path, language: str = strings.DEFAULT) -> Path:
         # As secret as the hidden tests, beside them: the call plan, and the catalogue's answers to it
         # (the diagnosis table: it would reveal hidden inputs).
         for arcname, text in (("autograder/hidden/plan.json", recorded_plan()),
-                              ("autograder/hidden/diagnosis.json", diagnosis_table.recorded_table())):
+                              ("autograder/hidden/diagnosis.json", diagnosis_table.table_for_zip())):
             if text is not None:
                 _add(bundle, arcname, text)
     os.replace(tmp, out)
