@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from autograder.diagnosis.report import HTML_NAME, MISTAKES_NAME
-from autograder.diagnosis.table import SHIPPED, Table, load_catalogue, public_tests, source_fingerprint
+from autograder.diagnosis.table import SHIPPED, UNANSWERED, Table, load_catalogue, public_tests, source_fingerprint
 from checks.judge.diagnose import LINE_START
 from conftest import ROOT, grade, load_results
 
@@ -37,7 +37,8 @@ def test_the_graders_table_is_committed_and_current() -> None:
 def test_the_graders_table_never_reaches_students() -> None:
     table = Table.from_json(SHIPPED.read_text(encoding="utf-8"))
     public = public_tests()
-    hidden = {digest for case in table.cases.values() if case.test not in public for digest in case.bugs.values()}
+    hidden = {digest for case in table.cases.values() if case.test not in public
+              for digest in [case.reference, *case.bugs.values()] if digest != UNANSWERED}
     assert len(hidden) > 100
     for path in (ROOT / "assignment").rglob("*"):
         if path.is_file() and path.suffix in (".py", ".json", ".ipynb", ".md"):
