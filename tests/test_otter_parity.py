@@ -219,7 +219,7 @@ def test_a_broken_judge_fails_every_row_with_its_reason(rows: list[otter_build.R
 
 def test_missing_files_are_explained_once_per_question(rows: list[otter_build.Row], tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    notes = "About your submission:\n- Missing: loss_scaler.py, amp_step.py. The tests that need them score 0."
+    notes = "About your submission:\n- Missing: loss_scaler.py, amp_step.py, answers.py. The tests that need them score 0."
     results = _fake_results({item.number: (0.0, "file missing") for item in rubric.ITEMS}, notes)
     tests = otter_build.write_tests(tmp_path / "tests", rows)
     for test_file in _load_graded(tests, tmp_path / "graded", results, monkeypatch):
