@@ -553,11 +553,14 @@ LOOP = "while True:\n    pass"
 #: The most a scaler that crashes in step() can earn: Task 1's constructor/scale/unscale rows (1.1-1.3), all of
 #: Task 2 (its tests run with torch's scaler) and the Quick Check.
 TORCH_SCALER_SHARE = 9.0 + 30.0 + 10.0
+#: A row that needs a loss_scaler.py that did not import: one line; the cause is told once at the top.
+NOT_IMPORTED_SCALER = "Not run: loss_scaler.py could not be imported (see the top of this feedback)."
 
 @case
 def loop_at_import(kit: Kit) -> Case:
     return kit.folder(kit.solution(loss_scaler=at_import(kit.scaler, LOOP)), full=AMP_TORCH_SCALER + QUICK,
-                      zero=SCALER, messages={"1.2": "did not finish within"})
+                      zero=SCALER, messages={"1.2": NOT_IMPORTED_SCALER},
+                      notes=("importing loss_scaler.py did not finish within",))
 
 
 @case
@@ -570,13 +573,15 @@ def loop_in_update(kit: Kit) -> Case:
 @case
 def os_exit_at_import(kit: Kit) -> Case:
     return kit.folder(kit.solution(loss_scaler=at_import(kit.scaler, "import os\nos._exit(0)")),
-                      full=AMP_TORCH_SCALER + QUICK, zero=SCALER, messages={"1.2": "ended the process"})
+                      full=AMP_TORCH_SCALER + QUICK, zero=SCALER, messages={"1.2": NOT_IMPORTED_SCALER},
+                      notes=("importing loss_scaler.py ended the process",))
 
 
 @case
 def sys_exit_at_import(kit: Kit) -> Case:
     return kit.folder(kit.solution(amp_step=at_import(kit.amp, "import sys\nsys.exit(0)")), full=SCALER + QUICK,
-                      zero=AMP, messages={"2.1": "SystemExit"})
+                      zero=AMP, messages={"2.1": "Not run: amp_step.py could not be imported (see the top of this "
+                                                 "feedback)."}, notes=("SystemExit",))
 
 
 @case
@@ -606,7 +611,7 @@ def memory_bomb_in_amp_step(kit: Kit) -> Case:
 @case
 def fork_bomb_at_import(kit: Kit) -> Case:
     return kit.folder(kit.solution(loss_scaler=at_import(kit.scaler, FORK_BOMB)), full=AMP + QUICK, zero=SCALER,
-                      score=40.0, messages={"1.1": "did not finish within"})
+                      score=40.0, messages={"1.1": NOT_IMPORTED_SCALER}, notes=("did not finish within",))
 
 
 @case
