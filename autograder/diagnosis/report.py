@@ -175,6 +175,16 @@ td,th{border:1px solid #bbb;padding:.25em .6em;text-align:left;vertical-align:to
 .low{background:#fde2e2}section{margin-bottom:2em}img{max-width:100%;height:auto}"""
 
 
+def _mistakes_body(mistake_rows: Sequence[Sequence[Any]], diagnosis_off: str) -> str:
+    """The mistakes table; else why it is empty: diagnosis off is never shown as "no mistakes"."""
+    if mistake_rows:
+        return _table(["row", "what happens when", "catalogued bug", "submissions", "examples"], mistake_rows)
+    if diagnosis_off:
+        return (f"<p>Diagnosis is off ({html_text(diagnosis_off)}): no failing row was compared with the catalogued "
+                "mistakes.</p>")
+    return "<p>No failing row matched a catalogued mistake.</p>"
+
+
 def render(out: Path, columns: Sequence[str], graded: Sequence[Graded], stats: Sequence[ItemStats],
            found: Sequence[Mistake], diagnosis_off: str = "") -> str:
     """The self-contained page (``diagnosis_off``: why no row was compared with the catalogue, "" if it was)."""
@@ -197,11 +207,7 @@ def render(out: Path, columns: Sequence[str], graded: Sequence[Graded], stats: S
         "of submissions by total score minus that in the bottom 27% (upper-lower index; shaded below 0.10 where "
         "some pass and some fail)."
         f"</p>{items_table}</section>",
-        "<section><h2>Most common mistakes</h2>" + (
-            _table(["row", "what happens when", "catalogued bug", "submissions", "examples"], mistake_rows)
-            if found else f"<p>Diagnosis is off ({html_text(diagnosis_off)}): no failing row was compared with the "
-            "catalogued mistakes.</p>" if diagnosis_off else "<p>No failing row matched a catalogued mistake.</p>")
-        + "</section>",
+        f"<section><h2>Most common mistakes</h2>{_mistakes_body(mistake_rows, diagnosis_off)}</section>",
     ]
     pairs = sorted(_read_csv(out / "similarity.csv"), key=lambda r: -float(r.get("similarity") or 0))[:SHOWN_PAIRS]
     if pairs:
