@@ -79,3 +79,24 @@ def test_without_a_table_the_run_and_the_report_say_diagnosis_is_off(tmp_path: P
     page = (tmp_path / "out" / HTML_NAME).read_text(encoding="utf-8")
     assert "Diagnosis is off (no readable table at" in page
     assert "No failing row matched a catalogued mistake" not in page
+
+
+def test_a_stale_table_is_used_and_said_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from autograder.diagnosis import table
+
+    monkeypatch.setenv(table.TABLE_ENV, "")
+    monkeypatch.setattr(table, "source_fingerprint", lambda public=True: "other code")
+    found = table.state()
+    assert found.table is not None and found.stale
+    assert found.line() == ("diagnosis: the table is older than the code (make diagnosis rebuilds it): rows whose "
+                            "cases changed are not diagnosed")
+
+
+def test_without_a_call_plan_diagnosis_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from autograder.diagnosis import table
+
+    monkeypatch.setenv(table.TABLE_ENV, "")
+    monkeypatch.setenv("AMP_PLAN", "off")
+    found = table.state()
+    assert found.table is None
+    assert found.off == "no call plan here, and the table compares answers to the plan's calls"

@@ -212,8 +212,18 @@ def state() -> TableState:
     if found is None:
         return TableState(None, f"${TABLE_ENV}=off" if setting.lower() == "off"
                           else f"no readable table at {setting or SHIPPED}; make diagnosis builds it")
+    if not plan_possible():
+        return TableState(None, "no call plan here, and the table compares answers to the plan's calls")
     stale = not setting and CATALOGUE.is_file() and found.source != source_fingerprint(public=False)
     return TableState(found, stale=stale)
+
+
+def plan_possible() -> bool:
+    """Whether grading here has a call plan (:func:`autograder.engine.plan.current_plan`, which imports pytest):
+    shipped, or recorded from a checkout's reference solution, and not switched off."""
+    if os.environ.get("AMP_PLAN", "").lower() == "off":  # autograder.engine.plan.PLAN_ENV
+        return False
+    return locations.SHIPPED_PLAN.is_file() or (locations.REFERENCE_SOLUTION / "loss_scaler.py").is_file()
 
 
 def table_for_zip() -> str | None:
