@@ -28,7 +28,7 @@ ROW_ARGS: dict[str, dict[str, Any]] = {
     "2.2": BASE,
     "2.3": {**BASE, "scaler_kwargs": {"init_scale": 1024.0}},
     "2.4": {**BASE, "steps": 2, "scaler_kwargs": {"init_scale": 2.0}},
-    "2.5": {**BASE, "steps": 2, "inject_inf_at": [0]},
+    "2.5": {**BASE, "steps": 2, "inject_inf_at": [0], "scaler_kwargs": {"init_scale": 2.0}},
     "2.6": {**BASE, "steps": 2, "inject_inf_at": [0]},
     "2.7": {**BASE, "max_grad_norm": 1e-3, "scaler_kwargs": {"init_scale": 4.0}},
     "2.8": BASE,
@@ -170,14 +170,17 @@ def test_a_refused_second_update_counts_as_one_that_found_no_overflow() -> None:
     assert [e["call"] for e in twice["log"] if e.get("event") == "scaler error"] == ["update", "update"]
 
 
-def test_a_refused_second_step_steps_again_unless_the_gradients_overflowed() -> None:
-    args = ROW_ARGS["2.5"]  # call 1 overflows: neither step moves the parameters; call 2 steps twice
+def test_a_refused_second_step_unscales_again_and_steps_unless_the_gradients_overflowed() -> None:
+    """As a scaler without torch's guard would: the gradients are divided by the scale once more (2 in call 1, 1
+    after call 1's overflow), and the optimizer steps again only in call 2, whose gradients are finite."""
+    args = ROW_ARGS["2.5"]
     twice = run(args, reference_amp_step(Config(step="twice")))
     once = run(args, reference_amp_step(CORRECT))
+    for call, scale in ((0, 2.0), (1, 1.0)):
+        for got, want in zip(twice["steps"][call]["grads"], once["steps"][call]["grads"]):
+            assert got == pytest.approx([w / scale for w in want], rel=1e-6, nan_ok=True)
     assert twice["steps"][0]["params"] == once["steps"][0]["params"]
-    assert twice["steps"][1]["params"] != once["steps"][1]["params"]
-    steps = [e for e in twice["log"] if e.get("event") == "optimizer.step"]
-    assert len(steps) == 1 and steps[0]["via_scaler"] is True
+    assert [e["via_scaler"] for e in twice["log"] if e.get("event") == "optimizer.step"] == [True, True]
 
 
 def test_a_step_refused_for_want_of_an_update_has_no_effect() -> None:

@@ -94,8 +94,9 @@ ROW_BREAKS: dict[str, Callable[[Config], list[Config]]] = {
     "2.2": lambda c: [_R(c, backward=GIVEN)],
     "2.3": lambda c: [_R(c, scaled=False)],
     "2.4": lambda c: [_R(c, zero_grad=z) for z in ("never", "after_backward", "after_step")],
-    # Without update() torch's scaler refuses every step after the first, so a doubled step has no effect of its own.
-    "2.5": lambda c: [_R(c, step=s) for s in ("direct", "never") + (("twice",) if c.update != "never" else ())],
+    # With the gradients cleared before the step torch's scaler refuses the first step too: a second has no effect.
+    "2.5": lambda c: [_R(c, step=s) for s in ("direct", "never") + (("twice",) if c.zero_grad != "after_backward"
+                                                                    else ())],
     "2.6": lambda c: [_R(c, update=u) for u in ("never", "before_step", "after_clean_step", "twice")],
     "2.7": lambda c: [_R(c, clipping=k) for k in ("clip_then_unscale", "clip_only", "no_clip")] + [_R(c, step="never")],
     "2.8": lambda c: [],  # the returned loss itself is compared

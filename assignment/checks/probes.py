@@ -184,18 +184,23 @@ def _torch_inner(scaler: Any) -> torch.amp.GradScaler | None:
 def _unguarded_repeat(inner: torch.amp.GradScaler, name: str, optimizer: Any) -> None:
     """What a repeated call torch refused does in a scaler without torch's guard against it.
 
-    A second ``step`` steps the optimizer again, with the gradients as they are now, unless the
-    inf check recorded for this iteration found one; a second ``update`` counts one more clean step
-    (torch's own update kernel with no inf found: the tracker advances, the scale grows at the
-    interval).
+    A second ``step`` unscales the gradients again (divides them by the scale a second time, with
+    torch's own kernel, checking them for inf/NaN) and steps the optimizer unless one overflowed:
+    so it leaves an effect even where the step itself is skipped.  A second ``update`` counts one
+    more clean step (torch's own update kernel with no inf found: the tracker advances, the scale
+    grows at the interval).
     """
-    if name == "step":
-        entry = dict.get(inner._per_optimizer_states, id(optimizer))
-        found = entry.get("found_inf_per_device", {}) if isinstance(entry, dict) else {}
-        if found and not sum(float(value.item()) for value in found.values()):
-            optimizer.step()
-        return
     if inner._scale is None or inner._growth_tracker is None:
+        return
+    if name == "step":
+        grads = [param.grad for group in optimizer.param_groups for param in group["params"]
+                 if param.grad is not None and param.grad.dtype == torch.float32]
+        if grads:
+            found = torch.zeros(1, dtype=torch.float32, device=inner._scale.device)
+            inverse = inner._scale.double().reciprocal().float()
+            torch._amp_foreach_non_finite_check_and_unscale_(grads, found, inverse)
+            if not found.item():
+                optimizer.step()
         return
     found_inf = torch.zeros(1, dtype=torch.float32, device=inner._scale.device)
     torch._amp_update_scale_(inner._scale, inner._growth_tracker, found_inf, inner._growth_factor,

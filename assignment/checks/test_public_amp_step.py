@@ -111,7 +111,9 @@ def check_zero_grad(student: Any, steps: int) -> None:
 
 
 def check_steps_through_scaler(student: Any, steps: int, inject_inf_at: list[int]) -> None:
-    check_row(student, "2.5", steps=steps, inject_inf_at=inject_inf_at)
+    # A small scale: a second step (the second unscale divides the gradients by it again) then moves the
+    # parameters by more than rounding, whatever else the call gets wrong.
+    check_row(student, "2.5", steps=steps, inject_inf_at=inject_inf_at, scaler_kwargs={"init_scale": 2.0})
 
 
 def check_update_once_after_step(student: Any, steps: int, inject_inf_at: list[int]) -> None:
