@@ -7,6 +7,7 @@ and runs in the student process (the sandbox preloads this module).
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -121,7 +122,9 @@ class ScalerProbe:
     (:func:`_unguarded_repeat`), an effect the judge's replay of a doubled call reproduces and a
     single call does not.  Only a repeat within one call counts (the harness says when a call
     begins): a ``step`` refused because the previous call never updated is that call's mistake,
-    and stays without effect.
+    and stays without effect.  Which call came before is the probe's own note, as reachable as
+    its log: code that rewrites it leaves a single call's effects under a doubled call's log,
+    which no row's replay matches but the row of the doubled call.
     """
 
     def __init__(self, inner: Any, log: list[dict[str, Json]]) -> None:
@@ -140,7 +143,8 @@ class ScalerProbe:
             self._log.append({"event": "scaler error", "call": name, "error": f"{type(exc).__name__}: {exc}"[:300]})
             inner = _torch_inner(self._inner)
             if repeat and inner is not None:
-                _unguarded_repeat(inner, name, args[0] if args else None)
+                with contextlib.suppress(Exception):  # an optimizer torch could not step: the repeat does nothing
+                    _unguarded_repeat(inner, name, args[0] if args else None)
             self._accepted = name if repeat else None
             return None
         self._accepted = name if name in ("step", "update") else None
