@@ -55,7 +55,7 @@ ITEMS: tuple[Item, ...] = (
     Item("2.2", "test_amp_step_backward_outside_autocast", "Backward outside autocast", 3, "amp_step", PUBLIC),
     Item("2.3", "test_amp_step_backward_sees_scaled_loss", "Backward of the scaled loss", 3, "amp_step", PUBLIC),
     Item("2.4", "test_amp_step_zeroes_grads_every_step", "Gradients zeroed every step", 3, "amp_step"),
-    Item("2.5", "test_amp_step_steps_through_scaler", "Optimizer stepped through the scaler", 4, "amp_step"),
+    Item("2.5", "test_amp_step_steps_through_scaler", "Optimizer stepped once, through the scaler", 4, "amp_step"),
     Item("2.6", "test_amp_step_updates_once_after_step", "update() once, after step()", 3, "amp_step"),
     Item("2.7", "test_amp_step_unscales_before_clipping", "unscale_ before clipping", 3, "amp_step"),
     Item("2.8", "test_amp_step_returns_unscaled_detached_loss", "Returns the unscaled, detached loss", 2, "amp_step"),
