@@ -5,7 +5,7 @@ worker does (:func:`autograder.batch.worker.grade_submission`, with the call pla
 diagnosis off (``AMP_DIAGNOSIS=off``) and on, and prints
 
 * the end-to-end ratio on/off (noisy on a shared machine: rounds alternate the order);
-* the diagnosis's own time (inside :func:`autograder.diagnosis.match.annotate`, the only work it adds
+* the diagnosis's own time (inside :func:`autograder.diagnosis.match.diagnose`, the only work it adds
   to grading: the answers it compares are the ones the call plan fetched anyway) as a share of the
   grading time with it on: the stable number to read.
 
@@ -58,16 +58,16 @@ def main(argv: list[str] | None = None) -> int:
         size = len(table.Table.from_json(table_path.read_text()).rows)
 
         spent = [0.0]
-        original = match.annotate
+        original = match.diagnose
 
-        def timed(report, found=None):  # type: ignore[no-untyped-def]
+        def timed(report, found):  # type: ignore[no-untyped-def]
             begun = time.perf_counter()
             try:
                 return original(report, found)
             finally:
                 spent[0] += time.perf_counter() - begun
 
-        match.annotate = timed
+        match.diagnose = timed
         totals = {"off": 0.0, "on": 0.0}
         diagnosed = 0
         limits = limits_from({})

@@ -70,6 +70,7 @@ def grade_submission(name: str, path: Path, hide: Sequence[str], limits: Any, ui
     Returns ``status`` ("graded" or "errored"), ``reason`` (why it could not be graded),
     ``results`` (results.json), ``staff_log`` and ``seconds``.
     """
+    from autograder.diagnosis.match import diagnosed_results
     from autograder.engine import intake, plan, results
     from autograder.engine.sandbox import SandboxRunner
 
@@ -88,7 +89,7 @@ def grade_submission(name: str, path: Path, hide: Sequence[str], limits: Any, ui
         runner.started = started
         _CURRENT["runner"] = runner
         report = plan.grade_with_plan(runner, call_plan, notes=staged.notes)
-        data = results.gradescope_results(report, name)
+        data = diagnosed_results(report, name)
         data["execution_time"] = round(time.monotonic() - started, 1)  # everything, intake included
         data["extra_data"] = {**data.get("extra_data", {}), **sandbox_records(runner)}
         json.dumps(data, allow_nan=False)  # what the ledger will store

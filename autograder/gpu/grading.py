@@ -141,9 +141,9 @@ class GpuRunner:
 
 def gpu_results(report: Any, setup: Any, name: str = "") -> dict[str, Any]:
     """The gpu_results.json object of one graded submission (rows as in Gradescope's results)."""
-    from autograder.engine import results
+    from autograder.diagnosis.match import diagnosed_results
 
-    data = results.gradescope_results(report, name)
+    data = diagnosed_results(report, name)
     data["tests"] = [test for test in data["tests"] if test.get("number") in {i.number for i in rubric.GPU_ITEMS}]
     data["max_score"] = gpu_max_points()
     data["mode"] = "dry" if setup.dry else "cuda"
