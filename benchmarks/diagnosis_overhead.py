@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
 
     start_zygote()
     from autograder.batch.worker import grade_submission, limits_from
+    from autograder import settings
     from autograder.diagnosis import match, table
     from autograder.engine import plan
 
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         limits = limits_from({})
         for round_ in range(args.rounds):
             for mode in (("off", "on") if round_ % 2 == 0 else ("on", "off")):
-                os.environ[table.TABLE_ENV] = "off" if mode == "off" else str(table_path)
+                os.environ[settings.DIAGNOSIS.env] = "off" if mode == "off" else str(table_path)
                 for name, folder in folders.items():
                     begun = time.perf_counter()
                     outcome = grade_submission(name, folder, (), limits, None, call_plan)

@@ -36,7 +36,7 @@ from typing import Any, Sequence
 from autograder.batch import inputs, regrade, summary
 from autograder.diagnosis import report as class_report
 from autograder.engine import fingerprint, plan_cache, rubric
-from autograder import ROOT
+from autograder import ROOT, settings
 from autograder.engine.escape import strip_controls
 from autograder.batch.inputs import Submission
 from autograder.batch.ledger import Entry, Ledger
@@ -191,7 +191,7 @@ def check_isolation(cli_value: str | None) -> str:
     try:
         required = confine.required_level(cli_value)
     except ValueError as exc:
-        raise UsageError(f"{exc} (from --min-isolation or ${confine.MIN_ISOLATION_ENV})") from None
+        raise UsageError(f"{exc} (from --min-isolation or ${settings.MIN_ISOLATION.env})") from None
     reached = confine.probe_level()
     refused = confine.refusal(reached, required) if required else None
     if refused:

@@ -42,8 +42,8 @@ import numpy as np
 
 from autograder.engine.files import csv_text
 from autograder.batch.inputs import Submission
-from autograder.batch.similarity_data import (MAX_REPORTED, NOISE, Fingerprint, Pair, PairFile,  # noqa: F401 - API
-                                              Party, Report)
+from autograder.batch.similarity_data import (NOISE, Fingerprint, Pair, PairFile, Party,  # noqa: F401 - API
+                                              Report)
 from autograder.engine.escape import csv_cell, markdown_inline
 from autograder import ROOT
 

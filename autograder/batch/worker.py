@@ -33,15 +33,12 @@ import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
+from autograder import settings  # stdlib only
 from autograder.engine import confine  # stdlib only: no torch before the zygote
 from autograder.engine.uids import claim_uid  # stdlib only
 
 FAULT_MESSAGE = ("The grader could not grade this submission because of an internal problem (not your fault); "
                  "staff have the details and will regrade it.")
-#: Test hook: a worker that is handed this submission name dies on the spot (simulates a worker crash).
-DIE_ON_ENV = "AMP_BATCH_TEST_DIE_ON"
-#: Test only: the folder a worker records its plan (and its canary) from instead of solutions/.
-REFERENCE_ENV = "AMP_BATCH_TEST_REFERENCE"
 #: A worker whose reference solution loses points exits with this status, after one log line that
 #: starts with CANARY_MARK: the batch stops and shows that line (no grades rather than wrong ones).
 CANARY_EXIT = 3
@@ -197,11 +194,12 @@ def serve(argv: Sequence[str] | None = None) -> int:
     _freeze_heap()
     _send(channel, {"kind": "ready", "pid": os.getpid(), "slot": args.slot})
     graded = 0
+    die_on = settings.die_on()
     for line in sys.stdin.buffer:
         task = json.loads(line)
         if task.get("kind") == "stop":
             break
-        if os.environ.get(DIE_ON_ENV) and os.environ[DIE_ON_ENV] == task["name"]:
+        if die_on is not None and die_on == task["name"]:  # a test hook: a worker crash
             os._exit(70)
         if graded == 1:
             _freeze_heap()  # the test modules, imported by the first grading, stay for good too
@@ -215,7 +213,7 @@ def reference_folder() -> Path:
     """The reference solution a worker records its plan (and its canary) from."""
     from autograder import ROOT
 
-    return Path(os.environ.get(REFERENCE_ENV) or ROOT / "solutions")
+    return settings.reference_override() or ROOT / "solutions"
 
 
 def _freeze_heap() -> None:

@@ -34,7 +34,6 @@ the plan holds calls per test case, never which process answered them.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -43,9 +42,8 @@ from typing import Any
 
 from autograder.engine import judge, plan_cache, rubric
 from autograder.engine.sandbox import canonical  # the one text answers are compared by
-from autograder import ROOT
+from autograder import ROOT, settings
 
-PLAN_ENV = "AMP_PLAN"  # "off": grade every test in pytest, call by call (the reference path)
 SHIPPED = ROOT / "autograder" / "hidden" / "plan.json"
 
 
@@ -164,7 +162,7 @@ _PLANS: dict[Path, Plan | None] = {}  # this process's plan per reference folder
 
 def shipped_plan() -> Plan | None:
     """The plan built with the autograder zip (``make autograder``), if any and not switched off."""
-    if os.environ.get(PLAN_ENV, "").lower() == "off" or not SHIPPED.is_file():
+    if settings.plan_off() or not SHIPPED.is_file():
         return None
     return _parsed(SHIPPED.read_text(), "shipped")
 
@@ -207,7 +205,7 @@ def current_plan(runner_factory: Any = None, solution: Path = ROOT / "solutions"
     Raises:
         ReferenceFails: from :func:`record`.
     """
-    if os.environ.get(PLAN_ENV, "").lower() == "off":
+    if settings.plan_off():
         return None
     if solution not in _PLANS:
         found = shipped_plan()

@@ -35,19 +35,19 @@ from typing import Any, NoReturn
 
 from checks import harness, student_process
 
+from autograder import settings
 from autograder.engine import budget, confine, replies, rubric, strings
 from autograder.engine.files import kill_uid
-from autograder.engine.zygote import (LIMITS_ENV, PRIVATE_TOPS, REPO_ROOT, SHARED_TMP, DeviceAccess, Limits,  # noqa: F401
+from autograder.engine.zygote import (PRIVATE_TOPS, REPO_ROOT, SHARED_TMP, DeviceAccess, Limits,  # noqa: F401
                                SpawnRequest, Zygote, default_limits, start_zygote)
 
 __all__ = ["SandboxRunner", "Limits", "DeviceAccess", "default_limits", "start_zygote", "SCENARIO_NEEDS",
-           "REPO_ROOT", "PRIVATE_TOPS", "SHARED_TMP", "LIMITS_ENV"]
+           "REPO_ROOT", "PRIVATE_TOPS", "SHARED_TMP"]
 
 IMPORT_ORDER, SCENARIO_NEEDS = student_process.IMPORT_ORDER, student_process.SCENARIO_NEEDS
 SCRATCH_FAULT = (f"wrote more than {confine.SCRATCH_BYTES // 2**20} MiB (or {confine.SCRATCH_ENTRIES} files) "
                  "to its scratch folder; it was stopped")
 MAX_REPLY_BYTES = 16 * 2**20
-GUARD_ENV = "AMP_RUNTIME_GUARD"
 OUTPUT_KEEP_BYTES = 7 * 1024  # with the "more bytes not shown" notice, within results.OUTPUT_LIMIT
 
 
@@ -113,8 +113,8 @@ class SandboxRunner:
         self.hide = hide
         self.zygote = zygote or start_zygote()
         self.uid = uid if uid is not None or os.geteuid() != 0 else 61000 + os.getpid() % 4000
-        # Off only to test the OS layers by themselves (tests/test_hostile.py, tests/test_isolation.py).
-        self.runtime_guard = os.environ.get(GUARD_ENV, "").lower() != "off"
+        # Off only to test the OS layers by themselves (a test hook: tests/test_hostile.py, tests/test_isolation.py).
+        self.runtime_guard = settings.runtime_guard()
         self.import_faults: dict[str, str] = {}
         self.output: dict[str, bytearray] = {}
         self.output_total = 0

@@ -43,9 +43,8 @@ from checks import gpu_scenarios, probes  # noqa: F401 - preloaded into the zygo
 from checks import absence, harness, student_process
 
 from autograder.engine import budget, confine, guard
-from autograder import ROOT
+from autograder import ROOT, settings
 
-LIMITS_ENV = "AMP_SANDBOX_LIMITS"
 REPO_ROOT = ROOT  # covered when it is a checkout (not site-packages)
 _COVER_REPO = (REPO_ROOT / "pyproject.toml").is_file() or (REPO_ROOT / ".git").exists()
 SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # the usual world-writable folders
@@ -80,8 +79,7 @@ class Limits:
 
 def default_limits() -> Limits:
     """``Limits()`` with the fields given in ``$AMP_SANDBOX_LIMITS`` (a JSON object) overridden."""
-    text = os.environ.get(LIMITS_ENV, "").strip()
-    return Limits(**json.loads(text)) if text else Limits()
+    return Limits(**settings.sandbox_limits())
 
 
 @dataclass(frozen=True)
@@ -110,7 +108,7 @@ class SpawnRequest:
     hide: tuple[str, ...]
     limits: Limits = field(default_factory=Limits)
     device: DeviceAccess | None = None  # a GPU student process (see DeviceAccess)
-    runtime_guard: bool = True  # off only to test the OS layers alone (AMP_RUNTIME_GUARD=off)
+    runtime_guard: bool = True  # off only to test the OS layers alone (settings.runtime_guard)
 
 
 # --------------------------------------------------------------------------- inside the child

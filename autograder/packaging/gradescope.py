@@ -22,7 +22,7 @@ import time
 import traceback
 import zipfile
 from pathlib import Path
-from autograder import ROOT
+from autograder import ROOT, settings
 from autograder.diagnosis import table as diagnosis_table
 from autograder.engine import strings
 
@@ -32,7 +32,7 @@ IMAGE_PACKAGES = ("torch", "pytest", "hypothesis", "rich", "pyseccomp", "landloc
 #: torch's CPU wheels: Gradescope has no GPU, and PyPI's build of torch brings several GB of CUDA.
 #: setup.sh reads $TORCH_INDEX_ENV first, so a test can point pip at an index it reaches.
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-TORCH_INDEX_ENV = "AMP_TORCH_INDEX_URL"
+TORCH_INDEX_ENV = settings.TORCH_INDEX.env
 #: The grader's own environment, beside source/ (which run() closes to the student uid; the venv stays readable).
 VENV = "venv"
 
@@ -109,7 +109,7 @@ def recorded_plan() -> str | None:
     import subprocess
     import tempfile
 
-    if os.environ.get("AMP_PLAN", "").lower() == "off":
+    if settings.plan_off():
         return None
     with tempfile.TemporaryDirectory() as folder:
         target = Path(folder) / "plan.json"
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="language of row titles and fixed feedback (default: en)")
     args = parser.parse_args(argv)
     if args.command == "run":
-        return run(Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
+        return run(settings.autograder_root())
     print(f"wrote {build(args.out, args.language)}")
     return 0
 
