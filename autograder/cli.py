@@ -24,13 +24,6 @@ from autograder.batch.run import private_paths  # noqa: F401 - part of this modu
 
 
 
-def submission_name(path: Path, taken: set[str]) -> str:
-    """Name of a submission in the output folder: folder name or zip stem, made unique."""
-    from autograder.batch.inputs import safe_name, stem, unique_name
-
-    return unique_name(safe_name(stem(path)), taken)
-
-
 def grade_one(path: Path, out: Path, extra_private: Sequence[Path] = ()) -> dict[str, Any]:
     """Grade one folder/zip in this process; return its results.json object (never raises for bad submissions).
 

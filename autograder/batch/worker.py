@@ -52,7 +52,7 @@ def limits_from(fields: dict[str, Any] | None) -> Any:
     """The sandbox's default limits (``$AMP_SANDBOX_LIMITS`` included) with ``fields`` overridden."""
     from autograder.engine import sandbox
 
-    base = sandbox.default_limits() if hasattr(sandbox, "default_limits") else sandbox.Limits()
+    base = sandbox.default_limits()
     known = sandbox.Limits.__dataclass_fields__
     return dataclasses.replace(base, **{k: v for k, v in (fields or {}).items() if k in known and v is not None})
 

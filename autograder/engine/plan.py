@@ -66,7 +66,6 @@ class Case:
 @dataclass
 class Plan:
     cases: list[Case]
-    recorded_seconds: float = 0.0
     origin: str = "recorded now"  # or "shipped" (the Gradescope zip), "cached" (plan_cache): for staff logs
 
     def to_json(self) -> str:
@@ -140,7 +139,6 @@ def record(solution: Path = ROOT / "solutions", runner_factory: Any = None) -> P
     """
     from autograder.engine.sandbox import SandboxRunner
 
-    started = time.monotonic()
     inner = (runner_factory or SandboxRunner)(solution)
     recorder = RecordingRunner(inner)
     try:
@@ -154,7 +152,7 @@ def record(solution: Path = ROOT / "solutions", runner_factory: Any = None) -> P
         raise ReferenceFails(f"the reference solution ({solution}) loses points on this machine, so grading here "
                              f"would not be fair: {len(failed)} row(s) fail, the first {first.item.number} "
                              f"'{first.item.title}': {detail}")
-    return Plan(list(recorder.cases.values()), time.monotonic() - started)
+    return Plan(list(recorder.cases.values()))
 
 
 _PLANS: dict[Path, Plan | None] = {}  # this process's plan per reference folder

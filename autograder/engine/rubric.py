@@ -85,9 +85,5 @@ GPU_ITEMS: tuple[Item, ...] = (
 BY_TEST = {item.test: item for item in ITEMS + GPU_ITEMS}
 
 
-def cpu_items() -> tuple[Item, ...]:
-    return ITEMS
-
-
 def max_points(items: tuple[Item, ...] = ITEMS) -> float:
     return sum(item.points for item in items)

@@ -117,7 +117,6 @@ class SandboxRunner:
         self.runtime_guard = settings.runtime_guard()
         self.import_faults: dict[str, str] = {}
         self.output: dict[str, bytearray] = {}
-        self.output_total = 0
         self.output_dropped: dict[str, int] = {}  # test case -> bytes printed beyond what is kept
         self.started = time.monotonic()
         self._scratch = Path(tempfile.mkdtemp(prefix="amp-scratch-"))
@@ -265,7 +264,6 @@ class SandboxRunner:
                 os.close(process.output_fd)
                 process.output_fd = -1
                 return
-            self.output_total += len(chunk)
             room = OUTPUT_KEEP_BYTES - len(sink)
             if room > 0:
                 sink.extend(chunk[:room])
