@@ -1,11 +1,13 @@
 """Every setting of the grader: its environment variable, what it means, its default and who sets it.
 
-The grader reads its environment here and nowhere else (``tests/test_settings.py`` holds it to that):
-each setting has one small typed function below.  Who sets it:
+The grader reads its settings here and nowhere else (``tests/test_settings.py`` holds it to that):
+each setting has one small typed function below.  (The process's own variables, ``PYTHONPATH`` passed on
+to children and ``TMPDIR``, are the operating system's, not settings.)  Who sets it:
 
 * **instructor**: when building what is shipped (``make autograder``, ``make student``);
 * **TA**: when grading (``make grade``, ``python -m autograder ...``);
 * **Gradescope**: its image sets it;
+* **students**: when running the public checks;
 * **test**: the project's own tests and benchmarks only, never real grading.
 
 Some are read once, at import, on purpose: the student processes are forked from a zygote that has
