@@ -18,6 +18,7 @@ without a table nothing is diagnosed and grades are the same.  Tables are built 
 time (the catalogue, the checks' scenarios); the grader's is never committed, the students' is (``make
 student`` rebuilds it; ``tests/test_release.py`` compares its ``source`` fingerprint with the code).
 
-Dependencies run one way: this package imports the engine; the engine calls back only through
-:func:`autograder.diagnosis.match.annotate` (from :mod:`autograder.engine.results`).
+Dependencies run one way: this package imports the engine, never the reverse.  Whoever writes
+results.json (the batch worker, GPU grading) calls :func:`autograder.diagnosis.match.diagnosed_results`,
+which finds the diagnosis and hands its lines to the engine's formatter as data.
 """

@@ -24,7 +24,6 @@ committed in ``assignment/checks/`` (a student's clone has no catalogue to build
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 import sys
 import tempfile
@@ -32,15 +31,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from autograder import ROOT
+from autograder import ROOT, settings
 from autograder.diagnosis import words
-from autograder.engine import locations
+from autograder import locations
 from checks.judge.diagnose import UNANSWERED, CaseDigests, Table, digest  # noqa: F401 - this module's API too
 
 if TYPE_CHECKING:  # importing the plan imports pytest: the build starts the sandbox's zygote first
     from autograder.engine import plan as call_plan
 
-TABLE_ENV = "AMP_DIAGNOSIS"  # a table's path, or "off"
 SHIPPED = locations.SHIPPED_TABLE
 CATALOGUE = locations.CATALOGUE
 #: The students' table as released: where ``make student`` writes it, committed (``checks.judge.diagnose.STUDENT_TABLE``
@@ -161,7 +159,7 @@ def current_table() -> Table | None:
 
     A missing or damaged table only costs the diagnosis lines, never a grade.
     """
-    setting = os.environ.get(TABLE_ENV, "")
+    setting = settings.diagnosis_table()
     if setting.lower() == "off":
         return None
     path = Path(setting) if setting else SHIPPED
@@ -183,7 +181,7 @@ def recorded_table(public: bool = False) -> str | None:
     """
     import subprocess
 
-    if os.environ.get(TABLE_ENV, "").lower() == "off" or not CATALOGUE.is_file():
+    if settings.diagnosis_off() or not CATALOGUE.is_file():
         return None
     with tempfile.TemporaryDirectory() as folder:
         target = Path(folder) / "diagnosis.json"
