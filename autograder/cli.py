@@ -19,17 +19,18 @@ from pathlib import Path
 from typing import Sequence
 
 from autograder.engine import budget, confine, rubric, strings
+from autograder import settings
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
     from autograder.batch import run as batch
 
     if args.language:  # the workers inherit it
-        os.environ[strings.LANGUAGE_ENV] = args.language
+        os.environ[settings.LANGUAGE.env] = args.language
     try:
         strings.language()
     except strings.UnknownLanguage as exc:
-        print(f"error: ${strings.LANGUAGE_ENV}: {exc}", file=sys.stderr)
+        print(f"error: ${settings.LANGUAGE.env}: {exc}", file=sys.stderr)
         return 2
 
     limits = {key: value for key, value in (("call_seconds", args.call_timeout), ("import_seconds", args.import_timeout),
@@ -93,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="worker processes (default: one per core)")
     grade.add_argument("--force", action="store_true", help="regrade everything, even what the ledger has")
     grade.add_argument("--language", choices=strings.LANGUAGES, default=None,
-                       help=f"language of row titles and fixed feedback (default: ${strings.LANGUAGE_ENV}, else en; "
+                       help=f"language of row titles and fixed feedback (default: ${settings.LANGUAGE.env}, else en; "
                             "--force to regrade what the ledger has in another language)")
     grade.add_argument("--retry-errored", action="store_true", help="regrade the submissions that could not be graded")
     grade.add_argument("--executor", choices=("local", "slurm"), default="local",
@@ -114,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
                              f"({budget.SUBMISSION_SECONDS:g})")
     grade.add_argument("--min-isolation", choices=confine.LEVELS, default=None,
                        help="refuse to grade (exit 2) if student code would run less isolated than this here "
-                            f"(weakest first: {', '.join(confine.LEVELS)}; default: ${confine.MIN_ISOLATION_ENV} "
+                            f"(weakest first: {', '.join(confine.LEVELS)}; default: ${settings.MIN_ISOLATION.env} "
                             "or no minimum)")
     grade.add_argument("--max-per-worker", type=_positive_int, default=200, help=argparse.SUPPRESS)
     slurm = grade.add_argument_group("Slurm (--executor slurm)")

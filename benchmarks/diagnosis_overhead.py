@@ -5,7 +5,7 @@ worker does (:func:`autograder.engine.grader.grade_submission`, with the call pl
 diagnosis off (``AMP_DIAGNOSIS=off``) and on, and prints
 
 * the end-to-end ratio on/off (noisy on a shared machine: rounds alternate the order);
-* the diagnosis's own time (inside :func:`autograder.diagnosis.match.annotate`, the only work it adds
+* the diagnosis's own time (inside :func:`autograder.diagnosis.match.diagnose`, the only work it adds
   to grading: the answers it compares are the ones the call plan fetched anyway) as a share of the
   grading time with it on: the stable number to read.
 
@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     from autograder.engine import grader
 
     grader.start()
+    from autograder import settings
     from autograder.diagnosis import match, table
     from autograder.engine import plan
 
@@ -57,25 +58,26 @@ def main(argv: list[str] | None = None) -> int:
         size = len(table.Table.from_json(table_path.read_text()).rows)
 
         spent = [0.0]
-        original = match.annotate
+        original = match.diagnose
 
-        def timed(report, found=None):  # type: ignore[no-untyped-def]
+        def timed(report, found):  # type: ignore[no-untyped-def]
             begun = time.perf_counter()
             try:
                 return original(report, found)
             finally:
                 spent[0] += time.perf_counter() - begun
 
-        match.annotate = timed
+        match.diagnose = timed
         totals = {"off": 0.0, "on": 0.0}
         diagnosed = 0
         limits = grader.limits()
         for round_ in range(args.rounds):
             for mode in (("off", "on") if round_ % 2 == 0 else ("on", "off")):
-                os.environ[table.TABLE_ENV] = "off" if mode == "off" else str(table_path)
+                os.environ[settings.DIAGNOSIS.env] = "off" if mode == "off" else str(table_path)
                 for name, folder in folders.items():
                     begun = time.perf_counter()
-                    outcome = grader.grade_submission(name, folder, limits_=limits, call_plan=call_plan)
+                    outcome = grader.grade_submission(name, folder, limits_=limits, call_plan=call_plan,
+                                                      describe=match.diagnosed_results)
                     totals[mode] += time.perf_counter() - begun
                     if mode == "on":
                         diagnosed += bool(outcome["results"].get("extra_data", {}).get("diagnosis"))

@@ -73,7 +73,8 @@ class Clock:
 
 
 def grade_profiled(folder: Path, clock: Clock, call_plan: object = None) -> dict[str, float]:
-    from autograder.engine import plan, results
+    from autograder.diagnosis.match import diagnosed_results
+    from autograder.engine import plan
 
     test_time: list[float] = []
 
@@ -98,7 +99,7 @@ def grade_profiled(folder: Path, clock: Clock, call_plan: object = None) -> dict
         runner.close()
     judged = time.perf_counter() - begin
     begin = time.perf_counter()
-    json.dumps(results.gradescope_results(report, folder.name))
+    json.dumps(diagnosed_results(report, folder.name))
     written = time.perf_counter() - begin
     batched = clock.seconds["batched calls"] - base["batched calls"]
     live = clock.seconds["student calls"] - base["student calls"]

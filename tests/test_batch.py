@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder import settings
 from autograder.batch import inputs, run, summary
 from autograder.engine import grader, rubric
 from autograder.batch.ledger import Entry, Ledger
@@ -66,7 +67,7 @@ def copy_contract(source: Path, target: Path, files: tuple[str, ...] = CONTRACT)
 
 
 #: The mixed batch holds a submission that exits and hangs on purpose (the OS layers' job, not the rules').
-BATCH_ENV = {"AMP_RUNTIME_GUARD": "off"}
+BATCH_ENV = settings.test_hooks_env(runtime_guard=False)
 
 
 def grade(*args: object, env: dict[str, str] | None = None, timeout: float = 400) -> subprocess.CompletedProcess[str]:
@@ -286,10 +287,8 @@ def test_changed_files_are_regraded_and_force_regrades_all(small_batch: Path, tm
 
 
 def test_a_worker_that_dies_is_replaced_and_its_submission_recorded(small_batch: Path, tmp_path: Path) -> None:
-    from autograder.batch.worker import DIE_ON_ENV
-
     out = tmp_path / "out"
-    done = grade(small_batch, "--out", out, "--jobs", "1", env={DIE_ON_ENV: "skeleton"})
+    done = grade(small_batch, "--out", out, "--jobs", "1", env=settings.test_hooks_env(die_on="skeleton"))
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {r["submission"]: float(r["score"]) for r in read_gradebook(out / "gradebook.csv")}
     assert rows == {"answers_only": QUICK_POINTS, "skeleton": 0}
@@ -305,14 +304,12 @@ def test_a_machine_where_the_reference_loses_points_grades_nobody(small_batch: P
 
     What breaks correct code on a real machine (a memory limit, a sandbox layer) does so unevenly; here the
     "reference" is a solution with one bug, which fails one row the same way every time."""
-    from autograder.batch.worker import REFERENCE_ENV
-
     copy_contract(SOLUTIONS, small_batch / "reference")  # three submissions for one worker: the plan is recorded
     broken = copy_contract(SOLUTIONS, tmp_path / "broken_reference")
     source = (broken / "amp_step.py").read_text()
     (broken / "amp_step.py").write_text(source.replace("return loss.detach()", "return loss"))
     out = tmp_path / "out"
-    done = grade(small_batch, "--out", out, "--jobs", "1", env={REFERENCE_ENV: str(broken)})
+    done = grade(small_batch, "--out", out, "--jobs", "1", env=settings.test_hooks_env(reference=str(broken)))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "refusing to grade: the reference solution" in done.stderr and "loses points on this machine" in done.stderr
     assert "1 row(s) fail, the first 2.8" in done.stderr  # the failing row, with its own message

@@ -28,7 +28,7 @@ from autograder.diagnosis import match, words
 from autograder.diagnosis.table import UNANSWERED, CaseDigests, Table, hidden_data, load_catalogue, source_fingerprint
 from checks.judge import diagnose
 from checks.judge.diagnose import match_test
-from autograder.engine import rubric
+from autograder.engine import judge, rubric
 from conftest import ROOT, grade, load_results
 
 catalogue = load_catalogue()
@@ -173,20 +173,33 @@ def _plan_and_report(answers: dict[str, list[str | None]], passed: bool = False)
     return row, SimpleNamespace(rows=[row], plan=plan, answers=answers), table
 
 
-def test_annotate_adds_one_line_to_failing_diagnosed_rows_only() -> None:
+def test_diagnosis_gives_each_failing_diagnosed_row_one_line_and_staff_data() -> None:
     row, report, table = _plan_and_report({"t[a]": ["A"], "t[b]": ["ref"]})
-    assert match.annotate(report, table) == {"diagnosis": {"1.6": ["x"]}}
-    assert row.message.startswith("saw 2.0") and row.message.endswith(table.sentence(["x"]))
-    match.annotate(report, table)
-    assert row.message.count("Likely mistake") == 1  # idempotent
+    found = match.diagnose(report, table)
+    assert match.row_lines(found) == {"1.6": table.sentence(["x"])}
+    assert match.staff_data(found) == {"diagnosis": {"1.6": ["x"]}}
+    assert row.message == "saw 2.0, expected 4.0"  # data for the formatter: the report is left as it was
     row, report, table = _plan_and_report({"t[a]": ["A"], "t[b]": ["ref"]}, passed=True)
-    assert match.annotate(report, table) == {} and "Likely" not in row.message
+    assert match.diagnose(report, table) == [] and match.staff_data([]) == {}
     row, report, table = _plan_and_report({"t[a]": ["A"], "t[b]": [None]})  # a call not answered
-    assert match.annotate(report, table) == {}
+    assert match.diagnose(report, table) == []
     row, report, table = _plan_and_report({"t[a]": ["A"]})  # a case not answered
-    assert match.annotate(report, table) == {}
+    assert match.diagnose(report, table) == []
     report.plan = None
-    assert match.annotate(report, table) == {}
+    assert match.diagnose(report, table) == []
+
+
+def test_diagnosed_results_place_the_line_after_the_row_message_once() -> None:
+    row, loose, table = _plan_and_report({"t[a]": ["A"], "t[b]": ["ref"]})
+    report = judge.Report(rows=[judge.Row(row.item, 0.0, row.message, False)], plan=loose.plan, answers=loose.answers)
+    line = table.sentence(["x"])
+    data = match.diagnosed_results(report, "alice", table)
+    (test,) = [t for t in data["tests"] if t["number"] == "1.6"]
+    assert test["output"] == f"saw 2.0, expected 4.0\n\n{line}"
+    assert data["extra_data"] == {"scenarios_run": 0, "diagnosis": {"1.6": ["x"]}}
+    report.rows[0].message = f"saw 2.0\n\n{line}"  # already there: not added twice
+    (test,) = [t for t in match.diagnosed_results(report, "alice", table)["tests"] if t["number"] == "1.6"]
+    assert test["output"].count(line) == 1
 
 
 # --------------------------------------------------------------------------- the students' side (public checks)

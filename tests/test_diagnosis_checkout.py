@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder import settings
 from autograder.diagnosis.report import HTML_NAME, MISTAKES_NAME
 from autograder.diagnosis.table import SHIPPED, UNANSWERED, Table, load_catalogue, public_tests, source_fingerprint
 from checks.judge.diagnose import LINE_START
@@ -84,7 +85,7 @@ def test_without_a_table_the_run_and_the_report_say_diagnosis_is_off(tmp_path: P
 def test_a_stale_table_is_used_and_said_so(monkeypatch: pytest.MonkeyPatch) -> None:
     from autograder.diagnosis import table
 
-    monkeypatch.setenv(table.TABLE_ENV, "")
+    monkeypatch.setenv(settings.DIAGNOSIS.env, "")
     monkeypatch.setattr(table, "source_fingerprint", lambda public=True: "other code")
     found = table.state()
     assert found.table is not None and found.stale
@@ -95,8 +96,8 @@ def test_a_stale_table_is_used_and_said_so(monkeypatch: pytest.MonkeyPatch) -> N
 def test_without_a_call_plan_diagnosis_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
     from autograder.diagnosis import table
 
-    monkeypatch.setenv(table.TABLE_ENV, "")
-    monkeypatch.setenv("AMP_PLAN", "off")
+    monkeypatch.setenv(settings.DIAGNOSIS.env, "")
+    monkeypatch.setenv(settings.PLAN.env, "off")
     found = table.state()
     assert found.table is None
     assert found.off == "no call plan here, and the table compares answers to the plan's calls"

@@ -29,7 +29,7 @@ ROW_ARGS: dict[str, dict[str, Any]] = {
     "2.2": BASE,
     "2.3": {**BASE, "scaler_kwargs": {"init_scale": 1024.0}},
     "2.4": {**BASE, "steps": 2, "scaler_kwargs": {"init_scale": 2.0}},
-    "2.5": {**BASE, "steps": 2, "inject_inf_at": [0]},
+    "2.5": {**BASE, "steps": 2, "inject_inf_at": [0], "scaler_kwargs": {"init_scale": 2.0}},
     "2.6": {**BASE, "steps": 2, "inject_inf_at": [0]},
     "2.7": {**BASE, "max_grad_norm": 1e-3, "scaler_kwargs": {"init_scale": 4.0}},
     "2.8": BASE,
@@ -68,6 +68,8 @@ SINGLE_BUGS = [
     (Config(step="direct", clipping="unscale_always"), {"2.5", "2.6"}),  # update's order has no effect
     (Config(update="never"), {"2.6"}),
     (Config(update="before_step"), {"2.6"}),
+    (Config(update="twice"), {"2.6"}),  # torch refuses the second: it counts as an unguarded scaler's update
+    (Config(step="twice"), {"2.5"}),  # likewise a second step
     (Config(clipping="clip_then_unscale"), {"2.7"}),
     (Config(clipping="clip_only"), {"2.7"}),
     (Config(clipping="no_clip"), {"2.7"}),
@@ -138,7 +140,8 @@ def forward_backward_only(model: Any, inputs: Any, targets: Any, loss_fn: Any, o
 
 POINTS = {"2.1": 4, "2.2": 3, "2.3": 3, "2.4": 3, "2.5": 4, "2.6": 3, "2.7": 3, "2.8": 2, "2.9": 2}
 FORGED_LOGS = [CORRECT, Config(zero_grad="after_backward"), Config(step="never"),
-               Config(forward=None, loss=None, half_model=True), Config(step="direct"), Config(update="never")]
+               Config(forward=None, loss=None, half_model=True), Config(step="direct"), Config(update="never"),
+               Config(update="twice"), Config(step="twice")]
 
 
 @pytest.mark.parametrize("program", [do_nothing, forward_backward_only, reference_amp_step(Config(step="never"))],
@@ -156,6 +159,46 @@ def test_a_forged_log_scores_no_more_than_the_honest_one(program: Callable[..., 
 
     honest = points(None)
     assert all(points(forge) <= honest for forge in FORGED_LOGS), honest
+
+
+def test_a_refused_second_update_counts_as_one_that_found_no_overflow() -> None:
+    """Torch's scaler refuses a second update(); in the probe it still advances the tracker (an effect the
+    judge can replay), while the scale backs off once for the overflowing call 1 as a single update's does."""
+    twice = run(ROW_ARGS["2.6"], reference_amp_step(Config(update="twice")))
+    once = run(ROW_ARGS["2.6"], reference_amp_step(CORRECT))
+    assert [(s["scaler"]["scale"], s["scaler"]["tracker"]) for s in twice["steps"]] == [(32768.0, 1), (32768.0, 3)]
+    assert [(s["scaler"]["scale"], s["scaler"]["tracker"]) for s in once["steps"]] == [(32768.0, 0), (32768.0, 1)]
+    assert [e["call"] for e in twice["log"] if e.get("event") == "scaler error"] == ["update", "update"]
+
+
+def test_a_refused_second_step_unscales_again_and_steps_unless_the_gradients_overflowed() -> None:
+    """As a scaler without torch's guard would: the gradients are divided by the scale once more (2 in call 1, 1
+    after call 1's overflow), and the optimizer steps again only in call 2, whose gradients are finite."""
+    args = ROW_ARGS["2.5"]
+    twice = run(args, reference_amp_step(Config(step="twice")))
+    once = run(args, reference_amp_step(CORRECT))
+    for call, scale in ((0, 2.0), (1, 1.0)):
+        for got, want in zip(twice["steps"][call]["grads"], once["steps"][call]["grads"]):
+            assert got == pytest.approx([w / scale for w in want], rel=1e-6, nan_ok=True)
+    assert twice["steps"][0]["params"] == once["steps"][0]["params"]
+    assert [e["via_scaler"] for e in twice["log"] if e.get("event") == "optimizer.step"] == [True, True]
+
+
+def test_a_step_refused_for_want_of_an_update_has_no_effect() -> None:
+    """Only a repeat within one call does what an unguarded scaler would: without update(), call 2's one step
+    is refused and leaves the parameters where call 1 left them."""
+    result = run({**BASE, "steps": 2}, reference_amp_step(Config(update="never")))
+    assert result["steps"][0]["params"] == result["steps"][1]["params"]
+
+
+@pytest.mark.parametrize("config", [Config(update="twice"), Config(step="twice"), Config(update="before_step")],
+                         ids=["update twice", "step twice", "update before step"])
+def test_underflow_training_converges_through_a_refused_call(config: Config) -> None:
+    """Row 2.10 judges convergence: a call torch's scaler refuses does not end the training."""
+    args = {"steps": 120, "scaler_kwargs": {"growth_interval": 10}}
+    result = probes.run_underflow(args, reference_amp_step(config), harness.torch_scaler)
+    assert "error" not in result
+    assert probes.underflow_loss(args, result["final_weight"]) < 1e-12
 
 
 # --------------------------------------------------------------------------- objects that are not plain data

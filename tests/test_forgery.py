@@ -3,7 +3,7 @@
 Every attack is graded by ``python -m autograder grade`` four times: at the isolation level this
 machine gives root (``namespaces``) and at the one Gradescope's containers give (root without
 ``CAP_SYS_ADMIN``: ``landlock+seccomp``), each with every layer on and with the one in-process
-layer left (the audit hook, ``AMP_RUNTIME_GUARD=off``) switched off, so that these tests show which
+layer left (the audit hook, test hook ``runtime_guard``) switched off, so that these tests show which
 layer stops what (docs/security.md's table of layers comes from these runs).  Nothing
 in the student process is restricted by a rule of Python: what an attack reaches for is either not
 there (torch's scaler and its kernels, the grader's files, another program) or decides nothing
@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from attacks import ANSWERS, ATTACKS, BASELINES, PRINTERS, SKELETON, SKELETON_WITH_ANSWERS, appended
+from autograder import settings
 from conftest import ROOT, load_results, skip_unless_ci
 from test_isolation import DOCKER_CAPS
 
@@ -33,9 +34,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("
 DOCKER = ["setpriv", "--bounding-set", DOCKER_CAPS]
 LAYERS = {
     "namespaces": ([], {}, "namespaces"),
-    "namespaces, audit hook off": ([], {"AMP_RUNTIME_GUARD": "off"}, "namespaces"),
+    "namespaces, audit hook off": ([], settings.test_hooks_env(runtime_guard=False), "namespaces"),
     "landlock+seccomp": (DOCKER, {}, "landlock+seccomp"),
-    "landlock+seccomp, audit hook off": (DOCKER, {"AMP_RUNTIME_GUARD": "off"}, "landlock+seccomp"),
+    "landlock+seccomp, audit hook off": (DOCKER, settings.test_hooks_env(runtime_guard=False), "landlock+seccomp"),
 }
 
 

@@ -139,15 +139,17 @@ def test_the_guard_lets_honest_code_through(outcomes: dict[str, dict[str, str]],
     assert outcomes["armed"][name] == "allowed"
 
 
-@pytest.mark.parametrize("switch", ["AMP_RUNTIME_GUARD"])
-def test_switching_a_layer_off_changes_the_grader_fingerprint(switch: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """docs/security.md: the switch is part of the grader fingerprint, so a batch regrades when they change."""
+def test_switching_a_layer_off_changes_the_grader_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/security.md: the test hooks are part of the grader fingerprint, so a batch regrades when they change."""
+    from autograder import settings
+
     from autograder.batch.run import grader_fingerprint
 
+    switch, off = settings.test_hooks_env(runtime_guard=False).popitem()
     monkeypatch.delenv(switch, raising=False)
     monkeypatch.delenv("AMP_UNRELATED_SETTING", raising=False)
     default = grader_fingerprint({})
     monkeypatch.setenv("AMP_UNRELATED_SETTING", "1")  # the control: a variable the grader does not read
     assert grader_fingerprint({}) == default
-    monkeypatch.setenv(switch, "off")
+    monkeypatch.setenv(switch, off)
     assert grader_fingerprint({}) != default

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from autograder import settings
 from autograder.engine import judge, results, rubric, strings
 from autograder.packaging.gradescope import build
 from test_gradescope import simulate
@@ -40,7 +41,7 @@ def test_every_language_has_every_message_with_the_same_fields() -> None:
 
 def test_every_rubric_row_has_a_title_in_every_language(monkeypatch: pytest.MonkeyPatch) -> None:
     for code in strings.LANGUAGES:
-        monkeypatch.setenv(strings.LANGUAGE_ENV, code)
+        monkeypatch.setenv(settings.LANGUAGE.env, code)
         titles = [strings.title(item) for item in ALL_ITEMS]
         if code == strings.DEFAULT:
             assert titles == [item.title for item in ALL_ITEMS]
@@ -50,7 +51,7 @@ def test_every_rubric_row_has_a_title_in_every_language(monkeypatch: pytest.Monk
 
 
 def test_an_unknown_language_is_refused_with_the_choices(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(strings.LANGUAGE_ENV, "kr")
+    monkeypatch.setenv(settings.LANGUAGE.env, "kr")
     with pytest.raises(strings.UnknownLanguage, match="'kr': choose one of en, ko"):
         strings.text("passed")
     assert strings.fallback_text("grader_failed") == strings.MESSAGES["en"]["grader_failed"]
@@ -66,7 +67,7 @@ def _report() -> judge.Report:
 
 
 def _in(language: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    monkeypatch.setenv(strings.LANGUAGE_ENV, language)
+    monkeypatch.setenv(settings.LANGUAGE.env, language)
     return results.gradescope_results(_report(), "alice")
 
 
@@ -96,7 +97,7 @@ def test_english_build_has_no_language_file(tmp_path: Path) -> None:
 
 
 def test_korean_zip_grades_the_solution_90_with_korean_titles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(strings.LANGUAGE_ENV, raising=False)  # the zip alone must carry the language
+    monkeypatch.delenv(settings.LANGUAGE.env, raising=False)  # the zip alone must carry the language
     bundle = build(tmp_path / "ko.zip", "ko")
     assert json.loads(zipfile.ZipFile(bundle).read("autograder/engine/language.json")) == {"language": "ko"}
     data = simulate(bundle, tmp_path / "root", ROOT / "solutions")

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from autograder import settings
 from autograder.engine.uids import claimed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -204,7 +205,7 @@ def grade_runs(runs: list[Run]) -> None:
     # The audit hook (engine/guard.py) would refuse some payloads before they do anything (tests/test_forgery.py
     # covers it): switched off here, so that every payload meets the OS layers of the sandbox alone.
     env = {**os.environ, "AMP_SANDBOX_LIMITS": json.dumps(LIMITS), "PYTHONDONTWRITEBYTECODE": "1",
-           "AMP_RUNTIME_GUARD": "off"}
+           **settings.test_hooks_env(runtime_guard=False)}
     running = []
     for run in runs:
         command = [sys.executable, "-m", "autograder", "grade", *[str(c.path) for c in run.cases], "--out",
@@ -430,7 +431,7 @@ def test_corrupt_batch_zip_is_refused_cleanly(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(archive), "--out", str(tmp_path / "out"),
                            "--jobs", "1", "--no-progress"], cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "AMP_SANDBOX_LIMITS": json.dumps(LIMITS),
-                               "AMP_RUNTIME_GUARD": "off"})
+                               **settings.test_hooks_env(runtime_guard=False)})
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     assert done.returncode in (0, 2), done.stderr[-3000:]
     assert "corrupt_batch.zip" in done.stdout + done.stderr

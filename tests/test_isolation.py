@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from autograder import settings
 from autograder.engine import budget, confine, escape, intake, sandbox
 from conftest import ROOT, processes_mentioning, shown, skip_unless_ci
 
@@ -183,7 +184,7 @@ def grade_as(mode: str, paths: list[Path], out: Path, *extra: str, env: dict[str
                              "--jobs", "1", *(extra or ("--no-progress",))]
     # These submissions probe the OS layers (the audit hook would refuse some of their calls first;
     # tests/test_forgery.py covers it): it is off here.
-    environment = {**os.environ, "PYTHONPATH": str(root), "AMP_RUNTIME_GUARD": "off",
+    environment = {**os.environ, "PYTHONPATH": str(root), **settings.test_hooks_env(runtime_guard=False),
                    **(env or {})}
     return subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=timeout, env=environment)
 
@@ -448,7 +449,7 @@ def test_min_isolation_refuses_below_the_level_reached(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "Refusing to grade" in done.stderr and "'namespaces'" in done.stderr
     assert not (tmp_path / "out" / "gradebook.csv").exists()
-    done = grade_as("docker", [SOLUTIONS], tmp_path / "out", env={confine.MIN_ISOLATION_ENV: "bogus"})
+    done = grade_as("docker", [SOLUTIONS], tmp_path / "out", env={settings.MIN_ISOLATION.env: "bogus"})
     assert done.returncode == 2 and "unknown isolation level 'bogus'" in done.stderr
 
 
@@ -457,7 +458,7 @@ def test_gradescope_refuses_below_amp_min_isolation_with_a_results_file(tmp_path
     (tmp_path / "submission").mkdir()
     (tmp_path / "results").mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "AUTOGRADER_ROOT": str(tmp_path),
-           confine.MIN_ISOLATION_ENV: "namespaces"}
+           settings.MIN_ISOLATION.env: "namespaces"}
     done = subprocess.run(MODES["docker"] + [sys.executable, "-m", "autograder.platforms.gradescope"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -806,7 +807,7 @@ def test_hidden_suite_explores_the_same_scenarios_from_cli_and_gradescope(tmp_pa
 def test_min_isolation_from_the_environment_refuses_below_a_valid_level(tmp_path: Path) -> None:
     """``AMP_MIN_ISOLATION=namespaces`` (a valid level, not a typo) refuses where only Landlock+seccomp are reached."""
     needs("docker")
-    done = grade_as("docker", [SOLUTIONS], tmp_path / "out", env={confine.MIN_ISOLATION_ENV: "namespaces"})
+    done = grade_as("docker", [SOLUTIONS], tmp_path / "out", env={settings.MIN_ISOLATION.env: "namespaces"})
     assert done.returncode == 2, done.stderr[-3000:]
     assert "Refusing to grade" in done.stderr and f"level {_expected_level('docker')!r}" in done.stderr
     assert not (tmp_path / "out" / "gradebook.csv").exists()

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from autograder import settings
 from autograder.engine import plan, plan_cache
 from conftest import ROOT, grade, load_results
 
@@ -26,7 +27,7 @@ SOLUTIONS = ROOT / "solutions"
 @pytest.fixture()
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "cache"
-    monkeypatch.setenv(plan_cache.CACHE_ENV, str(folder))
+    monkeypatch.setenv(settings.PLAN_CACHE.env, str(folder))
     return folder
 
 
@@ -69,7 +70,7 @@ def test_an_unwritable_cache_costs_speed_not_grades(tmp_path: Path, monkeypatch:
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    monkeypatch.setenv(plan_cache.CACHE_ENV, str(blocker / "cache"))
+    monkeypatch.setenv(settings.PLAN_CACHE.env, str(blocker / "cache"))
     assert plan_cache.write("d" * 64, "{}") is None
     assert "could not be kept" in capsys.readouterr().err
 
@@ -90,10 +91,9 @@ def test_key_follows_the_reference_the_hidden_tests_and_the_switches(tmp_path: P
     first.write_text(first.read_text() + "\n# a changed hidden test\n")
     changed_tests = plan_cache.plan_key(reference)
     assert changed_tests not in (edited, elsewhere)
-    for switch in ("AMP_RUNTIME_GUARD",):
-        monkeypatch.setenv(switch, "off")
-        assert plan_cache.plan_key(reference) != changed_tests, switch
-        monkeypatch.delenv(switch)
+    monkeypatch.setenv(*settings.test_hooks_env(runtime_guard=False).popitem())
+    assert plan_cache.plan_key(reference) != changed_tests
+    monkeypatch.delenv(settings.HOOKS.env)
 
 
 def test_one_recording_per_key_at_a_time(cache: Path) -> None:
@@ -140,7 +140,7 @@ def test_a_cached_plan_is_checked_against_the_reference_before_a_batch_trusts_it
 
 def test_one_submission_records_the_plan_once_then_reuses_it(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    env = {plan_cache.CACHE_ENV: str(cache)}
+    env = {settings.PLAN_CACHE.env: str(cache)}
     logs = []
     for run in ("first", "second"):
         done = grade([SOLUTIONS], tmp_path / run, env=env)

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from autograder import settings
 from autograder.engine import plan, rubric
 from autograder.packaging.gradescope import build
 from conftest import ROOT
@@ -84,6 +85,6 @@ def test_the_diagnosis_table_ships_beside_the_plan(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(table, "recorded_table", lambda public=False: None)
     with zipfile.ZipFile(build(tmp_path / "without.zip")) as bundle:
         assert str(table.SHIPPED.relative_to(ROOT)) not in bundle.namelist()
-    monkeypatch.setenv(table.TABLE_ENV, "")  # a checkout's default: the committed table, current, is shipped as it is
+    monkeypatch.setenv(settings.DIAGNOSIS.env, "")  # a checkout's default: the committed table, current, is shipped as it is
     with zipfile.ZipFile(build(tmp_path / "committed.zip")) as bundle:
         assert bundle.read(str(table.SHIPPED.relative_to(ROOT))) == table.SHIPPED.read_bytes()

@@ -25,7 +25,9 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from autograder import settings
 from conftest import ROOT, gone_within, processes_mentioning
+import test_isolation
 from test_isolation import MODES, needs, nobody_python, nobody_root  # noqa: F401 - fixtures
 
 LOOPS_AT_IMPORT = "while True:\n    pass\n"
@@ -79,7 +81,7 @@ def grading(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
         code = GRADING.format(root=str(root), submission=str(submission), import_seconds=import_seconds)
         process = subprocess.Popen(MODES[mode] + [python, "-c", code, token], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, text=True, cwd=root,
-                                   env={**os.environ, "AMP_RUNTIME_GUARD": "off"})
+                                   env={**os.environ, **settings.test_hooks_env(runtime_guard=False)})
         assert process.stdout is not None
         first = process.stdout.readline().split()
         assert first[:1] == ["ZYGOTE"], first
@@ -160,3 +162,28 @@ def test_a_worker_told_to_stop_twice_cleans_up_once_and_ends(tmp_path: Path) -> 
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 128 + signal.SIGTERM, done.stderr
     assert log.read_text() == "close\nclosed\n"
+
+
+def test_a_checkout_only_its_owner_may_enter_is_copied_where_nobody_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cloned below a 0700 folder (``mktemp -d``, a private home) and run as root, the unprivileged tests above
+    still reach the grader as nobody: through a copy nobody can read, without git's store or environments."""
+    needs("unprivileged")
+    private = Path(tempfile.mkdtemp(prefix="amp-private-"))  # 0700, as mktemp -d makes it
+    public = Path(tempfile.mkdtemp(prefix="amp-reachable-", dir="/var/tmp"))
+    try:
+        checkout = private / "clone"
+        for name in ("autograder/__init__.py", "assignment/checks/harness.py", ".git/HEAD", ".venv/bin/python"):
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            (checkout / name).write_text("# " + name)
+        monkeypatch.setattr(test_isolation, "ROOT", checkout)
+        assert not test_isolation._nobody_reads(checkout / "autograder" / "__init__.py")
+        copy = test_isolation.reachable_checkout(public)
+        assert copy == public / "checkout"
+        assert test_isolation._nobody_reads(copy / "assignment" / "checks" / "harness.py")
+        assert (copy / "autograder" / "__init__.py").read_text() == "# autograder/__init__.py"
+        assert not (copy / ".git").exists() and not (copy / ".venv").exists()
+        private.chmod(0o755)  # a checkout every uid may enter is used where it is
+        assert test_isolation.reachable_checkout(public / "unused") == checkout
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+        shutil.rmtree(public, ignore_errors=True)

@@ -112,3 +112,14 @@ def test_every_catalogue_bug_fails_some_public_check(tmp_path: Path) -> None:
         if not any(results.values()):
             unseen.append(entry.name)
     assert not unseen, f"bugs that pass every public check: {unseen}"
+
+
+@pytest.mark.parametrize("name,failing", [("update_called_twice", {"test_amp_step_updates_once_after_step"}),
+                                          ("step_called_twice", {"test_amp_step_steps_through_scaler"})])
+def test_a_doubled_scaler_call_fails_only_the_public_example_of_its_row(name: str, failing: set[str],
+                                                                         tmp_path: Path) -> None:
+    """The public checks refuse a second step or update in one call as the grader does: in its row alone."""
+    entry = next(entry for entry in _catalogue().BUGS if entry.name == name)
+    results = run_public_checks(_catalogue().materialize(entry, tmp_path / name), tmp_path)
+    assert {case for case, failure in results.items() if failure} == failing
+    assert "torch's scaler refuses the second" in results[next(iter(failing))]

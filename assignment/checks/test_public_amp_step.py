@@ -27,7 +27,7 @@ RIGHT = {
     "2.2": "(backward after the autocast block)",
     "2.3": "(backward of scaler.scale(loss))",
     "2.4": "(optimizer.zero_grad() before the forward pass)",
-    "2.5": "(scaler.step(optimizer), which skips the step when gradients overflowed)",
+    "2.5": "(scaler.step(optimizer) once, which skips the step when gradients overflowed)",
     "2.6": "(scaler.update() once, after scaler.step(optimizer))",
     "2.7": "(scaler.unscale_(optimizer), then clipping, then scaler.step(optimizer))",
     "2.8": "(returns the unscaled loss, detached)",
@@ -40,8 +40,8 @@ HINTS = {
            "pass's own matmuls (the model's backward here has one).",
     "2.3": "Call backward() on scaler.scale(loss), not on the loss itself.",
     "2.4": "Call optimizer.zero_grad() at the start of amp_step, so that each call's step sees only its own gradients.",
-    "2.5": "Step with scaler.step(optimizer), never optimizer.step() directly: the scaler skips the step when the "
-           "gradients hold an inf or NaN.",
+    "2.5": "Step with scaler.step(optimizer), once per call, never optimizer.step() directly: the scaler skips the "
+           "step when the gradients hold an inf or NaN.",
     "2.6": "Call scaler.update() exactly once per call, after scaler.step(optimizer).",
     "2.7": "With max_grad_norm set, call scaler.unscale_(optimizer) before clip_grad_norm_ (so you clip the true "
            "gradients), then scaler.step(optimizer).",
@@ -112,7 +112,9 @@ def check_zero_grad(student: Any, steps: int) -> None:
 
 
 def check_steps_through_scaler(student: Any, steps: int, inject_inf_at: list[int]) -> None:
-    check_row(student, "2.5", steps=steps, inject_inf_at=inject_inf_at)
+    # A small scale: a second step (the second unscale divides the gradients by it again) then moves the
+    # parameters by more than rounding, whatever else the call gets wrong.
+    check_row(student, "2.5", steps=steps, inject_inf_at=inject_inf_at, scaler_kwargs={"init_scale": 2.0})
 
 
 def check_update_once_after_step(student: Any, steps: int, inject_inf_at: list[int]) -> None:

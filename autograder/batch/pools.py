@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 
 from autograder.engine import budget, plan_cache
 import autograder
-from autograder import ROOT
+from autograder import ROOT, settings
 from autograder.engine.files import kill_uid
 from autograder.batch.inputs import Submission
 from autograder.batch.worker import CANARY_EXIT, CANARY_MARK, reference_folder
@@ -200,7 +200,7 @@ class LocalPool:
         # the sandbox's budget (one number, autograder.engine.budget), $AMP_SANDBOX_LIMITS, then ours
         merged: dict[str, Any] = {"submission_seconds": budget.SUBMISSION_SECONDS}
         try:
-            merged.update(json.loads(os.environ.get("AMP_SANDBOX_LIMITS", "") or "{}"))
+            merged.update(settings.sandbox_limits())
         except ValueError:
             pass
         merged.update({k: v for k, v in limits.items() if v})

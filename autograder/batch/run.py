@@ -36,7 +36,7 @@ from typing import Any, Sequence
 from autograder.batch import inputs, regrade, summary
 from autograder.diagnosis import report as class_report
 from autograder.engine import fingerprint, grader, rubric
-from autograder import ROOT
+from autograder import ROOT, settings
 from autograder.engine.escape import strip_controls
 from autograder.batch.inputs import Submission
 from autograder.batch.ledger import Entry, Ledger
@@ -171,12 +171,11 @@ def run(paths: Sequence[Path], options: Options) -> int:
 
 def check_isolation(cli_value: str | None) -> str:
     """The isolation level student processes reach here; UsageError if below the minimum asked for."""
-    from autograder.engine import confine
 
     try:
         reached = grader.check_isolation(cli_value)
     except ValueError as exc:
-        raise UsageError(f"{exc} (from --min-isolation or ${confine.MIN_ISOLATION_ENV})") from None
+        raise UsageError(f"{exc} (from --min-isolation or ${settings.MIN_ISOLATION.env})") from None
     except grader.IsolationRefused as refused:
         raise UsageError(str(refused)) from None
     print(f"isolation level for student code here: {reached}", file=sys.stderr)

@@ -24,19 +24,17 @@ computes the same numbers for all pairs at once with numpy; a test checks that b
 k-gram hashes are a fixed polynomial hash (Python's ``hash`` is salted per process), so the
 same submissions give the same report.
 
-Why one file of ~400 lines: fingerprinting, pair scores, threshold and report rows form one pipeline
-over the same arrays.
+Fingerprinting, pair scores, threshold and report rows form one pipeline over the same arrays, here;
+the data it produces (:mod:`autograder.batch.similarity_data`) is what the page renders.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import shutil
 import statistics
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -44,19 +42,17 @@ import numpy as np
 
 from autograder.engine.files import csv_text
 from autograder.batch.inputs import Submission
+from autograder.batch.similarity_data import (NOISE, Fingerprint, Pair, PairFile, Party,  # noqa: F401 - API
+                                              Report)
 from autograder.engine.escape import csv_cell, markdown_inline
 from autograder import ROOT
 
 FILES = ("loss_scaler.py", "amp_step.py")
 SKELETON = ROOT / "assignment"
-#: tokens (after filtering) a match must span to count; copydetect's default
-NOISE = 25
 #: every match this long is guaranteed to be found (winnowing window = GUARANTEE - NOISE + 1)
 GUARANTEE = 30
 #: the default threshold is the upper outlier fence of the class's pair scores, kept in these bounds
 THRESHOLD_FLOOR, THRESHOLD_CEILING = 0.5, 0.95
-#: pairs shown in similarity.html / summary.md at most
-MAX_REPORTED = 50
 MAX_IN_SUMMARY = 10
 #: distinct files from which fingerprinting is spread over the cores (below: a pool costs more than it saves)
 PARALLEL_FROM = 200
@@ -64,33 +60,6 @@ CSV_NAME, HTML_NAME = "similarity.csv", "similarity.html"
 
 
 # --------------------------------------------------------------------------- fingerprints
-
-
-@dataclass
-class Fingerprint:
-    """One file's winnowed fingerprints, with what copydetect's ``compare_files`` reads."""
-
-    raw_code: str
-    filtered_code: str
-    offsets: np.ndarray  # copydetect: filtered index -> characters removed before it
-    positions: np.ndarray  # int64, increasing: where each kept fingerprint starts (filtered code)
-    values: np.ndarray  # int64, the fingerprint at each position
-    token_coverage: float
-    k: int = NOISE
-    _index: dict[int, list[int]] | None = field(default=None, repr=False)
-
-    @property
-    def hash_idx(self) -> dict[int, list[int]]:
-        if self._index is None:
-            index: dict[int, list[int]] = {}
-            for value, position in zip(self.values.tolist(), self.positions.tolist()):
-                index.setdefault(value, []).append(position)
-            self._index = index
-        return self._index
-
-    @property
-    def hashes(self) -> set[int]:
-        return set(self.hash_idx)
 
 
 def kgram_hashes(text: str, k: int = NOISE) -> np.ndarray:
@@ -192,53 +161,6 @@ def all_pairs(prints: Sequence[Fingerprint]) -> tuple[np.ndarray, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- the report
-
-
-@dataclass(frozen=True)
-class Party:
-    """One side of a pair: a submission of this batch or of the reference set."""
-
-    key: str  # unique: the submission name, or "reference/<name>"
-    label: str  # what a TA reads: students' names when known, else the key
-    reference: bool = False
-
-
-@dataclass
-class PairFile:
-    file: str
-    similarity: float  # the larger of the two sides'
-    similarity_a: float
-    similarity_b: float
-    overlap: int  # tokens covered by shared fingerprints (the larger side's count)
-
-
-@dataclass
-class Pair:
-    a: Party
-    b: Party
-    files: dict[str, PairFile]
-
-    @functools.cached_property
-    def score(self) -> float:  # read once all files are in
-        return max((f.similarity for f in self.files.values()), default=0.0)
-
-    @property
-    def title(self) -> str:
-        return f"{self.a.key} ~ {self.b.key}"
-
-
-@dataclass
-class Report:
-    parties: list[Party]
-    pairs: list[Pair]  # every pair sharing any fingerprint, highest score first
-    threshold: float
-    threshold_reason: str
-    prints: dict[tuple[str, str], Fingerprint]  # (party key, file) -> fingerprint
-    seconds: float = 0.0
-
-    @property
-    def flagged(self) -> list[Pair]:
-        return [pair for pair in self.pairs if pair.score >= self.threshold]
 
 
 def default_threshold(scores: Sequence[float]) -> tuple[float, str]:
@@ -390,7 +312,7 @@ def markdown_section(report: Report, link: str = HTML_NAME) -> str:
 
 def write_outputs(out: Path, report: Report) -> None:
     """similarity.csv and similarity.html (atomically, only when changed)."""
-    from autograder.batch import similarity_html
+    from autograder.batch import similarity_html  # copydetect's comparison, only when a page is written
     from autograder.batch.summary import write_if_changed
 
     write_if_changed(out / CSV_NAME, csv_text(CSV_HEADER, csv_rows(report)))

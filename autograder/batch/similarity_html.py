@@ -8,12 +8,8 @@ copydetect's ``compare_files`` (slices mapped back to the unfiltered source) and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from autograder.batch.similarity_data import MAX_REPORTED, Pair, Report
 from autograder.engine.escape import html_text
-
-if TYPE_CHECKING:
-    from autograder.batch.similarity import Pair, Report
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
@@ -31,7 +27,7 @@ CONTEXT_LINES = 6
 CLOSEST_WHEN_NONE = 3
 
 
-def _sides(pair: "Pair", file: str, report: "Report") -> tuple[str, str]:
+def _sides(pair: Pair, file: str, report: Report) -> tuple[str, str]:
     from copydetect.detector import compare_files
     from copydetect.utils import highlight_overlap
 
@@ -48,10 +44,8 @@ def _sides(pair: "Pair", file: str, report: "Report") -> tuple[str, str]:
     return shown[0], shown[1]
 
 
-def render(report: "Report") -> str:
+def render(report: Report) -> str:
     """The whole page (same report, same bytes: no timestamps)."""
-    from autograder.batch.similarity import MAX_REPORTED
-
     flagged = report.flagged
     shown = flagged[:MAX_REPORTED] if flagged else report.pairs[:CLOSEST_WHEN_NONE]
     current = sum(1 for party in report.parties if not party.reference)

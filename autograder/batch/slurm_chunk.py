@@ -28,6 +28,7 @@ def grade_chunk(tasks: list[dict[str, Any]], inbox: str, hide: list[str], limits
     from autograder.engine.files import write_json_atomic
 
     grader.start()
+    from autograder.diagnosis.match import diagnosed_results  # the judge's results, pytest with them: after the start
     claim = claim_uid(uid or 0)  # several array tasks may share a node
     uid = claim[0] if claim else None
     folder = Path(inbox)
@@ -36,7 +37,7 @@ def grade_chunk(tasks: list[dict[str, Any]], inbox: str, hide: list[str], limits
         target = inbox_file(folder, task["name"], task["digest"])
         if not target.exists():
             outcome = grader.grade_submission(task["name"], Path(task["path"]), hide=hide,
-                                              limits_=grader.limits(limits), uid=uid)
+                                              limits_=grader.limits(limits), uid=uid, describe=diagnosed_results)
             write_json_atomic(target, {"name": task["name"], "digest": task["digest"], "grader": task["grader"],
                                        **outcome})
         done.append(task["name"])

@@ -26,12 +26,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from autograder import settings  # stdlib only
 from autograder.engine import confine, grader  # stdlib only: no torch before the zygote
-
-#: Test hook: a worker that is handed this submission name dies on the spot (simulates a worker crash).
-DIE_ON_ENV = "AMP_BATCH_TEST_DIE_ON"
-#: Test only: the folder a worker records its plan (and its canary) from instead of solutions/.
-REFERENCE_ENV = "AMP_BATCH_TEST_REFERENCE"
 #: A worker whose reference solution loses points exits with this status, after one log line that
 #: starts with CANARY_MARK: the batch stops and shows that line (no grades rather than wrong ones).
 CANARY_EXIT = 3
@@ -86,6 +82,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
     grader.start()
     channel = os.dup(1)  # created after the zygote forked: no student process can inherit it
     os.dup2(2, 1)  # stray prints go to the worker's log, never into the channel
+    from autograder.diagnosis.match import diagnosed_results
     from autograder.engine import intake, plan
 
     intake.sweep_stale()  # staging folders of grading processes killed before they could clean up
@@ -101,23 +98,24 @@ def serve(argv: Sequence[str] | None = None) -> int:
         print(f"{CANARY_MARK}{exc}", file=sys.stderr, flush=True)  # the batch shows this line and stops
         return CANARY_EXIT
     _send(channel, {"kind": "ready", "pid": os.getpid(), "slot": args.slot})
+    die_on = settings.die_on()
     for line in sys.stdin.buffer:
         task = json.loads(line)
         if task.get("kind") == "stop":
             break
-        if os.environ.get(DIE_ON_ENV) and os.environ[DIE_ON_ENV] == task["name"]:
+        if die_on is not None and die_on == task["name"]:  # a test hook: a worker crash
             os._exit(70)
         outcome = grader.grade_submission(task["name"], Path(task["path"]), hide=hide, limits_=limits, uid=args.uid,
-                                          call_plan=call_plan)
+                                          call_plan=call_plan, describe=diagnosed_results)
         _send(channel, {"kind": "result", "task": task["task"], "name": task["name"], **outcome})
     return 0
 
 
 def reference_folder() -> Path:
     """The reference solution a worker records its plan (and its canary) from."""
-    from autograder.engine import locations
+    from autograder import locations
 
-    return Path(os.environ.get(REFERENCE_ENV) or locations.REFERENCE_SOLUTION)
+    return settings.reference_override() or locations.REFERENCE_SOLUTION
 
 
 if __name__ == "__main__":

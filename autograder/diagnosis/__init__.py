@@ -19,6 +19,7 @@ Tables are built from the code (the catalogue, the checks' scenarios, the hidden
 the grader's (``make diagnosis``; ``tests/test_diagnosis_checkout.py`` compares its ``source`` fingerprint with
 the code) and the students' (``make student``; ``tests/test_release.py``).
 
-Dependencies run one way: this package imports the engine; the engine calls back only through
-:func:`autograder.diagnosis.match.annotate` (from :mod:`autograder.engine.results`).
+Dependencies run one way: this package imports the engine, never the reverse.  Whoever writes
+results.json (the batch worker, GPU grading) calls :func:`autograder.diagnosis.match.diagnosed_results`,
+which finds the diagnosis and hands its lines to the engine's formatter as data.
 """

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from autograder.diagnosis.table import Table, case_digest, current_table
+from autograder.engine import results
 from checks.judge.diagnose import match_test
 
 
@@ -45,16 +46,21 @@ def diagnose(report: Any, table: Table | None) -> list[Diagnosis]:
     return found
 
 
-def annotate(report: Any, table: Table | None = None) -> dict[str, Any]:
-    """Add the diagnosis line to each diagnosed row's message; return results.json's staff data.
+def row_lines(found: Sequence[Diagnosis]) -> dict[str, str]:
+    """Where the diagnosis lines go: rubric number -> the line that row's output gets."""
+    return {d.number: d.line for d in found}
 
-    The line goes into the row's own output, so students see it exactly when they see the row.
-    ``table`` defaults to :func:`autograder.diagnosis.table.current_table`.
+
+def staff_data(found: Sequence[Diagnosis]) -> dict[str, Any]:
+    """results.json's staff-only ``extra_data`` entry: the bugs diagnosed, by rubric number (nothing if none)."""
+    return {"diagnosis": {d.number: list(d.bugs) for d in found}} if found else {}
+
+
+def diagnosed_results(report: Any, name: str = "", table: Table | None = None) -> dict[str, Any]:
+    """results.json of a graded report, its failing rows diagnosed.
+
+    The diagnosis is found here and placed by the engine's formatter (the engine never imports this
+    package).  ``table`` defaults to :func:`autograder.diagnosis.table.current_table`.
     """
     found = diagnose(report, table if table is not None else current_table())
-    by_number = {d.number: d for d in found}
-    for row in report.rows:
-        diagnosis = by_number.get(row.item.number)
-        if diagnosis is not None and diagnosis.line not in row.message:
-            row.message = f"{row.message}\n\n{diagnosis.line}".strip()
-    return {"diagnosis": {d.number: list(d.bugs) for d in found}} if found else {}
+    return results.gradescope_results(report, name, lines=row_lines(found), extra_data=staff_data(found))

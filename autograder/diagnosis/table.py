@@ -26,7 +26,6 @@ is stale, and grading says so in one line (:func:`state`).  The Gradescope zip s
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 import sys
 import tempfile
@@ -35,15 +34,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from autograder import ROOT
+from autograder import ROOT, settings
 from autograder.diagnosis import words
-from autograder.engine import locations
+from autograder import locations
 from checks.judge.diagnose import UNANSWERED, CaseDigests, Table, digest  # noqa: F401 - this module's API too
 
 if TYPE_CHECKING:  # importing the plan imports pytest: the build starts the sandbox's zygote first
     from autograder.engine import plan as call_plan
 
-TABLE_ENV = "AMP_DIAGNOSIS"  # a table's path, or "off"
 SHIPPED = locations.SHIPPED_TABLE
 CATALOGUE = locations.CATALOGUE
 #: The students' table as released: where ``make student`` writes it, committed (``checks.judge.diagnose.STUDENT_TABLE``
@@ -169,7 +167,7 @@ def current_table() -> Table | None:
 
     A missing or damaged table only costs the diagnosis lines, never a grade.
     """
-    setting = os.environ.get(TABLE_ENV, "")
+    setting = settings.diagnosis_table()
     if setting.lower() == "off":
         return None
     path = Path(setting) if setting else SHIPPED
@@ -207,10 +205,10 @@ def state() -> TableState:
     the rows whose cases did not change (a digest binds answers to their calls), so it is used, and said so.
     Staleness is judged only in a checkout (elsewhere the sources it hashes are not there).
     """
-    setting = os.environ.get(TABLE_ENV, "")
+    setting = settings.diagnosis_table()
     found = current_table()
     if found is None:
-        return TableState(None, f"${TABLE_ENV}=off" if setting.lower() == "off"
+        return TableState(None, f"${settings.DIAGNOSIS.env}=off" if settings.diagnosis_off()
                           else f"no readable table at {setting or SHIPPED}; make diagnosis builds it")
     if not plan_possible():
         return TableState(None, "no call plan here, and the table compares answers to the plan's calls")
@@ -221,7 +219,7 @@ def state() -> TableState:
 def plan_possible() -> bool:
     """Whether grading here has a call plan (:func:`autograder.engine.plan.current_plan`, which imports pytest):
     shipped, or recorded from a checkout's reference solution, and not switched off."""
-    if os.environ.get("AMP_PLAN", "").lower() == "off":  # autograder.engine.plan.PLAN_ENV
+    if settings.plan_off():
         return False
     return locations.SHIPPED_PLAN.is_file() or (locations.REFERENCE_SOLUTION / "loss_scaler.py").is_file()
 
@@ -229,7 +227,7 @@ def plan_possible() -> bool:
 def table_for_zip() -> str | None:
     """The grader's table for the Gradescope zip: the committed one when current, else one built now (or None)."""
     current = state()
-    if current.table is not None and not current.stale and not os.environ.get(TABLE_ENV):
+    if current.table is not None and not current.stale and not settings.diagnosis_table():
         return SHIPPED.read_text(encoding="utf-8")
     return recorded_table()
 
@@ -243,7 +241,7 @@ def recorded_table(public: bool = False) -> str | None:
     """
     import subprocess
 
-    if os.environ.get(TABLE_ENV, "").lower() == "off" or not CATALOGUE.is_file():
+    if settings.diagnosis_off() or not CATALOGUE.is_file():
         return None
     with tempfile.TemporaryDirectory() as folder:
         target = Path(folder) / "diagnosis.json"

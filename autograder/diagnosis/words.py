@@ -80,7 +80,8 @@ STUDENT_WORDS: dict[str, str] = {
     "returns_python_float": "amp_step returns loss.item() instead of a tensor",
     "update_only_after_clean_step": "scaler.update() is skipped, together with the step, whenever the gradients "
                                     "overflowed, so the scale never backs off",
-    "update_called_twice": "scaler.update() is called twice after scaler.step(optimizer)",
+    "update_called_twice": "scaler.update() is called twice in one iteration, after scaler.step(optimizer)",
+    "step_called_twice": "scaler.step(optimizer) is called twice in one iteration, before scaler.update()",
     "unscale_before_backward": "scaler.unscale_() is called before backward(), so the gradients clipped afterwards "
                                "are still scaled",
     # Delegation to torch's scaler, which is not there where loss_scaler.py runs

@@ -41,6 +41,8 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from autograder import settings
+
 # Imported now, not in the student process: after the uid switch the interpreter's own files may be
 # unreadable (a pyenv under /root) where no mount namespace re-exposes them.
 try:
@@ -54,7 +56,6 @@ except (ImportError, OSError):  # the binding or libseccomp.so.2 is missing: no 
     seccomp = None  # type: ignore[assignment]
 
 LEVELS = ("none", "seccomp", "landlock+seccomp", "namespaces")
-MIN_ISOLATION_ENV = "AMP_MIN_ISOLATION"
 SCRATCH_BYTES = 256 * 2**20  # all files in one submission's scratch folder together
 SCRATCH_ENTRIES = 20_000  # files and folders in it (the fallback guard must be able to count them)
 
@@ -329,7 +330,7 @@ def probe_level() -> str:
 
 def required_level(cli_value: str | None = None) -> str | None:
     """The minimum level asked for (the CLI's value first, then ``$AMP_MIN_ISOLATION``); None if none."""
-    value = cli_value or os.environ.get(MIN_ISOLATION_ENV, "").strip() or None
+    value = cli_value or settings.min_isolation()
     return parse_level(value) if value else None
 
 
@@ -340,7 +341,7 @@ def refusal(reached: str, required: str) -> str | None:
     return (f"Refusing to grade: student code would run with isolation level {reached!r} here, below the required "
             f"{required!r} (levels, weakest first: {', '.join(LEVELS)}). Run as root with CAP_SYS_ADMIN for "
             f"namespaces, or on a kernel with Landlock and libseccomp for landlock+seccomp; or lower "
-            f"--min-isolation / ${MIN_ISOLATION_ENV}.")
+            f"--min-isolation / ${settings.MIN_ISOLATION.env}.")
 
 
 # --------------------------------------------------------------------------- cleanup (the judge's side)

@@ -12,32 +12,29 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-from autograder.engine import locations
+from autograder import locations
+from autograder import settings as grader_settings
 
-#: Environment switches that change grades (also the project's own test switches: never set for real grading).
-SETTINGS_ENV = ("AMP_HIDDEN_VISIBILITY", "AMP_GPU_POINTS", "AMP_PUBLIC_TESTS", "AMP_HIDDEN_TESTS",
-                "AMP_SANDBOX_LIMITS", "AMP_RUNTIME_GUARD", "AMP_HIDDEN_EXAMPLES")
 #: Distributions whose version changes what the tests do.
 LIBRARIES = ("torch", "hypothesis", "pytest")
 
 
 def grader_files() -> list[Path]:
     """The engine's code and the public and hidden tests (``$AMP_PUBLIC_TESTS``/``$AMP_HIDDEN_TESTS`` honoured)."""
-    public = Path(os.environ.get("AMP_PUBLIC_TESTS") or locations.PUBLIC_CHECKS)
-    hidden = Path(os.environ.get("AMP_HIDDEN_TESTS") or locations.HIDDEN_TESTS)
+    public, hidden = grader_settings.public_tests(), grader_settings.hidden_tests()
     engine = locations.ENGINE
     files = [path for path in sorted(engine.rglob("*")) if path.suffix in (".py", ".ini")]
     return files + sorted(public.rglob("*.py")) + sorted(hidden.rglob("*.py"))
 
 
 def settings() -> dict[str, Any]:
-    """The environment switches, the library versions and Python's version."""
-    return {"env": {key: os.environ.get(key) for key in SETTINGS_ENV}, "versions": dict(_versions()),
+    """The settings that change grades (:data:`autograder.settings.GRADE_SETTINGS`), the library versions and
+    Python's version."""
+    return {"env": {setting.env: grader_settings.raw(setting) for setting in grader_settings.GRADE_SETTINGS}, "versions": dict(_versions()),
             "python": sys.version.split()[0]}
 
 

@@ -27,7 +27,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 #: What a submission whose grading failed inside the grader reads (the staff log has the traceback).
 FAULT_MESSAGE = ("The grader could not grade this submission because of an internal problem (not your fault); "
@@ -134,7 +134,8 @@ def runner_factory(hide: Sequence[str] = (), limits_: Any = None, uid: int | Non
 
 
 def grade_submission(name: str, path: Path, *, hide: Sequence[str] = (), limits_: Any = None,
-                     uid: int | None = None, call_plan: Any = None) -> dict[str, Any]:
+                     uid: int | None = None, call_plan: Any = None,
+                     describe: Callable[[Any, str], dict[str, Any]] | None = None) -> dict[str, Any]:
     """Grade one folder or zip in a sandboxed student process; never raises for the submission's faults.
 
     Args:
@@ -145,6 +146,10 @@ def grade_submission(name: str, path: Path, *, hide: Sequence[str] = (), limits_
         uid: the uid student processes run as (as root), or None.
         call_plan: the reference's :class:`~autograder.engine.plan.Plan`: tests whose answers match it pass
             without running; grades are the same with or without it.
+        describe: turns the judge's report into results.json (default: the plain rows,
+            :func:`autograder.engine.results.gradescope_results`); the entry points pass
+            :func:`autograder.diagnosis.match.diagnosed_results`, which adds the "Likely mistake" lines: the
+            diagnosis sits above the engine, so it comes in as a value, never as an import.
 
     Returns:
         ``status`` ("graded" or "errored"), ``reason`` (why it could not be graded), ``results``
@@ -170,7 +175,7 @@ def grade_submission(name: str, path: Path, *, hide: Sequence[str] = (), limits_
         runner.started = started
         CURRENT["runner"] = runner
         report = plan.grade_with_plan(runner, call_plan, notes=staged.notes)
-        data = results.gradescope_results(report, name)
+        data = (describe or results.gradescope_results)(report, name)
         data["execution_time"] = round(time.monotonic() - started, 1)  # everything, intake included
         data["extra_data"] = {**data.get("extra_data", {}), **sandbox_records(runner)}
         json.dumps(data, allow_nan=False)  # what the ledger will store

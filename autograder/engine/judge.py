@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -26,8 +25,9 @@ from typing import Any, Mapping, Sequence
 import pytest
 from hypothesis import settings
 
-from autograder.engine import faults, locations, rubric, strings
+from autograder.engine import faults, rubric, strings
 from autograder import ROOT
+from autograder import settings as grader_settings  # not hypothesis.settings
 
 try:
     BaseExceptionGroup
@@ -35,11 +35,12 @@ except NameError:  # Python 3.10: hypothesis depends on the backport
     from exceptiongroup import BaseExceptionGroup
 from checks.runners.harness import SubmissionFault
 
-PUBLIC_DIR = Path(os.environ.get("AMP_PUBLIC_TESTS") or locations.PUBLIC_CHECKS)
-HIDDEN_DIR = Path(os.environ.get("AMP_HIDDEN_TESTS") or locations.HIDDEN_TESTS)
+# at import, as the rubric's: the zygote forks student processes from here
+PUBLIC_DIR = grader_settings.public_tests()
+HIDDEN_DIR = grader_settings.hidden_tests()
 INI = Path(__file__).resolve().parent / "judge.ini"
 #: Examples per hidden property test (``AMP_HIDDEN_EXAMPLES``); the public checks keep their 25.
-HIDDEN_EXAMPLES = int(os.environ.get("AMP_HIDDEN_EXAMPLES", "100"))
+HIDDEN_EXAMPLES = grader_settings.hidden_examples()
 #: The English text of an internal failure (rows carry the current language's, strings.text("internal")).
 INTERNAL = strings.MESSAGES["en"]["internal"]
 

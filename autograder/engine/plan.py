@@ -34,20 +34,20 @@ the plan holds calls per test case, never which process answered them.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autograder.engine import locations, plan_cache, rubric
+from autograder import locations
+from autograder.engine import plan_cache, rubric
 from autograder.engine.sandbox import canonical  # the one text answers are compared by
+from autograder import settings
 
 if TYPE_CHECKING:  # the judge imports pytest: only after the grader started (python -m of this module)
     from autograder.engine import judge
 
-PLAN_ENV = "AMP_PLAN"  # "off": grade every test in pytest, call by call (the reference path)
 SHIPPED = locations.SHIPPED_PLAN
 
 
@@ -70,7 +70,6 @@ class Case:
 @dataclass
 class Plan:
     cases: list[Case]
-    recorded_seconds: float = 0.0
     origin: str = "recorded now"  # or "shipped" (the Gradescope zip), "cached" (plan_cache): for staff logs
 
     def to_json(self) -> str:
@@ -144,7 +143,6 @@ def record(solution: Path = locations.REFERENCE_SOLUTION, runner_factory: Any = 
     """
     from autograder.engine.sandbox import SandboxRunner
 
-    started = time.monotonic()
     inner = (runner_factory or SandboxRunner)(solution)
     recorder = RecordingRunner(inner)
     try:
@@ -160,7 +158,7 @@ def record(solution: Path = locations.REFERENCE_SOLUTION, runner_factory: Any = 
         raise ReferenceFails(f"the reference solution ({solution}) loses points on this machine, so grading here "
                              f"would not be fair: {len(failed)} row(s) fail, the first {first.item.number} "
                              f"'{first.item.title}': {detail}")
-    return Plan(list(recorder.cases.values()), time.monotonic() - started)
+    return Plan(list(recorder.cases.values()))
 
 
 _PLANS: dict[Path, Plan | None] = {}  # this process's plan per reference folder
@@ -168,7 +166,7 @@ _PLANS: dict[Path, Plan | None] = {}  # this process's plan per reference folder
 
 def shipped_plan() -> Plan | None:
     """The plan built with the autograder zip (``make autograder``), if any and not switched off."""
-    if os.environ.get(PLAN_ENV, "").lower() == "off" or not SHIPPED.is_file():
+    if settings.plan_off() or not SHIPPED.is_file():
         return None
     return _parsed(SHIPPED.read_text(), "shipped")
 
@@ -211,7 +209,7 @@ def current_plan(runner_factory: Any = None, solution: Path = locations.REFERENC
     Raises:
         ReferenceFails: from :func:`record`.
     """
-    if os.environ.get(PLAN_ENV, "").lower() == "off":
+    if settings.plan_off():
         return None
     if solution not in _PLANS:
         found = shipped_plan()

@@ -25,19 +25,16 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
+from autograder import settings as grader_settings
 from autograder.engine import fingerprint
 
-CACHE_ENV = "AMP_PLAN_CACHE"
 #: Bumped when the file's layout or the meaning of a recorded call changes (older files are then ignored).
 FORMAT = 1
 
 
 def cache_dir() -> Path:
     """``$AMP_PLAN_CACHE``, else ``$XDG_CACHE_HOME/amp-homework``, else ``~/.cache/amp-homework``."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "amp-homework"
+    return grader_settings.plan_cache()
 
 
 def plan_key(reference: Path) -> str:
@@ -47,7 +44,7 @@ def plan_key(reference: Path) -> str:
     test, which no limit changes (a limit that made it fail would have stopped the recording).
     """
     settings = fingerprint.settings()
-    settings["env"].pop("AMP_SANDBOX_LIMITS", None)
+    settings["env"].pop(grader_settings.SANDBOX_LIMITS.env, None)
     return fingerprint.digest(fingerprint.grader_files() + sorted(reference.glob("*.py")),
                               {**settings, "plan_format": FORMAT})
 

@@ -5,7 +5,7 @@ Written atomically: a reader sees either the previous file or the complete new o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from autograder.engine import rubric, strings
 from autograder.engine.judge import Report
@@ -13,11 +13,15 @@ from autograder.engine.judge import Report
 OUTPUT_LIMIT = 8000
 
 
-def gradescope_results(report: Report, name: str = "") -> dict[str, Any]:
-    """The results.json object for one graded submission (diagnosed rows get their diagnosis line first)."""
-    from autograder.diagnosis.match import annotate  # the one hook from the engine into the diagnosis
+def gradescope_results(report: Report, name: str = "", lines: Mapping[str, str] | None = None,
+                       extra_data: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The results.json object for one graded submission.
 
-    diagnosis = annotate(report)
+    Layers above the engine add to it without the engine knowing them: ``lines`` (rubric number -> a line
+    for that row's message, e.g. :func:`autograder.diagnosis.match.diagnosed_results`'s diagnosis) and
+    ``extra_data`` (staff-only data).
+    """
+    lines = lines or {}
     tests: list[dict[str, Any]] = [
         {
             "name": strings.row_name(row.item),
@@ -25,7 +29,7 @@ def gradescope_results(report: Report, name: str = "") -> dict[str, Any]:
             "score": row.score,
             "max_score": row.item.points,
             "status": row.status,
-            "output": _row_output(row),
+            "output": _row_output(row, lines.get(row.item.number)),
             "visibility": row.item.visibility,
             "tags": [row.item.task],
         }
@@ -44,14 +48,20 @@ def gradescope_results(report: Report, name: str = "") -> dict[str, Any]:
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
-        # staff only: how many scenarios graded this; the catalogued mistakes diagnosed, by row
-        "extra_data": {"scenarios_run": report.scenarios, **diagnosis},
+        # staff only: how many scenarios graded this, and what the layers above add
+        "extra_data": {"scenarios_run": report.scenarios, **(extra_data or {})},
     }
 
 
-def _row_output(row: Any) -> str:
-    """The row's message, then (bounded) what the student's code printed during that test."""
-    text = row.message or strings.text("passed")
+def _row_output(row: Any, line: str | None = None) -> str:
+    """The row's message and ``line`` (once), then (bounded) what the student's code printed during that test.
+
+    The line goes into the row's own output, so students see it exactly when they see the row.
+    """
+    message = row.message
+    if line and line not in message:
+        message = f"{message}\n\n{line}".strip()
+    text = message or strings.text("passed")
     if row.output.strip():
         text += "\n\n" + strings.text("printed_in_test") + "\n" + row.output[: OUTPUT_LIMIT // 2]
     return text[:OUTPUT_LIMIT]

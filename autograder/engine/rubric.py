@@ -9,12 +9,13 @@ every collected test has exactly one item and that the points add up.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
+
+from autograder import settings
 
 PUBLIC, HIDDEN = "public", "hidden"
 #: Gradescope visibility of hidden tests; public ones are always "visible".
-HIDDEN_VISIBILITY = os.environ.get("AMP_HIDDEN_VISIBILITY", "after_due_date")
+HIDDEN_VISIBILITY = settings.hidden_visibility()  # at import: the zygote forks student processes from here
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ ITEMS: tuple[Item, ...] = (
     Item("2.2", "test_amp_step_backward_outside_autocast", "Backward outside autocast", 3, "amp_step", PUBLIC),
     Item("2.3", "test_amp_step_backward_sees_scaled_loss", "Backward of the scaled loss", 3, "amp_step", PUBLIC),
     Item("2.4", "test_amp_step_zeroes_grads_every_step", "Gradients zeroed every step", 3, "amp_step"),
-    Item("2.5", "test_amp_step_steps_through_scaler", "Optimizer stepped through the scaler", 4, "amp_step"),
+    Item("2.5", "test_amp_step_steps_through_scaler", "Optimizer stepped once, through the scaler", 4, "amp_step"),
     Item("2.6", "test_amp_step_updates_once_after_step", "update() once, after step()", 3, "amp_step"),
     Item("2.7", "test_amp_step_unscales_before_clipping", "unscale_ before clipping", 3, "amp_step"),
     Item("2.8", "test_amp_step_returns_unscaled_detached_loss", "Returns the unscaled, detached loss", 2, "amp_step"),
@@ -71,7 +72,7 @@ ITEMS: tuple[Item, ...] = (
 
 #: Tests of the GPU part (graded by staff on a GPU; informational on Gradescope).  Their
 #: points are shares of GPU_PART_POINTS (env AMP_GPU_POINTS, default 10).
-GPU_PART_POINTS = float(os.environ.get("AMP_GPU_POINTS", "10"))
+GPU_PART_POINTS = settings.gpu_points()
 GPU_ITEMS: tuple[Item, ...] = (
     Item("4.1", "test_gpu_amp_reaches_fp32_loss_sooner", "GPU: AMP reaches fp32's loss sooner",
          GPU_PART_POINTS * 0.5, "gpu", PUBLIC),
@@ -82,10 +83,6 @@ GPU_ITEMS: tuple[Item, ...] = (
 )
 
 BY_TEST = {item.test: item for item in ITEMS + GPU_ITEMS}
-
-
-def cpu_items() -> tuple[Item, ...]:
-    return ITEMS
 
 
 def max_points(items: tuple[Item, ...] = ITEMS) -> float:

@@ -35,19 +35,19 @@ from typing import Any, NoReturn
 from checks.runners import harness
 from checks.student import serve
 
+from autograder import settings
 from autograder.engine import budget, confine, replies, rubric, strings
 from autograder.engine.files import kill_uid
 from autograder.engine.student_processes import OutputLog, StudentProcess
-from autograder.engine.zygote import (LIMITS_ENV, PRIVATE_TOPS, REPO_ROOT, SHARED_TMP, DeviceAccess, Limits,  # noqa: F401
+from autograder.engine.zygote import (PRIVATE_TOPS, REPO_ROOT, SHARED_TMP, DeviceAccess, Limits,  # noqa: F401
                                SpawnRequest, Zygote, default_limits, start_zygote)
 
 __all__ = ["SandboxRunner", "Limits", "DeviceAccess", "default_limits", "start_zygote", "SCENARIO_NEEDS",
-           "REPO_ROOT", "PRIVATE_TOPS", "SHARED_TMP", "LIMITS_ENV"]
+           "REPO_ROOT", "PRIVATE_TOPS", "SHARED_TMP"]
 
 IMPORT_ORDER, SCENARIO_NEEDS = serve.IMPORT_ORDER, serve.SCENARIO_NEEDS
 SCRATCH_FAULT = (f"wrote more than {confine.SCRATCH_BYTES // 2**20} MiB (or {confine.SCRATCH_ENTRIES} files) "
                  "to its scratch folder; it was stopped")
-GUARD_ENV = "AMP_RUNTIME_GUARD"
 
 
 def canonical(value: Any) -> str:
@@ -81,8 +81,8 @@ class SandboxRunner:
         self.hide = hide
         self.zygote = zygote or start_zygote()
         self.uid = uid if uid is not None or os.geteuid() != 0 else 61000 + os.getpid() % 4000
-        # Off only to test the OS layers by themselves (tests/test_hostile.py, tests/test_isolation.py).
-        self.runtime_guard = os.environ.get(GUARD_ENV, "").lower() != "off"
+        # Off only to test the OS layers by themselves (a test hook: tests/test_hostile.py, tests/test_isolation.py).
+        self.runtime_guard = settings.runtime_guard()
         self.import_faults: dict[str, str] = {}
         self.output = OutputLog()
         self.started = time.monotonic()

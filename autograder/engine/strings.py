@@ -19,11 +19,11 @@ Standard library only: the batch's summary imports it without torch.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-LANGUAGE_ENV = "AMP_LANGUAGE"
+from autograder import settings
+
 LANGUAGE_FILE = Path(__file__).with_name("language.json")
 DEFAULT = "en"
 
@@ -151,7 +151,7 @@ def check_language(code: str) -> str:
 
 def language() -> str:
     """The feedback language now: $AMP_LANGUAGE, else language.json beside this file, else English."""
-    chosen = os.environ.get(LANGUAGE_ENV, "").strip()
+    chosen = settings.language()
     if not chosen and LANGUAGE_FILE.is_file():
         chosen = str(json.loads(LANGUAGE_FILE.read_text(encoding="utf-8")).get("language", ""))
     return check_language(chosen or DEFAULT)

@@ -96,7 +96,6 @@ class OutputLog:
 
     def __init__(self) -> None:
         self.kept: dict[str, bytearray] = {}
-        self.total = 0
         self.dropped: dict[str, int] = {}  # test case -> bytes printed beyond what is kept
 
     def drain(self, process: StudentProcess) -> None:
@@ -115,7 +114,6 @@ class OutputLog:
                 os.close(process.output_fd)
                 process.output_fd = -1
                 return
-            self.total += len(chunk)
             room = OUTPUT_KEEP_BYTES - len(sink)
             if room > 0:
                 sink.extend(chunk[:room])

@@ -44,9 +44,8 @@ from checks.student import absence, serve
 from checks.runners import harness
 
 from autograder.engine import budget, confine, guard
-from autograder import PACKAGE, ROOT, is_checkout
+from autograder import PACKAGE, ROOT, is_checkout, settings
 
-LIMITS_ENV = "AMP_SANDBOX_LIMITS"
 #: Covered in every student process: a checkout's whole tree, else (pip-installed, the Gradescope zip)
 #: the grader's own package, never the site-packages torch is imported from.
 REPO_ROOT = ROOT if is_checkout() else PACKAGE
@@ -86,8 +85,7 @@ class Limits:
 
 def default_limits() -> Limits:
     """``Limits()`` with the fields given in ``$AMP_SANDBOX_LIMITS`` (a JSON object) overridden."""
-    text = os.environ.get(LIMITS_ENV, "").strip()
-    return Limits(**json.loads(text)) if text else Limits()
+    return Limits(**settings.sandbox_limits())
 
 
 @dataclass(frozen=True)
@@ -116,7 +114,7 @@ class SpawnRequest:
     hide: tuple[str, ...]
     limits: Limits = field(default_factory=Limits)
     device: DeviceAccess | None = None  # a GPU student process (see DeviceAccess)
-    runtime_guard: bool = True  # off only to test the OS layers alone (AMP_RUNTIME_GUARD=off)
+    runtime_guard: bool = True  # off only to test the OS layers alone (settings.runtime_guard)
 
 
 # --------------------------------------------------------------------------- inside the child

@@ -31,7 +31,7 @@ from typing import Any
 
 from autograder.engine.files import write_text_atomic
 from checks.gpu_mode import DRY_ENV, dry_from_env, parse_dry
-from autograder import ROOT
+from autograder import ROOT, settings
 
 BUDGET_S = 440.0  # all steps together (each gets at least 5 s more): under 8 minutes
 STEP_CAPS_S = {"preflight": 180.0, "tests": 180.0, "bench": 180.0, "grade": 300.0}
@@ -145,7 +145,7 @@ def check(out: Path, dry: bool) -> int:
         steps.append(_run("tests", [py, "-m", "pytest", "-m", "gpu", "checks/test_gpu.py", "-s", "-q", "-rA",
                                     "-p", "no:cacheprovider", f"--junitxml={out / 'gpu_tests.xml'}"],
                           deadline, out / "tests.log", cwd=ROOT / "assignment",
-                          env={"AMP_SUBMISSION": str(ROOT / "solutions"), DRY_ENV: flag[1]}))
+                          env={settings.SUBMISSION.env: str(ROOT / "solutions"), DRY_ENV: flag[1]}))
         steps.append(_run("bench", [py, "benchmarks/gpu_bench.py", "--plot", str(out / "gpu_bench.png"),
                                     "--json", str(out / "gpu_bench.json"), *flag], deadline, out / "bench.log"))
         steps.append(_run("grade", [py, "-m", "autograder", "grade-gpu", "solutions", "assignment", "--force",

@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from autograder.engine import rubric, strings
-from autograder import ROOT
+from autograder import ROOT, settings
 from autograder.engine.files import write_text_atomic
 from autograder.gpu.gradebook import (GRADEBOOK, MERGED, RESULTS_FILE, STAFF_FILE, UNGRADED,  # noqa: F401 - API
                                       collect, gpu_max_points, merge_gradebooks, write_submission_result)
@@ -81,7 +81,7 @@ GPU_FIXED = ("memory_bytes",)
 
 
 def _env_limits() -> dict[str, Any]:
-    return json.loads(os.environ.get("AMP_SANDBOX_LIMITS", "").strip() or "{}")
+    return settings.sandbox_limits()
 
 
 def gpu_limits(**overrides: Any) -> Any:
@@ -141,9 +141,9 @@ class GpuRunner:
 
 def gpu_results(report: Any, setup: Any, name: str = "") -> dict[str, Any]:
     """The gpu_results.json object of one graded submission (rows as in Gradescope's results)."""
-    from autograder.engine import results
+    from autograder.diagnosis.match import diagnosed_results
 
-    data = results.gradescope_results(report, name)
+    data = diagnosed_results(report, name)
     data["tests"] = [test for test in data["tests"] if test.get("number") in {i.number for i in rubric.GPU_ITEMS}]
     data["max_score"] = gpu_max_points()
     data["mode"] = "dry" if setup.dry else "cuda"

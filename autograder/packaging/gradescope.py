@@ -16,9 +16,10 @@ import re
 import sys
 import zipfile
 from pathlib import Path
-from autograder import PACKAGE, ROOT
+from autograder import PACKAGE, ROOT, settings
 from autograder.diagnosis import table as diagnosis_table
-from autograder.engine import locations, strings
+from autograder import locations
+from autograder.engine import strings
 
 #: The packages the grader imports in the Gradescope image, named as in pyproject.toml's dependencies,
 #: whose pins and environment markers are the ones used here (one source for every install).
@@ -26,7 +27,7 @@ IMAGE_PACKAGES = ("torch", "pytest", "hypothesis", "rich", "pyseccomp", "landloc
 #: torch's CPU wheels: Gradescope has no GPU, and PyPI's build of torch brings several GB of CUDA.
 #: setup.sh reads $TORCH_INDEX_ENV first, so a test can point pip at an index it reaches.
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-TORCH_INDEX_ENV = "AMP_TORCH_INDEX_URL"
+TORCH_INDEX_ENV = settings.TORCH_INDEX.env
 #: The grader's own environment, beside source/ (which run() closes to the student uid; the venv stays readable).
 VENV = "venv"
 
@@ -107,7 +108,7 @@ def recorded_plan() -> str | None:
     import subprocess
     import tempfile
 
-    if os.environ.get("AMP_PLAN", "").lower() == "off":
+    if settings.plan_off():
         return None
     with tempfile.TemporaryDirectory() as folder:
         target = Path(folder) / "plan.json"

@@ -42,7 +42,6 @@ from types import SimpleNamespace
 from typing import Any
 
 from autograder.packaging import otter_build, release
-from autograder.engine import rubric
 from autograder import ROOT
 
 HANDOUT = ROOT / "assignment" / "README.md"
@@ -352,7 +351,6 @@ def test_cell_source(row: otter_build.Row) -> str:
 
 
 def master_notebook(rows: list[otter_build.Row], language: str = "en") -> Any:
-    import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
 
     texts = edition(language)

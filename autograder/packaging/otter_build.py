@@ -52,7 +52,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.engine import locations, rubric
+from autograder import locations
+from autograder.engine import rubric
 from autograder.packaging import otter_bridge
 from autograder import PACKAGE, ROOT
 

@@ -14,6 +14,7 @@ import time
 import traceback
 from pathlib import Path
 
+from autograder import settings
 from autograder.engine import grader, strings
 
 
@@ -38,12 +39,13 @@ def run(root: Path) -> int:
             write_json_atomic(results_path, data)
             return 0
         grader.start()
+        from autograder.diagnosis.match import diagnosed_results
         from autograder.engine import plan
         from autograder.engine.files import write_json_atomic
 
         hide = grader.private_paths(root / "results", (root / "source" / "autograder",))
         outcome = grader.grade_submission("submission", root / "submission", hide=hide,
-                                          call_plan=plan.shipped_plan())
+                                          call_plan=plan.shipped_plan(), describe=diagnosed_results)
         data = outcome["results"]
         data["execution_time"] = round(time.monotonic() - started, 1)
         if outcome["staff_log"]:
@@ -60,7 +62,7 @@ def run(root: Path) -> int:
 
 
 def main() -> int:
-    return run(Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
+    return run(settings.autograder_root())
 
 
 if __name__ == "__main__":

@@ -50,9 +50,11 @@ class Config:
     loss).  ``zero_grad``: "before" the forward, "after_backward", "after_step" or "never".
     ``clipping``: "correct" (when max_grad_norm is given: unscale_, then clip),
     "unscale_always" (unscale_ even without clipping), "clip_then_unscale", "clip_only",
-    "no_clip".  ``step``: "scaler", "direct" (optimizer.step()) or "never".  ``update``:
-    "after_step", "before_step", "never" or "after_clean_step" (a loop that checks the gradients
-    itself and, when one overflowed, returns before stepping and so before ``update()`` too).
+    "no_clip".  ``step``: "scaler", "twice" (scaler.step twice), "direct" (optimizer.step()) or
+    "never".  ``update``: "after_step", "twice" (after the step, twice), "before_step", "never" or
+    "after_clean_step" (a loop that checks the gradients itself and, when one overflowed, returns
+    before stepping and so before ``update()`` too).  What a refused second call does is the
+    probe's (:class:`checks.runners.probes.ScalerProbe`): the replay goes through the same probe.
     """
 
     forward: str | None = GIVEN
@@ -92,8 +94,10 @@ ROW_BREAKS: dict[str, Callable[[Config], list[Config]]] = {
     "2.2": lambda c: [_R(c, backward=GIVEN)],
     "2.3": lambda c: [_R(c, scaled=False)],
     "2.4": lambda c: [_R(c, zero_grad=z) for z in ("never", "after_backward", "after_step")],
-    "2.5": lambda c: [_R(c, step=s) for s in ("direct", "never")],
-    "2.6": lambda c: [_R(c, update=u) for u in ("never", "before_step", "after_clean_step")],
+    # With the gradients cleared before the step torch's scaler refuses the first step too: a second has no effect.
+    "2.5": lambda c: [_R(c, step=s) for s in ("direct", "never") + (("twice",) if c.zero_grad != "after_backward"
+                                                                    else ())],
+    "2.6": lambda c: [_R(c, update=u) for u in ("never", "before_step", "after_clean_step", "twice")],
     "2.7": lambda c: [_R(c, clipping=k) for k in ("clip_then_unscale", "clip_only", "no_clip")] + [_R(c, step="never")],
     "2.8": lambda c: [],  # the returned loss itself is compared
     "2.9": lambda c: [],  # no error and the same effects
@@ -139,11 +143,11 @@ def reference_amp_step(config: Config) -> Callable[..., torch.Tensor]:
         if config.update == "after_clean_step" and not all(bool(torch.isfinite(p.grad).all())
                                                            for p in params if p.grad is not None):
             return loss.detach()
-        if config.step == "scaler":
+        for _ in range({"scaler": 1, "twice": 2}.get(config.step, 0)):
             scaler.step(optimizer)
-        elif config.step == "direct":
+        if config.step == "direct":
             optimizer.step()
-        if config.update in ("after_step", "after_clean_step"):
+        for _ in range({"after_step": 1, "after_clean_step": 1, "twice": 2}.get(config.update, 0)):
             scaler.update()
         if config.zero_grad == "after_step":
             optimizer.zero_grad(set_to_none=True)
@@ -209,11 +213,13 @@ def suggested_configs(result: dict[str, Json], args: dict[str, Json]) -> list[Co
         step = "direct"
     else:
         step = "scaler" if any(e.get("event") == "scaler.step" for call in calls for e in call) else "never"
+        step = "twice" if step == "scaler" and kinds.count("scaler.step") > 1 else step
     if "update" not in kinds:
         update = "never"
+    elif "scaler.step" in kinds and kinds.index("update") < kinds.index("scaler.step"):
+        update = "before_step"
     else:
-        update = "before_step" if "scaler.step" in kinds and kinds.index("update") < kinds.index("scaler.step") \
-            else "after_step"
+        update = "twice" if kinds.count("update") > 1 else "after_step"
     updated = [any(e.get("event") == "update" for e in call) for call in calls]
     updates = [update, "after_clean_step"] if any(updated) and not all(updated) else [update]
     clipping_given = args.get("max_grad_norm") is not None
@@ -452,10 +458,15 @@ def explain(row: str, result: dict[str, Json], args: dict[str, Json]) -> str:
             return f"The gradient reaching the model's output was {ratio:.4g} x the true gradient (the scale: {scale})."
     if row == "2.5" and any(e.get("event") == "optimizer.step" and e.get("via_scaler") is not True for e in events):
         return "amp_step called optimizer.step() directly."
+    if row == "2.5" and kinds.count("scaler.step") > 1:
+        return (f"Call 1 called scaler.step(optimizer) {kinds.count('scaler.step')} times: torch's scaler refuses "
+                "the second, which we count as a second step.")
     if row == "2.6":
-        return f"Call 1 called scaler.update() {kinds.count('update')} time(s)" + (
+        said = f"Call 1 called scaler.update() {kinds.count('update')} time(s)" + (
             ", before scaler.step(optimizer)." if "update" in kinds and "scaler.step" in kinds
             and kinds.index("update") < kinds.index("scaler.step") else ".")
+        return said + (" torch's scaler refuses the second, which we count as one more update that found no "
+                       "overflow." if kinds.count("update") > 1 else "")
     if row == "2.7" and args.get("max_grad_norm") is not None and "unscale_" not in kinds:
         return "amp_step never called scaler.unscale_(optimizer)."
     return ""

@@ -7,6 +7,7 @@ and runs in the student process (the sandbox preloads this module).
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -114,21 +115,44 @@ class ScalerProbe:
     raises on calls out of order) is logged as a ``scaler error`` event instead of ending the
     ``amp_step`` call: the check of the order that was wrong reports it, the checks of other
     behaviours still see the rest of the call.
+
+    A log decides nothing, so a ``step`` or ``update`` that torch's scaler refuses only because it
+    repeats the call just before it, in the same ``amp_step`` call, must still leave an effect of
+    its own, or no row could charge it: it does what a scaler without that guard would do
+    (:func:`_unguarded_repeat`), an effect the judge's replay of a doubled call reproduces and a
+    single call does not.  Only a repeat within one call counts (the harness says when a call
+    begins): a ``step`` refused because the previous call never updated is that call's mistake,
+    and stays without effect.  Which call came before is the probe's own note, as reachable as
+    its log: code that rewrites it leaves a single call's effects under a doubled call's log,
+    which no row's replay matches but the row of the doubled call.
     """
 
     def __init__(self, inner: Any, log: list[dict[str, Json]]) -> None:
         self._inner = inner
         self._log = log
+        self._accepted: str | None = None  # "step"/"update": the previous scaler call of this call, if accepted
+
+    def begin_call(self) -> None:
+        self._accepted = None
 
     def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        repeat = name == self._accepted
         try:
-            return getattr(self._inner, name)(*args, **kwargs)
+            result = getattr(self._inner, name)(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - reported through the log
             self._log.append({"event": "scaler error", "call": name, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            inner = _torch_inner(self._inner)
+            if repeat and inner is not None:
+                with contextlib.suppress(Exception):  # an optimizer torch could not step: the repeat does nothing
+                    _unguarded_repeat(inner, name, args[0] if args else None)
+            self._accepted = name if repeat else None
             return None
+        self._accepted = name if name in ("step", "update") else None
+        return result
 
     def scale(self, outputs: Any) -> Any:
         self._log.append({"event": "scale", "scale": float(self._inner.get_scale())})
+        self._accepted = None
         return self._inner.scale(outputs)
 
     def unscale_(self, optimizer: Any) -> None:
@@ -152,6 +176,39 @@ class ScalerProbe:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
+def _torch_inner(scaler: Any) -> torch.amp.GradScaler | None:
+    """torch's scaler inside ``scaler`` when it is the harness's own (torch's, or the contract's stand-in)."""
+    if type(scaler) is torch.amp.GradScaler:
+        return scaler
+    return scaler._inner if type(scaler) is ContractScaler else None
+
+
+def _unguarded_repeat(inner: torch.amp.GradScaler, name: str, optimizer: Any) -> None:
+    """What a repeated call torch refused does in a scaler without torch's guard against it.
+
+    A second ``step`` unscales the gradients again (divides them by the scale a second time, with
+    torch's own kernel, checking them for inf/NaN) and steps the optimizer unless one overflowed:
+    so it leaves an effect even where the step itself is skipped.  A second ``update`` counts one
+    more clean step (torch's own update kernel with no inf found: the tracker advances, the scale
+    grows at the interval).
+    """
+    if inner._scale is None or inner._growth_tracker is None:
+        return
+    if name == "step":
+        grads = [param.grad for group in optimizer.param_groups for param in group["params"]
+                 if param.grad is not None and param.grad.dtype == torch.float32]
+        if grads:
+            found = torch.zeros(1, dtype=torch.float32, device=inner._scale.device)
+            inverse = inner._scale.double().reciprocal().float()
+            torch._amp_foreach_non_finite_check_and_unscale_(grads, found, inverse)
+            if not found.item():
+                optimizer.step()
+        return
+    found_inf = torch.zeros(1, dtype=torch.float32, device=inner._scale.device)
+    torch._amp_update_scale_(inner._scale, inner._growth_tracker, found_inf, inner._growth_factor,
+                             inner._backoff_factor, inner._growth_interval)
 
 
 class ContractScaler:
@@ -215,7 +272,7 @@ def scaler_state(scaler: Any, optimizer: torch.optim.Optimizer) -> Json:
     1 unscaled, 2 stepped; ``update()`` resets it): it shows a ``scaler.step`` that the scaler
     refused (no gradients to unscale) where the parameters cannot.
     """
-    inner = scaler if type(scaler) is torch.amp.GradScaler else scaler._inner if type(scaler) is ContractScaler else None
+    inner = _torch_inner(scaler)
     if inner is None:
         return None
     entry = dict.get(inner._per_optimizer_states, id(optimizer))
@@ -280,6 +337,7 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
             inputs, targets = torch.randn(batch, sizes[0]), torch.randn(batch, sizes[-1])
         model._inject_inf = index in args.get("inject_inf_at", [])
         log.append({"event": "call", "step": index})
+        scaler.begin_call()
         backward_grads.clear()
 
         def call() -> Json:
@@ -328,7 +386,9 @@ def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, ma
     ``losses`` are the values ``amp_step`` returned (they explain, they are not graded);
     ``final_weight`` is the model's weight after training, copied out as plain data (or a note
     when it is no plain parameter any more): the judge measures the final loss from it
-    (:func:`underflow_loss`).
+    (:func:`underflow_loss`).  The harness's own scaler is handed over behind a
+    :class:`ScalerProbe`, as in :func:`run_amp_probe`: a call torch's scaler refuses (an order
+    rows 2.5 and 2.6 charge) does not end the training, whose row judges only whether it converges.
     """
     x, y = underflow_data(args)
     d = x.shape[1]
@@ -343,6 +403,7 @@ def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, ma
     if "error" in made:
         return {**made, "losses": [], "final_weight": copy_out_tensor(weight)}
     scaler = made["ok"]
+    probe = ScalerProbe(scaler, []) if _torch_inner(scaler) is not None else None
     device_type = args.get("device_type", "cpu")
 
     def train() -> Json:
@@ -354,7 +415,9 @@ def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, ma
                 loss.backward()
                 optimizer.step()
             else:
-                loss = amp_step(model, x, y, torch.nn.functional.mse_loss, optimizer, scaler,
+                if probe is not None:
+                    probe.begin_call()
+                loss = amp_step(model, x, y, torch.nn.functional.mse_loss, optimizer, probe or scaler,
                                 device_type=device_type, dtype=torch.float16)
             losses.append(float(loss))
         return None

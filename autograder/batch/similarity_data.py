@@ -1,0 +1,94 @@
+"""The similarity report's data: fingerprints, pairs and the report that the CSV, summary and page show.
+
+Apart from :mod:`autograder.batch.similarity` (which computes it) so that the page
+(:mod:`autograder.batch.similarity_html`) renders it without importing the computation back.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: tokens (after filtering) a match must span to count; copydetect's default
+NOISE = 25
+#: pairs shown in similarity.html / summary.md at most
+MAX_REPORTED = 50
+
+
+@dataclass
+class Fingerprint:
+    """One file's winnowed fingerprints, with what copydetect's ``compare_files`` reads."""
+
+    raw_code: str
+    filtered_code: str
+    offsets: np.ndarray  # copydetect: filtered index -> characters removed before it
+    positions: np.ndarray  # int64, increasing: where each kept fingerprint starts (filtered code)
+    values: np.ndarray  # int64, the fingerprint at each position
+    token_coverage: float
+    k: int = NOISE
+    _index: dict[int, list[int]] | None = field(default=None, repr=False)
+
+    @property
+    def hash_idx(self) -> dict[int, list[int]]:
+        if self._index is None:
+            index: dict[int, list[int]] = {}
+            for value, position in zip(self.values.tolist(), self.positions.tolist()):
+                index.setdefault(value, []).append(position)
+            self._index = index
+        return self._index
+
+    @property
+    def hashes(self) -> set[int]:
+        return set(self.hash_idx)
+
+
+# --------------------------------------------------------------------------- the report
+
+
+@dataclass(frozen=True)
+class Party:
+    """One side of a pair: a submission of this batch or of the reference set."""
+
+    key: str  # unique: the submission name, or "reference/<name>"
+    label: str  # what a TA reads: students' names when known, else the key
+    reference: bool = False
+
+
+@dataclass
+class PairFile:
+    file: str
+    similarity: float  # the larger of the two sides'
+    similarity_a: float
+    similarity_b: float
+    overlap: int  # tokens covered by shared fingerprints (the larger side's count)
+
+
+@dataclass
+class Pair:
+    a: Party
+    b: Party
+    files: dict[str, PairFile]
+
+    @functools.cached_property
+    def score(self) -> float:  # read once all files are in
+        return max((f.similarity for f in self.files.values()), default=0.0)
+
+    @property
+    def title(self) -> str:
+        return f"{self.a.key} ~ {self.b.key}"
+
+
+@dataclass
+class Report:
+    parties: list[Party]
+    pairs: list[Pair]  # every pair sharing any fingerprint, highest score first
+    threshold: float
+    threshold_reason: str
+    prints: dict[tuple[str, str], Fingerprint]  # (party key, file) -> fingerprint
+    seconds: float = 0.0
+
+    @property
+    def flagged(self) -> list[Pair]:
+        return [pair for pair in self.pairs if pair.score >= self.threshold]
