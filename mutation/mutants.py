@@ -16,12 +16,12 @@ import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from cosmic_ray.mutating import mutate_code
 from cosmic_ray.plugins import get_operator
 from cosmic_ray.work_db import WorkDB, use_db
-from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkItem, WorkResult
 
 try:
     import tomllib  # Python >= 3.11
@@ -65,12 +65,13 @@ class Mutant:
 @dataclass
 class Enumeration:
     mutants: list[Mutant] = field(default_factory=list)
+    candidates: int = 0  # outside annotations: what a sample is drawn from
     skipped: int = 0  # inside annotations that are never evaluated
-    invalid: int = 0  # not valid Python
+    invalid: int = 0  # not valid Python (among the mutants made: all, or the sample's)
 
     @property
     def total(self) -> int:
-        return len(self.mutants) + self.skipped + self.invalid
+        return self.candidates + self.skipped
 
 
 def load_toml(path: Path) -> dict[str, Any]:
@@ -113,31 +114,47 @@ def unified_diff(original: str, mutated: str, path: str) -> str:
                                           f"a/{path}", f"b/{path}", lineterm="", n=1))
 
 
-def init_session(config: Path, session: Path) -> None:
-    """A new cosmic-ray session every run: the sources may have changed since the last one."""
+def init_session(config: Path, session: Path, paths: Iterable[str] = ()) -> None:
+    """A cosmic-ray session of the mutants of ``paths``, enumerated again only when their sources or
+    ``config`` changed (enumerating thousands takes cosmic-ray minutes)."""
+    digest = hashlib.sha256(config.read_bytes())
+    for path in sorted(paths):
+        digest.update(path.encode() + b"\0" + (ROOT / path).read_bytes())
+    stamp = session.with_suffix(".digest")
+    if paths and session.exists() and stamp.exists() and stamp.read_text() == digest.hexdigest():
+        return
     session.unlink(missing_ok=True)
     subprocess.run([sys.executable, "-m", "cosmic_ray.cli", "init", str(config), str(session)],
                    cwd=ROOT, check=True)
+    stamp.write_text(digest.hexdigest())
 
 
-def enumerate_mutants(session: Path, paths: Iterable[str]) -> Enumeration:
-    """Every mutant of ``paths`` in the session, in file and position order; the ones in annotations
-    and the ones that are not Python are recorded in the session as such and left out."""
+def enumerate_mutants(session: Path, paths: Iterable[str],
+                      pick: Callable[[list[WorkItem]], list[WorkItem]] = list) -> Enumeration:
+    """The mutants of ``paths`` in the session, in file and position order, that ``pick`` keeps of the
+    ones outside annotations (those are recorded as skipped); the ones that are not Python are
+    recorded as incompetent and left out.  Only picked mutants are made: making one parses its file."""
     sources = {p: (ROOT / p).read_text(encoding="utf-8") for p in paths}
     spans = {p: annotation_spans(s) for p, s in sources.items()}
     found = Enumeration()
     with use_db(str(session), WorkDB.Mode.open) as db:
         items = sorted(db.work_items, key=lambda w: (str(w.mutations[0].module_path), w.mutations[0].start_pos,
                                                      w.mutations[0].operator_name, w.mutations[0].occurrence))
+        candidates = []
         for item in items:
             (spec,) = item.mutations
             path = str(spec.module_path)
-            source = sources[path]
-            if in_annotation(tuple(spec.start_pos), tuple(spec.end_pos), source, spans[path]):
+            if in_annotation(tuple(spec.start_pos), tuple(spec.end_pos), sources[path], spans[path]):
                 db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
                                                       output="annotation: never evaluated (equivalent)"))
                 found.skipped += 1
-                continue
+            else:
+                candidates.append(item)
+        found.candidates = len(candidates)
+        for item in pick(candidates):
+            (spec,) = item.mutations
+            path = str(spec.module_path)
+            source = sources[path]
             mutated = mutate_code(source, get_operator(spec.operator_name)(), spec.occurrence)
             if mutated is None:
                 db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.NO_TEST))
@@ -217,7 +234,8 @@ def report(mutants: list[Mutant], found: Enumeration, equivalent_list: str, stal
     raw = 100.0 * killed / (judged + equivalent) if judged + equivalent else 100.0
     print(f"\ncosmic-ray {importlib.metadata.version('cosmic-ray')}: {found.total} mutants, "
           f"{found.skipped} skipped (annotations), {found.invalid} not valid Python, {len(mutants)} judged"
-          f"{f' (a sample of {len(found.mutants)})' if sampled else ''}: {killed} killed, {equivalent} equivalent, "
+          f"{f' (a sample of the {found.candidates} outside annotations)' if sampled else ''}: "
+          f"{killed} killed, {equivalent} equivalent, "
           f"{survived} survived (test gaps), {len(groups['errored'])} errored")
     print(f"mutation score: {score:.1f}% of non-equivalent mutants killed "
           f"({raw:.1f}% counting equivalents as survivors); {seconds:.0f} s.  Details: {details}")

@@ -30,9 +30,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from mutants import ROOT, Enumeration, Mutant, enumerate_mutants, init_session, load_toml, record, report
+from cosmic_ray.work_item import WorkItem
+
+from mutants import ROOT, Mutant, enumerate_mutants, init_session, load_toml, record, report
 
 CONFIG = ROOT / "mutation" / "grader.toml"
 EQUIVALENT = ROOT / "mutation" / "grader-equivalent.toml"
@@ -51,17 +53,19 @@ def write_cosmic_ray_config(paths: list[str], target: Path, timeout: float) -> N
                       f'test-command = "false"\n\n[cosmic-ray.distributor]\nname = "local"\n', encoding="utf-8")
 
 
-def sample(found: Enumeration, per_file: int | None, seed: int) -> list[Mutant]:
+def sampler(per_file: int | None, seed: int) -> Callable[[list[WorkItem]], list[WorkItem]]:
     """Up to ``per_file`` mutants of each file, drawn with a seed of its own (adding a file leaves
-    the other files' samples as they were), in file and position order."""
-    chosen: list[Mutant] = []
-    for path in sorted({m.path for m in found.mutants}):
-        of_file = [m for m in found.mutants if m.path == path]
-        if per_file is not None and per_file < len(of_file):
-            rng = random.Random(f"{seed}:{Path(path).name}")
-            of_file = [of_file[i] for i in sorted(rng.sample(range(len(of_file)), per_file))]
-        chosen.extend(of_file)
-    return chosen
+    the other files' samples as they were), kept in file and position order."""
+    def pick(items: list[WorkItem]) -> list[WorkItem]:
+        chosen: list[WorkItem] = []
+        for path in sorted({str(w.mutations[0].module_path) for w in items}):
+            of_file = [w for w in items if str(w.mutations[0].module_path) == path]
+            if per_file is not None and per_file < len(of_file):
+                rng = random.Random(f"{seed}:{Path(path).name}")
+                of_file = [of_file[i] for i in sorted(rng.sample(range(len(of_file)), per_file))]
+            chosen.extend(of_file)
+        return chosen
+    return pick
 
 
 def copy_tree(tree: Path) -> str:
@@ -153,15 +157,15 @@ def main(argv: list[str] | None = None) -> int:
     files = {p: t for p, t in judge_config(config).items() if not args.only or Path(p).name in args.only}
     session = out / "session.sqlite"
     write_cosmic_ray_config(list(files), out / "cosmic-ray.toml", config["timeout"])
-    init_session(out / "cosmic-ray.toml", session)
-    found = enumerate_mutants(session, files)
-    mutants = sample(found, args.per_file or None, config["seed"])
+    init_session(out / "cosmic-ray.toml", session, files)
+    found = enumerate_mutants(session, files, sampler(args.per_file or None, config["seed"]))
+    mutants = found.mutants
     tree_digest = copy_tree(out / "tree")
     memory_file = out / "verdicts.json"
     memory = {} if args.fresh or not memory_file.exists() else json.loads(memory_file.read_text())
-    print(f"cosmic-ray: {found.total} mutants in {len(files)} files, {found.skipped} in annotations, "
-          f"{found.invalid} not valid Python; judging a sample of {len(mutants)} (seed {config['seed']}, "
-          f"{args.per_file or 'all'} per file)", flush=True)
+    print(f"cosmic-ray: {found.total} mutants in {len(files)} files, {found.skipped} in annotations; "
+          f"{args.per_file or 'all'} per file of the other {found.candidates} (seed {config['seed']}): "
+          f"{found.invalid} not valid Python, judging {len(mutants)}", flush=True)
 
     preload()
     for tests in sorted({tuple(t) for t in files.values()}):  # each selection must pass unmutated
@@ -183,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
 
     stale = record(session, mutants, load_toml(EQUIVALENT).get("mutant", []) if EQUIVALENT.exists() else [])
     (out / "mutants.json").write_text(json.dumps([m.summary() for m in mutants], indent=1))
-    score = report(mutants, found, "mutation/grader-equivalent.toml", stale, len(mutants) < len(found.mutants),
+    score = report(mutants, found, "mutation/grader-equivalent.toml", stale, len(mutants) < found.candidates,
                    time.monotonic() - started, f"{out / 'mutants.json'}, cr-report {session}")
     return 1 if any(m.verdict == "errored" for m in mutants) or score < args.fail_under else 0
 
