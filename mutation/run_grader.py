@@ -13,8 +13,10 @@ Each mutant's tests run in a scratch copy of the repository (OUT/tree) so the wo
 never touched, and in a process forked from one that has already imported torch, hypothesis
 and pytest: a mutant costs its tests, not another 5-20 s of imports.  The project's own
 modules are never imported before the fork, so each child imports the mutated file afresh.
-Results are remembered in OUT/verdicts.json keyed by the mutant's source and a digest of the
-copied tree, so a rerun judges only what changed.  Exit 1 below ``--fail-under`` or on errors.
+Verdicts are remembered in OUT/verdicts.json by the mutant's source, with a digest of the copied
+tree (not its documentation): a rerun judges again only when the code or the tests changed, and
+``--keep-killed`` (after adding tests, not changing them) judges again only the survivors.
+Exit 1 below ``--fail-under`` or when a mutant could not be judged.
 """
 
 from __future__ import annotations
@@ -148,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"mutants sampled per file (default {config['per_file']}; 0: all)")
     parser.add_argument("--only", action="append", default=[], help="only files whose name is NAME (repeatable)")
     parser.add_argument("--fresh", action="store_true", help="forget remembered verdicts")
+    parser.add_argument("--keep-killed", action="store_true",
+                        help="trust remembered kills although the tree changed (after adding tests only)")
     parser.add_argument("--fail-under", type=float, default=config["fail_under"], help="exit 1 below this score (%%)")
     args = parser.parse_args(argv)
 
@@ -176,12 +180,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(f"baseline passes in {time.monotonic() - began:.1f} s: {' '.join(tests)}", flush=True)
     for i, m in enumerate(mutants, 1):
-        key = f"{tree_digest}:{m.folder}"
-        if key in memory:
-            m.verdict, m.detail = memory[key]
+        verdict, detail, judged_on = memory.get(m.folder, ("", "", ""))
+        if judged_on == tree_digest or (verdict == "killed" and args.keep_killed):
+            m.verdict, m.detail = verdict, detail
         else:
             judge_one(m, out / "tree", files[m.path], out, config["timeout"])
-            memory[key] = [m.verdict, m.detail]
+            memory[m.folder] = [m.verdict, m.detail, tree_digest]
             memory_file.write_text(json.dumps(memory, indent=0))
         print(f"[{i}/{len(mutants)}] {m.verdict:8} {m.path}:{m.line} {m.operator} #{m.occurrence}", flush=True)
 

@@ -1,0 +1,95 @@
+"""The judge's checks, run in process against a student whose answers are torch's, some of them changed.
+
+Each test pins something a judge-side mutant (``make mutation-grader``, mutation/README.md) broke while
+the rest of the fast tests stayed green: a check that fails an honest scaler, a failure that names the
+wrong line, a snippet that does not run.  The honest student is ``torch.amp.GradScaler('cpu')`` itself
+(the grader's own reference), so any failure on it is the judge's; a dishonest one is torch's answers
+with one observation changed.  Expected values are written by hand.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import pytest
+
+from checks import behaviours, expect, scenarios
+
+Json = Any
+Results = list[Json]
+
+
+class Student:
+    """What the checks call as ``student``: torch's answers to each run, passed through ``change``."""
+
+    def __init__(self, change: Callable[[dict[str, Json], Results], Results] = lambda args, results: results) -> None:
+        self.change = change
+
+    def run(self, scenario: str, args: dict[str, Json]) -> Results:
+        assert scenario == "scaler_ops"
+        return self.change(args, scenarios.torch_results(args))
+
+
+def failure(check: Callable[..., None], *args: Any) -> str:
+    """The message a check fails with (it must fail with an AssertionError: the judge's failure, not a crash)."""
+    with pytest.raises(AssertionError) as raised:
+        check(*args)
+    return str(raised.value)
+
+
+def observed_scale_times(factor: float, when: Callable[[dict[str, Json]], bool]) -> Callable[..., Results]:
+    """A scaler whose last ``observe`` reports the scale times ``factor`` in the runs ``when`` picks."""
+    def change(args: dict[str, Json], results: Results) -> Results:
+        if when(args):
+            results[-1]["ok"]["scale"] *= factor
+        return results
+    return change
+
+
+def test_one_backoff_per_update_names_the_last_observation() -> None:
+    several_optimizers = observed_scale_times(0.5, lambda args: sum(op["op"] == "step" for op in args["ops"]) > 1)
+    message = failure(behaviours.one_backoff_per_update, Student(several_optimizers), 2, 2, math.inf)
+    assert "the last line should: print 512.0 0 (what it prints with one overflowing gradient" in message
+    assert message.rstrip().endswith("but with your code it prints 256.0 0")
+
+
+@pytest.mark.parametrize("grads", [[[1.0, math.inf]], [[math.nan, 2.0]], [[1.0, 2.0], [3.0]]])
+def test_overflow_detection_passes_an_honest_scaler(grads: list[list[float]]) -> None:
+    behaviours.overflow_detection(Student(), 1024.0, grads)
+
+
+def test_overflow_detection_shows_the_update_that_did_not_back_off() -> None:
+    ignores_nan = observed_scale_times(2.0, lambda args: True)  # torch backed off to 512; this one stays at 1024
+    message = failure(behaviours.overflow_detection, Student(ignores_nan), 1024.0, [[math.nan, 2.0]])
+    assert "the last line should: print 512.0 0 (the gradients hold inf/NaN)" in message
+    assert "scaler.update()" in message
+    assert message.rstrip().endswith("but with your code it prints 1024.0 0")
+
+
+def test_state_dict_with_a_key_too_many_is_named_as_such() -> None:
+    def extra_key(args: dict[str, Json], results: Results) -> Results:
+        for op, result in zip(args["ops"], results):
+            if op["op"] == "state_dict":
+                result["ok"]["zzz"] = 1
+        return results
+
+    message = failure(behaviours.state_round_trip, Student(extra_key), {}, [False, True])
+    assert ("the last line should: print a dict with the keys ['_growth_tracker', 'backoff_factor', "
+            "'growth_factor', 'growth_interval', 'scale']") in message
+
+
+def test_numbers_in_snippets_are_python_that_runs() -> None:
+    assert expect.number(math.inf) == 'float("inf")'
+    assert expect.number(-math.inf) == '-float("inf")'
+    assert expect.number(1.5) == "1.5"
+    assert expect.number([2.0, -math.inf]) == '[2.0, -float("inf")]'
+
+
+def test_each_printed_op_prints_its_own_observation() -> None:
+    assert expect.printing_lines({"op": "observe"}) == [
+        "print(float(scaler.get_scale()), int(scaler.get_growth_tracker()))"]
+    assert expect.printing_lines({"op": "clip", "opt": 0, "max_norm": 0.5}) == [
+        "print(float(torch.nn.utils.clip_grad_norm_(params(opt0), 0.5)))"]
+    assert expect.printing_lines({"op": "grads", "opt": 0, "values": [[1.0]]}) == [
+        "set_grads(opt0, [torch.tensor([1.0], dtype=torch.float32)])"]
