@@ -9,12 +9,15 @@ with one observation changed.  Expected values are written by hand.
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
-from checks import behaviours, expect, scenarios
+from checks import amp_reference, behaviours, diagnose, expect, scenarios
+from checks.harness import SubmissionFault
 
 Json = Any
 Results = list[Json]
@@ -93,3 +96,43 @@ def test_each_printed_op_prints_its_own_observation() -> None:
         "print(float(torch.nn.utils.clip_grad_norm_(params(opt0), 0.5)))"]
     assert expect.printing_lines({"op": "grads", "opt": 0, "values": [[1.0]]}) == [
         "set_grads(opt0, [torch.tensor([1.0], dtype=torch.float32)])"]
+
+
+def test_a_tensor_scale_is_shown_as_one_tensor() -> None:
+    op = {"op": "scale", "values": [1.0], "dtype": "float16"}
+    result = {"ok": {"container": "tensor", "items": [{"dtype": "float16", "values": [4096.0]}]}}
+    assert expect.shown(op, result) == "prints torch.float16 4096.0"
+
+
+def test_long_logs_are_cut_with_a_count_of_the_rest() -> None:
+    assert amp_reference.all_lines([f"line {i}" for i in range(10)], limit=8).splitlines()[-1] == "    ... and 2 more"
+    assert "more" not in amp_reference.all_lines(["a", "b"], limit=8)
+
+
+def test_row_2_7_explains_a_missing_unscale_not_the_updates() -> None:
+    log = {"log": [{"event": "call"}, {"event": "backward"}, {"event": "scaler.step", "via_scaler": True},
+                   {"event": "update"}]}
+    assert amp_reference.explain("2.7", log, {"max_grad_norm": 1.0}) == \
+        "amp_step never called scaler.unscale_(optimizer)."
+    assert amp_reference.explain("2.6", log, {}) == "Call 1 called scaler.update() 1 time(s)."
+
+
+def test_a_submission_fault_is_answered_with_its_own_words() -> None:
+    def faulty(scenario: str, args: dict[str, Json]) -> Json:
+        raise SubmissionFault("the scaler's process stopped")
+
+    assert json.loads(diagnose.answer(faulty, "scaler_ops", {})) == {"fault": "the scaler's process stopped"}
+
+
+def test_a_local_failure_is_explained_from_its_own_rows_cases(tmp_path: Path) -> None:
+    test, calls = "test_update_rule_one_optimizer", [["scaler_ops", {"ops": []}, 20]]
+
+    def buggy(scenario: str, args: dict[str, Json]) -> Json:
+        return {"scale": 0.5}
+
+    bug = diagnose.digest(calls, [diagnose.answer(buggy, "scaler_ops", {"ops": []})])
+    table = diagnose.Table({"case[0]": diagnose.CaseDigests(test, "reference", {"halves": bug}, calls)},
+                           {"halves": [test]}, {"halves": "the scale is halved"}, public_only=True)
+    (tmp_path / "diagnosis.json").write_text(table.to_json())
+    assert diagnose.explain_local_failure(test, buggy, tmp_path / "diagnosis.json") == \
+        "Likely mistake: this is what happens when the scale is halved."
