@@ -12,10 +12,13 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable
 
 import pytest
 
+from autograder.diagnosis import match
+from autograder.engine import judge, plan
 from checks import amp_reference, behaviours, diagnose, expect, scenarios
 from checks.harness import SubmissionFault
 
@@ -136,3 +139,26 @@ def test_a_local_failure_is_explained_from_its_own_rows_cases(tmp_path: Path) ->
     (tmp_path / "diagnosis.json").write_text(table.to_json())
     assert diagnose.explain_local_failure(test, buggy, tmp_path / "diagnosis.json") == \
         "Likely mistake: this is what happens when the scale is halved."
+
+
+def test_a_rows_digests_come_from_its_own_answered_cases_only() -> None:
+    cases = [SimpleNamespace(test=test, name=name, calls=[])
+             for test, name in (("test_a", "a[0]"), ("test_b", "b[0]"), ("test_b", "b[1]"), ("test_c", "c[0]"))]
+    answers = {"a[0]": ["1"], "b[0]": ["2"], "c[0]": ["3"]}  # b[1] was never answered
+    assert set(match.row_digests(cases, answers, "test_b")) == {"b[0]"}
+
+
+def test_a_flaky_failure_says_so_and_keeps_the_checks_message() -> None:
+    message, trace = judge._student_message(BaseExceptionGroup("flaky", [AssertionError("the scale is 2.0")]))
+    assert message.startswith("Your code gave different results for the same calls on different runs")
+    assert message.endswith("\nthe scale is 2.0") and trace == ""
+
+
+@pytest.mark.parametrize("setting,used", [("", True), ("on", True), ("1", True), ("off", False), ("OFF", False)])
+def test_only_off_switches_the_shipped_plan_off(setting: str, used: bool, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "plan.json").write_text("{}")
+    monkeypatch.setattr(plan, "SHIPPED", tmp_path / "plan.json")
+    monkeypatch.setattr(plan, "_parsed", lambda text, origin: origin)
+    monkeypatch.setenv("AMP_PLAN", setting)
+    assert plan.shipped_plan() == ("shipped" if used else None)
