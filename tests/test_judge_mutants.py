@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable
 
 import pytest
 
+from autograder import ROOT
 from autograder.diagnosis import match
 from autograder.engine import judge, plan
-from checks import amp_reference, behaviours, diagnose, expect, scenarios
+from checks import amp_reference, behaviours, diagnose, expect, gpu_reference, scenarios
 from checks.harness import SubmissionFault
 
 Json = Any
@@ -162,3 +165,23 @@ def test_only_off_switches_the_shipped_plan_off(setting: str, used: bool, tmp_pa
     monkeypatch.setattr(plan, "_parsed", lambda text, origin: origin)
     monkeypatch.setenv("AMP_PLAN", setting)
     assert plan.shipped_plan() == ("shipped" if used else None)
+
+
+def test_closing_the_reference_process_ends_it() -> None:
+    reference = gpu_reference.ReferenceProcess(timeout=60)
+    process = reference._process = reference._start()
+    try:
+        reference.close()
+        assert process.poll() is not None and reference._process is None
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_a_reference_error_reaches_the_judge_as_its_last_8000_characters() -> None:
+    request = json.dumps({"kind": "k" * 9000, "args": {}}) + "\n"
+    done = subprocess.run([sys.executable, "-m", "checks.gpu_reference"], input=request, capture_output=True,
+                          text=True, cwd=ROOT / "assignment", timeout=60)
+    error = json.loads(done.stdout)["error"]
+    assert len(error) == 8000 and error.rstrip().endswith("k" * 100 + "'")
