@@ -185,3 +185,43 @@ def test_a_reference_error_reaches_the_judge_as_its_last_8000_characters() -> No
                           text=True, cwd=ROOT / "assignment", timeout=60)
     error = json.loads(done.stdout)["error"]
     assert len(error) == 8000 and error.rstrip().endswith("k" * 100 + "'")
+
+
+def test_the_update_rule_written_out() -> None:
+    kwargs = {"growth_interval": 3, "growth_factor": 2.0, "backoff_factor": 0.25}
+    assert scenarios.model_update(1024.0, 0, False, kwargs) == (1024.0, 1)
+    assert scenarios.model_update(1024.0, 2, False, kwargs) == (2048.0, 0)
+    assert scenarios.model_update(1024.0, 2, True, kwargs) == (256.0, 0)
+    assert scenarios.model_update(3.0e38, 2, False, kwargs) == (3.0e38, 0)  # no growth to inf
+
+
+KWARGS = {"init_scale": 1024.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2}
+#: Every check of the scaler, with inputs that reach its growth, backoff, skipping and error paths.
+CHECKS: dict[str, Callable[[Student], None]] = {
+    "backoff": lambda s: behaviours.backoff(s, KWARGS, [[0], [], [1], [0, 1]], 2),
+    "growth": lambda s: behaviours.growth(s, KWARGS, [[], [], [], [0], [], []], 2),
+    "one_backoff_per_update": lambda s: behaviours.one_backoff_per_update(s, 3, 2, math.nan),
+    "matches_torch": lambda s: behaviours.matches_torch(s, scenarios.run_args(KWARGS, [False, True, False, False]), True),
+    "skipped_step": lambda s: [behaviours.skipped_step(s, [2, 1], -math.inf, path) for path in ("step", "unscale_", "clip")],
+    "overflow_detection": lambda s: behaviours.overflow_detection(s, 65536.0, [[1.0, 3.0e38], [2.0]]),
+    "misuse": lambda s: behaviours.misuse(s, ["unscale_", "unscale_"]),
+    "float16_rejected": lambda s: behaviours.float16_rejected(s, [1.0, 2.0]),
+    "lists_and_tuples": lambda s: [behaviours.lists_and_tuples(s, [1.0, 2.5], c) for c in ("list", "tuple")],
+    "state_round_trip": lambda s: behaviours.state_round_trip(s, KWARGS, [False, False, True]),
+    "defaults": lambda s: behaviours.defaults(s),
+}
+
+
+@pytest.mark.parametrize("check", list(CHECKS))
+def test_every_check_passes_torch_itself(check: str) -> None:
+    CHECKS[check](Student())
+
+
+@pytest.mark.parametrize("check", ["backoff", "growth", "matches_torch", "defaults"])
+def test_a_scale_off_by_a_factor_of_two_fails_the_checks_that_observe_it(check: str) -> None:
+    def last_scale_doubled(args: dict[str, Json], results: Results) -> Results:
+        last = max(i for i, op in enumerate(args["ops"]) if op["op"] == "observe")
+        results[last]["ok"]["scale"] *= 2.0
+        return results
+
+    failure(CHECKS[check], Student(last_scale_doubled))
