@@ -18,6 +18,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 import pytest
+from hypothesis import given, settings
 
 from autograder import ROOT
 from autograder.diagnosis import match
@@ -225,3 +226,10 @@ def test_a_scale_off_by_a_factor_of_two_fails_the_checks_that_observe_it(check: 
         return results
 
     failure(CHECKS[check], Student(last_scale_doubled))
+
+
+@settings(max_examples=300, derandomize=True, database=None)
+@given(kwargs=scenarios.scaler_kwargs(powers_of_two=False))
+def test_the_hidden_suites_constructor_arguments_are_valid(kwargs: dict[str, Json]) -> None:
+    assert kwargs["init_scale"] > 0 and kwargs["growth_factor"] > 1.0 and 0.0 < kwargs["backoff_factor"] < 1.0
+    assert isinstance(kwargs["growth_interval"], int) and kwargs["growth_interval"] >= 1
