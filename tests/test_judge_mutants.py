@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 
 from autograder import ROOT
-from autograder.diagnosis import match
+from autograder.diagnosis import match, report, table
 from autograder.engine import judge, plan
 from checks import amp_reference, behaviours, diagnose, expect, gpu_reference, scenarios
 from checks.harness import SubmissionFault
@@ -233,3 +233,51 @@ def test_a_scale_off_by_a_factor_of_two_fails_the_checks_that_observe_it(check: 
 def test_the_hidden_suites_constructor_arguments_are_valid(kwargs: dict[str, Json]) -> None:
     assert kwargs["init_scale"] > 0 and kwargs["growth_factor"] > 1.0 and 0.0 < kwargs["backoff_factor"] < 1.0
     assert isinstance(kwargs["growth_interval"], int) and kwargs["growth_interval"] >= 1
+
+
+def test_a_row_passes_at_full_marks_unless_it_failed() -> None:
+    failed = "".join(["fail", "ed"])  # as read from results.json: not the interned literal
+    assert report._passed({"score": 3.0, "max_score": 3.0, "status": "passed"})
+    assert not report._passed({"score": 2.0, "max_score": 3.0, "status": "passed"})
+    assert not report._passed({"score": 3.0, "max_score": 3.0, "status": failed})
+    assert not report._passed(None)
+
+
+@pytest.mark.parametrize("passing_ranks,discrimination", [({1, 2, 3, 7}, 1.0), ({1, 2, 3, 9}, 2 / 3)])
+def test_discrimination_compares_the_top_and_bottom_27_percent(passing_ranks: set[int], discrimination: float) -> None:
+    # ten submissions ranked by score: the upper and the lower group are three each (27 % of 10, rounded)
+    graded = [report.Graded(f"s{rank:02}", 11.0 - rank, {"1.1": {"name": "1.1 t", "max_score": 3.0,
+                                                                  "score": 3.0 if rank in passing_ranks else 0.0}})
+              for rank in range(1, 11)]
+    (stats,) = report.item_stats(["1.1 t"], graded)
+    assert stats.pass_rate == 0.4 and stats.discrimination == pytest.approx(discrimination)
+
+
+def test_the_students_table_covers_the_public_checks_only() -> None:
+    assert table.public_tests() == {
+        "test_constructor_rejects_bad_arguments", "test_scale_returns_float32_without_overflow",
+        "test_unscale_divides_grads_in_place", "test_step_is_skipped_on_inf_or_nan", "test_update_rule_one_optimizer",
+        "test_amp_step_forward_under_autocast", "test_amp_step_backward_outside_autocast",
+        "test_amp_step_backward_sees_scaled_loss"}
+
+
+def test_grading_reads_the_table_it_is_given_and_survives_a_missing_one(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    given = diagnose.Table({}, {"halves": ["test_update_rule_one_optimizer"]}, {"halves": "the scale is halved"})
+    (tmp_path / "given.json").write_text(given.to_json())
+    monkeypatch.setenv("AMP_DIAGNOSIS", str(tmp_path / "given.json"))
+    assert table.current_table() == given
+    monkeypatch.setenv("AMP_DIAGNOSIS", str(tmp_path / "missing.json"))
+    assert table.current_table() is None
+    monkeypatch.setenv("AMP_DIAGNOSIS", "off")
+    assert table.current_table() is None
+
+
+def test_a_built_table_is_returned_to_the_packaging(monkeypatch: pytest.MonkeyPatch) -> None:
+    def build(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        Path(command[command.index("--out") + 1]).write_text('{"built": true}')
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.delenv("AMP_DIAGNOSIS", raising=False)
+    monkeypatch.setattr(subprocess, "run", build)
+    assert table.recorded_table() == '{"built": true}'
