@@ -281,3 +281,12 @@ def test_a_built_table_is_returned_to_the_packaging(monkeypatch: pytest.MonkeyPa
     monkeypatch.delenv("AMP_DIAGNOSIS", raising=False)
     monkeypatch.setattr(subprocess, "run", build)
     assert table.recorded_table() == '{"built": true}'
+
+
+def test_writing_the_plan_for_the_zip_exits_0(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from autograder.engine import sandbox
+
+    monkeypatch.setattr(sandbox, "start_zygote", lambda: None)  # the packaging reads the exit status
+    monkeypatch.setattr(plan, "record", lambda: SimpleNamespace(cases=[], to_json=lambda: '{"cases": []}'))
+    assert plan.main(["--write", str(tmp_path / "plan.json")]) == 0
+    assert (tmp_path / "plan.json").read_text() == '{"cases": []}'
