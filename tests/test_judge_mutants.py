@@ -22,7 +22,7 @@ from hypothesis import given, settings
 
 from autograder import ROOT
 from autograder.diagnosis import match, report, table
-from autograder.engine import judge, plan
+from autograder.engine import judge, plan, results
 from checks import amp_reference, behaviours, diagnose, expect, gpu_reference, scenarios
 from checks.harness import SubmissionFault
 
@@ -290,3 +290,19 @@ def test_writing_the_plan_for_the_zip_exits_0(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr(plan, "record", lambda: SimpleNamespace(cases=[], to_json=lambda: '{"cases": []}'))
     assert plan.main(["--write", str(tmp_path / "plan.json")]) == 0
     assert (tmp_path / "plan.json").read_text() == '{"cases": []}'
+
+
+def test_a_row_shows_what_the_code_printed_during_its_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AMP_LANGUAGE", "en")
+    row = SimpleNamespace(message="The scale should be 2.0.", output="debug: 4.0\n")
+    assert results._row_output(row) == ("The scale should be 2.0.\n\nOutput printed by your code during this test:\n"
+                                        "debug: 4.0\n")
+
+
+def test_notes_about_a_submission_open_its_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AMP_LANGUAGE", "en")
+    monkeypatch.setenv("AMP_DIAGNOSIS", "off")
+    report = SimpleNamespace(rows=[], notes=["answers.py is missing", "extra.py was ignored"], output="", score=0.0,
+                             seconds=1.0, scenarios=0, plan=None, answers=None)
+    assert results.gradescope_results(report)["output"] == \
+        "About your submission:\n- answers.py is missing\n- extra.py was ignored"
