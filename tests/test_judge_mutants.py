@@ -9,6 +9,7 @@ with one observation changed.  Expected values are written by hand.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import subprocess
@@ -22,7 +23,7 @@ from hypothesis import given, settings
 
 from autograder import ROOT
 from autograder.diagnosis import match, report, table
-from autograder.engine import judge, plan, results
+from autograder.engine import judge, plan, plan_cache, results
 from checks import amp_reference, behaviours, diagnose, expect, gpu_reference, scenarios
 from checks.harness import SubmissionFault
 
@@ -306,3 +307,17 @@ def test_notes_about_a_submission_open_its_output(monkeypatch: pytest.MonkeyPatc
                              seconds=1.0, scenarios=0, plan=None, answers=None)
     assert results.gradescope_results(report)["output"] == \
         "About your submission:\n- answers.py is missing\n- extra.py was ignored"
+
+
+def test_a_cached_plan_that_disagrees_with_the_reference_is_recorded_again(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "loss_scaler.py").write_text("")
+    monkeypatch.delenv("AMP_PLAN", raising=False)
+    monkeypatch.setattr(plan, "shipped_plan", lambda: None)
+    monkeypatch.setattr(plan_cache, "read", lambda key: "the cached plan")  # still there after the wait
+    monkeypatch.setattr(plan_cache, "recording", lambda key: contextlib.nullcontext())
+    monkeypatch.setattr(plan_cache, "write", lambda key, text: None)
+    monkeypatch.setattr(plan, "_parsed", lambda text, origin: None if text is None else "the cached plan")
+    monkeypatch.setattr(plan, "_agrees", lambda found, solution, runner_factory: False)
+    monkeypatch.setattr(plan, "record", lambda solution, runner_factory=None: SimpleNamespace(to_json=lambda: "new"))
+    assert plan.current_plan(solution=tmp_path, check=True, key="k").to_json() == "new"
