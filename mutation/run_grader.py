@@ -44,8 +44,9 @@ PYTEST_ARGS = ["-x", "-q", "-rfE", "-p", "no:cacheprovider", "-p", "no:xdist", "
 
 
 def judge_config(config: dict[str, Any]) -> dict[str, list[str]]:
-    """Mutated file -> its test files, with ``{checks}`` replaced by where the judge's checks live."""
-    return {path.format(checks=config["checks"]): tests for path, tests in config["files"].items()}
+    """Mutated file -> its tests (then ``always``'s), with ``{checks}`` replaced by where the checks live."""
+    return {path.format(checks=config["checks"]): [*tests, *config.get("always", [])]
+            for path, tests in config["files"].items()}
 
 
 def write_cosmic_ray_config(paths: list[str], target: Path, timeout: float) -> None:

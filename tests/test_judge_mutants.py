@@ -23,7 +23,7 @@ from hypothesis import given, settings
 
 from autograder import ROOT
 from autograder.diagnosis import match, report, table
-from autograder.engine import judge, plan, plan_cache, results
+from autograder.engine import judge, plan, plan_cache, replies, results
 from checks import amp_reference, behaviours, diagnose, expect, gpu_reference, scenarios
 from checks.harness import SubmissionFault
 
@@ -321,3 +321,9 @@ def test_a_cached_plan_that_disagrees_with_the_reference_is_recorded_again(tmp_p
     monkeypatch.setattr(plan, "_agrees", lambda found, solution, runner_factory: False)
     monkeypatch.setattr(plan, "record", lambda solution, runner_factory=None: SimpleNamespace(to_json=lambda: "new"))
     assert plan.current_plan(solution=tmp_path, check=True, key="k").to_json() == "new"
+
+
+def test_a_returned_value_record_with_a_key_too_many_is_refused() -> None:
+    honest = {"type": "Tensor", "dtype": "float32", "requires_grad": False, "numel": 1, "value": 0.5}
+    assert replies._returned(honest) is None
+    assert replies._returned({**honest, "grad_fn": "MulBackward0"}) == "a returned-value record of the wrong shape"
