@@ -184,8 +184,9 @@ def even_spread(mutants: list[Mutant], limit: int | None) -> list[Mutant]:
 
 
 def matching_entry(entries: list[dict], file: str, before: str, after: str) -> dict | None:
-    return next((e for e in entries if e["file"] == file and e["before"].strip() == before
-                 and e["after"].strip() in (after, "*")), None)  # "*": any mutation of that line
+    # stripped on both sides: a removed decorator's "before" starts with the blank line above it
+    return next((e for e in entries if e["file"] == file and e["before"].strip() == before.strip()
+                 and e["after"].strip() in (after.strip(), "*")), None)  # "*": any mutation of that line
 
 
 def record(session: Path, mutants: list[Mutant], equivalents: list[dict]) -> list[dict]:
