@@ -44,8 +44,10 @@ PYTEST_ARGS = ["-x", "-q", "-rfE", "-p", "no:cacheprovider", "-p", "no:xdist", "
 
 
 def judge_config(config: dict[str, Any]) -> dict[str, list[str]]:
-    """Mutated file -> its tests (then ``always``'s), with ``{checks}`` replaced by where the checks live."""
-    return {path.format(checks=config["checks"]): [*tests, *config.get("always", [])]
+    """Mutated file -> ``always``'s tests then its own, with ``{checks}`` replaced by where the checks live.
+
+    ``always`` first: they take seconds, and with ``-x`` a mutant they kill never waits for the rest."""
+    return {path.format(checks=config["checks"]): [*config.get("always", []), *tests]
             for path, tests in config["files"].items()}
 
 
