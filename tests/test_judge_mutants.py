@@ -1,11 +1,13 @@
-"""The judge's checks, run in process against a student whose answers are torch's, some of them changed.
+"""The judge's own code, in process: each test kills mutants of it that the other fast tests let through.
 
-Each test pins something a judge-side mutant (``make mutation-grader``, mutation/README.md) broke while
-the rest of the fast tests stayed green: a check that fails an honest scaler, a failure that names the
-wrong line, a snippet that does not run.  The honest student is ``torch.amp.GradScaler('cpu')`` itself
-(the grader's own reference), so any failure on it is the judge's; a dishonest one is torch's answers
-with one observation changed.  Expected values are written by hand.
-"""
+``make mutation-grader`` (mutation/README.md) mutates the judge: the checks that decide a row
+(checks.behaviours, scenarios, expect, amp_reference, diagnose, gpu_reference) and the engine and
+diagnosis code around them (results.json, the call plan, replies, the diagnosis table and report).
+Each test here failed with a mutant that the rest of its fast selection let pass: a check that fails
+an honest scaler, a failure that names the wrong line, a snippet that does not run, a plan reused
+after it disagreed.  The honest student is ``torch.amp.GradScaler('cpu')`` itself (the grader's own
+reference), so any failure on it is the judge's; a dishonest one is torch's answers with one
+observation changed.  Expected values are written by hand."""
 
 from __future__ import annotations
 
