@@ -99,5 +99,5 @@ mutation: $(MUTATION_STAMP) ## mutation score of the hidden suite over solutions
 	$(PY) mutation/run.py --out out/mutation $(if $(JOBS),--jobs $(JOBS)) $(if $(LIMIT),--limit $(LIMIT))
 
 # PER_FILE=N: mutants sampled from each judge file (default: mutation/grader.toml's); PER_FILE=0: all of them.
-mutation-grader: $(MUTATION_STAMP) ## mutation score of the project's tests over the judge (grader's own code; a sample; ~25 min; not in CI)
+mutation-grader: $(MUTATION_STAMP) ## mutation score of the tests over the judge (the grader's own code; a seeded sample; 20-35 min; not in CI)
 	$(PY) mutation/run_grader.py --out out/mutation-grader $(if $(PER_FILE),--per-file $(PER_FILE))
