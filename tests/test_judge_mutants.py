@@ -155,7 +155,8 @@ def test_a_rows_digests_come_from_its_own_answered_cases_only() -> None:
     assert set(match.row_digests(cases, answers, "test_b")) == {"b[0]"}
 
 
-def test_a_flaky_failure_says_so_and_keeps_the_checks_message() -> None:
+def test_a_flaky_failure_says_so_and_keeps_the_checks_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AMP_LANGUAGE", "en")
     message, trace = judge._student_message(BaseExceptionGroup("flaky", [AssertionError("the scale is 2.0")]))
     assert message.startswith("Your code gave different results for the same calls on different runs")
     assert message.endswith("\nthe scale is 2.0") and trace == ""
