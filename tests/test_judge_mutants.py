@@ -1,7 +1,7 @@
 """The judge's own code, in process: each test kills mutants of it that the other fast tests let through.
 
 ``make mutation-grader`` (mutation/README.md) mutates the judge: the checks that decide a row
-(checks.behaviours, scenarios, expect, amp_reference, diagnose, gpu_reference) and the engine and
+(checks.judge: behaviours, cases, expect, amp_reference, diagnose, gpu_reference) and the engine and
 diagnosis code around them (results.json, the call plan, replies, the diagnosis table and report).
 Each test here failed with a mutant that the rest of its fast selection let pass: a check that fails
 an honest scaler, a failure that names the wrong line, a snippet that does not run, a plan reused
@@ -26,8 +26,8 @@ from hypothesis import given, settings
 from autograder import ROOT
 from autograder.diagnosis import match, report, table
 from autograder.engine import judge, plan, plan_cache, replies, results
-from checks import amp_reference, behaviours, diagnose, expect, gpu_reference, scenarios
-from checks.harness import SubmissionFault
+from checks.judge import amp_reference, behaviours, diagnose, expect, gpu_reference, cases
+from checks.runners.harness import SubmissionFault
 
 Json = Any
 Results = list[Json]
@@ -41,7 +41,7 @@ class Student:
 
     def run(self, scenario: str, args: dict[str, Json]) -> Results:
         assert scenario == "scaler_ops"
-        return self.change(args, scenarios.torch_results(args))
+        return self.change(args, cases.torch_results(args))
 
 
 def failure(check: Callable[..., None], *args: Any) -> str:
@@ -186,7 +186,7 @@ def test_closing_the_reference_process_ends_it() -> None:
 
 def test_a_reference_error_reaches_the_judge_as_its_last_8000_characters() -> None:
     request = json.dumps({"kind": "k" * 9000, "args": {}}) + "\n"
-    done = subprocess.run([sys.executable, "-m", "checks.gpu_reference"], input=request, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "checks.judge.gpu_reference"], input=request, capture_output=True,
                           text=True, cwd=ROOT / "assignment", timeout=60)
     error = json.loads(done.stdout)["error"]
     assert len(error) == 8000 and error.rstrip().endswith("k" * 100 + "'")
@@ -194,10 +194,10 @@ def test_a_reference_error_reaches_the_judge_as_its_last_8000_characters() -> No
 
 def test_the_update_rule_written_out() -> None:
     kwargs = {"growth_interval": 3, "growth_factor": 2.0, "backoff_factor": 0.25}
-    assert scenarios.model_update(1024.0, 0, False, kwargs) == (1024.0, 1)
-    assert scenarios.model_update(1024.0, 2, False, kwargs) == (2048.0, 0)
-    assert scenarios.model_update(1024.0, 2, True, kwargs) == (256.0, 0)
-    assert scenarios.model_update(3.0e38, 2, False, kwargs) == (3.0e38, 0)  # no growth to inf
+    assert cases.model_update(1024.0, 0, False, kwargs) == (1024.0, 1)
+    assert cases.model_update(1024.0, 2, False, kwargs) == (2048.0, 0)
+    assert cases.model_update(1024.0, 2, True, kwargs) == (256.0, 0)
+    assert cases.model_update(3.0e38, 2, False, kwargs) == (3.0e38, 0)  # no growth to inf
 
 
 KWARGS = {"init_scale": 1024.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2}
@@ -206,7 +206,7 @@ CHECKS: dict[str, Callable[[Student], None]] = {
     "backoff": lambda s: behaviours.backoff(s, KWARGS, [[0], [], [1], [0, 1]], 2),
     "growth": lambda s: behaviours.growth(s, KWARGS, [[], [], [], [0], [], []], 2),
     "one_backoff_per_update": lambda s: behaviours.one_backoff_per_update(s, 3, 2, math.nan),
-    "matches_torch": lambda s: behaviours.matches_torch(s, scenarios.run_args(KWARGS, [False, True, False, False]), True),
+    "matches_torch": lambda s: behaviours.matches_torch(s, cases.run_args(KWARGS, [False, True, False, False]), True),
     "skipped_step": lambda s: [behaviours.skipped_step(s, [2, 1], -math.inf, path) for path in ("step", "unscale_", "clip")],
     "overflow_detection": lambda s: behaviours.overflow_detection(s, 65536.0, [[1.0, 3.0e38], [2.0]]),
     "misuse": lambda s: behaviours.misuse(s, ["unscale_", "unscale_"]),
@@ -233,7 +233,7 @@ def test_a_scale_off_by_a_factor_of_two_fails_the_checks_that_observe_it(check: 
 
 
 @settings(max_examples=300, derandomize=True, database=None)
-@given(kwargs=scenarios.scaler_kwargs(powers_of_two=False))
+@given(kwargs=cases.scaler_kwargs(powers_of_two=False))
 def test_the_hidden_suites_constructor_arguments_are_valid(kwargs: dict[str, Json]) -> None:
     assert kwargs["init_scale"] > 0 and kwargs["growth_factor"] > 1.0 and 0.0 < kwargs["backoff_factor"] < 1.0
     assert isinstance(kwargs["growth_interval"], int) and kwargs["growth_interval"] >= 1
@@ -288,11 +288,13 @@ def test_a_built_table_is_returned_to_the_packaging(monkeypatch: pytest.MonkeyPa
 
 
 def test_writing_the_plan_for_the_zip_exits_0(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from autograder.engine import sandbox
+    from autograder.engine import grader
 
-    monkeypatch.setattr(sandbox, "start_zygote", lambda: None)  # the packaging reads the exit status
+    monkeypatch.setattr(grader, "start", lambda: None)  # the packaging reads the exit status
     monkeypatch.setattr(plan, "record", lambda: SimpleNamespace(cases=[], to_json=lambda: '{"cases": []}'))
-    assert plan.main(["--write", str(tmp_path / "plan.json")]) == 0
+    from autograder import cli
+
+    assert cli.main(["record-plan", "--write", str(tmp_path / "plan.json")]) == 0
     assert (tmp_path / "plan.json").read_text() == '{"cases": []}'
 
 
