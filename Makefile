@@ -93,7 +93,7 @@ otter: $(OTTER_STAMP) ## build dist/otter-autograder.zip (otter-grader; otter ru
 notebook: $(OTTER_STAMP) ## rebuild assignment/amp_homework.ipynb with otter assign (after make student; AMP_LANGUAGE=ko: amp_homework.ko.ipynb)
 	$(PY) -m autograder.packaging.notebook_build --language $(AMP_LANGUAGE)
 
-.PHONY: mutation
+.PHONY: mutation mutation-grader
 MUTATION_STAMP := $(VENV)/.mutation-installed
 $(MUTATION_STAMP): $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[mutation]"
@@ -101,3 +101,7 @@ $(MUTATION_STAMP): $(VENV)/.installed pyproject.toml
 
 mutation: $(MUTATION_STAMP) ## mutation score of the hidden suite over solutions/ (cosmic-ray; ~10+ min; not in CI)
 	$(PY) mutation/run.py --out out/mutation $(if $(JOBS),--jobs $(JOBS)) $(if $(LIMIT),--limit $(LIMIT))
+
+# PER_FILE=N: mutants sampled from each judge file (default: mutation/grader.toml's); PER_FILE=0: all of them.
+mutation-grader: $(MUTATION_STAMP) ## mutation score of the tests over the judge (the grader's own code; a seeded sample; 20-35 min; not in CI)
+	$(PY) mutation/run_grader.py --out out/mutation-grader $(if $(PER_FILE),--per-file $(PER_FILE))

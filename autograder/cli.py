@@ -64,6 +64,23 @@ def cmd_rubric(_: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_record_plan(args: argparse.Namespace) -> int:
+    """Record the call plan from the reference solution into a file (what the Gradescope zip ships)."""
+    from autograder.engine import grader
+
+    grader.start()
+    from autograder.engine import plan
+
+    try:
+        found = plan.record()
+    except plan.ReferenceFails as exc:
+        print(f"{exc}\nno plan written", file=sys.stderr)
+        return 1
+    args.write.write_text(found.to_json())
+    print(f"wrote {args.write}: {len(found.cases)} cases, {sum(len(c.calls) for c in found.cases)} calls")
+    return 0
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -135,6 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
     grade.set_defaults(func=cmd_grade)
     show = sub.add_parser("rubric", help="print the tests and their points")
     show.set_defaults(func=cmd_rubric)
+    record = sub.add_parser("record-plan", help="record the call plan from solutions/ into --write FILE "
+                                                "(make autograder ships it in the zip)")
+    record.add_argument("--write", type=Path, required=True)
+    record.set_defaults(func=cmd_record_plan)
     from autograder.gpu import grading as gpu_grading  # grade-gpu and merge (the GPU part, graded by staff on a GPU)
 
     gpu_grading.add_subcommands(sub)

@@ -384,7 +384,7 @@ def test_the_zip_holds_the_grader_and_the_stand_in(otter_zip: Path) -> None:
     assert f"files/{otter_build.BRIDGE_NAME}" in names
     assert [c["cell_type"] for c in driver["cells"]] == ["markdown"]
     assert "torch==2.13.0+cpu" in env and "download.pytorch.org/whl/cpu" in env
-    assert "autograder/hidden/test_hidden_scaler.py" in inside and "assignment/checks/runners/harness.py" in inside
+    assert "autograder/hidden/test_hidden_scaler.py" in inside and "checks/runners/harness.py" in inside
     assert not any(n.startswith("solutions/") or n.rsplit("/", 1)[-1] in ("loss_scaler.py", "amp_step.py", "answers.py")
                    for n in inside)
     assert shipped_bridge == otter_build.bridge_source()  # the module the test files' digest names

@@ -34,7 +34,6 @@ the plan holds calls per test case, never which process answered them.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -272,27 +271,3 @@ def grade_with_plan(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ..
     report.staff_log = (f"call plan ({plan.origin}): {len(done)} of {len({i.test for i in items})} tests passed by "
                         f"matching the reference's answers; {len(rest)} run in pytest\n\n" + report.staff_log).strip()
     return report
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m autograder.engine.plan --write FILE``: record the plan from solutions/ (for the Gradescope zip)."""
-    import argparse
-
-    from autograder.engine import grader
-
-    parser = argparse.ArgumentParser(prog="python -m autograder.engine.plan", description=main.__doc__)
-    parser.add_argument("--write", type=Path, required=True)
-    args = parser.parse_args(argv)
-    grader.start()
-    try:
-        found = record()
-    except ReferenceFails as exc:
-        print(f"{exc}\nno plan written", file=sys.stderr)
-        return 1
-    args.write.write_text(found.to_json())
-    print(f"wrote {args.write}: {len(found.cases)} cases, {sum(len(c.calls) for c in found.cases)} calls")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -112,7 +112,7 @@ def recorded_plan() -> str | None:
         return None
     with tempfile.TemporaryDirectory() as folder:
         target = Path(folder) / "plan.json"
-        done = subprocess.run([sys.executable, "-m", "autograder.engine.plan", "--write", str(target)], cwd=ROOT,
+        done = subprocess.run([sys.executable, "-m", "autograder", "record-plan", "--write", str(target)], cwd=ROOT,
                               capture_output=True, text=True)
         if done.returncode != 0:
             print(f"warning: no call plan in the zip (grading will be slower):\n{done.stderr[-1500:]}", file=sys.stderr)
