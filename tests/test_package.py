@@ -9,6 +9,7 @@ environment and run from a folder that is not the checkout, it grades ``solution
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -28,9 +29,14 @@ REQUIRED = ("autograder/engine/grader.py", "autograder/engine/judge.ini", "autog
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel of the working tree, built from a copy: setuptools' build/ folder keeps files deleted since an
+    earlier build, and would put them in the wheel."""
+    source = tmp_path_factory.mktemp("source") / "tree"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv*", "out", "build", "dist", "*.egg-info",
+                                                                  "__pycache__", ".hypothesis"))
     out = tmp_path_factory.mktemp("wheel")
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                           "-w", str(out), str(ROOT)], capture_output=True, text=True, timeout=600)
+                           "-w", str(out), str(source)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return next(out.glob("amp_homework-*.whl"))
 
