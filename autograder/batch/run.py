@@ -210,7 +210,7 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
         why = collections.Counter(
             "forced" if options.force else "new" if s.name not in known
             else "changed since their last grading" if known[s.name][0] != d
-            else "graded by another version of the version or limits" if known[s.name][1] != version
+            else "graded by another version of the grader or limits" if known[s.name][1] != version
             else "not graded last time" for s, d in todo)
         reasons = ", ".join(f"{count} {reason}" for reason, count in why.items() if reason != "new" or len(why) > 1)
         jobs = min(options.jobs or default_jobs(), max(1, len(todo)))
