@@ -120,3 +120,28 @@ def test_a_case_label_is_not_doubled_when_the_message_names_it() -> None:
 def test_rows_are_listed_in_rubric_order() -> None:
     numbers = [tuple(int(part) for part in item.number.split(".")) for item in rubric.ITEMS]
     assert numbers == sorted(numbers)
+
+
+def test_public_part_of_a_hidden_row_is_its_public_cases_alone() -> None:
+    """score() keeps a hidden row's failed public cases apart; with_public_parts shows only those, pointless."""
+    from autograder.engine import results
+
+    item = rubric.BY_TEST["test_amp_step_unscales_before_clipping"]
+    assert item.visibility == "after_due_date"
+    outcomes = [judge.Outcome(item.test, f"{item.test}[1.0]", False, "public: clipped scaled grads", public=True),
+                judge.Outcome(item.test, f"{item.test}[0.5]", False, "hidden: max_norm=0.5 input", public=False),
+                judge.Outcome(item.test, f"{item.test}[2.0]", True, public=True)]
+    rows, _ = judge.score(outcomes, (item,))
+    assert rows[0].score == 1.0 and rows[0].public_failures == "[1.0] public: clipped scaled grads"
+    data = results.with_public_parts(results.gradescope_results(judge.Report(rows=rows), "alice"))
+    names = [t["name"] for t in data["tests"]]
+    part = data["tests"][names.index(names[0]) + 1]
+    assert part["visibility"] == "visible" and part["score"] == part["max_score"] == 0.0
+    assert "public: clipped" in part["output"] and "hidden: max_norm=0.5" not in part["output"]
+    # a public row, or a hidden row whose public cases pass, gets no companion
+    passing = [judge.Outcome(item.test, "a", True, public=True), judge.Outcome(item.test, "b", False, "h")]
+    rows, _ = judge.score(passing, (item,))
+    assert len(results.with_public_parts(results.gradescope_results(judge.Report(rows=rows)))["tests"]) == 2
+    public_item = rubric.BY_TEST["test_amp_step_forward_under_autocast"]
+    rows, _ = judge.score([judge.Outcome(public_item.test, "a", False, "x", public=True)], (public_item,))
+    assert len(results.with_public_parts(results.gradescope_results(judge.Report(rows=rows)))["tests"]) == 2

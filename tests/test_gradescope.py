@@ -87,3 +87,27 @@ def test_simulated_run_with_empty_submission_still_writes_results(autograder_zip
     results = simulate(autograder_zip, tmp_path, None)
     assert results["score"] == 0
     assert "loss_scaler.py is missing" in json.dumps(results)
+
+
+def test_a_failing_public_example_shows_before_the_due_date(autograder_zip: Path, tmp_path: Path) -> None:
+    """Clipping before unscale_ fails a public example of hidden row 2.7: a visible row says so at once.
+
+    Gradescope shows only "visible" rows before the due date; the companion row scores nothing (2.7 keeps its
+    points) and carries the public example's message alone (no hidden input).
+    """
+    from autograder.diagnosis.table import load_catalogue
+
+    catalogue = load_catalogue()
+    (entry,) = [e for e in catalogue.ENTRIES if e.name == "clip_before_unscale"]
+    results = simulate(autograder_zip, tmp_path, catalogue.materialize(entry, tmp_path / "bug"))
+    hidden = [t for t in results["tests"] if t.get("number") == "2.7"]
+    assert [(t["visibility"], t["status"], t["max_score"]) for t in hidden] == [("after_due_date", "failed", 3)]
+    shown = [t for t in results["tests"] if t["visibility"] == "visible" and t.get("status") == "failed"]
+    assert len(shown) == 1, [t["output"][:300] for t in shown][:2]
+    (part,) = shown
+    assert part["name"].startswith("2.7 ") and "public examples" in part["name"]
+    assert (part["score"], part["max_score"], "number" in part) == (0.0, 0.0, False)
+    assert "fix these first" in part["output"] and "unscale_" in part["output"]
+    assert results["tests"][results["tests"].index(part) - 1] == hidden[0], "right after its row"
+    assert part["output"].split("\n\n", 1)[1] in hidden[0]["output"], "the part repeats the row's public messages"
+    assert results["score"] == sum(t["score"] for t in results["tests"])

@@ -52,6 +52,7 @@ class Outcome:
     passed: bool
     message: str = ""
     internal: str = ""
+    public: bool = False  # a case of the public checks (students have its inputs)
 
 
 @dataclass
@@ -61,6 +62,8 @@ class Row:
     message: str
     passed: bool
     output: str = ""  # what the student's code printed during this test
+    #: The messages of its failed public cases alone: a hidden row's public part, which students may see at once
+    public_failures: str = ""
 
     @property
     def status(self) -> str:
@@ -132,12 +135,13 @@ class JudgePlugin:
         outcome = yield
         report = outcome.get_result()
         test = getattr(item, "originalname", item.name)
+        public = PUBLIC_DIR in Path(str(item.fspath)).parents
         if report.when == "call" or (report.failed and report.when == "setup"):
             if report.passed:
-                self.outcomes.append(Outcome(test, item.name, True))
+                self.outcomes.append(Outcome(test, item.name, True, public=public))
             elif call.excinfo is not None:
                 message, internal = _student_message(call.excinfo.value)
-                self.outcomes.append(Outcome(test, item.name, False, message, internal))
+                self.outcomes.append(Outcome(test, item.name, False, message, internal, public))
 
 
 def run_suites(runner: Any, items: tuple[rubric.Item, ...], paths: tuple[Path, ...] | None = None,
@@ -198,16 +202,18 @@ def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...], file_faults: 
             staff.append(f"{item.test}: not collected")
             continue
         passed = sum(case.passed for case in cases)
-        messages = []
+        messages: list[str] = []
+        public: list[str] = []
         for case in cases:
             if not case.passed:
                 text = faults.short_line(case.message, item.task, file_faults or {}, missing) or _labelled(case)
-                if text not in messages:
-                    messages.append(text)
+                for kept in (messages, public) if case.public else (messages,):
+                    if text not in kept:
+                        kept.append(text)
                 if case.internal:
                     staff.append(f"{case.case}:\n{case.internal}")
         rows.append(Row(item, round(item.points * passed / len(cases), 4), "\n\n".join(messages),
-                        passed == len(cases)))
+                        passed == len(cases), public_failures="\n\n".join(public)))
     return rows, "\n\n".join(staff)
 
 

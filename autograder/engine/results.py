@@ -48,9 +48,43 @@ def gradescope_results(report: Report, name: str = "", lines: Mapping[str, str] 
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
-        # staff only: how many scenarios graded this, and what the layers above add
-        "extra_data": {"scenarios_run": report.scenarios, **(extra_data or {})},
+        # staff only: how many scenarios graded this, the public part of each hidden row that failed (for
+        # with_public_parts) and what the layers above add
+        "extra_data": {"scenarios_run": report.scenarios, PUBLIC_PARTS: _public_parts(report),
+                       **(extra_data or {})},
     }
+
+
+PUBLIC_PARTS = "public_failures"
+
+
+def _public_parts(report: Report) -> dict[str, str]:
+    """Rubric number -> the messages of its failed public cases, for the rows students see only later."""
+    return {row.item.number: row.public_failures for row in report.rows
+            if row.public_failures and row.item.visibility != "visible"}
+
+
+def with_public_parts(data: dict[str, Any]) -> dict[str, Any]:
+    """results.json with a visible, pointless row after each hidden row whose public examples failed.
+
+    A hidden row (shown after the due date) also runs the public checks' examples of its behaviour. Students
+    have those inputs already (``assignment/checks``), so their failures may be shown at once: the companion
+    row carries only their messages, scores nothing (the points stay in the hidden row) and has no ``number``
+    (readers key rows by number). For platforms that hide rows until a date (Gradescope); the batch shows
+    every row, so its results keep the parts in ``extra_data`` only.
+    """
+    parts = data.get("extra_data", {}).get(PUBLIC_PARTS) or {}
+    if not parts:
+        return data
+    tests: list[dict[str, Any]] = []
+    for test in data.get("tests", []):
+        tests.append(test)
+        part = parts.get(str(test.get("number")))
+        if part:
+            tests.append({"name": strings.text("public_part_name", title=test["name"]), "score": 0.0, "max_score": 0.0,
+                          "status": "failed", "visibility": "visible", "tags": test.get("tags", []),
+                          "output": (strings.text("public_part_output") + "\n\n" + part)[:OUTPUT_LIMIT]})
+    return {**data, "tests": tests}
 
 
 def _row_output(row: Any, line: str | None = None) -> str:

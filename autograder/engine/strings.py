@@ -58,6 +58,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "row_file_missing": "Not run: {file} is missing (see the top of this feedback).",
         "row_file_broken": "Not run: {file} could not be imported (see the top of this feedback).",
         "row_not_implemented": "{what} is not implemented yet (see {where} in README.md).",
+        "public_part_name": "{title}: public examples (no points of their own)",
+        "public_part_output": "Examples from the public checks (assignment/checks) failed in this row. Its points, "
+                              "graded with further examples too, show after the due date; fix these first:",
         "file_broken": "{file} could not be imported, so every test that needs it scores 0:",
         "not_implemented": "Not implemented yet: {names}. The tests that use them score 0.",
     },
@@ -89,6 +92,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "row_file_missing": "실행하지 않음: {file} 파일이 없습니다(이 피드백의 맨 위 참고).",
         "row_file_broken": "실행하지 않음: {file}을(를) import할 수 없습니다(이 피드백의 맨 위 참고).",
         "row_not_implemented": "{what}이(가) 아직 구현되지 않았습니다(README.md의 {where} 참고).",
+        "public_part_name": "{title}: 공개 예제 (이 행 자체의 점수는 없음)",
+        "public_part_output": "이 행에서 공개 체크(assignment/checks)의 예제가 실패했습니다. 이 행의 점수는 추가 예제로도 "
+                              "채점되며 마감 후에 공개됩니다. 먼저 다음을 고치세요:",
         "file_broken": "{file}을(를) import할 수 없어 이 파일이 필요한 테스트는 모두 0점입니다:",
         "not_implemented": "아직 구현되지 않음: {names}. 이를 사용하는 테스트는 0점입니다.",
     },

@@ -42,11 +42,12 @@ def run(root: Path) -> int:
         from autograder.diagnosis.match import diagnosed_results
         from autograder.engine import plan
         from autograder.engine.files import write_json_atomic
+        from autograder.engine.results import with_public_parts
 
         hide = grader.private_paths(root / "results", (root / "source" / "autograder",))
         outcome = grader.grade_submission("submission", root / "submission", hide=hide,
                                           call_plan=plan.shipped_plan(), describe=diagnosed_results)
-        data = outcome["results"]
+        data = with_public_parts(outcome["results"])  # a failing public example is seen before the due date
         data["execution_time"] = round(time.monotonic() - started, 1)
         if outcome["staff_log"]:
             print(outcome["staff_log"])  # run_autograder's stdout: visible to staff only (stdout_visibility hidden)
