@@ -94,7 +94,8 @@ def test_gpu_check_without_cuda_says_so_in_one_line_and_succeeds(tmp_path: Path)
 
 def test_gpu_check_dry_writes_the_report(tmp_path: Path) -> None:
     out = tmp_path / "check"
-    done = run("-m", "autograder.gpu.check", "--out", str(out), "--dry", "1")
+    # relative, as `make gpu-check` passes it (out/gpu-check): the tests step runs in assignment/
+    done = run("-m", "autograder.gpu.check", "--out", os.path.relpath(out, ROOT), "--dry", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip().endswith("every step passed")
     report = json.loads((out / "report.json").read_text())
@@ -107,7 +108,8 @@ def test_gpu_check_dry_writes_the_report(tmp_path: Path) -> None:
                                                                                   "solutions": "10.0"}
     markdown = (out / "report.md").read_text()
     for text in ("dry mode on the CPU", "torch 2.13.0", "Preflight: GPU preflight: ok", "| fp16 + GradScaler |",
-                 "time to target", "peak memory", "of peak", "Speed-up to float32's loss", "| solutions | 10.0 / 10.0"):
+                 "time to target", "peak memory", "of peak", "Speed-up to float32's loss", "| solutions | 10.0 / 10.0",
+                 "| test_gpu_underflow_needs_the_scaler | passed |"):
         assert text in markdown, text
     assert (out / "gpu_bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
