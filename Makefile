@@ -39,8 +39,10 @@ test: setup $(OTTER_STAMP) ## the fast default (goal: 10 min on 2 cores): all bu
 test-all: setup $(OTTER_STAMP) ## every test, the slow ones included (what CI runs)
 	$(PYTEST) || [ $$? -eq 5 ]
 
-student: setup ## regenerate assignment/*.py from solutions/, the students' table assignment/checks/diagnosis.json and the grader's (minutes)
+student: setup $(OTTER_STAMP) ## regenerate from solutions/: assignment/*.py, both notebooks, the students' and the grader's diagnosis tables (minutes)
 	$(PY) -m autograder.packaging.release
+	$(MAKE) notebook AMP_LANGUAGE=en
+	$(MAKE) notebook AMP_LANGUAGE=ko
 	$(MAKE) diagnosis
 
 diagnosis: setup ## rebuild the grader's diagnosis table autograder/hidden/diagnosis.json (committed; 4-7 min)

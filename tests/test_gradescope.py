@@ -28,6 +28,13 @@ def autograder_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_zip_layout(autograder_zip: Path) -> None:
     names = zipfile.ZipFile(autograder_zip).namelist()
     assert {"setup.sh", "run_autograder", "requirements.txt"} <= set(names)
+    assert len(names) == len(set(names)), "no member twice (zipfile warns 'Duplicate name')"
+    from autograder import locations
+    from autograder.packaging.gradescope import package_files
+
+    assert locations.SHIPPED_TABLE.is_file(), "the committed diagnosis table is on disk"
+    copied = {arcname for _, arcname in package_files()}
+    assert not copied & {"autograder/hidden/diagnosis.json", "autograder/hidden/plan.json"}, "the build writes its own"
     assert any(n.startswith("autograder/hidden/test_") for n in names)
     assert any(n.startswith("checks/test_public") for n in names)
     assert not any(n.startswith(("solutions/", "tests/", "examples/")) for n in names)

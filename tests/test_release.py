@@ -63,3 +63,18 @@ def test_every_skeleton_part_raises_a_helpful_not_implemented_error() -> None:
     amp = _load(ROOT / "assignment" / "amp_step.py", "amp_step")
     with pytest.raises(NotImplementedError, match="amp_step is not implemented yet: see Task 2"):
         amp.amp_step(None, None, None, None, None, None)
+
+
+def test_make_student_regenerates_everything_built_from_the_solution() -> None:
+    """One command after editing solutions/: the skeleton, both notebooks and both diagnosis tables."""
+    import os
+    import subprocess
+
+    clean = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    done = subprocess.run(["make", "--no-print-directory", "-n", "-W", "pyproject.toml", "student", "PY=python"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, env=clean)
+    assert done.returncode == 0, done.stderr
+    commands = done.stdout
+    for wanted in ("-m autograder.packaging.release", "notebook_build --language en",
+                   "notebook_build --language ko", "-m autograder.diagnosis build --out autograder/hidden/diagnosis.json"):
+        assert wanted in commands, (wanted, commands)

@@ -50,18 +50,19 @@ def gradescope_results(report: Report, name: str = "", lines: Mapping[str, str] 
         "tests": tests,
         # staff only: how many scenarios graded this, the public part of each hidden row that failed (for
         # with_public_parts) and what the layers above add
-        "extra_data": {"scenarios_run": report.scenarios, PUBLIC_PARTS: _public_parts(report),
-                       **(extra_data or {})},
+        "extra_data": {"scenarios_run": report.scenarios, **_public_parts(report), **(extra_data or {})},
     }
 
 
 PUBLIC_PARTS = "public_failures"
 
 
-def _public_parts(report: Report) -> dict[str, str]:
-    """Rubric number -> the messages of its failed public cases, for the rows students see only later."""
-    return {row.item.number: row.public_failures for row in report.rows
-            if row.public_failures and row.item.visibility != "visible"}
+def _public_parts(report: Report) -> dict[str, dict[str, str]]:
+    """{PUBLIC_PARTS: rubric number -> the messages of its failed public cases} for the rows students see only
+    later; {} when there are none."""
+    parts = {row.item.number: row.public_failures for row in report.rows
+             if row.public_failures and row.item.visibility != "visible"}
+    return {PUBLIC_PARTS: parts} if parts else {}
 
 
 def with_public_parts(data: dict[str, Any]) -> dict[str, Any]:

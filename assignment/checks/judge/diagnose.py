@@ -73,7 +73,8 @@ class Table:
     def to_json(self) -> str:
         return json.dumps({"version": VERSION, "public_only": self.public_only, "rows": self.rows,
                            "words": self.words, "twins": self.twins, "source": self.source,
-                           "cases": {name: c.__dict__ for name, c in self.cases.items()}}, sort_keys=True)
+                           "cases": {name: c.__dict__ for name, c in self.cases.items()}},
+                          sort_keys=True, indent=1) + "\n"  # one value per line: a rebuild's diff can be reviewed
 
     @classmethod
     def from_json(cls, text: str) -> "Table":
