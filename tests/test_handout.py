@@ -83,3 +83,24 @@ def test_worked_example_of_the_update_rule(scaler: tuple[str, Callable[..., Any]
 
 def test_demo_output_in_section_10_is_what_the_demo_prints() -> None:
     hx.check_demo_output(TEXT)
+
+
+@pytest.mark.parametrize("where", ["assignment/README.md", "assignment/README.ko.md",
+                                   "autograder/packaging/notebook_build.py", "autograder/packaging/notebook_ko.py"])
+def test_setup_line_installs_the_graders_pins_and_cpu_torch(where: str) -> None:
+    """Students install what the grader runs (hypothesis's examples depend on its version), torch from the CPU index."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    pins = dict(re.match(r"([a-z-]+)==([0-9.]+)", line).groups()  # type: ignore[union-attr]
+                for line in tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+                if re.match(r"(torch|pytest|hypothesis)==", line))
+    assert set(pins) == {"torch", "pytest", "hypothesis"}
+    text = (root / where).read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if "pip install" in line]
+    for name, version in pins.items():
+        assert any(f"{name}=={version}" in line for line in lines), (name, version, lines)
+        assert not re.search(rf"pip install[^`\n]*\b{name}\b(?!==)", text), f"{name} unpinned in {where}"
+    assert any("torch==" in line and "--index-url https://download.pytorch.org/whl/cpu" in line for line in lines)

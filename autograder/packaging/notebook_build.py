@@ -80,7 +80,8 @@ INTRO = """\
 **The notebook edition.** Everything here is also in `README.md`; this notebook adds runnable
 cells. Open it *in the assignment folder*, next to `checks/`, `underflow_demo.py` and `README.md`
 (on a hosted notebook, upload and unzip the whole folder first). You need
-`pip install torch==2.13.0 pytest hypothesis matplotlib otter-grader==7.0.0`.
+`pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu`, then
+`pip install pytest==9.2.0 hypothesis==6.168.5 matplotlib otter-grader==7.0.0`.
 
 How it works:
 

@@ -21,7 +21,8 @@ INTRO = """\
 **노트북판.** 여기 있는 모든 내용은 `README.ko.md`에도 있으며, 이 노트북은 실행할 수 있는 셀을
 더했습니다. 이 노트북은 `checks/`, `underflow_demo.py`, `README.ko.md` 옆, *과제 폴더 안에서* 여세요
 (호스팅된 노트북에서는 먼저 폴더 전체를 올리고 압축을 푸세요). 다음이 필요합니다:
-`pip install torch==2.13.0 pytest hypothesis matplotlib otter-grader==7.0.0`.
+`pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu`, 그다음
+`pip install pytest==9.2.0 hypothesis==6.168.5 matplotlib otter-grader==7.0.0`.
 
 동작 방식:
 
