@@ -90,6 +90,16 @@ def test_shipped_notebook_is_up_to_date(built: dict[str, Any]) -> None:
     assert shipped_bridge.read_bytes() == built["bridge"] == otter_build.bridge_source(), "stale bridge: make notebook"
 
 
+def test_the_install_cell_comes_before_otter_is_imported(built: dict[str, Any]) -> None:
+    """A hosted notebook has no otter: the first code cell installs the grader's pins, then otter's init cell."""
+    code = [cell.source for cell in built["student"].cells if cell.cell_type == "code"]
+    assert "import otter" not in code[0] and "import otter" in code[1]
+    for pin in ("torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu", "pytest==9.2.0",
+                "hypothesis==6.168.5", "otter-grader==7.0.0"):
+        assert pin in code[0], pin
+    assert built["student"].cells[0].cell_type == "markdown" and "pip install" in built["student"].cells[0].source
+
+
 def test_task_cells_are_the_release_and_the_solutions(built: dict[str, Any]) -> None:
     student = notebook_build.task_cells(built["student"])
     solution = notebook_build.task_cells(built["solution"])

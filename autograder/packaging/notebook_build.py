@@ -265,6 +265,29 @@ else:
 
 
 LANGUAGES = ("en", "ko")
+INSTALL_COMMENT = ("# Run this cell first: it installs what this notebook needs, at the grader's versions\n"
+                   "# (torch's CPU build), unless it is installed already.")
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def install_source(comment: str, pyproject: Path = ROOT / "pyproject.toml") -> str:
+    """The notebook's first code cell: pyproject.toml's pins of torch, pytest, hypothesis and otter-grader.
+
+    Before otter's init cell, which imports otter: a hosted notebook (Colab, JupyterHub) has none of them.
+    """
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: pytest depends on tomli there
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+    lines = project["dependencies"] + project["optional-dependencies"]["otter"]
+    pins = {re.split(r"[\[=]", line, maxsplit=1)[0]: line.split(";")[0].replace("[grading]", "") for line in lines}
+    rest = " ".join(pins[name] for name in ("pytest", "hypothesis", "otter-grader"))
+    return (f"{comment}\nimport importlib.util\n\n"
+            f'if not all(importlib.util.find_spec(name) for name in ("torch", "pytest", "hypothesis", "otter", "matplotlib")):\n'
+            f"    %pip install --quiet {pins['torch']} --index-url {CPU_INDEX}\n"
+            f"    %pip install --quiet {rest} matplotlib")
 
 
 def edition(language: str = "en") -> SimpleNamespace:
@@ -277,7 +300,8 @@ def edition(language: str = "en") -> SimpleNamespace:
                          "old and new API names, is in `README.md`.)"),
             tasks_cell="## Part II: the tasks\n\nFill in the bodies that raise `NotImplementedError`; keep the signatures.",
             write_here="Write your code in the cell below and run it: it writes `{file}`.",
-            quick_check_note="The Quick Check has no public check: the autograder's hidden tests grade `answers.py`.")
+            quick_check_note="The Quick Check has no public check: the autograder's hidden tests grade `answers.py`.",
+            install_comment=INSTALL_COMMENT)
     if language == "ko":
         from autograder.packaging import notebook_ko as ko
 
@@ -287,7 +311,7 @@ def edition(language: str = "en") -> SimpleNamespace:
             gpu_heading=ko.GPU_HEADING, config=f"{english}  instructions: >-\n    {ko.EXPORT_INSTRUCTIONS}\n",
             intro=ko.INTRO, dtypes_md=ko.DTYPES_MD, demo_md=ko.DEMO_MD, mine_md=ko.MINE_MD, gpu_md=ko.GPU_MD,
             lesson_cell=ko.LESSON_CELL, tasks_cell=ko.TASKS_CELL, write_here=ko.WRITE_HERE,
-            quick_check_note=ko.QUICK_CHECK_NOTE)
+            quick_check_note=ko.QUICK_CHECK_NOTE, install_comment=ko.INSTALL_COMMENT)
     raise ValueError(f"no notebook edition in {language!r}: choose one of {', '.join(LANGUAGES)}")
 
 
@@ -394,8 +418,11 @@ def master_notebook(rows: list[otter_build.Row], language: str = "en") -> Any:
         "language_info": {"name": "python"}})
 
 
-def finish(nb: Any, rows: list[otter_build.Row]) -> Any:
-    """Our public test files in the metadata, deterministic cell ids, no outputs."""
+def finish(nb: Any, rows: list[otter_build.Row], language: str = "en") -> Any:
+    """Our public test files in the metadata, the install cell before otter's init cell, deterministic cell ids,
+    no outputs."""
+    from nbformat.v4 import new_code_cell
+
     nb = copy.deepcopy(nb)
     tests = nb["metadata"]["otter"]["tests"]
     expected = {otter_build.QUESTIONS[task][0]: task for task in TASK_FILES}
@@ -404,6 +431,9 @@ def finish(nb: Any, rows: list[otter_build.Row]) -> Any:
     for question, task in expected.items():
         tests[question] = otter_build.render_test_file(task, rows, public_only=True)
     nb["cells"] = [cell for cell in nb["cells"] if cell["source"].strip()]  # otter's empty last cell
+    init = next(cell for cell in nb["cells"] if "import otter" in cell["source"])
+    cells = [cell for cell in nb["cells"] if cell is not init]
+    nb["cells"] = cells[:1] + [new_code_cell(install_source(edition(language).install_comment)), init] + cells[1:]
     for index, cell in enumerate(nb["cells"]):
         cell["id"] = f"cell-{index:03d}"
         if cell["cell_type"] == "code":
@@ -428,8 +458,8 @@ def build(out: Path, *, master_out: Path | None = None, solution_out: Path | Non
                                notebook_name, "dist"], cwd=stage, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"otter assign failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-        student = finish(nbformat.read(stage / "dist" / "student" / notebook_name, as_version=4), rows)
-        solution = finish(nbformat.read(stage / "dist" / "autograder" / notebook_name, as_version=4), rows)
+        student = finish(nbformat.read(stage / "dist" / "student" / notebook_name, as_version=4), rows, language)
+        solution = finish(nbformat.read(stage / "dist" / "autograder" / notebook_name, as_version=4), rows, language)
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(student, out)
     otter_build.write_bridge(out.parent)  # what its test files load: part of the student's folder

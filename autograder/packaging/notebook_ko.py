@@ -12,6 +12,8 @@ HANDOUT_NAME = "README.ko.md"
 NOTEBOOK = "amp_homework.ko.ipynb"
 TASK_HEADINGS = {"scaler": "과제 1", "amp_step": "과제 2", "quick_check": "과제 3"}
 GPU_HEADING = "GPU 파트"
+INSTALL_COMMENT = ("# 이 셀을 먼저 실행하세요. 이 노트북에 필요한 패키지를 채점기와 같은 버전(torch는 CPU 빌드)으로\n"
+                   "# 설치합니다. 이미 설치되어 있으면 건너뜁니다.")
 
 EXPORT_INSTRUCTIONS = (
     "이 셀이 만드는 zip 파일을 제출하세요(loss_scaler.py, amp_step.py, answers.py가 여러분의 %%writefile 셀이 마지막으로 "
