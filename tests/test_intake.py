@@ -104,3 +104,22 @@ def test_corrupt_zip_is_a_clear_error(tmp_path: Path, content: bytes, stage: Cal
 def test_missing_path_is_a_clear_error(tmp_path: Path, stage: Callable[..., Staged]) -> None:
     with pytest.raises(IntakeError, match="does not exist"):
         stage(tmp_path / "nope")
+
+
+def test_a_bare_notebook_upload_is_told_how_to_export(tmp_path: Path, stage: Callable[..., Staged]) -> None:
+    """The notebook edition's students upload the .ipynb by mistake: the note says how to make the zip."""
+    folder = tmp_path / "upload"
+    folder.mkdir()
+    (folder / "amp_homework.ipynb").write_text('{"cells": []}')
+    staged = stage(folder)
+    assert staged.found == [] and staged.notebooks == ["amp_homework.ipynb"]
+    assert staged.notes[0] == "Missing: loss_scaler.py, amp_step.py, answers.py. The tests that need them score 0."
+    assert "amp_homework.ipynb: the autograder grades the .py files, not the notebook" in staged.notes[1]
+    assert "last cell" in staged.notes[1] and "Upload that zip" in staged.notes[1]
+    archive = tmp_path / "nb.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.write(folder / "amp_homework.ipynb", "work/amp_homework.ipynb")
+    assert "work/amp_homework.ipynb: the autograder" in stage(archive).notes[1]
+    # with every file there, a notebook beside them is nobody's mistake: no note
+    write_solution(folder)
+    assert stage(folder).notes == []

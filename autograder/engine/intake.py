@@ -50,6 +50,7 @@ class Staged:
     folder: Path
     found: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    notebooks: list[str] = field(default_factory=list)  # .ipynb files seen (the notebook edition's students)
 
 
 def _without_copy_suffix(stem: str) -> str:
@@ -151,6 +152,8 @@ def _from_folder(root: Path, staged: Staged, clock: _Clock) -> list[Path]:
                 continue
             if filename.lower().endswith(".zip") and stat.S_ISREG(info.st_mode):
                 zips.append(path)
+            if filename.lower().endswith(".ipynb"):
+                staged.notebooks.append(shown)
             if name and stat.S_ISREG(info.st_mode):
                 candidates.setdefault(name, []).append((depth, exact, shown, path))
 
@@ -181,6 +184,8 @@ def _from_zip(archive: Path, staged: Staged, clock: _Clock) -> None:
                 if member.is_dir() or any(part in IGNORED_PARTS for part in path.parts):
                     continue
                 name, exact = _contract_name(path.name)
+                if path.name.lower().endswith(".ipynb"):
+                    staged.notebooks.append(member.filename)
                 if not name:
                     continue
                 if stat.S_ISLNK(member.external_attr >> 16):
@@ -239,6 +244,10 @@ def stage(submission: Path, workdir: Path | None = None, deadline: float | None 
     missing = [name for name in WANTED if name not in staged.found]
     if missing:
         staged.notes.append("Missing: " + ", ".join(missing) + ". The tests that need them score 0.")
+        if staged.notebooks:  # the notebook edition: its cells write the files; the notebook itself is not graded
+            staged.notes.append(f"Found {staged.notebooks[0]}: the autograder grades the .py files, not the "
+                                "notebook. Run every task cell, then the notebook's last cell: it makes a zip "
+                                "of loss_scaler.py, amp_step.py and answers.py. Upload that zip.")
     return staged
 
 
