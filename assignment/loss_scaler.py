@@ -47,7 +47,8 @@ def _round_to_float32(value: float) -> float:
 
 
 def _to_float32_scale(value: float) -> float:
-    """``value`` rounded to float32; RuntimeError if it is finite but above float32's maximum (as torch)."""
+    """``value`` rounded to float32; RuntimeError if it is finite but beyond float32's range (its magnitude above
+    3.4028234663852886e38), as torch."""
     raise NotImplementedError("_to_float32_scale is not implemented yet: see Task 1 in README.md")
 
 
@@ -150,17 +151,17 @@ class ToyLossScaler:
         Without ``new_scale``: if any optimizer seen since the last update found
         inf/NaN, ``scale *= backoff_factor`` and the growth tracker resets to 0
         (once, however many gradients overflowed).  Otherwise the tracker counts
-        one more clean iteration; when it reaches ``growth_interval`` it resets to
+        one more clean iteration; when it equals (``==``) ``growth_interval`` it resets to
         0 and ``scale *= growth_factor`` unless that would overflow float32.
 
         Args:
-            new_scale: if given, the scale is set to it (rounded to float32) and the
-                growth tracker is left alone.
+            new_scale: a Python float or a one-element tensor; if given, the scale is set
+                to it (rounded to float32) and the growth tracker is left alone.
 
         Raises:
             RuntimeError: if no ``unscale_``/``step`` happened since the last
                 update and ``new_scale`` is None, or if ``new_scale`` is finite but
-                above float32's maximum (as torch).
+                beyond float32's range (its magnitude above 3.4028234663852886e38), as torch.
         """
         raise NotImplementedError("ToyLossScaler.update is not implemented yet: see Task 1 in README.md")
 
@@ -185,7 +186,7 @@ class ToyLossScaler:
         """Restore the state produced by :meth:`state_dict` (this or torch's GradScaler).
 
         Raises:
-            RuntimeError: if ``state_dict`` is empty, or its scale is finite but above
-                float32's maximum (as torch).
+            RuntimeError: if ``state_dict`` is empty, or its scale is finite but beyond
+                float32's range (its magnitude above 3.4028234663852886e38), as torch.
         """
         raise NotImplementedError("ToyLossScaler.load_state_dict is not implemented yet: see Task 1 in README.md")

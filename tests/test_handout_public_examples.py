@@ -8,7 +8,7 @@ pytest per bug), each against each Task-1 bug of the catalogue that names its ro
 
 One cause, one deduction: the off-by-one growth tracker (``growth_off_by_one``) breaks growth,
 row 1.6, so it is the public example of 1.6 (``test_update_rule_properties``) that must catch
-it; row 1.5's public check (``test_update_rule_one_optimizer``) grades backoff only and must
+it; row 1.5's public check (``test_update_backs_off_after_inf_or_nan``) grades backoff only and must
 pass it (otherwise the bug would cost two rows).
 """
 
@@ -107,7 +107,7 @@ def test_the_solution_passes_every_public_check_run_this_way(verdicts: dict[str,
 def test_growth_off_by_one_is_shown_by_the_growth_row_only(verdicts: dict[str, bool]) -> None:
     folder = "bug-growth_off_by_one"
     assert verdicts[f"{folder}::test_update_rule_properties"], "the public example of row 1.6 misses it"
-    assert not verdicts[f"{folder}::test_update_rule_one_optimizer"], \
+    assert not verdicts[f"{folder}::test_update_backs_off_after_inf_or_nan"], \
         "row 1.5 (backoff) fails it too: two deductions for one cause"
 
 

@@ -135,7 +135,7 @@ def test_a_submission_fault_is_answered_with_its_own_words() -> None:
 
 
 def test_a_local_failure_is_explained_from_its_own_rows_cases(tmp_path: Path) -> None:
-    test, calls = "test_update_rule_one_optimizer", [["scaler_ops", {"ops": []}, 20]]
+    test, calls = "test_update_backs_off_after_inf_or_nan", [["scaler_ops", {"ops": []}, 20]]
 
     def buggy(scenario: str, args: dict[str, Json]) -> Json:
         return {"scale": 0.5}
@@ -260,14 +260,14 @@ def test_discrimination_compares_the_top_and_bottom_27_percent(passing_ranks: se
 def test_the_students_table_covers_the_public_checks_only() -> None:
     assert table.public_tests() == {
         "test_constructor_rejects_bad_arguments", "test_scale_returns_float32_without_overflow",
-        "test_unscale_divides_grads_in_place", "test_step_is_skipped_on_inf_or_nan", "test_update_rule_one_optimizer",
+        "test_unscale_divides_grads_in_place", "test_step_is_skipped_on_inf_or_nan", "test_update_backs_off_after_inf_or_nan",
         "test_amp_step_forward_under_autocast", "test_amp_step_backward_outside_autocast",
         "test_amp_step_backward_sees_scaled_loss"}
 
 
 def test_grading_reads_the_table_it_is_given_and_survives_a_missing_one(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    given = diagnose.Table({}, {"halves": ["test_update_rule_one_optimizer"]}, {"halves": "the scale is halved"})
+    given = diagnose.Table({}, {"halves": ["test_update_backs_off_after_inf_or_nan"]}, {"halves": "the scale is halved"})
     (tmp_path / "given.json").write_text(given.to_json())
     monkeypatch.setenv("AMP_DIAGNOSIS", str(tmp_path / "given.json"))
     assert table.current_table() == given

@@ -75,13 +75,13 @@ def test_a_property_failure_shows_a_runnable_minimal_counterexample(tmp_path: Pa
     assert source.count(old) == 1
     (buggy / "loss_scaler.py").write_text(source.replace(old, "_round_to_float32(self._scale / self._backoff_factor)"))
     results = run_public_checks(buggy, tmp_path)
-    text = results["test_update_rule_one_optimizer"]
+    text = results["test_update_backs_off_after_inf_or_nan"]
     assert "ToyLossScaler(init_scale=" in text and "growth_interval=1)" in text and "scaler.update()" in text
     # The shrunk run is short: one construction, one overflowing step, and it prints what it compared.
     assert text.count("scaler.step(opt0)") == 1
     assert "print(float(scaler.get_scale()), int(scaler.get_growth_tracker()))" in text
     # Only the row of the behaviour it breaks fails (one cause, one deduction), 1.11's public example aside.
-    assert {name for name, failure in results.items() if failure} <= {"test_update_rule_one_optimizer",
+    assert {name for name, failure in results.items() if failure} <= {"test_update_backs_off_after_inf_or_nan",
                                                                      "test_matches_torch_gradscaler"}
 
 

@@ -61,7 +61,7 @@ def test_step_is_skipped_on_inf_or_nan(student: Any) -> None:
 
 
 @given(kwargs=cases.scaler_kwargs(), runs=cases.optimizer_runs(2, max_overflowing=1))
-def test_update_rule_one_optimizer(student: Any, kwargs: dict[str, Any], runs: list[list[int]]) -> None:
+def test_update_backs_off_after_inf_or_nan(student: Any, kwargs: dict[str, Any], runs: list[list[int]]) -> None:
     behaviours.backoff(student, kwargs, runs, opts=2)
 
 

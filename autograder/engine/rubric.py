@@ -38,7 +38,7 @@ ITEMS: tuple[Item, ...] = (
     Item("1.2", "test_scale_returns_float32_without_overflow", "scale(): float32, no overflow", 3, "scaler", PUBLIC),
     Item("1.3", "test_unscale_divides_grads_in_place", "unscale_(): in place, None grads skipped, once", 3, "scaler", PUBLIC),
     Item("1.4", "test_step_is_skipped_on_inf_or_nan", "step(): skips on inf, else returns step()'s result", 3, "scaler", PUBLIC),
-    Item("1.5", "test_update_rule_one_optimizer", "update(): backoff after inf/NaN", 4, "scaler", PUBLIC),
+    Item("1.5", "test_update_backs_off_after_inf_or_nan", "update(): backoff after inf/NaN", 4, "scaler", PUBLIC),
     Item("1.6", "test_update_rule_properties", "update(): growth cadence and tracker", 5, "scaler"),
     Item("1.7", "test_update_rule_non_power_of_two_factors", "The scale is float32: rounded init and products", 3, "scaler"),
     Item("1.8", "test_growth_skipped_when_float32_would_overflow", "update(): no growth to inf", 2, "scaler"),
