@@ -447,8 +447,9 @@ def explain(row: str, result: dict[str, Json], args: dict[str, Json]) -> str:
     if row == "2.1":
         wrong = [e for e in events if e.get("event") in ("forward", "loss")
                  and (e.get("autocast") is not True or e.get("dtype") != given)]
-        return "; ".join(f"the model's {e.get('event')} ran " + (f"under autocast {e.get('dtype')}" if e.get("autocast")
+        said = "; ".join(f"the model's {e.get('event')} ran " + (f"under autocast {e.get('dtype')}" if e.get("autocast")
                          is True else "without autocast") for e in wrong)
+        return said[:1].upper() + said[1:] + "." if said else ""
     if row == "2.2" and any(e.get("event") == "backward" and e.get("autocast") is True for e in events):
         return "The backward pass ran inside torch.autocast."
     if row == "2.3" and "backward" in kinds:
