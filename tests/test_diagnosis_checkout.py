@@ -15,7 +15,7 @@ import pytest
 
 from autograder import settings
 from autograder.diagnosis.report import HTML_NAME, MISTAKES_NAME
-from autograder.diagnosis.table import SHIPPED, UNANSWERED, Table, load_catalogue, public_tests, source_fingerprint
+from autograder.diagnosis.table import RELEASED_TABLE, SHIPPED, UNANSWERED, Table, load_catalogue, public_tests, source_fingerprint
 from checks.judge.diagnose import LINE_START
 from conftest import ROOT, grade, load_results
 
@@ -101,3 +101,22 @@ def test_without_a_call_plan_diagnosis_is_off(monkeypatch: pytest.MonkeyPatch) -
     found = table.state()
     assert found.table is None
     assert found.off == "no call plan here, and the table compares answers to the plan's calls"
+
+
+def test_public_checks_and_grader_name_the_same_mistake_on_every_public_case() -> None:
+    """The students' table (assignment/checks) and the grader's hold the same answers for every public case, and
+    the same mistakes for every public test: a failing public case gets the same "Likely mistake" line locally, in
+    the notebook and from the grader (both match with checks.judge.diagnose.match_test)."""
+    students = Table.from_json(RELEASED_TABLE.read_text(encoding="utf-8"))
+    grader = Table.from_json(SHIPPED.read_text(encoding="utf-8"))
+    assert len(students.cases) >= 25
+    for name, case in students.cases.items():
+        theirs = grader.cases.get(name)
+        assert theirs is not None, f"public case {name} missing from the grader's table"
+        assert (case.test, case.reference, case.bugs) == (theirs.test, theirs.reference, theirs.bugs), name
+    public = {case.test for case in students.cases.values()}
+    for bug in set(students.rows) | set(grader.rows):
+        assert set(students.rows.get(bug, [])) == set(grader.rows.get(bug, [])) & public, bug
+        if bug in students.words:
+            assert students.words[bug] == grader.words[bug], bug
+    assert students.twins == grader.twins
