@@ -85,7 +85,8 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
         paths = [materialize(entry, base / "submissions" / entry.folder_name) for entry in ENTRIES]
         out = Path(reuse) if reuse else base / "grades"
         started = time.monotonic()
-        proc = grade(paths, out, timeout=GRADE_TIMEOUT_S, env={"PYTHONDONTWRITEBYTECODE": "1"})
+        # diagnosis on, as in a checkout (the tests' conftest turns it off elsewhere): the committed table
+        proc = grade(paths, out, timeout=GRADE_TIMEOUT_S, env={"PYTHONDONTWRITEBYTECODE": "1", "AMP_DIAGNOSIS": ""})
         log = proc.stdout[-4000:] + "\n" + proc.stderr[-4000:]
         assert proc.returncode == 0, f"grading failed ({proc.returncode}):\n{log}"
         print(f"\ngraded {len(ENTRIES)} catalogue submissions in {time.monotonic() - started:.0f} s")
@@ -276,6 +277,20 @@ def test_variant_gets_full_marks(graded: dict[str, dict[str, Any]], entry: Entry
     assert results["score"] == MAX and not failed, \
         f"correct variant {entry.name} ({entry.description}): {summary(results)}\n" + \
         "\n".join(f"--- {n}:\n{text}" for n, text in failed.items())
+
+
+def test_most_bugs_are_named_and_no_variant_is(graded: dict[str, dict[str, Any]]) -> None:
+    """Graded in a checkout with no extra command, at least 80 % of the single-bug submissions get a "Likely
+    mistake" line naming their own mistake (or a listed twin); no correct variant gets any."""
+    def named(entry: Entry) -> set[str]:
+        found = graded[entry.name].get("extra_data", {}).get("diagnosis", {})
+        return {bug for bugs in found.values() for bug in bugs}
+
+    bugs = [entry for entry in BUGS if not entry.known_gap]
+    hits = [entry.name for entry in bugs if entry.name in named(entry)]
+    assert len(hits) >= 0.8 * len(bugs), f"{len(hits)} of {len(bugs)} named: missing " + \
+        ", ".join(entry.name for entry in bugs if entry.name not in hits)
+    assert not {entry.name: named(entry) for entry in VARIANTS if named(entry)}
 
 
 def test_every_row_of_tasks_1_and_2_catches_some_bug(graded: dict[str, dict[str, Any]]) -> None:
