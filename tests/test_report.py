@@ -216,7 +216,7 @@ def test_a_row_marked_failed_at_full_points_is_failed_everywhere(tmp_path: Path)
         rows.append((inputs.Submission(name, tmp_path / name, name),
                      Entry(name, "d", "g", "graded", rubric.max_points(), rubric.max_points(), results)))
     summary.write_outputs(tmp_path, rows, False)
-    report.write(tmp_path)
+    report_html.write(tmp_path)
     assert _summary_md_rows((tmp_path / "summary.md").read_text())["1.1"] == (1, 1)
     assert _report_rows((tmp_path / "report.html").read_text())["1.1"] == (1, 1)
     assert next(r for r in _csv(tmp_path / "items.csv") if r["test"] == "1.1")["pass_rate"] == "0.5"
@@ -237,7 +237,7 @@ def test_names_are_escaped_in_the_page_and_the_csv(tmp_path: Path) -> None:
         lines.append([name, "1.0", str(rubric.max_points())] + ["0"] * len(columns))
     with (tmp_path / "gradebook.csv").open("w", newline="") as handle:
         csv.writer(handle).writerows([["submission", "score", "max_score", *columns], *lines])
-    report.write(tmp_path)
+    report_html.write(tmp_path)
     page = (tmp_path / "report.html").read_text()
     assert hostile not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     rows = {row["mistake"]: row for row in _csv(tmp_path / "mistakes.csv")}
@@ -268,7 +268,7 @@ def test_hostile_names_sids_notes_and_labels_stay_text_in_the_page(tmp_path: Pat
         "pairs": [{"anchor": "pair-1", "a": side, "b": {"key": "solutions/", "label": "the reference solution",
                                                         "members": [], "solution": True},
                    "score": 1.0, "flagged": True, "files": {}}]}))
-    report.write(tmp_path)
+    report_html.write(tmp_path)
     page = (tmp_path / "report.html").read_text()
     body = page.split("<body>", 1)[1]
     assert "<script>" not in body and "<i>" not in body and "<u>" not in body and "<b>1</b>" not in body

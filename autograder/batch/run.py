@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from autograder.batch import inputs, regrade, summary
-from autograder.diagnosis import report as class_report
+from autograder.diagnosis import report_html as class_report
 from autograder.engine import fingerprint, grader, rubric
 from autograder import ROOT, settings
 from autograder.engine.escape import strip_controls

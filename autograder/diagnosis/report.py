@@ -2,7 +2,7 @@
 
 Computed only from what the batch already wrote (``gradebook.csv``, each ``<submission>/results.json``,
 ``summary.json``, and ``similarity.json`` / ``changes.csv`` where present), so it can be rebuilt at any time:
-``python -m autograder report OUT``.  Every count comes from the same files and rules as summary.md's
+``python -m autograder report OUT`` (:func:`autograder.diagnosis.report_html.write` writes all three).  Every count comes from the same files and rules as summary.md's
 (a row passes by :func:`autograder.engine.rubric.row_passed`; the batch's counts and problems from
 summary.json), so the two never disagree.
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from autograder.engine.files import csv_text, write_bytes_atomic
+from autograder.engine.files import csv_text
 from autograder.engine.rubric import row_passed
 
 HTML_NAME, ITEMS_NAME, MISTAKES_NAME = "report.html", "items.csv", "mistakes.csv"
@@ -162,32 +162,3 @@ def items_csv(stats: Sequence[ItemStats]) -> str:
 def mistakes_csv(found: Sequence[Mistake]) -> str:
     return csv_text(MISTAKES_HEADER, [[m.name, m.number, len(m.submissions), ";".join(m.submissions)]
                                       for m in found])
-
-
-def write(out: Path) -> None:
-    """Write report.html, items.csv and mistakes.csv into the batch folder ``out`` (atomically).
-
-    Whether diagnosis is on is this process's view (:func:`autograder.diagnosis.table.state`): the batch's
-    main process, which saw what its workers see.
-    """
-    from autograder.diagnosis.table import state
-
-    from autograder.diagnosis import report_html
-
-    columns, graded = read_batch(out)
-    stats = item_stats(columns, graded)
-    found = mistakes(graded)
-    write_bytes_atomic(out / ITEMS_NAME, items_csv(stats).encode("utf-8"))
-    write_bytes_atomic(out / MISTAKES_NAME, mistakes_csv(found).encode("utf-8"))
-    page = report_html.render(out, graded, stats, found, state().off)
-    write_bytes_atomic(out / HTML_NAME, page.encode("utf-8"))
-
-
-def write_for_batch(out: Path) -> None:
-    """Batch hook: the class report; a failure here costs the report, never the grades."""
-    import sys
-
-    try:
-        write(out)
-    except Exception as exc:  # noqa: BLE001 - the gradebook is already written
-        print(f"warning: the class report failed: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -21,8 +21,10 @@ from urllib.parse import quote
 
 from autograder.diagnosis import words
 from autograder.diagnosis.report import (CHANGES_NAME, DISCRIMINATION_MIN, GROUP_SHARE, HISTOGRAM_MIN_SUBMISSIONS,
-                                         HISTOGRAM_NAME, LOW_DISCRIMINATION, MISTAKES_NAME, SIMILARITY_NAME,
-                                         SUMMARY_NAME, Graded, ItemStats, Mistake, read_csv, read_json)
+                                         HISTOGRAM_NAME, HTML_NAME, ITEMS_NAME, LOW_DISCRIMINATION, MISTAKES_NAME,
+                                         SIMILARITY_NAME, SUMMARY_NAME, Graded, ItemStats, Mistake, item_stats,
+                                         items_csv, mistakes, mistakes_csv, read_batch, read_csv, read_json)
+from autograder.engine.files import write_bytes_atomic
 from autograder.engine.escape import html_text
 from autograder.engine.rubric import row_passed
 from checks.judge.diagnose import LINE_START
@@ -30,6 +32,7 @@ from checks.judge.diagnose import LINE_START
 EXAMPLES = 5  # example submissions per mistake on the page
 SHOWN_PAIRS = 20  # similarity pairs and regrade changes on the page, at most
 SIMILARITY_PAGE = "similarity.html"
+SIMILAR_SHOWN = 3  # "similar to ..." lines per student in the table (the rest: a count and a link)
 ROWS_HEADER = ("row", "title", "points", "passed", "failed", "pass rate", "discrimination")
 NOTE_CHARACTERS = 160  # a note's first line, at most, in the students table (the whole note is in feedback.md)
 
@@ -132,6 +135,12 @@ def similarity_flags(similar: dict[str, Any]) -> dict[str, list[str]]:
                 flags.setdefault(str(key), []).append(
                     f"{what} ({float(pair.get('score', 0)):.2f}, "
                     + _link(f"{SIMILARITY_PAGE}#{pair.get('anchor')}", str(pair.get("anchor"))) + ")")
+    for key, said in flags.items():  # the strongest flags first, then at most SIMILAR_SHOWN other pairs
+        similar_to = [line for line in said if line.startswith("similar to ")]
+        rest = len(similar_to) - SIMILAR_SHOWN
+        flags[key] = ([line for line in said if not line.startswith("similar to ")] + similar_to[:SIMILAR_SHOWN]
+                      + ([f"and {rest} more flagged pair(s) ({_link(SIMILARITY_PAGE, SIMILARITY_PAGE)})"]
+                         if rest > 0 else []))
     for marker in similar.get("markers") or []:
         flags.setdefault(str(marker.get("key")), []).append(
             '<span class="flag">solution markers</span> in ' + html_text(", ".join(marker.get("files") or []))
@@ -275,3 +284,33 @@ def render(out: Path, graded: Sequence[Graded], stats: Sequence[ItemStats], foun
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{POLICY}\"><title>Class report</title>"
             f"<style>{STYLE}</style></head><body><h1>Class report</h1>{''.join(sections)}</body></html>\n")
+
+
+# --------------------------------------------------------------------------- writing it
+
+
+def write(out: Path) -> None:
+    """Write report.html, items.csv and mistakes.csv into the batch folder ``out`` (atomically).
+
+    Whether diagnosis is on is this process's view (:func:`autograder.diagnosis.table.state`): the batch's
+    main process, which saw what its workers see.
+    """
+    from autograder.diagnosis.table import state
+
+    columns, graded = read_batch(out)
+    stats = item_stats(columns, graded)
+    found = mistakes(graded)
+    write_bytes_atomic(out / ITEMS_NAME, items_csv(stats).encode("utf-8"))
+    write_bytes_atomic(out / MISTAKES_NAME, mistakes_csv(found).encode("utf-8"))
+    page = render(out, graded, stats, found, state().off)
+    write_bytes_atomic(out / HTML_NAME, page.encode("utf-8"))
+
+
+def write_for_batch(out: Path) -> None:
+    """Batch hook: the class report; a failure here costs the report, never the grades."""
+    import sys
+
+    try:
+        write(out)
+    except Exception as exc:  # noqa: BLE001 - the gradebook is already written
+        print(f"warning: the class report failed: {type(exc).__name__}: {exc}", file=sys.stderr)
