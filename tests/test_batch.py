@@ -235,7 +235,7 @@ def test_report_html_lists_each_student_with_problems_and_a_link(graded: tuple[P
     out = graded[0]
     page = (out / "report.html").read_text()
     table = page.split('<table id="student-table">', 1)[1].split("</table>", 1)[0]
-    lines = {line.split("</td>", 1)[0]: line for line in table.split("<tr><td>")[2:]}
+    lines = {line.split("</td>", 1)[0]: line for line in table.split("<tr><td>")[1:]}
     rows = read_gradebook(out / "gradebook.csv")
     assert len(lines) == len(rows) == 9
     for row in rows:

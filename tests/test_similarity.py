@@ -247,3 +247,10 @@ def test_cli_compares_with_the_reference_solution_unless_told_not_to(tmp_path: P
         matched = {side["key"] for pair in data["pairs"] if pair["flagged"] for side in (pair["a"], pair["b"])
                    if any(s["solution"] for s in (pair["a"], pair["b"]))}
         assert matched == ({"submission_1", "submission_2", "solutions/"} if expected else set())
+
+
+def test_a_missing_reference_solution_is_said_not_silently_skipped(tmp_path: Path) -> None:
+    subs = [_submission(tmp_path / name, {SCALER: INDEPENDENT[name].read_text()}) for name in ("solution", "plain_style")]
+    report = similarity.analyse(subs, solution=tmp_path / "nowhere")
+    assert report.solution_note and not report.matches_solution()
+    assert f"(not with the reference solution: {tmp_path / 'nowhere'} has none of" in similarity.markdown_section(report)

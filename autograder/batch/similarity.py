@@ -61,6 +61,7 @@ MAX_IN_SUMMARY = 10
 PARALLEL_FROM = 200
 CSV_NAME, HTML_NAME, JSON_NAME = "similarity.csv", "similarity.html", "similarity.json"
 SOLUTION_LABEL = "the reference solution (solutions/)"
+NOT_ASKED = "not asked for"  # the reference solution's note when the caller left it out
 
 
 # --------------------------------------------------------------------------- fingerprints
@@ -237,10 +238,11 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
     parties = [Party(s.name, label_of(s)) for s in submissions]
     parties += [Party(f"reference/{s.name}", f"reference: {label_of(s)}", True) for s in references]
     paths = [s.path for s in list(submissions) + list(references)]
-    solution_note = "not asked for"
+    solution_note = NOT_ASKED
     if solution is not None:
-        solution_note = "" if any((solution / file).is_file() for file in FILES) else f"{solution} has none of {', '.join(FILES)}"
-        if not solution_note:
+        found = any((solution / file).is_file() for file in FILES)  # a pip install has no solutions/
+        solution_note = "" if found else f"{solution} has none of {', '.join(FILES)}"
+        if found:
             parties.append(Party(SOLUTION_KEY, SOLUTION_LABEL, True, True))
             paths.append(solution)
     texts: dict[str, dict[str, str]] = {}
@@ -306,8 +308,9 @@ def markdown_section(report: Report, link: str = HTML_NAME) -> str:
     """The summary.md section: threshold, what was compared, clusters, solution markers and the top pairs."""
     flagged = report.flagged
     current = [p for p in report.parties if not p.reference]
-    solution = ("" if report.solution_note else
-                " and with the reference solution (`solutions/`; `--no-similarity-solution` to skip)")
+    solution = (" and with the reference solution (`solutions/`; `--no-similarity-solution` to skip)"
+                if not report.solution_note else "" if report.solution_note == NOT_ASKED
+                else f" (not with the reference solution: {markdown_inline(report.solution_note)})")
     lines = ["", "## Similarity", "",
              f"{len(current)} submission(s) compared pairwise on {' and '.join(FILES)}{solution} (the skeleton's code "
              f"does not count); [{CSV_NAME}]({CSV_NAME}) has every pair that shares code, [{link}]({link}) shows the "
