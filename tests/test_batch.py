@@ -561,3 +561,13 @@ def test_a_claimed_uid_is_seen_as_claimed_until_released() -> None:
     assert claimed(uid)
     lock.close()
     assert not claimed(uid)
+
+
+def test_a_refused_call_is_a_problem_of_its_own() -> None:
+    """The sandbox's refusal (engine/guard.py's message) shows as "refused call" in summary.md and report.html."""
+    phrase = next(p for kind, _, phrases in summary.PROBLEMS if kind == "refused call" for p in phrases)
+    assert phrase in (ROOT / "autograder" / "engine" / "guard.py").read_text()
+    tests = [{"number": "2.1", "status": "failed", "score": 0.0, "max_score": 4.0,
+              "output": "PermissionError: opening '/etc/shadow' is not allowed while the grader runs your code"}]
+    entry = Entry("s", "d", "g", "graded", 0.0, TOP, {"score": 0.0, "tests": tests})
+    assert summary.problems(entry) == [("refused call", "2.1")]
