@@ -42,9 +42,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
                             executor=args.executor, progress=args.progress, limits=limits,
                             max_per_worker=args.max_per_worker, slurm=slurm, similarity=args.similarity,
                             similarity_threshold=args.similarity_threshold,
-                            similarity_reference=args.similarity_reference or (), min_isolation=args.min_isolation)
+                            similarity_reference=args.similarity_reference or (),
+                            similarity_solution=args.similarity_solution, min_isolation=args.min_isolation)
     try:
-        return batch.run(args.submissions, options)
+        status = batch.run(args.submissions, options)
     except batch.UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -55,6 +56,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
         print("\nInterrupted. Every submission graded so far is saved in the ledger: run the same command again "
               "to grade the rest.", file=sys.stderr)
         return 130
+    from autograder.gpu.gradebook import refresh_merged  # a merged CPU + GPU gradebook in OUT follows the new grades
+
+    for line in refresh_merged(args.out.resolve()):
+        print(line, file=sys.stderr if line.startswith("warning:") else sys.stdout)
+    return status
 
 
 def cmd_rubric(_: argparse.Namespace) -> int:

@@ -216,6 +216,41 @@ def test_summary_files_agree_with_the_gradebook(graded: tuple[Path, str]) -> Non
     assert (out / "score_histogram.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_the_run_ends_with_names_and_every_file_a_ta_opens(graded: tuple[Path, str]) -> None:
+    out, stdout = graded
+    table = stdout.split("Grades (CPU part", 1)[1]
+    assert "Ada Lovelace (submission_101)" in table  # the export's names, with the id to find the folder
+    assert "Alan Turing; Grace Hopper" in table and "(submission_102)" in table
+    assert "│ correct " in table  # no name known: the submission's own name
+    last = stdout.strip().splitlines()[-1]
+    for name in ("report.html", "similarity.html", "summary.md", "gradebook.csv", "feedback.md", "results.json"):
+        assert name in last, (name, last)
+        if "." in name and name not in ("feedback.md", "results.json"):
+            assert (out / name).is_file(), name
+
+
+def test_report_html_lists_each_student_with_problems_and_a_link(graded: tuple[Path, str]) -> None:
+    from autograder.engine.escape import html_text
+
+    out = graded[0]
+    page = (out / "report.html").read_text()
+    table = page.split('<table id="student-table">', 1)[1].split("</table>", 1)[0]
+    lines = {line.split("</td>", 1)[0]: line for line in table.split("<tr><td>")[1:]}
+    rows = read_gradebook(out / "gradebook.csv")
+    assert len(lines) == len(rows) == 9
+    for row in rows:
+        name = row["submission"]
+        line = lines[f'<a href="{name}/feedback.md">{name}</a>']
+        assert f"<td>{float(row['score']):g} / {TOP:g}</td>" in line
+        assert f"<td>{html_text(row['name']) or '-'}</td><td>{html_text(row['sid']) or '-'}</td>" in line
+    assert "not graded: " in lines['<a href="garbage/feedback.md">garbage</a>']
+    hostile = lines['<a href="hostile/feedback.md">hostile</a>']
+    assert "time limit" in hostile and "crash, exit or memory limit" in hostile
+    broken = lines['<a href="broken/feedback.md">broken</a>']
+    assert "import error" in broken and "loss_scaler.py" in broken  # the limit kind and the grader's note
+    assert "Ada Lovelace" in lines['<a href="submission_101/feedback.md">submission_101</a>']
+
+
 def test_rerun_grades_nothing_and_gives_identical_files(graded: tuple[Path, str], batch_inputs: tuple[Path, Path]) -> None:
     out = graded[0]
     before = {name: (out / name).read_bytes() for name in ("gradebook.csv", "summary.json", "summary.md",
@@ -526,3 +561,13 @@ def test_a_claimed_uid_is_seen_as_claimed_until_released() -> None:
     assert claimed(uid)
     lock.close()
     assert not claimed(uid)
+
+
+def test_a_refused_call_is_a_problem_of_its_own() -> None:
+    """The sandbox's refusal (engine/guard.py's message) shows as "refused call" in summary.md and report.html."""
+    phrase = next(p for kind, _, phrases in summary.PROBLEMS if kind == "refused call" for p in phrases)
+    assert phrase in (ROOT / "autograder" / "engine" / "guard.py").read_text()
+    tests = [{"number": "2.1", "status": "failed", "score": 0.0, "max_score": 4.0,
+              "output": "PermissionError: opening '/etc/shadow' is not allowed while the grader runs your code"}]
+    entry = Entry("s", "d", "g", "graded", 0.0, TOP, {"score": 0.0, "tests": tests})
+    assert summary.problems(entry) == [("refused call", "2.1")]

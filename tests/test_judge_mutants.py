@@ -25,7 +25,7 @@ from hypothesis import given, settings
 
 from autograder import ROOT
 from autograder.diagnosis import match, report, table
-from autograder.engine import judge, plan, plan_cache, replies, results
+from autograder.engine import judge, plan, plan_cache, replies, results, rubric
 from checks.judge import amp_reference, behaviours, diagnose, expect, gpu_reference, cases
 from checks.runners.harness import SubmissionFault
 
@@ -251,10 +251,10 @@ def test_the_hidden_suites_constructor_arguments_are_valid(kwargs: dict[str, Jso
 
 def test_a_row_passes_at_full_marks_unless_it_failed() -> None:
     failed = "".join(["fail", "ed"])  # as read from results.json: not the interned literal
-    assert report._passed({"score": 3.0, "max_score": 3.0, "status": "passed"})
-    assert not report._passed({"score": 2.0, "max_score": 3.0, "status": "passed"})
-    assert not report._passed({"score": 3.0, "max_score": 3.0, "status": failed})
-    assert not report._passed(None)
+    assert rubric.row_passed({"score": 3.0, "max_score": 3.0, "status": "passed"})
+    assert not rubric.row_passed({"score": 2.0, "max_score": 3.0, "status": "passed"})
+    assert not rubric.row_passed({"score": 3.0, "max_score": 3.0, "status": failed})
+    assert not rubric.row_passed(None)
 
 
 @pytest.mark.parametrize("passing_ranks,discrimination", [({1, 2, 3, 7}, 1.0), ({1, 2, 3, 9}, 2 / 3)])

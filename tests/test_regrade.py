@@ -80,12 +80,24 @@ def test_regrade_lists_exactly_the_rows_that_moved_and_keeps_the_old_gradebook(t
     assert not (out / "changes.csv").exists() and "Regrade impact" not in (out / "summary.md").read_text()
     before = (out / "gradebook.csv").read_bytes()
     old = {row["submission"]: row for row in _rows(out / "gradebook.csv")}
+    # the GPU part graded and merged into OUT (as grade-gpu leaves it): the merge must follow the regrade
+    (out / "gpu_gradebook.csv").write_text("submission,gpu_score,gpu_max\n" + "".join(
+        f"{name},{k + 2.5},10\n" for k, name in enumerate(sorted(SUBMISSIONS))))
+    from autograder.gpu import gradebook as gpu_gradebook
+
+    assert gpu_gradebook.merge_gradebooks(out / "gradebook.csv", out / "gpu_gradebook.csv",
+                                          out / "merged_gradebook.csv") == []
 
     second = _grade(_changed_grader(tmp_path), out)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "3 graded by another version of the grader" in second.stdout
     assert (out / "gradebook.previous.csv").read_bytes() == before
     new = {row["submission"]: row for row in _rows(out / "gradebook.csv")}
+    assert f"Updated {out / 'merged_gradebook.csv'}" in second.stdout
+    merged = {row["submission"]: row for row in _rows(out / "merged_gradebook.csv")}
+    for k, name in enumerate(sorted(SUBMISSIONS)):
+        assert float(merged[name]["score"]) == float(new[name]["score"])
+        assert float(merged[name]["total"]) == pytest.approx(float(new[name]["score"]) + k + 2.5)
 
     # what must have moved, worked out from the first gradebook: 2.4 and 2.5 rescaled, Q1 lost if it was "B"
     expected = set()
@@ -161,3 +173,24 @@ def test_previous_gradebook_is_copied_once_per_grader(tmp_path: Path) -> None:
     assert (tmp_path / "gradebook.previous.csv").read_text() == "v1\n"
     regrade.keep_previous_gradebook(tmp_path, True, "g3")  # another change later
     assert (tmp_path / "gradebook.previous.csv").read_text() == "half-regraded\n"
+
+
+def test_merged_gradebook_follows_a_new_cpu_gradebook_or_is_called_stale(tmp_path: Path) -> None:
+    from autograder.gpu.gradebook import merge_gradebooks, refresh_merged
+
+    cpu, gpu, merged = tmp_path / "gradebook.csv", tmp_path / "gpu_gradebook.csv", tmp_path / "merged_gradebook.csv"
+    assert refresh_merged(tmp_path) == []  # nothing merged: nothing to say
+    cpu.write_text("submission,score,max_score\nbob,80,90\ncarol,70,90\n")
+    gpu.write_text("submission,gpu_score,gpu_max\nbob,7.5,10\n")
+    merge_gradebooks(cpu, gpu, merged)
+    assert refresh_merged(tmp_path) == []  # already up to date
+    cpu.write_text("submission,score,max_score\nbob,90,90\ncarol,70,90\n")  # a regrade raised bob
+    said = refresh_merged(tmp_path)
+    assert said[0].startswith(f"Updated {merged} from the new gradebook.csv and gpu_gradebook.csv")
+    assert said[1:] == ["warning: carol: no GPU grade (total is the CPU score only)"]
+    totals = {row["submission"]: float(row["total"]) for row in _rows(merged)}
+    assert totals == {"bob": 97.5, "carol": 70.0}
+    gpu.unlink()
+    cpu.write_text("submission,score,max_score\nbob,60,90\n")
+    (warning,) = refresh_merged(tmp_path)
+    assert warning.startswith(f"warning: {merged} is stale") and "merge" in warning

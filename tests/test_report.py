@@ -1,28 +1,32 @@
-"""The class report of a batch (autograder/diagnosis/report.py): report.html, items.csv, mistakes.csv.
+"""The class report of a batch (autograder/diagnosis/report.py, report_html.py): report.html, items.csv, mistakes.csv.
 
-One real batch (``python -m autograder grade`` with a diagnosis table of two bugs): the solution, a
-correct variant, the same update-rule bug twice, one Task-2 bug and a bug the table does not hold.  The report's numbers are checked
-against gradebook.csv and the results.json files; the page is opened in headless chromium (it renders,
-logs nothing to the console, and its content security policy would report any request it tried).
-A synthetic batch folder checks that submission names are escaped in the page and the CSV.
+One real batch (``python -m autograder grade`` on a Gradescope-style export, with a diagnosis table of two bugs):
+the solution, a correct variant, the same update-rule bug twice, one Task-2 bug and a bug the table does not
+hold; one student's name and SID are hostile.  The report's numbers are checked against gradebook.csv,
+summary.md and the results.json files; the page is opened in headless chromium (what a TA sees: the students
+table, links that lead to files and anchors that exist, no console message, a screenshot).  Synthetic batch
+folders check escaping and the counting rule shared with summary.md.
 """
 
 from __future__ import annotations
 
 import base64
 import csv
+import html
 import json
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-from autograder.diagnosis import report, words
+from autograder.diagnosis import report, report_html, words
 from autograder.diagnosis.table import load_catalogue
 from autograder.engine import rubric
-from conftest import ROOT, find_browser, grade, skip_unless_ci
+from conftest import ROOT, grade
 
 catalogue = load_catalogue()
 BY_NAME = {entry.name: entry for entry in catalogue.ENTRIES}
@@ -31,6 +35,10 @@ TABLE_BUGS = ["growth_off_by_one", "no_zero_grad"]
 #: (frank fails 1.6 with a bug the table does not hold: he must not be diagnosed as alice and bob are.)
 BATCH = {"alice": "growth_off_by_one", "bob": "growth_off_by_one", "carol": "no_zero_grad",
          "dave": "plain_style", "erin": "solution", "frank": "tracker_not_reset_after_growth"}
+#: Gradescope metadata for the export (folder -> name, sid): one student's name and SID are hostile.
+HOSTILE_NAME, HOSTILE_SID = '<script>alert(1)</script> "Bobby" **bold** [x](y)', '"><img src=x onerror=alert(2)>'
+STUDENTS = {"alice": ("Alice Anders", "1001"), "bob": (HOSTILE_NAME, HOSTILE_SID), "carol": ("Carol Chen", "1003"),
+            "dave": ("Dave Diaz", "1004"), "erin": ("Erin Ek", "1005"), "frank": ("Frank Fu", "1006")}
 #: The diagnosis compares the answers the call plan fetches: a batch records one when each worker grades
 #: at least 3 submissions (autograder.batch.pools.PLAN_MIN_PER_WORKER), so the workers are fixed at 2.
 JOBS = ["--jobs", "2"]
@@ -48,14 +56,16 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = subprocess.run([sys.executable, "-m", "autograder.diagnosis", "build", "--out", str(table), "--quiet",
                            "--bugs", ",".join(TABLE_BUGS)], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    paths = []
+    export = base / "export"
     for folder, entry in BATCH.items():
         if entry == "solution":
-            shutil.copytree(ROOT / "solutions", base / "submissions" / folder)
-            paths.append(base / "submissions" / folder)
+            shutil.copytree(ROOT / "solutions", export / folder)
         else:
-            paths.append(catalogue.materialize(BY_NAME[entry], base / "submissions" / folder))
-    done = grade(paths, base / "out", *JOBS, env={"AMP_DIAGNOSIS": str(table)})
+            catalogue.materialize(BY_NAME[entry], export / folder)
+    (export / "submission_metadata.yml").write_text(yaml.safe_dump(
+        {folder: {":submitters": [{":name": name, ":sid": sid, ":email": f"{folder}@example.edu"}]}
+         for folder, (name, sid) in STUDENTS.items()}))
+    done = grade([export], base / "out", *JOBS, env={"AMP_DIAGNOSIS": str(table)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return base / "out"
 
@@ -96,14 +106,6 @@ def test_mistakes_agree_with_the_results(batch: Path) -> None:
     assert first == ("growth_off_by_one", "1.6")
 
 
-def _chromium() -> str:
-    """The browser on ``PATH`` (not installed here: tests/test_similarity.py's fixture may); skipped without, failed in CI."""
-    browser = find_browser()
-    if browser is None:
-        skip_unless_ci("no chromium here (Debian: apt-get install chromium)")
-    return browser
-
-
 def _open(browser: str, page: Path, profile: Path) -> subprocess.CompletedProcess[str]:
     """Load ``page`` headless; stdout is the parsed DOM, stderr holds every console message."""
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
@@ -111,8 +113,9 @@ def _open(browser: str, page: Path, profile: Path) -> subprocess.CompletedProces
     return subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
 
 
-def test_the_page_renders_in_headless_chromium_without_console_messages(batch: Path, tmp_path: Path) -> None:
-    browser = _chromium()
+def test_the_page_renders_in_headless_chromium_without_console_messages(batch: Path, tmp_path: Path,
+                                                                        headless_browser: str) -> None:
+    browser = headless_browser  # tests/conftest.py: installed where it may be, never skipped under CI
     page = batch / "report.html"
     done = _open(browser, page, tmp_path / "profile")
     assert done.returncode == 0, done.stderr[-2000:]
@@ -122,11 +125,101 @@ def test_the_page_renders_in_headless_chromium_without_console_messages(batch: P
     assert '<img alt="score histogram" src="data:image/png;base64,' in dom and "Class report" in dom
     assert words.STUDENT_WORDS["growth_off_by_one"] in dom
     assert "alice, bob" in dom
+    # what a TA sees: one line per student, in gradebook order, with name, SID, score and a link to feedback.md
+    table = dom.split('<table id="student-table">', 1)[1].split("</table>", 1)[0]
+    lines = re.findall(r"<tr><td>(.*?)</td></tr>", table.split("<tbody>", 1)[1], re.S)
+    assert len(lines) == len(BATCH)
+    gradebook = _csv(batch / "gradebook.csv")
+    for line, row in zip(lines, gradebook):
+        cells = line.split("</td><td>")
+        assert cells[0] == f'<a href="{row["submission"]}/feedback.md">{row["submission"]}</a>'
+        assert html.unescape(cells[1]) == STUDENTS[row["submission"]][0]  # the name as typed, never as markup
+        assert html.unescape(cells[2]) == STUDENTS[row["submission"]][1]
+        assert cells[3] == f'{float(row["score"]):g} / {rubric.max_points():g}'
+    assert "<script>" not in dom and "&lt;script&gt;alert(1)&lt;/script&gt;" in dom and "<img src=\"x\"" not in dom
+    bob = lines[list(BATCH).index("bob")]
+    assert "1.6: growth_off_by_one" in bob and "identical" in bob  # alice and bob handed in the same files
+    assert "matches the reference solution" in lines[list(BATCH).index("erin")]  # erin's is solutions/ itself
+    # every link leads to a file of the batch, and every anchor to an element of that file
+    links = re.findall(r'href="([^"]*)"', dom)
+    assert len(links) >= len(BATCH) + 3
+    for link in links:
+        target, _, anchor = html.unescape(link).partition("#")
+        assert (batch / target).is_file(), link
+        if anchor:
+            assert re.search(rf"""id=['"]{re.escape(anchor)}['"]""", (batch / target).read_text()), link
+    # what it looks like (kept for a human to look at: out/test-screenshots/report.png)
+    shot = tmp_path / "report.png"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
+             f"--user-data-dir={tmp_path / 'profile3'}", "--window-size=1400,2200"]
+    done = subprocess.run([browser, *flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and shot.is_file() and shot.stat().st_size > 20_000, done.stderr[-2000:]
+    keep = ROOT / "out" / "test-screenshots"
+    keep.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, keep / "report.png")
     # the check can fail: the same page asking for an external image logs the blocked request
     leaky = tmp_path / "leaky.html"
     leaky.write_text(page.read_text().replace("<h1>", "<img src=\"https://example.com/x.png\"><h1>", 1))
     done = _open(browser, leaky, tmp_path / "profile2")
     assert any(":CONSOLE" in line and "example.com" in line for line in done.stderr.splitlines()), done.stderr[-2000:]
+
+
+def _summary_md_rows(text: str) -> dict[str, tuple[int, int]]:
+    """summary.md's "Tests, most failed first" table: row number -> (passed, failed)."""
+    part = text.split("## Tests, most failed first", 1)[1].split("\n## ", 1)[0]
+    found = {}
+    for line in part.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and re.fullmatch(r"\d+\.\d+", cells[0]):
+            found[cells[0]] = (int(cells[3]), int(cells[4]))
+    return found
+
+
+def _report_rows(page: str) -> dict[str, tuple[int, int]]:
+    """report.html's rows table: row number -> (passed, failed)."""
+    part = page.split('<section id="rows">', 1)[1].split("</section>", 1)[0]
+    return {m[0]: (int(m[1]), int(m[2])) for m in
+            re.findall(r"<tr(?: class=\"low\")?><td>(\d+\.\d+)</td><td>.*?</td><td>[^<]*</td><td>(\d+)</td><td>(\d+)</td>",
+                       part)}
+
+
+def test_every_count_agrees_across_summary_md_report_html_items_csv_and_the_gradebook(batch: Path) -> None:
+    summary_rows = _summary_md_rows((batch / "summary.md").read_text())
+    page = (batch / "report.html").read_text()
+    page_rows = _report_rows(page)
+    items = {row["test"]: (int(row["passed"]), int(row["failed"])) for row in _csv(batch / "items.csv")}
+    gradebook = _csv(batch / "gradebook.csv")
+    from_gradebook = {item.number: (sum(float(line[f"{item.number} {item.test}"]) == item.points for line in gradebook),
+                                    sum(float(line[f"{item.number} {item.test}"]) != item.points for line in gradebook))
+                      for item in rubric.ITEMS}
+    assert set(summary_rows) == set(page_rows) == set(items) == set(from_gradebook) == {i.number for i in rubric.ITEMS}
+    assert summary_rows == page_rows == items == from_gradebook
+    assert from_gradebook["1.6"] == (3, 3)  # written here: alice, bob and frank fail it
+    # the batch's counts: the page says what summary.md says
+    first = (batch / "summary.md").read_text().split("\n- ", 1)[1].split("\n", 1)[0]
+    counts = page.split('<p id="counts">', 1)[1].split("</p>", 1)[0].replace("<b>", "**").replace("</b>", "**")
+    assert counts.startswith(first), (first, counts)
+    assert "Submissions: **6**; graded: 6 (2 with full marks, 4 lost points)" in counts
+
+
+def test_a_row_marked_failed_at_full_points_is_failed_everywhere(tmp_path: Path) -> None:
+    """The rule summary.md and report.html share: a row with its points but status "failed" (a gate) failed."""
+    from autograder.batch import inputs, summary
+    from autograder.batch.ledger import Entry
+
+    rows = []
+    for name, gate_failed in (("a", False), ("b", True)):
+        tests = [{"name": f"{i.number} {i.title}", "number": i.number, "score": i.points, "max_score": i.points,
+                  "status": "failed" if gate_failed and i.number == "1.1" else "passed"} for i in rubric.ITEMS]
+        results = {"score": rubric.max_points(), "tests": tests}
+        rows.append((inputs.Submission(name, tmp_path / name, name),
+                     Entry(name, "d", "g", "graded", rubric.max_points(), rubric.max_points(), results)))
+    summary.write_outputs(tmp_path, rows, False)
+    report_html.write(tmp_path)
+    assert _summary_md_rows((tmp_path / "summary.md").read_text())["1.1"] == (1, 1)
+    assert _report_rows((tmp_path / "report.html").read_text())["1.1"] == (1, 1)
+    assert next(r for r in _csv(tmp_path / "items.csv") if r["test"] == "1.1")["pass_rate"] == "0.5"
 
 
 def test_names_are_escaped_in_the_page_and_the_csv(tmp_path: Path) -> None:
@@ -144,12 +237,47 @@ def test_names_are_escaped_in_the_page_and_the_csv(tmp_path: Path) -> None:
         lines.append([name, "1.0", str(rubric.max_points())] + ["0"] * len(columns))
     with (tmp_path / "gradebook.csv").open("w", newline="") as handle:
         csv.writer(handle).writerows([["submission", "score", "max_score", *columns], *lines])
-    report.write(tmp_path)
+    report_html.write(tmp_path)
     page = (tmp_path / "report.html").read_text()
     assert hostile not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     rows = {row["mistake"]: row for row in _csv(tmp_path / "mistakes.csv")}
     assert rows["growth_off_by_one"]["submissions"] == hostile
     assert rows["backoff_divides"]["submissions"] == "'" + formula  # never a spreadsheet formula
+
+
+def test_hostile_names_sids_notes_and_labels_stay_text_in_the_page(tmp_path: Path) -> None:
+    """Everything a student provides reaches the page as text: names, SIDs, folder names, notes, similarity labels."""
+    folder = 'x" onmouseover="alert(3)'
+    name, sid, note = "<script>alert(1)</script> 'Bo' \"Bobby\" **bold** [x](javascript:y)", '"><b>1</b>', "<i>note</i>\nmore"
+    columns = [f"{item.number} {item.test}" for item in rubric.ITEMS]
+    (tmp_path / folder).mkdir()
+    tests = [{"name": f"{i.number} {i.title}", "number": i.number, "max_score": i.points, "score": i.points,
+              "status": "passed"} for i in rubric.ITEMS]
+    (tmp_path / folder / "results.json").write_text(json.dumps(
+        {"score": rubric.max_points(), "tests": tests, "extra_data": {"notes": [note]}}))
+    (tmp_path / folder / "feedback.md").write_text("# Feedback\n")
+    with (tmp_path / "gradebook.csv").open("w", newline="") as handle:
+        csv.writer(handle).writerows([["submission", "name", "sid", "email", "score", "max_score", *columns],
+                                      [folder, name, sid, "", rubric.max_points(), rubric.max_points(),
+                                       *[i.points for i in rubric.ITEMS]]])
+    side = {"key": folder, "label": f"{name} ({folder})", "members": [], "solution": False}
+    (tmp_path / "similarity.json").write_text(json.dumps({
+        "threshold": 0.5, "threshold_reason": "<u>r</u>", "compared": 1, "solution_compared": True, "flagged": 1,
+        "in_page": 1, "clusters": [{"anchor": "cluster-1", "keys": [folder], "labels": [name]}],
+        "markers": [{"key": folder, "label": name, "files": ["<x>.py"]}],
+        "pairs": [{"anchor": "pair-1", "a": side, "b": {"key": "solutions/", "label": "the reference solution",
+                                                        "members": [], "solution": True},
+                   "score": 1.0, "flagged": True, "files": {}}]}))
+    report_html.write(tmp_path)
+    page = (tmp_path / "report.html").read_text()
+    body = page.split("<body>", 1)[1]
+    assert "<script>" not in body and "<i>" not in body and "<u>" not in body and "<b>1</b>" not in body
+    assert "onmouseover=\"" not in body and "<x>" not in body
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &#x27;Bo&#x27; &quot;Bobby&quot; **bold**" in body
+    assert "&quot;&gt;&lt;b&gt;1&lt;/b&gt;" in body and "&lt;i&gt;note&lt;/i&gt;" in body
+    assert 'href="x%22%20onmouseover%3D%22alert%283%29/feedback.md"' in body  # the folder, quoted in the link
+    assert set(re.findall(r'href="([^"#]*)', body)) == {"x%22%20onmouseover%3D%22alert%283%29/feedback.md",
+                                                        "similarity.html"}
 
 
 def test_report_command_needs_a_batch_folder(tmp_path: Path) -> None:
@@ -159,11 +287,11 @@ def test_report_command_needs_a_batch_folder(tmp_path: Path) -> None:
 
 
 def test_the_page_inlines_the_batch_histogram_and_says_when_there_is_none(tmp_path: Path) -> None:
-    assert "No histogram" in report.histogram_img(tmp_path)  # a batch of one: summary drew none
+    assert "No histogram" in report_html.histogram_img(tmp_path)  # a batch of one: summary drew none
     (tmp_path / report.HISTOGRAM_NAME).write_text("<script>alert(1)</script>")  # not what the summary writes
-    assert "not a PNG" in report.histogram_img(tmp_path) and "script" not in report.histogram_img(tmp_path)
+    assert "not a PNG" in report_html.histogram_img(tmp_path) and "script" not in report_html.histogram_img(tmp_path)
     png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
     (tmp_path / report.HISTOGRAM_NAME).write_bytes(png)
-    tag = report.histogram_img(tmp_path)
+    tag = report_html.histogram_img(tmp_path)
     assert tag.startswith('<img alt="score histogram" src="data:image/png;base64,')
     assert base64.b64decode(tag.split("base64,", 1)[1].rstrip('">')) == png

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import itertools
+import json
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder.batch import inputs, similarity
+from autograder.batch import inputs, similarity, similarity_html
 from autograder.engine.escape import csv_cell, markdown_inline
 from code_transforms import TRANSFORMS, disguise
 
@@ -184,3 +185,72 @@ def test_html_report_shows_matched_regions_in_headless_chromium(tmp_path: Path, 
     keep = ROOT / "out" / "test-screenshots"
     keep.mkdir(parents=True, exist_ok=True)
     shutil.copy(shot, keep / "similarity.png")  # for a human to look at
+
+
+def test_verbatim_copies_form_one_cluster_that_matches_the_reference_solution(tmp_path: Path) -> None:
+    solution = {name: (ROOT / "solutions" / name).read_text() for name in ("loss_scaler.py", "amp_step.py", "answers.py")}
+    copies = [_submission(tmp_path / f"copy{k}", solution) for k in range(7)]
+    own = _submission(tmp_path / "own", {SCALER: INDEPENDENT["plain_style"].read_text()})
+    skeletons = [_submission(tmp_path / f"skeleton{k}", {name: (ROOT / "assignment" / name).read_text()
+                                                         for name in similarity.FILES}) for k in range(2)]
+    report = similarity.analyse([*copies, own, *skeletons], solution=ROOT / "solutions")
+    assert len([p for p in report.pairs if p.a.key.startswith("copy") and p.b.key.startswith("copy")]) == 21
+    (cluster,) = report.clusters  # seven copies: one cluster of seven, not 21 pairs; untouched skeletons: none
+    assert sorted(m.key for m in cluster.members) == [f"copy{k}" for k in range(7)]
+    assert all({p.a.key, p.b.key} - {"copy0"} for p in report.grouped)  # no pair inside the cluster
+    assert sum(1 for p in report.grouped if "copy0" in (p.a.key, p.b.key)) == len(
+        {p.b.key if p.a.key.startswith("copy") else p.a.key for p in report.pairs
+         if p.a.key.startswith("copy") != p.b.key.startswith("copy")})  # one pair per outsider
+    (match,) = report.matches_solution()
+    assert {match.a.key, match.b.key} == {"copy0", similarity.SOLUTION_KEY} and match.score == 1.0
+    assert report.markers == {f"copy{k}": ["amp_step.py", "answers.py", "loss_scaler.py"] for k in range(7)}
+    section = similarity.markdown_section(report)
+    assert "**Matches the reference solution** (1.00): 7 identical submissions: copy0, copy1" in section
+    assert "[Identical files](similarity.html#cluster-1)" in section and "similarity.html#markers" in section
+    page = similarity_html.render(report)
+    assert "id='cluster-1'" in page and "id='markers'" in page and "matches the reference solution" in page
+    assert page.count("<section class='pair'") == len(report.listed) == len(report.flagged)
+    data = similarity.report_json(report)
+    assert data["clusters"][0]["keys"] == [f"copy{k}" for k in range(7)] and data["solution_compared"]
+    # the option off: no reference, no match; the markers and the cluster stay
+    alone = similarity.analyse([*copies, own], solution=None)
+    assert alone.matches_solution() == [] and len(alone.clusters) == 1 and len(alone.markers) == 7
+    assert not any(p.a.solution or p.b.solution for p in alone.pairs)
+
+
+def test_solution_markers_are_the_releases_and_never_in_the_skeleton() -> None:
+    from autograder.packaging import release
+
+    for text in (release.BEGIN, release.END, 'Q1 = "B"  # SOLUTION', "    #BEGIN  SOLUTION"):
+        assert similarity.SOLUTION_MARKER.search(text), text
+    assert not similarity.SOLUTION_MARKER.search("# the solution is below\nx = 1  # SOLUTIONS")
+    released = {name: (ROOT / "assignment" / name).read_text() for name in ("loss_scaler.py", "amp_step.py", "answers.py")}
+    assert similarity.solution_markers(released) == []
+    assert similarity.solution_markers({n: (ROOT / "solutions" / n).read_text() for n in released}) == sorted(released)
+
+
+def test_long_lines_wrap_in_the_page() -> None:
+    rules = similarity_html.STYLE.split("pre.code", 1)[1].split("}", 1)[0]
+    assert "white-space: pre-wrap" in rules and "overflow-wrap: anywhere" in rules and "overflow-x" not in rules
+
+
+def test_cli_compares_with_the_reference_solution_unless_told_not_to(tmp_path: Path) -> None:
+    export = _export_with_a_copy(tmp_path)
+    for extra, expected in (([], True), (["--no-similarity-solution"], False)):
+        out = tmp_path / f"out{len(extra)}"
+        done = subprocess.run([sys.executable, "-m", "autograder", "similarity", str(export), "--out", str(out), *extra],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert ("Matches the reference solution" in done.stdout) is expected, done.stdout
+        data = json.loads((out / "similarity.json").read_text())
+        assert data["solution_compared"] is expected
+        matched = {side["key"] for pair in data["pairs"] if pair["flagged"] for side in (pair["a"], pair["b"])
+                   if any(s["solution"] for s in (pair["a"], pair["b"]))}
+        assert matched == ({"submission_1", "submission_2", "solutions/"} if expected else set())
+
+
+def test_a_missing_reference_solution_is_said_not_silently_skipped(tmp_path: Path) -> None:
+    subs = [_submission(tmp_path / name, {SCALER: INDEPENDENT[name].read_text()}) for name in ("solution", "plain_style")]
+    report = similarity.analyse(subs, solution=tmp_path / "nowhere")
+    assert report.solution_note and not report.matches_solution()
+    assert f"(not with the reference solution: {tmp_path / 'nowhere'} has none of" in similarity.markdown_section(report)

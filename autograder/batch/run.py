@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from autograder.batch import inputs, regrade, summary
-from autograder.diagnosis import report as class_report
+from autograder.diagnosis import report_html as class_report
 from autograder.engine import fingerprint, grader, rubric
 from autograder import ROOT, settings
 from autograder.engine.escape import strip_controls
@@ -59,6 +59,7 @@ class Options:
     similarity: bool = True  # similarity.csv/.html and a summary section (autograder.batch.similarity)
     similarity_threshold: float | None = None  # None: chosen from the pair scores
     similarity_reference: Sequence[Path] = ()  # earlier submissions to compare against
+    similarity_solution: bool = True  # also compare with the reference solution (solutions/), flagging matches
     min_isolation: str | None = None  # refuse below this confine level (None: $AMP_MIN_ISOLATION, else no minimum)
 
 
@@ -145,7 +146,8 @@ def _similarity_section(out: Path, submissions: Sequence[Submission], options: O
 
     try:
         references = inputs.discover(options.similarity_reference, out / ".inputs", exclude=[out]).submissions
-        return similarity.run_for_batch(out, submissions, references, options.similarity_threshold)
+        return similarity.run_for_batch(out, submissions, references, options.similarity_threshold,
+                                        similarity.REFERENCE_SOLUTION if options.similarity_solution else None)
     except Exception as exc:  # noqa: BLE001 - reported in summary.md; the grades are written regardless
         print(f"warning: the similarity report failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return f"\n## Similarity\n\nThe similarity report failed: {type(exc).__name__}.\n"
@@ -252,7 +254,8 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
         sections = [regrade.report_for_batch(out, ledger, rows)]
     finally:
         ledger.close()
-    if options.similarity and (len(found.submissions) > 1 or options.similarity_reference):  # else: no pair
+    if options.similarity and (len(found.submissions) > 1 or options.similarity_reference
+                               or options.similarity_solution):  # else: no pair
         sections.append(_similarity_section(out, found.submissions, options))
     report = summary.write_outputs(out, rows, found.has_identity, sections)
     class_report.write_for_batch(out)  # the class report: report.html, items.csv, mistakes.csv

@@ -31,6 +31,7 @@ the data it produces (:mod:`autograder.batch.similarity_data`) is what the page 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import statistics
@@ -42,12 +43,14 @@ import numpy as np
 
 from autograder.engine.files import csv_text
 from autograder.batch.inputs import Submission
-from autograder.batch.similarity_data import (NOISE, Fingerprint, Pair, PairFile, Party,  # noqa: F401 - API
-                                              Report)
+from autograder.batch.similarity_data import (FILES, NOISE, SOLUTION_KEY, Fingerprint, Pair,  # noqa: F401 - API
+                                              PairFile, Party, Report)
+from autograder.batch.similarity_groups import (SOLUTION_MARKER, clusters_of, group_pairs,  # noqa: F401 - API
+                                                solution_markers)
 from autograder.engine.escape import csv_cell, markdown_inline
 from autograder import ROOT
+from autograder.locations import REFERENCE_SOLUTION
 
-FILES = ("loss_scaler.py", "amp_step.py")
 SKELETON = ROOT / "assignment"
 #: every match this long is guaranteed to be found (winnowing window = GUARANTEE - NOISE + 1)
 GUARANTEE = 30
@@ -56,7 +59,9 @@ THRESHOLD_FLOOR, THRESHOLD_CEILING = 0.5, 0.95
 MAX_IN_SUMMARY = 10
 #: distinct files from which fingerprinting is spread over the cores (below: a pool costs more than it saves)
 PARALLEL_FROM = 200
-CSV_NAME, HTML_NAME = "similarity.csv", "similarity.html"
+CSV_NAME, HTML_NAME, JSON_NAME = "similarity.csv", "similarity.html", "similarity.json"
+SOLUTION_LABEL = "the reference solution (solutions/)"
+NOT_ASKED = "not asked for"  # the reference solution's note when the caller left it out
 
 
 # --------------------------------------------------------------------------- fingerprints
@@ -186,7 +191,7 @@ def label_of(submission: Submission) -> str:
 
 
 def read_contract_files(path: Path, scratch: Path) -> dict[str, str]:
-    """The contract files of one submission folder or zip (intake's rules: near-miss names, caps)."""
+    """Every contract file of one submission folder or zip (intake's rules: near-miss names, caps)."""
     from autograder.engine import intake
 
     try:
@@ -195,7 +200,7 @@ def read_contract_files(path: Path, scratch: Path) -> dict[str, str]:
         return {}
     try:
         return {file: (staged.folder / file).read_text(encoding="utf-8", errors="replace")
-                for file in FILES if (staged.folder / file).is_file()}
+                for file in intake.WANTED if (staged.folder / file).is_file()}
     finally:
         shutil.rmtree(staged.folder, ignore_errors=True)
 
@@ -224,17 +229,28 @@ def fingerprint_all(codes: dict[str, str], boilerplate: np.ndarray) -> dict[str,
 
 
 def analyse(submissions: Sequence[Submission], references: Sequence[Submission] = (),
-            threshold: float | None = None, skeleton: Path = SKELETON) -> Report:
-    """Compare every pair of ``submissions`` and each of them with every one of ``references``."""
+            threshold: float | None = None, skeleton: Path = SKELETON, solution: Path | None = None) -> Report:
+    """Compare every pair of ``submissions`` and each of them with every one of ``references`` and with the
+    reference ``solution`` folder (when given and present); group identical submissions; find solution markers."""
     import time
 
     started = time.perf_counter()
     parties = [Party(s.name, label_of(s)) for s in submissions]
     parties += [Party(f"reference/{s.name}", f"reference: {label_of(s)}", True) for s in references]
+    paths = [s.path for s in list(submissions) + list(references)]
+    solution_note = NOT_ASKED
+    if solution is not None:
+        found = any((solution / file).is_file() for file in FILES)  # a pip install has no solutions/
+        solution_note = "" if found else f"{solution} has none of {', '.join(FILES)}"
+        if found:
+            parties.append(Party(SOLUTION_KEY, SOLUTION_LABEL, True, True))
+            paths.append(solution)
     texts: dict[str, dict[str, str]] = {}
     with tempfile.TemporaryDirectory(prefix="amp-similarity-") as scratch:
-        for party, submission in zip(parties, list(submissions) + list(references)):
-            texts[party.key] = read_contract_files(submission.path, Path(scratch))
+        for party, path in zip(parties, paths):
+            texts[party.key] = read_contract_files(path, Path(scratch))
+    markers = {party.key: found for party in parties if not party.reference
+               and (found := solution_markers(texts[party.key]))}
     prints: dict[tuple[str, str], Fingerprint] = {}
     pairs: dict[tuple[str, str], Pair] = {}
     for file in FILES:
@@ -265,7 +281,9 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
         threshold, reason = default_threshold(among)
     else:
         reason = "set with --similarity-threshold"
-    return Report(parties, ordered, threshold, reason, prints, round(time.perf_counter() - started, 3))
+    clusters, grouped = group_pairs(ordered, clusters_of(parties, texts, prints))
+    return Report(parties, ordered, threshold, reason, prints, round(time.perf_counter() - started, 3), clusters,
+                  grouped, markers, solution_note)
 
 
 # --------------------------------------------------------------------------- outputs
@@ -287,21 +305,35 @@ def csv_rows(report: Report) -> list[list[Any]]:
 
 
 def markdown_section(report: Report, link: str = HTML_NAME) -> str:
-    """The summary.md section: threshold and the top pairs at or above it."""
+    """The summary.md section: threshold, what was compared, clusters, solution markers and the top pairs."""
     flagged = report.flagged
     current = [p for p in report.parties if not p.reference]
+    solution = (" and with the reference solution (`solutions/`; `--no-similarity-solution` to skip)"
+                if not report.solution_note else "" if report.solution_note == NOT_ASKED
+                else f" (not with the reference solution: {markdown_inline(report.solution_note)})")
     lines = ["", "## Similarity", "",
-             f"{len(current)} submission(s) compared pairwise on {' and '.join(FILES)} (the skeleton's code does "
-             f"not count); [{CSV_NAME}]({CSV_NAME}) has every pair that shares code, [{link}]({link}) shows the "
+             f"{len(current)} submission(s) compared pairwise on {' and '.join(FILES)}{solution} (the skeleton's code "
+             f"does not count); [{CSV_NAME}]({CSV_NAME}) has every pair that shares code, [{link}]({link}) shows the "
              f"flagged pairs side by side.",
              "", f"Threshold **{report.threshold:g}**: {report.threshold_reason}.", ""]
+    for rank, cluster in enumerate(report.clusters, 1):
+        lines.append(f"- [Identical files]({link}#cluster-{rank}): {markdown_inline(cluster.label)}.")
+    for pair in report.matches_solution():
+        who = pair.a if pair.b.solution else pair.b
+        lines.append(f"- **Matches the reference solution** ({pair.score:.2f}): {markdown_inline(who.label)}.")
+    if report.markers:
+        lines.append(f"- [Solution markers]({link}#markers) (`# BEGIN SOLUTION`, `# END SOLUTION`, `# SOLUTION`) "
+                     f"left in: " + "; ".join(f"{markdown_inline(label_for(report, key))} ({', '.join(files)})"
+                                             for key, files in sorted(report.markers.items())) + ".")
+    if lines[-1] != "":
+        lines.append("")
     if not flagged:
         lines.append("No pair reaches it.")
         return "\n".join(lines) + "\n"
-    lines += [f"{len(flagged)} pair(s) at or above it" + (f"; the top {MAX_IN_SUMMARY}:" if len(flagged) > MAX_IN_SUMMARY
-                                                         else ":"), "",
-              "| # | Pair | Score | " + " | ".join(FILES) + " |", "| ---: | --- | ---: | " + " | ".join("---:" for _ in FILES)
-              + " |"]
+    lines += [f"{len(flagged)} pair(s) at or above it (identical submissions counted once)"
+              + (f"; the top {MAX_IN_SUMMARY} (all in [{link}]({link})):" if len(flagged) > MAX_IN_SUMMARY else ":"),
+              "", "| # | Pair | Score | " + " | ".join(FILES) + " |",
+              "| ---: | --- | ---: | " + " | ".join("---:" for _ in FILES) + " |"]
     for rank, pair in enumerate(flagged[:MAX_IN_SUMMARY], 1):
         cells = [f"{pair.files[f].similarity:.2f} ({pair.files[f].overlap} tokens)" if f in pair.files else "-"
                  for f in FILES]
@@ -310,18 +342,47 @@ def markdown_section(report: Report, link: str = HTML_NAME) -> str:
     return "\n".join(lines) + "\n"
 
 
+def label_for(report: Report, key: str) -> str:
+    return next((party.label for party in report.parties if party.key == key), key)
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """similarity.json: what the class report (report.html) shows of this report, with similarity.html's anchors."""
+    def side(party: Party) -> dict[str, Any]:
+        return {"key": party.key, "label": party.label, "members": [m.key for m in party.members],
+                "solution": party.solution}
+
+    listed = report.listed
+    return {
+        "threshold": report.threshold, "threshold_reason": report.threshold_reason,
+        "compared": sum(1 for party in report.parties if not party.reference),
+        "solution_compared": not report.solution_note, "solution_note": report.solution_note,
+        "flagged": len(report.flagged), "in_page": len(listed) if report.flagged else 0,
+        "pairs": [{"anchor": f"pair-{rank}", "a": side(pair.a), "b": side(pair.b), "score": pair.score,
+                   "flagged": pair.score >= report.threshold,
+                   "files": {file: entry.similarity for file, entry in pair.files.items()}}
+                  for rank, pair in enumerate(listed, 1)],
+        "clusters": [{"anchor": f"cluster-{rank}", "keys": [m.key for m in cluster.members],
+                      "labels": [m.label for m in cluster.members]} for rank, cluster in enumerate(report.clusters, 1)],
+        "markers": [{"key": key, "label": label_for(report, key), "files": files}
+                    for key, files in sorted(report.markers.items())],
+    }
+
+
 def write_outputs(out: Path, report: Report) -> None:
     """similarity.csv and similarity.html (atomically, only when changed)."""
     from autograder.batch import similarity_html  # copydetect's comparison, only when a page is written
     from autograder.batch.summary import write_if_changed
 
     write_if_changed(out / CSV_NAME, csv_text(CSV_HEADER, csv_rows(report)))
+    write_if_changed(out / JSON_NAME, json.dumps(report_json(report), indent=1) + "\n")
     write_if_changed(out / HTML_NAME, similarity_html.render(report))
 
 
 def run_for_batch(out: Path, submissions: Sequence[Submission], references: Iterable[Submission],
-                  threshold: float | None) -> str:
-    """Batch hook: analyse, write the files, return the summary.md section."""
-    report = analyse(submissions, list(references), threshold)
+                  threshold: float | None, solution: Path | None = REFERENCE_SOLUTION) -> str:
+    """Batch hook: analyse (with the reference ``solution`` unless None), write the files, return the summary.md
+    section."""
+    report = analyse(submissions, list(references), threshold, solution=solution)
     write_outputs(out, report)
     return markdown_section(report)

@@ -21,6 +21,9 @@ def _add_shared(parser: argparse.ArgumentParser) -> None:
                              "outlier fence Q3 + 1.5 IQR of all pair scores, kept within [0.5, 0.95])")
     parser.add_argument("--similarity-reference", type=Path, action="append", metavar="DIR",
                         help="earlier submissions (e.g. last year's) to compare every submission with; repeatable")
+    parser.add_argument("--no-similarity-solution", dest="similarity_solution", action="store_false", default=True,
+                        help="do not compare every submission with the reference solution (solutions/; by default "
+                             "a match is flagged as \"matches the reference solution\")")
 
 
 def add_batch_options(grade: argparse.ArgumentParser) -> None:
@@ -63,12 +66,14 @@ def cmd_similarity(args: argparse.Namespace) -> int:
     for note in found.notes + references.notes:
         print(f"note: {note}", file=sys.stderr)
     try:
-        report = similarity.analyse(found.submissions, references.submissions, args.similarity_threshold)
+        report = similarity.analyse(found.submissions, references.submissions, args.similarity_threshold,
+                                    solution=similarity.REFERENCE_SOLUTION if args.similarity_solution else None)
         out.mkdir(parents=True, exist_ok=True)
         similarity.write_outputs(out, report)
     except OSError as exc:
         print(f"error: cannot write the report into {args.out}: {exc}", file=sys.stderr)
         return 2
     print(similarity.markdown_section(report).strip())
-    print(f"\nWrote {out / similarity.CSV_NAME} and {out / similarity.HTML_NAME} ({report.seconds:.1f} s).")
+    print(f"\nWrote {out / similarity.CSV_NAME}, {out / similarity.JSON_NAME} and {out / similarity.HTML_NAME} "
+          f"({report.seconds:.1f} s).")
     return 0

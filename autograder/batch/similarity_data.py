@@ -11,10 +11,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+#: the files compared (answers.py is a few letters: every correct one is alike)
+FILES = ("loss_scaler.py", "amp_step.py")
 #: tokens (after filtering) a match must span to count; copydetect's default
 NOISE = 25
 #: pairs shown in similarity.html / summary.md at most
 MAX_REPORTED = 50
+#: pairs shown below the threshold when none reaches it (so the page shows what "normal" looks like)
+CLOSEST_WHEN_NONE = 3
+#: the reference solution's key among the parties (submission names never hold a "/")
+SOLUTION_KEY = "solutions/"
 
 
 @dataclass
@@ -51,9 +57,11 @@ class Fingerprint:
 class Party:
     """One side of a pair: a submission of this batch or of the reference set."""
 
-    key: str  # unique: the submission name, or "reference/<name>"
+    key: str  # unique: the submission name, "reference/<name>", or SOLUTION_KEY
     label: str  # what a TA reads: students' names when known, else the key
     reference: bool = False
+    solution: bool = False  # the reference solution (solutions/) itself
+    members: tuple["Party", ...] = ()  # a cluster of identical submissions: every member (this one's key first)
 
 
 @dataclass
@@ -88,7 +96,27 @@ class Report:
     threshold_reason: str
     prints: dict[tuple[str, str], Fingerprint]  # (party key, file) -> fingerprint
     seconds: float = 0.0
+    #: submissions whose contract files are identical, two or more each (as :class:`Party` with ``members``)
+    clusters: list[Party] = field(default_factory=list)
+    #: the pairs a TA reads: a cluster stands for its members (no pair inside it, one pair per outsider)
+    grouped: list[Pair] = field(default_factory=list)
+    #: submission key -> the contract files that still hold the reference's solution markers
+    markers: dict[str, list[str]] = field(default_factory=dict)
+    #: whether the reference solution was compared, and if not, why ("" when it was)
+    solution_note: str = ""
 
     @property
     def flagged(self) -> list[Pair]:
-        return [pair for pair in self.pairs if pair.score >= self.threshold]
+        """The grouped pairs at or above the threshold (what similarity.html and summary.md list)."""
+        return [pair for pair in self.grouped if pair.score >= self.threshold]
+
+    @property
+    def listed(self) -> list[Pair]:
+        """The pairs similarity.html shows, in order (anchor ``pair-N`` for the N-th): the flagged ones up to
+        :data:`MAX_REPORTED`, else the closest few for comparison."""
+        flagged = self.flagged
+        return flagged[:MAX_REPORTED] if flagged else self.grouped[:CLOSEST_WHEN_NONE]
+
+    def matches_solution(self) -> list[Pair]:
+        """Flagged pairs with the reference solution."""
+        return [pair for pair in self.flagged if pair.b.solution or pair.a.solution]

@@ -8,7 +8,7 @@ copydetect's ``compare_files`` (slices mapped back to the unfiltered source) and
 
 from __future__ import annotations
 
-from autograder.batch.similarity_data import MAX_REPORTED, Pair, Report
+from autograder.batch.similarity_data import Pair, Report
 from autograder.engine.escape import html_text
 
 STYLE = """
@@ -18,13 +18,13 @@ table.pairs td, table.pairs th { border: 1px solid #ccc; padding: 0.2em 0.6em; }
 section.pair { margin-top: 2em; border-top: 2px solid #888; }
 div.side-by-side { display: flex; gap: 1em; }
 div.side-by-side > div { flex: 1; min-width: 0; }
-pre.code { background: #f6f6f6; padding: 0.5em; overflow-x: auto; font-size: 12px; line-height: 1.35; }
+pre.code { background: #f6f6f6; padding: 0.5em; font-size: 12px; line-height: 1.35;
+           white-space: pre-wrap; overflow-wrap: anywhere; }
 mark.match { background: #ffb3b3; }
+.flag { color: #a00000; font-weight: bold; }
 """
 #: unmatched lines kept around each match (the rest is shown as "...")
 CONTEXT_LINES = 6
-#: pairs shown below the threshold when none reaches it (so the page shows what "normal" looks like)
-CLOSEST_WHEN_NONE = 3
 
 
 def _sides(pair: Pair, file: str, report: Report) -> tuple[str, str]:
@@ -44,22 +44,51 @@ def _sides(pair: Pair, file: str, report: Report) -> tuple[str, str]:
     return shown[0], shown[1]
 
 
+def _overview(report: Report) -> str:
+    flagged, shown = report.flagged, report.listed
+    current = sum(1 for party in report.parties if not party.reference and not party.solution)
+    references = sum(1 for party in report.parties if party.reference and not party.solution)
+    cut = (f" The first {len(shown)} are shown here; all {len(flagged)} are in similarity.csv."
+           if flagged and len(shown) < len(flagged) else "")
+    return (f"<p id='overview'>{current} submission(s)"
+            + (f" and {references} reference submission(s)" if references else "")
+            + ("" if report.solution_note else ", each also compared with the reference solution (solutions/)")
+            + f"; threshold <b>{report.threshold:g}</b> ({html_text(report.threshold_reason)}). "
+            f"{len(flagged)} pair(s) at or above it (identical submissions counted once).{cut}"
+            + ("" if flagged else f" None reaches it: the {len(shown)} closest pair(s) are shown for comparison.")
+            + " Highlighted: code whose fingerprints both files share, after identifiers, strings, comments "
+              "and layout were normalised and the skeleton's code was removed.</p>")
+
+
+def _flags(report: Report) -> list[str]:
+    """Clusters of identical submissions, matches with the reference solution, leaked solution markers."""
+    parts = []
+    for rank, cluster in enumerate(report.clusters, 1):
+        names = "".join(f"<li>{html_text(member.label)}</li>" for member in cluster.members)
+        parts.append(f"<section class='cluster' id='cluster-{rank}'><h2>Identical files: {len(cluster.members)} "
+                     f"submissions</h2><p>Their compared files are the same, byte for byte (line endings and trailing "
+                     f"spaces aside); each pair below stands for all of them.</p><ul>{names}</ul></section>")
+    matches = report.matches_solution()
+    if matches:
+        items = "".join(f"<li><span class='flag'>matches the reference solution</span> ({pair.score:.2f}): "
+                        f"{html_text((pair.a if pair.b.solution else pair.b).label)}</li>" for pair in matches)
+        parts.append(f"<section id='solution'><h2>Matches the reference solution</h2><ul>{items}</ul></section>")
+    if report.markers:
+        labels = {party.key: party.label for party in report.parties}
+        items = "".join(f"<li>{html_text(labels.get(key, key))}: {html_text(', '.join(files))}</li>"
+                        for key, files in sorted(report.markers.items()))
+        parts.append("<section id='markers'><h2>Solution markers left in</h2><p>These files still hold the reference "
+                     "solution's markers (<code># BEGIN SOLUTION</code>, <code># END SOLUTION</code>, "
+                     f"<code># SOLUTION</code>), which the released skeleton never has.</p><ul>{items}</ul></section>")
+    return parts
+
+
 def render(report: Report) -> str:
     """The whole page (same report, same bytes: no timestamps)."""
-    flagged = report.flagged
-    shown = flagged[:MAX_REPORTED] if flagged else report.pairs[:CLOSEST_WHEN_NONE]
-    current = sum(1 for party in report.parties if not party.reference)
-    references = len(report.parties) - current
+    shown = report.listed
     parts = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
              "<title>Code similarity</title>", f"<style>{STYLE}</style></head><body>",
-             "<h1>Code similarity</h1>",
-             f"<p id='overview'>{current} submission(s)"
-             + (f" and {references} reference submission(s)" if references else "")
-             + f"; threshold <b>{report.threshold:g}</b> ({html_text(report.threshold_reason)}). "
-             f"{len(flagged)} pair(s) at or above it."
-             + ("" if flagged else f" None reaches it: the {len(shown)} closest pair(s) are shown for comparison.")
-             + " Highlighted: code whose fingerprints both files share, after identifiers, strings, comments "
-               "and layout were normalised and the skeleton's code was removed.</p>"]
+             "<h1>Code similarity</h1>", _overview(report), *_flags(report)]
     if shown:
         parts += ["<table class='pairs'><tr><th>#</th><th>First</th><th>Second</th><th>Score</th></tr>"]
         for rank, pair in enumerate(shown, 1):

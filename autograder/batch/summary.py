@@ -35,7 +35,7 @@ HISTOGRAM_MIN_SUBMISSIONS = class_report.HISTOGRAM_MIN_SUBMISSIONS
 RESERVED = frozenset({"gradebook.csv", "summary.md", "summary.json", HISTOGRAM, "ledger.sqlite", "ledger.sqlite-wal",
                       "ledger.sqlite-shm", "logs", "inputs", "inbox", "submitit", "lock",
                       # the similarity and regrade impact reports (autograder.batch.similarity, autograder.batch.regrade)
-                      "similarity.csv", "similarity.html", "changes.csv", "gradebook.previous.csv",
+                      "similarity.csv", "similarity.html", "similarity.json", "changes.csv", "gradebook.previous.csv",
                       "report.html", "items.csv", "mistakes.csv"})  # the class report (autograder.diagnosis.report)
 #: judge.INTERNAL starts with this (a test keeps them in step; judge itself imports pytest and torch).
 INTERNAL_PREFIX = "The grader hit an internal problem"
@@ -50,6 +50,7 @@ PROBLEMS: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
     ("import error", False, ("has a syntax error", "raised an exception:", "is not valid UTF-8", "does not define",
                              "could not be imported", "import할 수 없습니다")),  # the last two: engine.faults' row lines
     ("missing file", False, ("is missing", "파일이 없습니다")),
+    ("refused call", False, ("is not allowed while the grader runs your code",)),  # engine.guard's refusals
     ("grader fault", False, (INTERNAL_PREFIX, *strings.phrases("internal"))),
 )
 
@@ -202,7 +203,7 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
         passed = 0
         for _, entry in rows:
             row = next((t for t in entry.results.get("tests", []) if t.get("number") == item.number), None)
-            passed += bool(row) and float(row.get("score", 0.0)) >= item.points  # type: ignore[union-attr]
+            passed += rubric.row_passed(row)  # the class report counts with the same rule
         tests.append({"number": item.number, "test": item.test, "title": item.title, "points": item.points,
                       "passed": passed, "failed": len(rows) - passed,
                       "pass_rate": round(passed / len(rows), 4) if rows else 0.0, "_order": order})
@@ -369,14 +370,14 @@ def print_report(rows: Sequence[Row], summary: dict[str, Any], out: Path, max_ro
     if len(shown) < len(rows):
         title += f": the {len(shown)} with problems of {len(rows)}; all are in gradebook.csv"
     table = Table(title=title)
-    for column in ("submission", "score", "failed tests", "problems"):
+    for column in ("student", "score", "failed tests", "problems"):
         table.add_column(column, overflow="fold")
     for submission, entry in shown:
         failed = [t["number"] for t in entry.results.get("tests", []) if t.get("status") == "failed"]
         kinds = ", ".join(dict.fromkeys(kind for kind, _ in problems(entry)))
         if entry.status == "errored":
             kinds = f"not graded: {entry.reason}"
-        table.add_row(console(submission.name), f"{_fmt(entry.results.get('score', 0.0))} / {_fmt(top)}",
+        table.add_row(console(student_label(submission)), f"{_fmt(entry.results.get('score', 0.0))} / {_fmt(top)}",
                       console(", ".join(str(n) for n in failed) or "-"), console(kinds or "-"))
     if shown:
         screen.print(table)
@@ -386,5 +387,23 @@ def print_report(rows: Sequence[Row], summary: dict[str, Any], out: Path, max_ro
                   f"{summary['hit_a_limit']} hit a limit."
                   + (f" Mean {_fmt(score['mean'])}, median {_fmt(score['median'])} / {_fmt(top)}."
                      if score["mean"] is not None else ""), highlight=False)
-    screen.print(strip_controls(f"Wrote {out / 'gradebook.csv'}, {out / 'summary.md'} and {len(rows)} results.json "
-                                "file(s)."), highlight=False, soft_wrap=True, markup=False)
+    screen.print(strip_controls(written_line(out, len(rows))), highlight=False, soft_wrap=True, markup=False)
+
+
+#: What a TA opens after a run, in the order to open them (the last line of a run names those written).
+OPENED = (("report.html", "the class page: students, rows, mistakes, similarity"),
+          ("similarity.html", "similar code side by side"), ("summary.md", None), ("gradebook.csv", None),
+          ("changes.csv", "what a regrade moved"))
+
+
+def written_line(out: Path, count: int) -> str:
+    """The run's last line: every file a TA opens that this run left in ``out``, then the per-student files."""
+    files = [f"{name} ({why})" if why else name for name, why in OPENED if (out / name).is_file()]
+    return (f"Wrote into {out}: {', '.join(files)}; and per submission ({count}) results.json and feedback.md "
+            f"(in {out / '<submission>'}).")
+
+
+def student_label(submission: Submission) -> str:
+    """Who a console line is about: the students' names with the submission's id when known, else the id."""
+    names = submission.identity()["name"]
+    return f"{names} ({submission.name})" if names else submission.name

@@ -58,12 +58,12 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from autograder.diagnosis import report
+    from autograder.diagnosis import report, report_html
 
     if not (args.out / "gradebook.csv").is_file():
         print(f"error: {args.out} holds no gradebook.csv (run python -m autograder grade first)", file=sys.stderr)
         return 2
-    report.write(args.out)
+    report_html.write(args.out)
     print(f"wrote {args.out / report.HTML_NAME}, {report.ITEMS_NAME} and {report.MISTAKES_NAME}")
     return 0
 

@@ -1,47 +1,51 @@
 """The class report of a batch: ``report.html``, ``items.csv`` and ``mistakes.csv`` in the output folder.
 
 Computed only from what the batch already wrote (``gradebook.csv``, each ``<submission>/results.json``,
-and ``similarity.csv`` / ``changes.csv`` where present), so it can be rebuilt at any time:
-``python -m autograder.diagnosis report OUT``.
+``summary.json``, and ``similarity.json`` / ``changes.csv`` where present), so it can be rebuilt at any time:
+``python -m autograder report OUT`` (:func:`autograder.diagnosis.report_html.write` writes all three).  Every count comes from the same files and rules as summary.md's
+(a row passes by :func:`autograder.engine.rubric.row_passed`; the batch's counts and problems from
+summary.json), so the two never disagree.
 
-* **Items** (``items.csv``: ``test, max_score, pass_rate, discrimination``): a row *passes* when it got
-  its full points (a 0-point row: when its status is "passed").  The discrimination is the
-  classic upper-lower index: the pass rate among the top 27% of submissions by total score minus
-  the pass rate among the bottom 27% (ties broken by name; the total includes the row itself).  It
-  lies in [-1, 1]; near 0 the row does not separate strong from weak submissions, negative values
-  deserve a look.  Empty when fewer than 4 submissions were graded.
+* **Items** (``items.csv``: ``test, max_score, passed, failed, pass_rate, discrimination``): a row *passes* when it got
+  its full points and is not marked failed.  The discrimination is the classic upper-lower index: the
+  pass rate among the top 27% of submissions by total score minus the pass rate among the bottom 27%
+  (ties broken by name; the total includes the row itself).  It lies in [-1, 1]; near 0 the row does not
+  separate strong from weak submissions, negative values deserve a look.  Empty when fewer than 4
+  submissions were graded; below :data:`DISCRIMINATION_MIN` the page says it is not meaningful.
 * **Mistakes** (``mistakes.csv``: ``mistake, test, count, submissions``): the diagnoses in
   ``extra_data.diagnosis`` (:mod:`autograder.diagnosis.match`), counted per catalogued mistake and row,
   most common first; ``submissions`` lists every one, ``;``-separated.
-* **report.html**: one self-contained page (inline CSS and images, no script, no network): the
-  batch's score histogram (its ``score_histogram.png``, drawn once by :mod:`autograder.batch.summary`
-  and inlined here as a ``data:`` URL, not drawn a second time), the items, the mistakes with their student-facing words and up to
-  :data:`EXAMPLES` example submissions, then the similarity pairs and regrade changes where present.
+* **report.html** (:mod:`autograder.diagnosis.report_html`): one self-contained page (inline CSS and
+  images, no script, no network) for the TA: the batch's counts and histogram, one line per student (name
+  and SID where known, score, problems, diagnosed mistakes, a link to their feedback.md), the items, the
+  mistakes, the similarity flags and pairs (linked into similarity.html) and the regrade changes.
 
-Everything a submission controls (names, metadata) is escaped with :mod:`autograder.engine.escape`.
+Everything a submission controls (names, metadata, notes) is escaped with :mod:`autograder.engine.escape`.
 Imports neither torch nor pytest (the batch's main process calls it).
 """
 
 from __future__ import annotations
 
-import base64
 import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from autograder.diagnosis import words
-from autograder.engine.escape import html_text
-from autograder.engine.files import csv_text, write_bytes_atomic
-from checks.judge.diagnose import LINE_START
+from autograder.engine.files import csv_text
+from autograder.engine.rubric import row_passed
 
 HTML_NAME, ITEMS_NAME, MISTAKES_NAME = "report.html", "items.csv", "mistakes.csv"
-ITEMS_HEADER = ["test", "max_score", "pass_rate", "discrimination"]
+ITEMS_HEADER = ["test", "max_score", "passed", "failed", "pass_rate", "discrimination"]
 MISTAKES_HEADER = ["mistake", "test", "count", "submissions"]
 GROUP_SHARE = 0.27  # Kelley's upper and lower groups
-EXAMPLES = 5  # example submissions per mistake on the page
-SHOWN_PAIRS = 20  # similarity rows and regrade changes on the page, at most
+#: A row is called not discriminating below this index (shaded on the page).
+LOW_DISCRIMINATION = 0.10
+#: Below this many submissions the discrimination index is shown but called not meaningful: its groups (27%
+#: each) hold fewer than 10 submissions, so one submission passing instead of failing moves the index by more
+#: than LOW_DISCRIMINATION, and a "low" row cannot be told from chance.  (37: the least n with round(0.27 n) = 10.)
+DISCRIMINATION_MIN = 37
+SUMMARY_NAME, SIMILARITY_NAME, CHANGES_NAME = "summary.json", "similarity.json", "changes.csv"
 HISTOGRAM_NAME = "score_histogram.png"  # drawn by autograder.batch.summary, inlined in the page
 #: Fewer scores than this draw no histogram (one bar says nothing, and matplotlib costs about a second).
 HISTOGRAM_MIN_SUBMISSIONS = 2
@@ -53,6 +57,9 @@ class Graded:
     score: float
     rows: dict[str, dict[str, Any]]  # rubric number -> the results.json test row
     diagnosis: dict[str, list[str]] = field(default_factory=dict)  # rubric number -> bugs
+    student: str = ""  # the gradebook's name and sid columns (a Gradescope export's metadata), "" when unknown
+    sid: str = ""
+    notes: list[str] = field(default_factory=list)  # results.json's extra_data.notes: intake notes, broken files
 
 
 @dataclass
@@ -62,6 +69,8 @@ class ItemStats:
     max_score: float
     pass_rate: float
     discrimination: float | None
+    passed: int = 0  # submissions that passed the row (the same count as summary.md's)
+    count: int = 0  # submissions in the batch
 
 
 @dataclass
@@ -73,10 +82,6 @@ class Mistake:
     @property
     def name(self) -> str:
         return "+".join(self.bugs)
-
-
-def _passed(row: dict[str, Any] | None) -> bool:
-    return row is not None and row.get("score", 0.0) >= row.get("max_score", 0.0) and row.get("status") != "failed"
 
 
 def read_batch(out: Path) -> tuple[list[str], list[Graded]]:
@@ -95,9 +100,27 @@ def read_batch(out: Path) -> tuple[list[str], list[Graded]]:
         rows = {str(t.get("number")): t for t in data.get("tests", []) if isinstance(t, dict)}
         extra = data.get("extra_data") if isinstance(data.get("extra_data"), dict) else {}
         diagnosis = extra.get("diagnosis") if isinstance(extra.get("diagnosis"), dict) else {}
+        notes = extra.get("notes") if isinstance(extra.get("notes"), list) else []
         graded.append(Graded(name, float(line["score"] or 0.0), rows,
-                             {str(k): [str(b) for b in v] for k, v in diagnosis.items() if isinstance(v, list)}))
+                             {str(k): [str(b) for b in v] for k, v in diagnosis.items() if isinstance(v, list)},
+                             line.get("name") or "", line.get("sid") or "", [str(note) for note in notes]))
     return columns, graded
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object the batch wrote (summary.json, similarity.json); empty when absent or unreadable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        return []
+    with path.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
 
 
 def item_stats(columns: Sequence[str], graded: Sequence[Graded]) -> list[ItemStats]:
@@ -109,14 +132,15 @@ def item_stats(columns: Sequence[str], graded: Sequence[Graded]) -> list[ItemSta
     for column in columns:
         number = column.split(" ", 1)[0]
         first = next((g.rows[number] for g in graded if number in g.rows), {})
-        rate = sum(_passed(g.rows.get(number)) for g in graded) / len(graded) if graded else 0.0
+        passed = sum(row_passed(g.rows.get(number)) for g in graded)
+        rate = passed / len(graded) if graded else 0.0
         discrimination = None
         if len(ranked) >= 4:
-            discrimination = (sum(_passed(g.rows.get(number)) for g in upper)
-                              - sum(_passed(g.rows.get(number)) for g in lower)) / size
+            discrimination = (sum(row_passed(g.rows.get(number)) for g in upper)
+                              - sum(row_passed(g.rows.get(number)) for g in lower)) / size
         title = str(first.get("name", column)).removeprefix(number + " ")
-        stats.append(ItemStats(number, title, float(first.get("max_score", 0.0)),
-                               rate, discrimination))
+        stats.append(ItemStats(number, title, float(first.get("max_score", 0.0)), rate, discrimination, passed,
+                               len(graded)))
     return stats
 
 
@@ -131,123 +155,10 @@ def mistakes(graded: Sequence[Graded]) -> list[Mistake]:
 
 
 def items_csv(stats: Sequence[ItemStats]) -> str:
-    return csv_text(ITEMS_HEADER, [[s.number, f"{s.max_score:g}", round(s.pass_rate, 4),
+    return csv_text(ITEMS_HEADER, [[s.number, f"{s.max_score:g}", s.passed, s.count - s.passed, round(s.pass_rate, 4),
                                     "" if s.discrimination is None else round(s.discrimination, 4)] for s in stats])
 
 
 def mistakes_csv(found: Sequence[Mistake]) -> str:
     return csv_text(MISTAKES_HEADER, [[m.name, m.number, len(m.submissions), ";".join(m.submissions)]
                                       for m in found])
-
-
-def histogram_img(out: Path) -> str:
-    """The batch's score histogram inline (a ``data:`` URL: the page's policy allows no other image).
-
-    The batch summary draws it (matplotlib costs about a second, paid once); a batch of one
-    submission has none, and the page says so.
-    """
-    try:
-        png = (out / HISTOGRAM_NAME).read_bytes()
-    except OSError:
-        return f"<p>No histogram: it is drawn for {HISTOGRAM_MIN_SUBMISSIONS} submissions or more.</p>"
-    if not png.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "<p>No histogram: score_histogram.png is not a PNG image.</p>"
-    return f'<img alt="score histogram" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
-
-
-def _read_csv(path: Path) -> list[dict[str, str]]:
-    if not path.is_file():
-        return []
-    with path.open(encoding="utf-8", newline="") as handle:
-        return list(csv.DictReader(handle))
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    head = "".join(f"<th>{html_text(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html_text(cell)}</td>" for cell in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-#: No script, no request: whatever a submission's name smuggled in could neither run nor reach the network.
-POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-STYLE = """body{font-family:sans-serif;margin:2em;max-width:72em}table{border-collapse:collapse;margin:1em 0}
-td,th{border:1px solid #bbb;padding:.25em .6em;text-align:left;vertical-align:top}th{background:#eee}
-.low{background:#fde2e2}section{margin-bottom:2em}img{max-width:100%;height:auto}"""
-
-
-def _mistakes_body(mistake_rows: Sequence[Sequence[Any]], diagnosis_off: str) -> str:
-    """The mistakes table; else why it is empty: diagnosis off is never shown as "no mistakes"."""
-    if mistake_rows:
-        return _table(["row", "what happens when", "catalogued bug", "submissions", "examples"], mistake_rows)
-    if diagnosis_off:
-        return (f"<p>Diagnosis is off ({html_text(diagnosis_off)}): no failing row was compared with the catalogued "
-                "mistakes.</p>")
-    return "<p>No failing row matched a catalogued mistake.</p>"
-
-
-def render(out: Path, columns: Sequence[str], graded: Sequence[Graded], stats: Sequence[ItemStats],
-           found: Sequence[Mistake], diagnosis_off: str = "") -> str:
-    """The self-contained page (``diagnosis_off``: why no row was compared with the catalogue, "" if it was)."""
-    top = sum(s.max_score for s in stats)
-    low = ' class="low"'
-    item_rows = "".join(
-        f"<tr{low if s.discrimination is not None and s.discrimination < 0.1 and 0 < s.pass_rate < 1 else ''}>"
-        f"<td>{html_text(s.number)}</td><td>{html_text(s.title)}</td><td>{s.max_score:g}</td>"
-        f"<td>{s.pass_rate:.0%}</td><td>{'' if s.discrimination is None else f'{s.discrimination:+.2f}'}</td></tr>"
-        for s in stats)
-    items_table = ("<table><thead><tr><th>row</th><th>title</th><th>points</th><th>pass rate</th>"
-                   f"<th>discrimination</th></tr></thead><tbody>{item_rows}</tbody></table>")
-    mistake_rows = [[m.number, words.sentence(list(m.bugs)).removeprefix(LINE_START), m.name, len(m.submissions),
-                     ", ".join(m.submissions[:EXAMPLES]) + (" …" if len(m.submissions) > EXAMPLES else "")]
-                    for m in found]
-    sections = [
-        f"<section><h2>Scores</h2><p>{len(graded)} submissions, out of {top:g} points.</p>"
-        f"{histogram_img(out)}</section>",
-        "<section><h2>Rows</h2><p>Pass rate: full points on the row. Discrimination: pass rate in the top 27% "
-        "of submissions by total score minus that in the bottom 27% (upper-lower index; shaded below 0.10 where "
-        "some pass and some fail)."
-        f"</p>{items_table}</section>",
-        f"<section><h2>Most common mistakes</h2>{_mistakes_body(mistake_rows, diagnosis_off)}</section>",
-    ]
-    pairs = sorted(_read_csv(out / "similarity.csv"), key=lambda r: -float(r.get("similarity") or 0))[:SHOWN_PAIRS]
-    if pairs:
-        sections.append("<section><h2>Most similar pairs</h2><p>See similarity.html for the matched regions.</p>"
-                        + _table(["submission a", "submission b", "file", "similarity"],
-                                 [[p.get("submission_a"), p.get("submission_b"), p.get("file"), p.get("similarity")]
-                                  for p in pairs]) + "</section>")
-    changes = _read_csv(out / "changes.csv")[:SHOWN_PAIRS]
-    if changes:
-        sections.append("<section><h2>Regrade changes</h2>"
-                        + _table(["submission", "old score", "new score", "change", "row"],
-                                 [[c.get("submission"), c.get("old_score"), c.get("new_score"), c.get("change"),
-                                   c.get("test")] for c in changes]) + "</section>")
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{POLICY}\"><title>Class report</title>"
-            f"<style>{STYLE}</style></head><body><h1>Class report</h1>{''.join(sections)}</body></html>\n")
-
-
-def write(out: Path) -> None:
-    """Write report.html, items.csv and mistakes.csv into the batch folder ``out`` (atomically).
-
-    Whether diagnosis is on is this process's view (:func:`autograder.diagnosis.table.state`): the batch's
-    main process, which saw what its workers see.
-    """
-    from autograder.diagnosis.table import state
-
-    columns, graded = read_batch(out)
-    stats = item_stats(columns, graded)
-    found = mistakes(graded)
-    write_bytes_atomic(out / ITEMS_NAME, items_csv(stats).encode("utf-8"))
-    write_bytes_atomic(out / MISTAKES_NAME, mistakes_csv(found).encode("utf-8"))
-    page = render(out, columns, graded, stats, found, state().off)
-    write_bytes_atomic(out / HTML_NAME, page.encode("utf-8"))
-
-
-def write_for_batch(out: Path) -> None:
-    """Batch hook: the class report; a failure here costs the report, never the grades."""
-    import sys
-
-    try:
-        write(out)
-    except Exception as exc:  # noqa: BLE001 - the gradebook is already written
-        print(f"warning: the class report failed: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -178,6 +178,8 @@ def grade_submission(name: str, path: Path, *, hide: Sequence[str] = (), limits_
         data = (describe or results.gradescope_results)(report, name)
         data["execution_time"] = round(time.monotonic() - started, 1)  # everything, intake included
         data["extra_data"] = {**data.get("extra_data", {}), **sandbox_records(runner)}
+        if report.notes:  # what the top of the feedback tells (intake, broken files), for the TAs' class report
+            data["extra_data"]["notes"] = list(report.notes)
         json.dumps(data, allow_nan=False)  # what the ledger will store
         staff_log = f"isolation level: {data['extra_data']['isolation']}\n\n{report.staff_log}".strip()
         return {"status": "graded", "reason": "", "results": data, "staff_log": staff_log,

@@ -87,3 +87,14 @@ BY_TEST = {item.test: item for item in ITEMS + GPU_ITEMS}
 
 def max_points(items: tuple[Item, ...] = ITEMS) -> float:
     return sum(item.points for item in items)
+
+
+def row_passed(row: dict | None) -> bool:
+    """Whether a results.json test row counts as passed in every report (summary, class report, items.csv).
+
+    Full points and not marked failed: a 0-point row passes only by its status (its score says nothing).
+    One definition, so summary.md and report.html never count the same row differently.
+    """
+    if not isinstance(row, dict):
+        return False
+    return float(row.get("score", 0.0)) >= float(row.get("max_score", 0.0)) and row.get("status") != "failed"

@@ -113,3 +113,28 @@ def merge_gradebooks(cpu_csv: Path, gpu_csv: Path, out_csv: Path) -> list[str]:
     header = cpu_header + gpu_columns + ["total", "total_max"]
     write_text_atomic(out_csv, csv_text(header, merged))
     return warnings
+
+
+def refresh_merged(out: Path) -> list[str]:
+    """After a CPU run into ``out``: bring ``out/merged_gradebook.csv`` up to date; the lines to tell the TA.
+
+    The merged file sums the CPU and GPU gradebooks; a CPU (re)grade changes the first, so a merged file left as
+    it was would publish old totals.  It is merged again from the new ``gradebook.csv`` and the
+    ``gpu_gradebook.csv`` beside it (the GPU grades as ``grade-gpu`` left them); without one there, it cannot be,
+    and the TA is warned.  Nothing is said when the merge did not change.
+    """
+    merged, cpu, gpu = out / MERGED, out / "gradebook.csv", out / GRADEBOOK
+    if not merged.is_file() or not cpu.is_file():
+        return []
+    if not gpu.is_file():
+        return [f"warning: {merged} is stale: it holds the totals of an earlier {cpu.name}, and there is no {GRADEBOOK} "
+                f"in {out} to merge again (python -m autograder merge {cpu} GPU.csv --out {merged})"]
+    before = merged.read_bytes()
+    try:
+        warnings = merge_gradebooks(cpu, gpu, merged)
+    except (OSError, ValueError) as exc:
+        return [f"warning: {merged} is stale and could not be merged again: {exc}"]
+    if merged.read_bytes() == before:
+        return []
+    return ([f"Updated {merged} from the new {cpu.name} and {GRADEBOOK} (GPU grades as grade-gpu left them: run "
+             "grade-gpu again for submissions whose files changed)"] + [f"warning: {w}" for w in warnings])

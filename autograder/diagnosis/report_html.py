@@ -1,0 +1,316 @@
+"""``report.html``: the class report as the TA's page (data from :mod:`autograder.diagnosis.report`).
+
+One self-contained page (inline CSS and images, no script, no request), in this order: the batch's counts
+(the same sentence and numbers as summary.md, from summary.json) and score histogram; one line per
+student (submission linked to its feedback.md, name and SID where known, score, failed rows, problems,
+similarity flags, diagnosed mistakes); each row's pass counts and discrimination (with the small-class
+caveat); the most common mistakes; the similarity flags and pairs, linked into similarity.html's anchors;
+the regrade changes.  Nothing is cut silently: every shortened list says how many it shows of how many,
+and where the rest is.
+
+Every text from a submission (names, SIDs, notes, labels) passes :func:`html_text`; links are built from
+the batch's own folder names, quoted.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any, Sequence
+from urllib.parse import quote
+
+from autograder.diagnosis import words
+from autograder.diagnosis.report import (CHANGES_NAME, DISCRIMINATION_MIN, GROUP_SHARE, HISTOGRAM_MIN_SUBMISSIONS,
+                                         HISTOGRAM_NAME, HTML_NAME, ITEMS_NAME, LOW_DISCRIMINATION, MISTAKES_NAME,
+                                         SIMILARITY_NAME, SUMMARY_NAME, Graded, ItemStats, Mistake, item_stats,
+                                         items_csv, mistakes, mistakes_csv, read_batch, read_csv, read_json)
+from autograder.engine.files import write_bytes_atomic
+from autograder.engine.escape import html_text
+from autograder.engine.rubric import row_passed
+from checks.judge.diagnose import LINE_START
+
+EXAMPLES = 5  # example submissions per mistake on the page
+SHOWN_PAIRS = 20  # similarity pairs and regrade changes on the page, at most
+SIMILARITY_PAGE = "similarity.html"
+SIMILAR_SHOWN = 3  # "similar to ..." lines per student in the table (the rest: a count and a link)
+ROWS_HEADER = ("row", "title", "points", "passed", "failed", "pass rate", "discrimination")
+NOTE_CHARACTERS = 160  # a note's first line, at most, in the students table (the whole note is in feedback.md)
+
+#: No script, no request: whatever a submission's name smuggled in could neither run nor reach the network.
+POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+STYLE = """body{font-family:sans-serif;margin:2em;max-width:90em}table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #bbb;padding:.25em .6em;text-align:left;vertical-align:top}th{background:#eee}
+.low{background:#fde2e2}.flag{color:#a00000;font-weight:bold}.note{color:#555}
+section{margin-bottom:2em}img{max-width:100%;height:auto}"""
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], table_id: str = "") -> str:
+    """A table of cells that are already HTML (each caller escapes what it puts in)."""
+    head = "".join(f"<th>{html_text(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    ident = f' id="{table_id}"' if table_id else ""
+    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _link(href: str, text: str) -> str:
+    return f'<a href="{html_text(href)}">{html_text(text)}</a>'
+
+
+def _lines(items: Sequence[str]) -> str:
+    return "<br>".join(items) or "-"
+
+
+def histogram_img(out: Path) -> str:
+    """The batch's score histogram inline (a ``data:`` URL: the page's policy allows no other image).
+
+    The batch summary draws it (matplotlib costs about a second, paid once); a batch of one
+    submission has none, and the page says so.
+    """
+    try:
+        png = (out / HISTOGRAM_NAME).read_bytes()
+    except OSError:
+        return f"<p>No histogram: it is drawn for {HISTOGRAM_MIN_SUBMISSIONS} submissions or more.</p>"
+    if not png.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "<p>No histogram: score_histogram.png is not a PNG image.</p>"
+    return f'<img alt="score histogram" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
+
+
+# --------------------------------------------------------------------------- the batch's counts
+
+
+def counts_sentence(summary: dict[str, Any], graded: Sequence[Graded], top: float) -> str:
+    """summary.md's first lines, from the same summary.json (so the page and summary.md agree)."""
+    if not summary:
+        return f"<p>{len(graded)} submissions, out of {top:g} points (no summary.json here).</p>"
+    score = summary.get("score") or {}
+    text = (f"Submissions: <b>{summary.get('submissions')}</b>; graded: {summary.get('graded')} "
+            f"({summary.get('full_marks')} with full marks, {summary.get('lost_points')} lost points); "
+            f"could not be graded: <b>{summary.get('errored')}</b>; hit a limit: <b>{summary.get('hit_a_limit')}</b>.")
+    if score.get("mean") is not None:
+        text += (f" Scores out of {summary.get('max_score', top):g}: mean {score['mean']:g}, median "
+                 f"{score['median']:g}, min {score['min']:g}, max {score['max']:g}.")
+    return f'<p id="counts">{text}</p>'
+
+
+# --------------------------------------------------------------------------- the students
+
+
+def _problems_by_submission(summary: dict[str, Any]) -> dict[str, list[str]]:
+    """summary.json's problems (limits, faults) and could-not-be-graded reasons, per submission."""
+    found: dict[str, list[str]] = {}
+    for row in summary.get("not_graded") or []:
+        found.setdefault(str(row.get("submission")), []).append(f"not graded: {row.get('reason', '')}")
+    for problem in summary.get("problems") or []:
+        if problem.get("kind") == "not graded":
+            continue  # told with its reason above
+        for name in problem.get("submissions") or []:
+            found.setdefault(str(name), []).append(str(problem.get("kind")))
+    return found
+
+
+def _first_line(note: str) -> str:
+    line = note.strip().splitlines()[0] if note.strip() else ""
+    return line if len(line) <= NOTE_CHARACTERS else line[:NOTE_CHARACTERS - 1] + "…"
+
+
+def similarity_flags(similar: dict[str, Any]) -> dict[str, list[str]]:
+    """Per submission key: HTML fragments (escaped, linked into similarity.html) for the students table."""
+    flags: dict[str, list[str]] = {}
+    for cluster in similar.get("clusters") or []:
+        keys = [str(k) for k in cluster.get("keys") or []]
+        for key in keys:
+            flags.setdefault(key, []).append(
+                f'<span class="flag">identical</span> to {len(keys) - 1} other(s): '
+                + _link(f"{SIMILARITY_PAGE}#{cluster.get('anchor')}", "cluster"))
+    for pair in similar.get("pairs") or []:
+        if not pair.get("flagged"):
+            continue
+        sides = [pair.get("a") or {}, pair.get("b") or {}]
+        for me, other in (sides, sides[::-1]):
+            if me.get("solution"):
+                continue
+            what = ('<span class="flag">matches the reference solution</span>' if other.get("solution")
+                    else f"similar to {html_text(other.get('label', ''))}")
+            for key in me.get("members") or [me.get("key")]:
+                flags.setdefault(str(key), []).append(
+                    f"{what} ({float(pair.get('score', 0)):.2f}, "
+                    + _link(f"{SIMILARITY_PAGE}#{pair.get('anchor')}", str(pair.get("anchor"))) + ")")
+    for key, said in flags.items():  # the strongest flags first, then at most SIMILAR_SHOWN other pairs
+        similar_to = [line for line in said if line.startswith("similar to ")]
+        rest = len(similar_to) - SIMILAR_SHOWN
+        flags[key] = ([line for line in said if not line.startswith("similar to ")] + similar_to[:SIMILAR_SHOWN]
+                      + ([f"and {rest} more flagged pair(s) ({_link(SIMILARITY_PAGE, SIMILARITY_PAGE)})"]
+                         if rest > 0 else []))
+    for marker in similar.get("markers") or []:
+        flags.setdefault(str(marker.get("key")), []).append(
+            '<span class="flag">solution markers</span> in ' + html_text(", ".join(marker.get("files") or []))
+            + " (" + _link(f"{SIMILARITY_PAGE}#markers", "markers") + ")")
+    return flags
+
+
+def students_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any], similar: dict[str, Any],
+                     top: float) -> str:
+    problems = _problems_by_submission(summary)
+    flags = similarity_flags(similar)
+    rows = []
+    for g in graded:  # gradebook.csv's order: by submission name
+        feedback = out / g.name / "feedback.md"
+        name = (_link(f"{quote(g.name)}/feedback.md", g.name) if feedback.is_file() else html_text(g.name))
+        failed = [number for number, row in g.rows.items() if row.get("max_score") and not row_passed(row)]
+        said = [html_text(p) for p in problems.get(g.name, [])]
+        said += [f'<span class="note">{html_text(_first_line(note))}</span>' for note in g.notes if note.strip()]
+        mistakes = [f"{html_text(number)}: {html_text('+'.join(bugs))}" for number, bugs in sorted(g.diagnosis.items())]
+        rows.append([name, html_text(g.student) or "-", html_text(g.sid) or "-", f"{g.score:g} / {top:g}",
+                     html_text(", ".join(failed)) or "-", _lines(said), _lines(flags.get(g.name, [])),
+                     _lines(mistakes)])
+    return ('<section id="students"><h2>Students</h2><p>One line per submission, as in gradebook.csv; the '
+            "submission links to the feedback.md its student reads. Problems: limits hit, faults, files that could "
+            "not be graded, and the grader's notes on the submission (first line; the whole note is in feedback.md)."
+            "</p>" + _table(["submission", "student", "SID", "score", "failed rows", "problems", "similarity",
+                             "diagnosed mistakes"], rows, "student-table") + "</section>")
+
+
+# --------------------------------------------------------------------------- rows and mistakes
+
+
+def rows_section(stats: Sequence[ItemStats], count: int) -> str:
+    meaningful = count >= DISCRIMINATION_MIN
+    group = max(1, round(GROUP_SHARE * count))
+    body = ""
+    for s in stats:
+        low = (meaningful and s.discrimination is not None and s.discrimination < LOW_DISCRIMINATION
+               and 0 < s.pass_rate < 1)
+        cells = [html_text(s.number), html_text(s.title), f"{s.max_score:g}", str(s.passed), str(s.count - s.passed),
+                 f"{s.pass_rate:.0%}", "" if s.discrimination is None else f"{s.discrimination:+.2f}"]
+        body += ('<tr class="low">' if low else "<tr>") + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
+    caveat = ("" if meaningful else
+              f'<p class="flag" id="small-class">With {count} submissions the discrimination is not meaningful (it '
+              f"needs {DISCRIMINATION_MIN} or more): each group holds {group} submission(s), so one submission passing "
+              f"instead of failing moves a row's index by {1 / group:.2f}, more than the {LOW_DISCRIMINATION:.2f} "
+              "that would mark a row as not separating strong from weak submissions. No row is shaded.</p>")
+    return ("<section id=\"rows\"><h2>Rows</h2><p>Passed: full points on the row (the same count as summary.md's). "
+            "Discrimination: pass rate in the top 27% of submissions by total score minus that in the bottom 27% "
+            f"(upper-lower index; shaded below {LOW_DISCRIMINATION:.2f} where some pass and some fail).</p>{caveat}"
+            + "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in ROWS_HEADER)
+            + f"</tr></thead><tbody>{body}</tbody></table></section>")
+
+
+def mistakes_section(found: Sequence[Mistake], diagnosis_off: str) -> str:
+    """The mistakes table; else why it is empty: diagnosis off is never shown as "no mistakes"."""
+    if found:
+        rows = [[html_text(m.number), html_text(words.sentence(list(m.bugs)).removeprefix(LINE_START)),
+                 html_text(m.name), str(len(m.submissions)),
+                 html_text(", ".join(m.submissions[:EXAMPLES]))
+                 + (f" … and {len(m.submissions) - EXAMPLES} more (all in {MISTAKES_NAME})"
+                    if len(m.submissions) > EXAMPLES else "")]
+                for m in found]
+        body = _table(["row", "what happens when", "catalogued bug", "submissions", "examples"], rows)
+    elif diagnosis_off:
+        body = (f"<p>Diagnosis is off ({html_text(diagnosis_off)}): no failing row was compared with the catalogued "
+                "mistakes.</p>")
+    else:
+        body = "<p>No failing row matched a catalogued mistake.</p>"
+    return f'<section id="mistakes"><h2>Most common mistakes</h2>{body}</section>'
+
+
+# --------------------------------------------------------------------------- similarity and regrade
+
+
+def similarity_section(similar: dict[str, Any]) -> str:
+    if not similar:
+        return ('<section id="similarity"><h2>Similarity</h2><p>No similarity report in this folder '
+                "(--no-similarity).</p></section>")
+    parts = [f"<p>{similar.get('compared')} submission(s) compared"
+             + (", each also with the reference solution (solutions/)" if similar.get("solution_compared") else "")
+             + f"; threshold {float(similar.get('threshold', 0)):g} ({html_text(similar.get('threshold_reason', ''))})."
+             f" Side by side: {_link(SIMILARITY_PAGE, SIMILARITY_PAGE)}.</p>"]
+    for cluster in similar.get("clusters") or []:
+        labels = [str(label) for label in cluster.get("labels") or []]
+        parts.append(f'<p><span class="flag">Identical files</span>, {len(labels)} submissions ('
+                     + _link(f"{SIMILARITY_PAGE}#{cluster.get('anchor')}", "see") + "): "
+                     + html_text(", ".join(labels)) + ".</p>")
+    markers = similar.get("markers") or []
+    if markers:
+        parts.append('<p><span class="flag">Solution markers left in</span> ('
+                     + _link(f"{SIMILARITY_PAGE}#markers", "see") + "): "
+                     + html_text("; ".join(f"{m.get('label')} ({', '.join(m.get('files') or [])})" for m in markers))
+                     + ".</p>")
+    flagged = int(similar.get("flagged") or 0)
+    pairs = [p for p in similar.get("pairs") or [] if p.get("flagged")]
+    shown = pairs[:SHOWN_PAIRS]
+    if not flagged:
+        parts.append("<p>No pair reaches the threshold.</p>")
+    else:
+        where = (f"the first {similar.get('in_page')} in {SIMILARITY_PAGE}, all in similarity.csv"
+                 if int(similar.get("in_page") or 0) < flagged else f"all in {SIMILARITY_PAGE}")
+        parts.append(f'<p id="pairs-shown">{len(shown)} of {flagged} flagged pair(s) shown ({where}); identical '
+                     "submissions count once.</p>")
+        rows = [[_link(f"{SIMILARITY_PAGE}#{p.get('anchor')}", str(p.get("anchor"))),
+                 html_text((p.get("a") or {}).get("label", "")), html_text((p.get("b") or {}).get("label", "")),
+                 f"{float(p.get('score', 0)):.2f}"] for p in shown]
+        parts.append(_table(["pair", "first", "second", "score"], rows, "pairs"))
+    return '<section id="similarity"><h2>Similarity</h2>' + "".join(parts) + "</section>"
+
+
+def changes_section(changes: Sequence[dict[str, str]]) -> str:
+    if not changes:
+        return ""
+    shown = changes[:SHOWN_PAIRS]
+    said = (f"{len(shown)} of {len(changes)} changed rows shown; all in {CHANGES_NAME}."
+            if len(shown) < len(changes) else f"Every changed row ({len(changes)}); also in {CHANGES_NAME}.")
+    rows = [[html_text(c.get(key, "")) for key in ("submission", "old_score", "new_score", "change", "test")]
+            for c in shown]
+    return (f'<section id="changes"><h2>Regrade changes</h2><p>{said}</p>'
+            + _table(["submission", "old score", "new score", "change", "row"], rows) + "</section>")
+
+
+# --------------------------------------------------------------------------- the page
+
+
+def render(out: Path, graded: Sequence[Graded], stats: Sequence[ItemStats], found: Sequence[Mistake],
+           diagnosis_off: str = "") -> str:
+    """The self-contained page (``diagnosis_off``: why no row was compared with the catalogue, "" if it was)."""
+    summary = read_json(out / SUMMARY_NAME)
+    similar = read_json(out / SIMILARITY_NAME)
+    top = float(summary.get("max_score") or sum(s.max_score for s in stats))
+    sections = [
+        f'<section id="scores"><h2>Scores</h2>{counts_sentence(summary, graded, top)}{histogram_img(out)}</section>',
+        students_section(out, graded, summary, similar, top),
+        rows_section(stats, len(graded)),
+        mistakes_section(found, diagnosis_off),
+        similarity_section(similar),
+        changes_section(read_csv(out / CHANGES_NAME)),
+    ]
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{POLICY}\"><title>Class report</title>"
+            f"<style>{STYLE}</style></head><body><h1>Class report</h1>{''.join(sections)}</body></html>\n")
+
+
+# --------------------------------------------------------------------------- writing it
+
+
+def write(out: Path) -> None:
+    """Write report.html, items.csv and mistakes.csv into the batch folder ``out`` (atomically).
+
+    Whether diagnosis is on is this process's view (:func:`autograder.diagnosis.table.state`): the batch's
+    main process, which saw what its workers see.
+    """
+    from autograder.diagnosis.table import state
+
+    columns, graded = read_batch(out)
+    stats = item_stats(columns, graded)
+    found = mistakes(graded)
+    write_bytes_atomic(out / ITEMS_NAME, items_csv(stats).encode("utf-8"))
+    write_bytes_atomic(out / MISTAKES_NAME, mistakes_csv(found).encode("utf-8"))
+    page = render(out, graded, stats, found, state().off)
+    write_bytes_atomic(out / HTML_NAME, page.encode("utf-8"))
+
+
+def write_for_batch(out: Path) -> None:
+    """Batch hook: the class report; a failure here costs the report, never the grades."""
+    import sys
+
+    try:
+        write(out)
+    except Exception as exc:  # noqa: BLE001 - the gradebook is already written
+        print(f"warning: the class report failed: {type(exc).__name__}: {exc}", file=sys.stderr)
