@@ -65,7 +65,7 @@ prairielearn: setup ## build dist/prairielearn/: the question (external grading)
 	$(PY) -m autograder.packaging.prairielearn --out dist/prairielearn --image "$(PL_IMAGE)" --language $(AMP_LANGUAGE)
 
 classroom: setup ## build dist/classroom/: the GitHub Classroom template repository (public rows on every push)
-	$(PY) -m autograder.packaging.classroom --out dist/classroom
+	$(PY) -m autograder.packaging.classroom --out dist/classroom --language $(AMP_LANGUAGE)
 
 bench: setup ## time grading one submission against the python+torch floor
 	$(PY) benchmarks/grading_speed.py

@@ -62,6 +62,10 @@ def test_workflow_has_one_graded_step_per_public_row_and_runs_the_checks_once(te
     graders = [s for s in steps if s.get("uses", "").startswith("classroom-resources/autograding-command-grader@")]
     assert {s["with"]["test-name"].split()[0]: s["with"]["max-score"] for s in graders} == PUBLIC_ROWS
     assert sum(PUBLIC_ROWS.values()) == 26
+    assert graders[0]["with"]["test-name"] == "1.1 Constructor rejects bad arguments"
+    korean = yaml.safe_load(classroom.workflow("ko"))["jobs"]["run-autograding-tests"]["steps"]
+    assert [s["with"]["max-score"] for s in korean if "with" in s and "max-score" in s["with"]] == list(PUBLIC_ROWS.values())
+    assert any(s.get("name") == "1.1 생성자가 잘못된 인자를 거부함" for s in korean)
     assert not any("setup-command" in s["with"] for s in graders)  # nothing per row but reading the results
     assert all("pytest" not in s["with"]["command"] for s in graders)
     pytest_runs = [s for s in steps if "python -m pytest" in s.get("run", "")]

@@ -139,3 +139,29 @@ def test_entrypoint_grades_the_solution_under_the_grade_layout(built: Path, tmp_
     assert sum(t["points"] for t in results["tests"]) == sum(t["max_points"] for t in results["tests"]) == 90
     hidden = [t for t in results["tests"] if WITHHELD in t.get("message", "")]
     assert len(hidden) == 24  # every hidden row (12 + 7 + 5), none of the 8 public ones
+
+
+def test_an_upload_that_reaches_for_the_grade_folders_gets_nothing(built: Path, tmp_path: Path) -> None:
+    """The uploaded code tries to overwrite results.json and to read the hidden tests and data.json in /grade."""
+    root = tmp_path / "grade"
+    submission = tmp_path / "upload"
+    shutil.copytree(ROOT / "solutions", submission)
+    targets = {"write": root / "results" / "results.json",
+               "read": root / "tests" / "source" / "autograder" / "hidden" / "test_hidden_scaler.py",
+               "data": root / "data" / "data.json"}
+    attack = ("import os as _os\n"
+              f"for _kind, _path in {[(k, str(v)) for k, v in targets.items()]!r}:\n"
+              "    try:\n"
+              "        if _kind == 'write':\n"
+              "            open(_path, 'w').write('{\"score\": 1.0, \"gradable\": true, \"forged\": true}')\n"
+              "        else:\n"
+              "            print('LEAKED', _kind, open(_path).read()[:200])\n"
+              "        print('REACHED', _kind)\n"
+              "    except Exception as _exc:\n"
+              "        print('BLOCKED', _kind, type(_exc).__name__)\n")
+    (submission / "amp_step.py").write_text((ROOT / "solutions" / "amp_step.py").read_text() + "\n" + attack)
+    results = run_entrypoint(lay_out(built / "questions" / packaging.QUESTION, root, submission))
+    shown = json.dumps(results)
+    assert "forged" not in shown and results["gradable"] is True and results["score"] == 1.0
+    assert "LEAKED" not in shown and "REACHED" not in shown and "def test_" not in shown
+    assert "BLOCKED write" in shown and "BLOCKED read" in shown and "BLOCKED data" in shown

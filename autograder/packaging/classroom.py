@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from autograder import ROOT
-from autograder.engine import rubric
+from autograder.engine import rubric, strings
 from autograder.packaging import gradescope, release
 
 WORKFLOW = ".github/workflows/classroom.yml"
@@ -61,8 +61,13 @@ def _q(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def workflow() -> str:
-    """The text of .github/workflows/classroom.yml."""
+def row_name(item: rubric.Item, language: str = strings.DEFAULT) -> str:
+    """The row's name in the workflow (students see it in the run): its number and title in ``language``."""
+    return f"{item.number} {strings.TITLES.get(strings.check_language(language), {}).get(item.number, item.title)}"
+
+
+def workflow(language: str = strings.DEFAULT) -> str:
+    """The text of .github/workflows/classroom.yml, its row names in ``language``."""
     rows = public_rows()
     lines = [
         "# GitHub Classroom autograding (written by `make classroom` from the grader's rubric; rebuild, do not edit).",
@@ -99,7 +104,7 @@ def workflow() -> str:
         f"          python -m pytest --junitxml=\"{RESULTS_XML}\" || true",
     ]
     for item in rows:
-        name = f"{item.number} {item.title}"
+        name = row_name(item, language)
         command = f'python {ROW_SCRIPT} "{RESULTS_XML}" {item.test}'
         lines += [
             f"      - name: {_q(name)}",
@@ -125,15 +130,16 @@ def workflow() -> str:
 GITIGNORE = "__pycache__/\n.pytest_cache/\n.hypothesis/\n*.pyc\n"
 
 
-def build(out: Path) -> Path:
-    """Write the template repository to ``out`` (replaced whole); return it."""
+def build(out: Path, language: str = strings.DEFAULT) -> Path:
+    """Write the template repository to ``out`` (replaced whole), its row names in ``language``; return it."""
+    strings.check_language(language)
     partial = out.with_name(out.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     files: list[tuple[str, bytes | str]] = [(relative, path.read_bytes()) for path, relative in release.handout_files()]
     files += [
         ("requirements.txt", "\n".join(gradescope.image_requirements(packages=CHECKS_PACKAGES)) + "\n"),
         (ROW_SCRIPT, Path(__file__).with_name("classroom_row.py").read_text(encoding="utf-8")),
-        (WORKFLOW, workflow()),
+        (WORKFLOW, workflow(language)),
         (".gitignore", GITIGNORE),
     ]
     for relative, data in files:
@@ -151,8 +157,10 @@ def build(out: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.packaging.classroom", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "dist" / "classroom")
+    parser.add_argument("--language", choices=strings.LANGUAGES, default=strings.DEFAULT,
+                        help="language of the rows' names (default: en)")
     args = parser.parse_args(argv)
-    out = build(args.out)
+    out = build(args.out, args.language)
     points = sum(_max_score(item) for item in public_rows())
     print(f"wrote {out}: {len(public_rows())} public rows, {points} points on every push")
     return 0
