@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -25,7 +26,7 @@ from autograder.engine import rubric
 from autograder.packaging import prairielearn as packaging
 from conftest import ROOT
 from test_gradescope_image import (TORCH_INDEX_ENV, bind_readonly, debian_base, fresh_root, in_root,  # noqa: F401
-                                   pip_index_url, wheel_folders)
+                                   pip_index_url, sh, wheel_folders)
 from test_catalogue import catalogue
 from test_prairielearn import CONTRACT, SCHEMA, WITHHELD
 
@@ -62,7 +63,11 @@ def carry_out_dockerfile(image: Path, root: Path, env: dict[str, str]) -> list[s
 
 
 def grade_in_root(root: Path, question: Path, submission: Path | None) -> dict:
-    """A fresh /grade in the root, as PrairieLearn mounts it for one job; the entrypoint run as root; its results."""
+    """A fresh /grade in the root, as PrairieLearn mounts it for one job; the entrypoint run as root; its results.
+
+    The job's log (staff only) must name the isolation level the grader reaches on this machine: a container
+    must not weaken the sandbox.
+    """
     grade = root / "grade"
     shutil.rmtree(grade, ignore_errors=True)
     shutil.copytree(question / "tests", grade / "tests")
@@ -78,6 +83,8 @@ def grade_in_root(root: Path, question: Path, submission: Path | None) -> dict:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads((grade / "results" / "results.json").read_text())
     jsonschema.validate(results, SCHEMA)
+    host = sh(sys.executable, "-c", "from autograder.engine import confine; print(confine.probe_level())", cwd=ROOT)
+    assert f"isolation level: {host.stdout.strip()}\n" in done.stdout, done.stdout[:500]
     print(f"graded {submission.name if submission else 'nothing'} in {seconds:.1f} s: score {results.get('score')}")
     return results
 

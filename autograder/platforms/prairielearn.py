@@ -37,7 +37,7 @@ PRIVATE = ("tests", "data", "results", "serverFilesCourse")
 
 def not_gradable(reason: str) -> dict[str, Any]:
     """results.json for an upload that could not be graded: no score, no attempt charged, the reason shown."""
-    return {"gradable": False, "score": 0.0, "format_errors": [reason], "message": reason, "tests": []}
+    return {"gradable": False, "format_errors": [reason], "message": reason, "tests": []}
 
 
 def prairielearn_results(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -95,7 +95,7 @@ def run(root: Path) -> int:
         from autograder.engine import plan
 
         hide = grader.private_paths(root / "results", tuple(root / name for name in PRIVATE))
-        outcome = grader.grade_submission("student", student, hide=hide, call_plan=plan.shipped_plan(),
+        outcome = grader.grade_submission("submission", student, hide=hide, call_plan=plan.shipped_plan(),
                                           describe=diagnosed_results)
         if outcome["staff_log"]:
             print(outcome["staff_log"])
