@@ -206,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="language of row titles and fixed feedback (default: en)")
     args = parser.parse_args(argv)
     print(f"wrote {build(args.out, args.image, args.language)}")
+    if args.image == DEFAULT_IMAGE:
+        print(f"note: info.json names the placeholder image {DEFAULT_IMAGE}: build and push {args.out / 'image'} under "
+              "your name, then rebuild with --image (make prairielearn PL_IMAGE=...)", file=sys.stderr)
     return 0
 
 
