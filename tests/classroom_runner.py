@@ -7,6 +7,7 @@ What each kind of step does here is what it does on GitHub, as far as grading go
   grader's pins hold on, 3.10 to 3.13);
 * ``run:``: ``bash --noprofile --norc -eo pipefail`` in the workspace, as GitHub's runners do, with pip kept
   off every index (``PIP_NO_INDEX``): the template's requirements must already be what this environment holds;
+  ``timeout-minutes`` applies; after a step fails, only steps with ``if: always()`` run;
 * ``classroom-resources/autograding-command-grader``: its ``src/main.js`` (v1, commit 7712c71) in Python: the
   setup command, then the command, in ``/bin/sh`` with only PATH, HOME and its fixed variables, the timeout in
   minutes; exit 0 gives ``max-score`` (``parseInt``), anything else 0; the result JSON, base64, is the step's
@@ -26,6 +27,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -47,6 +49,7 @@ class Run:
     logs: dict[str, str] = field(default_factory=dict)  # step name -> what it printed
     order: list[str] = field(default_factory=list)  # step names as they ran
     failed: bool = False  # the reporter's verdict (some row failed or errored)
+    step_failed: str = ""  # the first step that failed (the job fails; only ``if: always()`` steps run after it)
 
 
 def _substitute(text: str, context: dict[str, str]) -> str:
@@ -99,6 +102,9 @@ def run_workflow(workflow: Path, repository: Path, scratch: Path) -> Run:
     outcome = Run()
     for step in job["steps"]:
         name, uses, inputs = step.get("name", step.get("uses", "")), step.get("uses", ""), step.get("with", {}) or {}
+        if outcome.step_failed and step.get("if") != "always()":
+            continue
+        assert step.get("if") in (None, "always()"), step
         outcome.order.append(name)
         if uses.startswith("actions/checkout@"):
             shutil.copytree(repository, workspace, ignore=shutil.ignore_patterns(".git"))
@@ -108,11 +114,19 @@ def run_workflow(workflow: Path, repository: Path, scratch: Path) -> Run:
         elif "run" in step:
             env = {**os.environ, "PATH": path, "PIP_NO_INDEX": "1", "RUNNER_TEMP": str(temp)}
             timeout = float(step.get("timeout-minutes", 360)) * 60
-            done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
-                                   _substitute(step["run"], context)], cwd=workspace, env=env, capture_output=True,
-                                  text=True, timeout=timeout)
-            outcome.logs[name] = done.stdout + done.stderr
-            assert done.returncode == 0, f"step {name!r} failed ({done.returncode}):\n{outcome.logs[name][-3000:]}"
+            # Its own process group: a step cut short by its time limit loses every process it started, as on GitHub.
+            process = subprocess.Popen(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
+                                        _substitute(step["run"], context)], cwd=workspace, env=env, text=True,
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                outcome.logs[name] = process.communicate(timeout=timeout)[0]
+                failed = process.returncode != 0
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                outcome.logs[name] = process.communicate()[0] + "\n(cancelled: timeout-minutes)"
+                failed = True
+            if failed:
+                outcome.step_failed = outcome.step_failed or name
         elif uses.startswith("classroom-resources/autograding-command-grader@"):
             result, outcome.logs[name] = _command_grader(inputs, workspace, path, context)
             context[f"steps.{step['id']}.outputs.result"] = base64.b64encode(json.dumps(result).encode()).decode()

@@ -79,7 +79,7 @@ def test_workflow_has_one_graded_step_per_public_row_and_runs_the_checks_once(te
 def test_the_solution_gets_every_public_point_on_a_push(template: Path, tmp_path: Path) -> None:
     repository = push(template, ROOT / "solutions", tmp_path / "repo")
     run = run_workflow(repository / ".github/workflows/classroom.yml", repository, tmp_path / "runner")
-    assert (run.points, run.max_points, run.failed) == (26, 26, False), run.logs
+    assert (run.points, run.max_points, run.failed, run.step_failed) == (26, 26, False, ""), run.logs
     assert [name.split()[0] for name in run.rows] == list(PUBLIC_ROWS)
     assert sum("python -m pytest" in log or "passed" in log for log in run.logs.values()) >= 1
 
@@ -150,3 +150,16 @@ def test_the_batch_grades_cloned_repositories_with_their_students_names(template
     rows = {row["submission"]: row for row in csv.DictReader(io.StringIO((tmp_path / "out" / "gradebook.csv").read_text()))}
     assert rows["amp-homework-adal"]["name"] == "Ada Lovelace" and float(rows["amp-homework-adal"]["score"]) == 90
     assert rows["amp-homework-linus"]["name"] == "Linus T" and float(rows["amp-homework-linus"]["score"]) == 0
+
+
+def test_checks_cut_short_still_report_every_row_at_zero(template: Path, tmp_path: Path) -> None:
+    """The checks' step hits its time limit: the job fails there, and the rows and the reporter still run."""
+    repository = push(template, ROOT / "solutions", tmp_path / "repo")
+    workflow = repository / ".github/workflows/classroom.yml"
+    text = workflow.read_text()
+    assert text.count(f"timeout-minutes: {classroom.CHECKS_TIMEOUT_MINUTES}\n") == 1
+    workflow.write_text(text.replace(f"timeout-minutes: {classroom.CHECKS_TIMEOUT_MINUTES}\n", "timeout-minutes: 0.02\n"))
+    run = run_workflow(workflow, repository, tmp_path / "runner")
+    assert run.step_failed.startswith("Run the public checks")
+    assert (run.points, run.max_points, run.failed) == (0, 26, True) and len(run.rows) == 8
+    assert "left no results" in run.logs["1.1 Constructor rejects bad arguments"]

@@ -10,6 +10,9 @@ the checks' packages, pinned as in ``pyproject.toml``), ``.github/classroom/row.
   ``max-score``, reads that run's results (``row.py``): the row passes when every case of its test passed;
 * ``classroom-resources/autograding-grading-reporter`` totals them for the student and for GitHub Classroom.
 
+The row steps and the reporter run ``if: always()``: a run of the checks that is cut short (its time limit)
+still reports every row, at 0 where there is no result.
+
 Nothing of the hidden suite is in the template: final grades come from the TA batch over the cloned
 repositories (``python -m autograder grade REPOS --roster classroom_roster.csv``).  GitHub's command grader
 gives a row all of its points or none, so a row whose cases partly pass counts 0 here and its share in the batch.
@@ -109,6 +112,7 @@ def workflow(language: str = strings.DEFAULT) -> str:
         lines += [
             f"      - name: {_q(name)}",
             f"        id: {step_id(item)}",
+            "        if: always()",
             f"        uses: {COMMAND_GRADER}",
             "        with:",
             f"          test-name: {_q(name)}",
@@ -118,6 +122,7 @@ def workflow(language: str = strings.DEFAULT) -> str:
         ]
     lines += [
         "      - name: Autograding Reporter",
+        "        if: always()",
         f"        uses: {REPORTER}",
         "        env:",
         *[f"          {step_id(item).upper()}_RESULTS: \"${{{{steps.{step_id(item)}.outputs.result}}}}\"" for item in rows],
