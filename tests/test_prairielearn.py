@@ -119,6 +119,13 @@ def test_results_show_points_of_every_row_and_no_detail_of_a_hidden_one() -> Non
     assert results["tests"][0]["message"] == "Passed." and "Gradescope" not in shown
     assert "a note" in results["output"]
 
+    # A hidden row's failed public examples (inputs students already have) are shown with it; nothing else is.
+    data["extra_data"] = {"public_failures": {"1.6": "[public example] growth after 2 clean steps: expected 2.0"},
+                          "isolation": "namespaces"}
+    row = prairielearn_results(data)["tests"][1]
+    assert row["message"].startswith("A hidden test") and "growth after 2 clean steps" in row["message"]
+    assert "growth_interval=7" not in row["message"] and "namespaces" not in json.dumps(prairielearn_results(data))
+
 
 def test_nothing_uploaded_is_not_gradable(built: Path, tmp_path: Path) -> None:
     root = lay_out(built / "questions" / packaging.QUESTION, tmp_path / "grade", None)

@@ -33,6 +33,9 @@ from autograder.engine import grader, rubric, strings
 
 #: Folders of the grading root that hold what no student process may read (the grader, the answers, the results).
 PRIVATE = ("tests", "data", "results", "serverFilesCourse")
+#: ``extra_data`` key of the engine's results: rubric number -> messages of a hidden row's failed *public* examples
+#: (inputs students already have in assignment/checks, so they may be shown at once).
+PUBLIC_PARTS = "public_failures"
 
 
 def not_gradable(reason: str) -> dict[str, Any]:
@@ -43,14 +46,18 @@ def not_gradable(reason: str) -> dict[str, Any]:
 def prairielearn_results(data: Mapping[str, Any]) -> dict[str, Any]:
     """PrairieLearn's results.json from the engine's (Gradescope-shaped) results of one graded submission.
 
-    Rows keep their points; a row not visible at once keeps its name and points only (see the module's doc).
+    Rows keep their points; a row not visible at once keeps its name and points only (see the module's doc),
+    plus the messages of its failed public examples when the engine reports them.
     """
     cpu_points = rubric.max_points()
     score = float(data.get("score", 0.0))
+    public_parts = data.get("extra_data", {}).get(PUBLIC_PARTS) or {}
     tests = []
     for row in data.get("tests", []):
         shown = row.get("visibility", "visible") == "visible"
         message = str(row.get("output", "")) if shown else strings.text("hidden_row_withheld")
+        if not shown and public_parts.get(str(row.get("number"))):
+            message += "\n\n" + str(public_parts[str(row.get("number"))])
         if float(row.get("max_score", 0.0)) == 0 and row.get("number") == "4":  # the GPU part's informational row
             message = strings.text("no_gpu_here")
         tests.append({"name": str(row.get("name", "")), "points": float(row.get("score", 0.0)),
