@@ -20,6 +20,7 @@ from autograder.batch import inputs, roster
 from autograder.packaging import classroom
 from classroom_runner import run_workflow
 from conftest import ROOT, grade
+from test_isolation import outside_code_fences
 
 CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
 #: The public rows students see on every push (rubric.py: 5 of Task 1, 3 of Task 2), with their points.
@@ -143,13 +144,19 @@ def test_the_batch_grades_cloned_repositories_with_their_students_names(template
     repos = tmp_path / "amp-homework-submissions"
     push(template, ROOT / "solutions", repos / "amp-homework-adal")
     push(template, None, repos / "amp-homework-linus")
-    (tmp_path / "classroom_roster.csv").write_text(ROSTER)
+    hostile = '=HYPERLINK("http://x")<img src=x onerror=alert(1)>\x1b[2J'  # a roster is input too: escaped everywhere
+    (tmp_path / "classroom_roster.csv").write_text(ROSTER.replace('"Linus T"', '"' + hostile.replace('"', '""') + '"'))
     done = grade([repos], tmp_path / "out", "--roster", str(tmp_path / "classroom_roster.csv"), "--jobs", "1")
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "no repository for 1 student(s) of the roster: s-2" in done.stderr
+    assert "no repository for 1 student(s) of the roster: s-2" in done.stderr and "\x1b" not in done.stderr
     rows = {row["submission"]: row for row in csv.DictReader(io.StringIO((tmp_path / "out" / "gradebook.csv").read_text()))}
     assert rows["amp-homework-adal"]["name"] == "Ada Lovelace" and float(rows["amp-homework-adal"]["score"]) == 90
-    assert rows["amp-homework-linus"]["name"] == "Linus T" and float(rows["amp-homework-linus"]["score"]) == 0
+    assert "HYPERLINK" in rows["amp-homework-linus"]["name"] and float(rows["amp-homework-linus"]["score"]) == 0
+    assert not rows["amp-homework-linus"]["name"].startswith("=")
+    out = tmp_path / "out"
+    for path in [out / "summary.md", out / "report.html", *out.glob("*/feedback.md")]:
+        text = path.read_text()
+        assert "\x1b" not in text and "<img src=x" not in outside_code_fences(text), path
 
 
 def test_checks_cut_short_still_report_every_row_at_zero(template: Path, tmp_path: Path) -> None:
