@@ -54,7 +54,7 @@ def prairielearn_results(data: Mapping[str, Any]) -> dict[str, Any]:
     public_parts = data.get("extra_data", {}).get(PUBLIC_PARTS) or {}
     tests = []
     for row in data.get("tests", []):
-        shown = row.get("visibility", "visible") == "visible"
+        shown = row.get("visibility") == "visible"  # a row that does not say is withheld
         message = str(row.get("output", "")) if shown else strings.text("hidden_row_withheld")
         if not shown and public_parts.get(str(row.get("number"))):
             message += "\n\n" + str(public_parts[str(row.get("number"))])
