@@ -13,7 +13,7 @@ AMP_LANGUAGE ?= en
 export AMP_LANGUAGE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test test-all student diagnosis check demo grade autograder bench profile bench-batch
+.PHONY: help setup test test-all student diagnosis check demo grade autograder prairielearn classroom bench profile bench-batch
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -59,6 +59,15 @@ grade: setup ## grade SUBMISSIONS (default: the bundled examples) into OUT
 
 autograder: setup ## build dist/autograder.zip for Gradescope
 	$(PY) -m autograder.packaging.gradescope --out dist/autograder.zip --language $(AMP_LANGUAGE)
+
+# The grading image PrairieLearn pulls (build it from dist/prairielearn/image/ and push it under your name).
+PL_IMAGE ?= YOUR-DOCKERHUB-USER/amp-homework-grader:torch2.13.0
+
+prairielearn: setup ## build dist/prairielearn/: the question (external grading) and its image (PL_IMAGE=name names it)
+	$(PY) -m autograder.packaging.prairielearn --out dist/prairielearn --image "$(PL_IMAGE)" --language $(AMP_LANGUAGE)
+
+classroom: setup ## build dist/classroom/: the GitHub Classroom template repository (public rows on every push)
+	$(PY) -m autograder.packaging.classroom --out dist/classroom --language $(AMP_LANGUAGE)
 
 bench: setup ## time grading one submission against the python+torch floor
 	$(PY) benchmarks/grading_speed.py

@@ -43,7 +43,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
                             max_per_worker=args.max_per_worker, slurm=slurm, similarity=args.similarity,
                             similarity_threshold=args.similarity_threshold,
                             similarity_reference=args.similarity_reference or (),
-                            similarity_solution=args.similarity_solution, min_isolation=args.min_isolation)
+                            similarity_solution=args.similarity_solution, min_isolation=args.min_isolation,
+                            roster=args.roster)
     try:
         status = batch.run(args.submissions, options)
     except batch.UsageError as exc:
@@ -110,12 +111,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "feedback.md, summary.md/json, score_histogram.png. Interrupted runs resume: run the same "
                     "command again. A PATH that holds loss_scaler.py/amp_step.py/answers.py is one submission; "
                     "otherwise each of its folders/zips is one (a Gradescope export's submission_metadata.yml "
-                    "adds the students' names).")
+                    "adds the students' names; so does --roster for GitHub Classroom's cloned repositories).")
     grade.add_argument("submissions", nargs="+", type=Path, metavar="PATH")
     grade.add_argument("--out", type=Path, default=Path("out/grade"), help="output folder (default: out/grade)")
     grade.add_argument("--jobs", "-j", type=_positive_int, default=None,
                        help="worker processes (default: one per core)")
     grade.add_argument("--force", action="store_true", help="regrade everything, even what the ledger has")
+    grade.add_argument("--roster", type=Path, default=None, metavar="CSV",
+                       help="GitHub Classroom's roster (classroom_roster.csv): names the cloned repositories "
+                            "(<assignment>-<github username>) after their students")
     grade.add_argument("--language", choices=strings.LANGUAGES, default=None,
                        help=f"language of row titles and fixed feedback (default: ${settings.LANGUAGE.env}, else en; "
                             "--force to regrade what the ledger has in another language)")

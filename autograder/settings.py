@@ -73,6 +73,10 @@ TORCH_INDEX = Setting("AMP_TORCH_INDEX_URL", "torch's CPU index", "the pip index
                       "torch from", "test", "setup.sh in the zip (autograder.packaging.gradescope)")
 AUTOGRADER_ROOT = Setting("AUTOGRADER_ROOT", "/autograder", "the Gradescope image's root (submission/, results/)",
                           "Gradescope, test", "autograder.platforms.gradescope")
+GRADE_ROOT = Setting("AMP_GRADE_ROOT", "/grade", "PrairieLearn's grading root (student/, tests/, results/)",
+                     "test", "autograder.platforms.prairielearn, the question's tests/run_grader")
+GRADER_VENV = Setting("AMP_GRADER_VENV", "/amp-autograder/venv", "the grader's environment in the PrairieLearn image",
+                      "test", "the question's tests/run_grader (autograder.packaging.prairielearn)")
 HOOKS = Setting("AMP_TEST_HOOKS", "unset: no hook", "a JSON object of test-only switches (HOOK_SWITCHES); "
                      "never set in real grading", "test", "autograder.settings")
 SUBMISSION = Setting("AMP_SUBMISSION", "the folder above checks/", "the folder the public checks grade; the "
@@ -88,7 +92,8 @@ CHECKS_SETTINGS = (
             "checks.judge.diagnose"),
 )
 SETTINGS = (LANGUAGE, MIN_ISOLATION, HIDDEN_VISIBILITY, GPU_POINTS, PUBLIC_TESTS, HIDDEN_TESTS, HIDDEN_EXAMPLES,
-            SANDBOX_LIMITS, PLAN, PLAN_CACHE, DIAGNOSIS, TORCH_INDEX, AUTOGRADER_ROOT, HOOKS) + CHECKS_SETTINGS
+            SANDBOX_LIMITS, PLAN, PLAN_CACHE, DIAGNOSIS, TORCH_INDEX, AUTOGRADER_ROOT, GRADE_ROOT, GRADER_VENV,
+            HOOKS) + CHECKS_SETTINGS
 
 #: The switches ``AMP_TEST_HOOKS`` may hold: name -> what it does.
 HOOK_SWITCHES = {
@@ -176,6 +181,10 @@ def diagnosis_off() -> bool:
 
 def autograder_root() -> Path:
     return Path(os.environ.get(AUTOGRADER_ROOT.env, "/autograder"))
+
+
+def grade_root() -> Path:
+    return Path(os.environ.get(GRADE_ROOT.env, "/grade"))
 
 
 def test_hooks() -> dict[str, Any]:

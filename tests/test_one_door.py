@@ -42,9 +42,9 @@ def test_only_the_door_grades_or_starts_the_zygote() -> None:
 
 
 def test_every_entry_point_grades_through_the_door() -> None:
-    """The batch worker, a Slurm array task and Gradescope's runtime each call grade_submission."""
+    """The batch worker, a Slurm array task, Gradescope's and PrairieLearn's runtimes each call grade_submission."""
     for relative in ("autograder/batch/worker.py", "autograder/batch/slurm_chunk.py",
-                     "autograder/platforms/gradescope.py"):
+                     "autograder/platforms/gradescope.py", "autograder/platforms/prairielearn.py"):
         assert "grade_submission" in _calls(ROOT / relative), relative
 
 
@@ -71,7 +71,8 @@ def test_the_door_starts_the_zygote_before_the_judge() -> None:
 def test_no_entry_point_imports_pytest_before_the_door_opens() -> None:
     """Importing an entry point must leave the order to grader.start(): pytest is not imported yet."""
     entries = ["autograder.cli", "autograder.batch.worker", "autograder.batch.slurm_chunk", "autograder.engine.plan",
-               "autograder.platforms.gradescope", "autograder.gpu.grading", "autograder.diagnosis.cli"]
+               "autograder.platforms.gradescope", "autograder.platforms.prairielearn", "autograder.gpu.grading",
+               "autograder.diagnosis.cli", "autograder.packaging.prairielearn", "autograder.packaging.classroom"]
     code = f"import importlib, sys\nfor name in {entries!r}:\n    importlib.import_module(name)\nprint(sorted(m for m in ('pytest', 'hypothesis') if m in sys.modules))\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -40,7 +40,7 @@ def test_every_variable_the_checks_read_is_in_the_table_with_the_module_that_rea
 
 def test_every_setting_is_documented_once() -> None:
     names = [setting.env for setting in settings.SETTINGS]
-    assert len(names) == len(set(names)) == 18
+    assert len(names) == len(set(names)) == 20
     assert all(setting.meaning and setting.who and setting.default and setting.read_in for setting in settings.SETTINGS)
     assert {setting.env for setting in settings.GRADE_SETTINGS} == {
         "AMP_HIDDEN_VISIBILITY", "AMP_GPU_POINTS", "AMP_PUBLIC_TESTS", "AMP_HIDDEN_TESTS", "AMP_SANDBOX_LIMITS",
@@ -59,6 +59,7 @@ def test_unset_settings_give_their_defaults(monkeypatch: pytest.MonkeyPatch) -> 
     assert settings.min_isolation() is None and settings.language() == ""
     assert not settings.plan_off() and not settings.diagnosis_off()
     assert settings.autograder_root() == Path("/autograder")
+    assert settings.grade_root() == Path("/grade")
 
 
 def test_set_settings_are_parsed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,6 +10,8 @@ Each path given on the command line is either **one submission** or a **batch** 
   and the metadata gives each one its students (name, SID, email);
 * otherwise a folder or zip whose entries are several folders, or any zip, is a batch:
   each child folder or ``.zip`` is one submission (its files may sit anywhere inside it).
+  GitHub Classroom's download is such a folder: one cloned repository per student, named
+  ``<assignment>-<github username>`` (:mod:`autograder.batch.roster` names them from the roster).
 
 A batch zip is unpacked (safely: no absolute or ``..`` paths, no links, size caps) into
 ``OUT/.inputs``; single submissions are never unpacked here (intake reads them).

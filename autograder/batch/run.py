@@ -3,7 +3,8 @@
 ``python -m autograder grade PATH... --out OUT [--jobs N] [--force] [--executor slurm]``
 
 * **Inputs** (:mod:`autograder.batch.inputs`): submission folders and zips, folders or zips of
-  them, Gradescope exports (students' names from ``submission_metadata.yml``).
+  them, Gradescope exports (students' names from ``submission_metadata.yml``), GitHub Classroom's
+  cloned repositories (names from its roster: ``--roster``, :mod:`autograder.batch.roster`).
 * **Parallel**: ``--jobs`` worker processes (:mod:`autograder.batch.worker`), each importing
   torch and starting its zygote once, then grading submission after submission, each
   in its own sandboxed student process under a uid that worker alone uses (claimed
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from autograder.batch import inputs, regrade, summary
+from autograder.batch import inputs, regrade, roster, summary
 from autograder.diagnosis import report_html as class_report
 from autograder.engine import fingerprint, grader, rubric
 from autograder import ROOT, settings
@@ -61,6 +62,7 @@ class Options:
     similarity_reference: Sequence[Path] = ()  # earlier submissions to compare against
     similarity_solution: bool = True  # also compare with the reference solution (solutions/), flagging matches
     min_isolation: str | None = None  # refuse below this confine level (None: $AMP_MIN_ISOLATION, else no minimum)
+    roster: Path | None = None  # GitHub Classroom's roster CSV: names for cloned repositories (autograder.batch.roster)
 
 
 def default_jobs() -> int:
@@ -155,7 +157,8 @@ def _similarity_section(out: Path, submissions: Sequence[Submission], options: O
 
 def run(paths: Sequence[Path], options: Options) -> int:
     """Grade everything named by ``paths`` into ``options.out``; the process exit status."""
-    missing = [str(path) for path in [*paths, *options.similarity_reference] if not Path(path).exists()]
+    missing = [str(path) for path in [*paths, *options.similarity_reference, *filter(None, [options.roster])]
+               if not Path(path).exists()]
     if missing:
         raise UsageError(f"no such file or folder: {', '.join(missing)}")
     check_isolation(options.min_isolation)
@@ -196,9 +199,12 @@ def report_diagnosis() -> None:
 def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
     _sweep_temporary_files(out)
     try:
+        students = roster.read_roster(options.roster) if options.roster else None  # a bad roster stops before grading
         found = inputs.discover(paths, out / ".inputs", exclude=[out], reserved=summary.RESERVED)
     except inputs.InputError as exc:
         raise UsageError(str(exc)) from None
+    if students is not None:
+        roster.name_submissions(found, students)
     for note in found.notes:
         print(f"note: {strip_controls(note)}", file=sys.stderr)  # names from the input: no escape codes
     version = grader_fingerprint(options.limits)  # of the grader: a change regrades

@@ -55,6 +55,12 @@ MESSAGES: dict[str, dict[str, str]] = {
                              "well enough (not your fault). Staff have been told.",
         "grader_failed": "The autograder failed while grading this submission (not your fault). Staff have the "
                          "details; please let them know.",
+        "hidden_row_withheld": "A hidden test: its points count now; what it tried and why it failed stay with the "
+                               "course staff until the due date (they would show the hidden inputs).",
+        "no_gpu_here": "This grader has no GPU. Staff run the GPU tests (AMP faster than fp32, underflow on CUDA) "
+                       "with your amp_step and add these points later.",
+        "nothing_uploaded": "Nothing was uploaded: upload loss_scaler.py, amp_step.py and answers.py.",
+        "cpu_score": "CPU part: {score:g} of {points:g} points (the GPU part is graded by staff).",
         "row_file_missing": "Not run: {file} is missing (see the top of this feedback).",
         "row_file_broken": "Not run: {file} could not be imported (see the top of this feedback).",
         "row_not_implemented": "{what} is not implemented yet (see {where} in README.md).",
@@ -89,6 +95,12 @@ MESSAGES: dict[str, dict[str, str]] = {
                              "아닙니다). 조교에게 알렸습니다.",
         "grader_failed": "이 제출물을 채점하는 중에 자동 채점기가 실패했습니다(여러분의 잘못이 아닙니다). 조교가 자세한 내용을 "
                          "가지고 있으니 알려 주세요.",
+        "hidden_row_withheld": "숨겨진 테스트입니다. 점수는 지금 반영되지만, 무엇을 시험했고 왜 실패했는지는 마감일까지 "
+                               "조교만 봅니다(숨겨진 입력이 드러나기 때문입니다).",
+        "no_gpu_here": "이 채점기에는 GPU가 없습니다. 조교가 여러분의 amp_step으로 GPU 테스트(fp32보다 빠른 AMP, CUDA의 "
+                       "언더플로)를 실행하고 이 점수를 나중에 더합니다.",
+        "nothing_uploaded": "업로드된 파일이 없습니다. loss_scaler.py, amp_step.py, answers.py를 업로드하세요.",
+        "cpu_score": "CPU 부분: {points:g}점 중 {score:g}점(GPU 부분은 조교가 채점합니다).",
         "row_file_missing": "실행하지 않음: {file} 파일이 없습니다(이 피드백의 맨 위 참고).",
         "row_file_broken": "실행하지 않음: {file}을(를) import할 수 없습니다(이 피드백의 맨 위 참고).",
         "row_not_implemented": "{what}이(가) 아직 구현되지 않았습니다(README.md의 {where} 참고).",

@@ -68,10 +68,11 @@ def requirement_name(line: str) -> str:
     return re.sub(r"[-_.]+", "-", match.group(1)).lower()
 
 
-def image_requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
-    """requirements.txt of the zip: pyproject.toml's lines for IMAGE_PACKAGES (pins and markers kept), torch first.
+def image_requirements(pyproject: Path = ROOT / "pyproject.toml", packages: tuple[str, ...] = IMAGE_PACKAGES) -> list[str]:
+    """requirements.txt of the zip: pyproject.toml's lines for ``packages`` (pins and markers kept), in their order
+    (torch first).
 
-    Raises ValueError when one of IMAGE_PACKAGES has no line there (the zip would miss it).
+    Raises ValueError when one of ``packages`` has no line there (the zip would miss it).
     """
     try:
         import tomllib
@@ -79,7 +80,7 @@ def image_requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
         import tomli as tomllib  # type: ignore[no-redef]
 
     lines = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]
-    wanted = [requirement_name(name) for name in IMAGE_PACKAGES]
+    wanted = [requirement_name(name) for name in packages]
     chosen = [line for name in wanted for line in lines if requirement_name(line) == name]
     missing = set(wanted) - {requirement_name(line) for line in chosen}
     if missing:
@@ -131,23 +132,34 @@ def build(out: Path, language: str = strings.DEFAULT) -> Path:
     tmp = out.with_suffix(".zip.tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as bundle:
         for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
-            _add(bundle, name, text, 0o755)
-        _add(bundle, "requirements.txt", "\n".join(image_requirements()) + "\n")
-        for path, arcname in package_files():
-            _add(bundle, arcname, path.read_bytes())
-        if language != strings.DEFAULT:
-            _add(bundle, f"autograder/{strings.LANGUAGE_FILE.relative_to(PACKAGE).as_posix()}", json.dumps({"language": language}) + "\n")
-        # As secret as the hidden tests, beside them: the call plan, and the catalogue's answers to it
-        # (the diagnosis table: it would reveal hidden inputs).
-        for arcname, text in (("autograder/hidden/plan.json", recorded_plan()),
-                              ("autograder/hidden/diagnosis.json", diagnosis_table.table_for_zip())):
-            if text is not None:
-                _add(bundle, arcname, text)
+            add_member(bundle, name, text, 0o755)
+        add_member(bundle, "requirements.txt", "\n".join(image_requirements()) + "\n")
+        for arcname, data in grader_members(language):
+            add_member(bundle, arcname, data)
     os.replace(tmp, out)
     return out
 
 
-def _add(bundle: zipfile.ZipFile, arcname: str, data: str | bytes, mode: int = 0o644) -> None:
+def grader_members(language: str = strings.DEFAULT) -> list[tuple[str, str | bytes]]:
+    """(path relative to the grader's source folder, content) of everything a shipped grader holds: both packages,
+    the language file (other than English), and beside the hidden tests the call plan and the diagnosis table
+    when they can be made.  Every platform's package ships exactly this (Gradescope's zip, PrairieLearn's question).
+    """
+    strings.check_language(language)
+    members: list[tuple[str, str | bytes]] = [(arcname, path.read_bytes()) for path, arcname in package_files()]
+    if language != strings.DEFAULT:
+        members.append((f"autograder/{strings.LANGUAGE_FILE.relative_to(PACKAGE).as_posix()}",
+                        json.dumps({"language": language}) + "\n"))
+    # As secret as the hidden tests, beside them: the call plan, and the catalogue's answers to it
+    # (the diagnosis table: it would reveal hidden inputs).
+    for arcname, text in (("autograder/hidden/plan.json", recorded_plan()),
+                          ("autograder/hidden/diagnosis.json", diagnosis_table.table_for_zip())):
+        if text is not None:
+            members.append((arcname, text))
+    return members
+
+
+def add_member(bundle: zipfile.ZipFile, arcname: str, data: str | bytes, mode: int = 0o644) -> None:
     """One member, with a fixed date (the same sources give the same zip) and its Unix mode."""
     info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))
     info.external_attr = (0o100000 | mode) << 16

@@ -95,6 +95,21 @@ def write_release(solutions: Path, assignment: Path) -> list[str]:
     return written
 
 
+#: Never part of what students get, wherever it lies in assignment/ (caches a local run leaves behind).
+NOT_RELEASED = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".hypothesis", ".DS_Store"}
+
+
+def handout_files(assignment: Path = ROOT / "assignment") -> list[tuple[Path, str]]:
+    """(file, path relative to the folder) of everything students get: the committed ``assignment/`` folder
+    (handouts, the three files to complete, the demo, the notebooks, the public checks), without caches.
+
+    The platforms' packages (a PrairieLearn starter zip, a GitHub Classroom template) ship exactly these.
+    """
+    return [(path, path.relative_to(assignment).as_posix()) for path in sorted(assignment.rglob("*"))
+            if path.is_file() and not NOT_RELEASED & set(path.relative_to(assignment).parts)
+            and path.suffix not in (".pyc", ".pyo")]
+
+
 def write_student_table(path: Path) -> bool:
     """Build the students' diagnosis table (from this checkout's code) into ``path``; False if none was built.
 

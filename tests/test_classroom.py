@@ -1,0 +1,172 @@
+"""make classroom: the template repository, its workflow run step by step, and the TA batch over cloned repositories.
+
+The workflow's steps are read from ``.github/workflows/classroom.yml`` and executed in order on a checkout of the
+template with a student's files pushed (``classroom_runner.py`` says what each kind of step does here).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autograder.batch import inputs, roster
+from autograder.packaging import classroom
+from classroom_runner import run_workflow
+from conftest import ROOT, grade
+from test_isolation import outside_code_fences
+
+CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
+#: The public rows students see on every push (rubric.py: 5 of Task 1, 3 of Task 2), with their points.
+PUBLIC_ROWS = {"1.1": 3, "1.2": 3, "1.3": 3, "1.4": 3, "1.5": 4, "2.1": 4, "2.2": 3, "2.3": 3}
+ROSTER = '''"identifier","github_username","github_id","name"
+"ada@uni.example","AdaL","101","Ada Lovelace"
+"s-2","grace-h","102",""
+"s-3","","",""
+"s-4","linus","104","Linus T"
+'''
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return classroom.build(tmp_path_factory.mktemp("dist") / "classroom")
+
+
+def push(template: Path, files: Path | None, into: Path) -> Path:
+    """The student's repository after a push: the template with ``files``' three files committed over it."""
+    shutil.copytree(template, into)
+    for name in CONTRACT if files is not None else ():
+        shutil.copy(files / name, into / name)
+    return into
+
+
+def test_template_holds_what_students_get_and_nothing_hidden(template: Path) -> None:
+    names = {p.relative_to(template).as_posix() for p in template.rglob("*") if p.is_file()}
+    assert {"README.md", *CONTRACT, "pytest.ini", "checks/test_public_scaler.py", "requirements.txt",
+            ".github/workflows/classroom.yml", ".github/classroom/row.py"} <= names
+    assert not any(name.startswith(("autograder/", "solutions/", "tests/")) or "hidden" in name for name in names)
+    assert (template / "loss_scaler.py").read_text() == (ROOT / "assignment" / "loss_scaler.py").read_text()
+    requirements = (template / "requirements.txt").read_text().splitlines()
+    assert requirements[0] == "torch==2.13.0" and [r.split("==")[0] for r in requirements] == ["torch", "pytest", "hypothesis"]
+
+
+def test_workflow_has_one_graded_step_per_public_row_and_runs_the_checks_once(template: Path) -> None:
+    spec = yaml.safe_load((template / ".github/workflows/classroom.yml").read_text())
+    assert set(spec["on"]) == {"push", "repository_dispatch"}
+    steps = spec["jobs"]["run-autograding-tests"]["steps"]
+    graders = [s for s in steps if s.get("uses", "").startswith("classroom-resources/autograding-command-grader@")]
+    assert {s["with"]["test-name"].split()[0]: s["with"]["max-score"] for s in graders} == PUBLIC_ROWS
+    assert sum(PUBLIC_ROWS.values()) == 26
+    assert graders[0]["with"]["test-name"] == "1.1 Constructor rejects bad arguments"
+    korean = yaml.safe_load(classroom.workflow("ko"))["jobs"]["run-autograding-tests"]["steps"]
+    assert [s["with"]["max-score"] for s in korean if "with" in s and "max-score" in s["with"]] == list(PUBLIC_ROWS.values())
+    assert any(s.get("name") == "1.1 생성자가 잘못된 인자를 거부함" for s in korean)
+    assert not any("setup-command" in s["with"] for s in graders)  # nothing per row but reading the results
+    assert all("pytest" not in s["with"]["command"] for s in graders)
+    pytest_runs = [s for s in steps if "python -m pytest" in s.get("run", "")]
+    assert len(pytest_runs) == 1  # the grader runs once per push
+    reporter = steps[-1]
+    assert reporter["uses"].startswith("classroom-resources/autograding-grading-reporter@")
+    assert reporter["with"]["runners"].split(",") == [s["id"] for s in graders]
+    assert set(reporter["env"]) == {f"{s['id'].upper()}_RESULTS" for s in graders}
+
+
+def test_the_solution_gets_every_public_point_on_a_push(template: Path, tmp_path: Path) -> None:
+    repository = push(template, ROOT / "solutions", tmp_path / "repo")
+    run = run_workflow(repository / ".github/workflows/classroom.yml", repository, tmp_path / "runner")
+    assert (run.points, run.max_points, run.failed, run.step_failed) == (26, 26, False, ""), run.logs
+    assert [name.split()[0] for name in run.rows] == list(PUBLIC_ROWS)
+    assert sum("python -m pytest" in log or "passed" in log for log in run.logs.values()) >= 1
+
+
+def test_the_skeleton_gets_no_public_point_and_says_why(template: Path, tmp_path: Path) -> None:
+    repository = push(template, None, tmp_path / "repo")
+    run = run_workflow(repository / ".github/workflows/classroom.yml", repository, tmp_path / "runner")
+    assert (run.points, run.max_points, run.failed) == (0, 26, True)
+    log = run.logs["1.2 scale(): float32, no overflow"]
+    assert "0 of" in log and "NotImplementedError" in log
+
+
+def test_row_script_fails_a_row_whose_checks_left_no_results(tmp_path: Path) -> None:
+    row = ROOT / "autograder" / "packaging" / "classroom_row.py"
+    done = subprocess.run([sys.executable, str(row), str(tmp_path / "none.xml"), "test_x"], capture_output=True, text=True)
+    assert done.returncode == 1 and "left no results" in done.stdout
+    (tmp_path / "r.xml").write_text('<testsuites><testsuite><testcase name="test_y"/></testsuite></testsuites>')
+    done = subprocess.run([sys.executable, str(row), str(tmp_path / "r.xml"), "test_x"], capture_output=True, text=True)
+    assert done.returncode == 1 and "did not run" in done.stdout
+    done = subprocess.run([sys.executable, str(row), str(tmp_path / "r.xml"), "test_y"], capture_output=True, text=True)
+    assert done.returncode == 0 and "1 of 1" in done.stdout
+
+
+def test_roster_names_github_usernames() -> None:
+    students = roster.parse_roster(ROSTER)
+    assert students == {
+        "adal": inputs.Submitter("Ada Lovelace", "ada@uni.example", "ada@uni.example"),
+        "grace-h": inputs.Submitter("s-2", "s-2", ""),
+        "linus": inputs.Submitter("Linus T", "s-4", ""),
+    }
+    assert roster.parse_roster("\ufeffgithub_username\nzed\n".lstrip("\ufeff")) == {"zed": inputs.Submitter("zed", "", "")}
+    with pytest.raises(ValueError, match="no github_username column"):
+        roster.parse_roster("name,email\nA,a@b\n")
+
+
+def test_cloned_repositories_are_matched_to_the_roster(tmp_path: Path) -> None:
+    students = roster.parse_roster(ROSTER)
+    repos = tmp_path / "amp-homework-submissions"
+    for name in ("amp-homework-adal", "amp-homework-grace-h", "amp-homework-stranger", "renamed"):
+        (repos / name / ".git").mkdir(parents=True)
+        (repos / name / "loss_scaler.py").write_text("x = 1\n")
+    (repos / "renamed" / ".git" / "config").write_text(
+        '[remote "origin"]\n\turl = https://github.com/course-org/amp-homework-linus.git\n')
+    found = inputs.discover([repos], tmp_path / "scratch")
+    roster.name_submissions(found, students)
+    names = {s.name: s.identity()["name"] for s in found.submissions}
+    assert names == {"amp-homework-adal": "Ada Lovelace", "amp-homework-grace-h": "s-2",
+                     "amp-homework-stranger": "", "renamed": "Linus T"}
+    assert any("amp-homework-stranger is not the repository of anyone" in note for note in found.notes)
+    assert found.has_identity
+
+
+def test_a_bad_roster_stops_the_batch_before_grading(tmp_path: Path) -> None:
+    (tmp_path / "roster.csv").write_text("name,email\nA,a@b\n")
+    done = grade([ROOT / "solutions"], tmp_path / "out", "--roster", str(tmp_path / "roster.csv"), timeout=300)
+    assert done.returncode == 2 and "not a GitHub Classroom roster" in done.stderr
+    assert not (tmp_path / "out" / "gradebook.csv").exists()
+
+
+def test_the_batch_grades_cloned_repositories_with_their_students_names(template: Path, tmp_path: Path) -> None:
+    repos = tmp_path / "amp-homework-submissions"
+    push(template, ROOT / "solutions", repos / "amp-homework-adal")
+    push(template, None, repos / "amp-homework-linus")
+    hostile = '=HYPERLINK("http://x")<img src=x onerror=alert(1)>\x1b[2J'  # a roster is input too: escaped everywhere
+    (tmp_path / "classroom_roster.csv").write_text(ROSTER.replace('"Linus T"', '"' + hostile.replace('"', '""') + '"'))
+    done = grade([repos], tmp_path / "out", "--roster", str(tmp_path / "classroom_roster.csv"), "--jobs", "1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "no repository for 1 student(s) of the roster: s-2" in done.stderr and "\x1b" not in done.stderr
+    rows = {row["submission"]: row for row in csv.DictReader(io.StringIO((tmp_path / "out" / "gradebook.csv").read_text()))}
+    assert rows["amp-homework-adal"]["name"] == "Ada Lovelace" and float(rows["amp-homework-adal"]["score"]) == 90
+    assert "HYPERLINK" in rows["amp-homework-linus"]["name"] and float(rows["amp-homework-linus"]["score"]) == 0
+    assert not rows["amp-homework-linus"]["name"].startswith("=")
+    out = tmp_path / "out"
+    for path in [out / "summary.md", out / "report.html", *out.glob("*/feedback.md")]:
+        text = path.read_text()
+        assert "\x1b" not in text and "<img src=x" not in outside_code_fences(text), path
+
+
+def test_checks_cut_short_still_report_every_row_at_zero(template: Path, tmp_path: Path) -> None:
+    """The checks' step hits its time limit: the job fails there, and the rows and the reporter still run."""
+    repository = push(template, ROOT / "solutions", tmp_path / "repo")
+    workflow = repository / ".github/workflows/classroom.yml"
+    text = workflow.read_text()
+    assert text.count(f"timeout-minutes: {classroom.CHECKS_TIMEOUT_MINUTES}\n") == 1
+    workflow.write_text(text.replace(f"timeout-minutes: {classroom.CHECKS_TIMEOUT_MINUTES}\n", "timeout-minutes: 0.02\n"))
+    run = run_workflow(workflow, repository, tmp_path / "runner")
+    assert run.step_failed.startswith("Run the public checks")
+    assert (run.points, run.max_points, run.failed) == (0, 26, True) and len(run.rows) == 8
+    assert "left no results" in run.logs["1.1 Constructor rejects bad arguments"]
