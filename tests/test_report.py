@@ -295,3 +295,10 @@ def test_the_page_inlines_the_batch_histogram_and_says_when_there_is_none(tmp_pa
     tag = report_html.histogram_img(tmp_path)
     assert tag.startswith('<img alt="score histogram" src="data:image/png;base64,')
     assert base64.b64decode(tag.split("base64,", 1)[1].rstrip('">')) == png
+
+
+def test_html_text_escapes_markup_and_drops_control_characters_but_keeps_code_layout() -> None:
+    from autograder.engine.escape import html_text
+
+    assert html_text('<b a="x">\x1b[2J\u202eok') == "&lt;b a=&quot;x&quot;&gt; [2J ok"
+    assert html_text("def f():\n\treturn 1") == "def f():\n\treturn 1"

@@ -62,10 +62,12 @@ def markdown_inline(text: object) -> str:
 
 
 def html_text(text: object) -> str:
-    """``text`` safe inside HTML element content and quoted attribute values."""
+    """``text`` safe inside HTML element content and quoted attribute values, with no control characters (a
+    terminal escape in a name or an output would reach whoever copies the page into a terminal)."""
     import html
 
-    return html.escape(str(text), quote=True)
+    kept = "".join(c if c in "\n\t" or not is_control(c) else " " for c in str(text))  # code keeps its tabs
+    return html.escape(kept, quote=True)
 
 
 def console(text: object) -> str:
