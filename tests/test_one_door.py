@@ -42,10 +42,12 @@ def test_only_the_door_grades_or_starts_the_zygote() -> None:
 
 
 def test_every_entry_point_grades_through_the_door() -> None:
-    """The batch worker, a Slurm array task, Gradescope's and PrairieLearn's runtimes each call grade_submission."""
-    for relative in ("autograder/batch/worker.py", "autograder/batch/slurm_chunk.py",
-                     "autograder/platforms/gradescope.py", "autograder/platforms/prairielearn.py"):
+    """The batch worker and a Slurm array task call grade_submission; Gradescope's and PrairieLearn's runtimes call
+    it through the platforms' one function, grade_upload."""
+    for relative in ("autograder/batch/worker.py", "autograder/batch/slurm_chunk.py", "autograder/platforms/__init__.py"):
         assert "grade_submission" in _calls(ROOT / relative), relative
+    for relative in ("autograder/platforms/gradescope.py", "autograder/platforms/prairielearn.py"):
+        assert "grade_upload" in _calls(ROOT / relative), relative
 
 
 def test_pytest_imported_before_the_start_is_refused() -> None:

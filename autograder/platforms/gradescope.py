@@ -16,6 +16,7 @@ from pathlib import Path
 
 from autograder import settings
 from autograder.engine import grader, strings
+from autograder.platforms import grade_upload
 
 
 def run(root: Path) -> int:
@@ -38,15 +39,10 @@ def run(root: Path) -> int:
             data["extra_data"] = {"isolation": refused.reached, "refused": str(refused)}
             write_json_atomic(results_path, data)
             return 0
-        grader.start()
-        from autograder.diagnosis.match import diagnosed_results
-        from autograder.engine import plan
+        outcome = grade_upload(root / "submission", root / "results", (root / "source" / "autograder",))
         from autograder.engine.files import write_json_atomic
         from autograder.engine.results import with_public_parts
 
-        hide = grader.private_paths(root / "results", (root / "source" / "autograder",))
-        outcome = grader.grade_submission("submission", root / "submission", hide=hide,
-                                          call_plan=plan.shipped_plan(), describe=diagnosed_results)
         data = with_public_parts(outcome["results"])  # a failing public example is seen before the due date
         data["execution_time"] = round(time.monotonic() - started, 1)
         if outcome["staff_log"]:

@@ -30,6 +30,7 @@ from typing import Any, Mapping
 
 from autograder import settings
 from autograder.engine import grader, rubric, strings
+from autograder.platforms import grade_upload
 
 #: Folders of the grading root that hold what no student process may read (the grader, the answers, the results).
 PRIVATE = ("tests", "data", "results", "serverFilesCourse")
@@ -97,13 +98,7 @@ def run(root: Path) -> int:
             print(refused)  # the grading job's log: staff only
             _write(root, not_gradable(strings.text("isolation_refused")))
             return 0
-        grader.start()
-        from autograder.diagnosis.match import diagnosed_results
-        from autograder.engine import plan
-
-        hide = grader.private_paths(root / "results", tuple(root / name for name in PRIVATE))
-        outcome = grader.grade_submission("submission", student, hide=hide, call_plan=plan.shipped_plan(),
-                                          describe=diagnosed_results)
+        outcome = grade_upload(student, root / "results", [root / name for name in PRIVATE])
         if outcome["staff_log"]:
             print(outcome["staff_log"])
         if outcome["status"] != "graded":
