@@ -41,6 +41,28 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, indent=2, allow_nan=False) + "\n")
 
 
+def write_tree(out: Path, files: "list[tuple[str, str | bytes, int]]") -> Path:
+    """Replace the folder ``out`` whole with ``files`` ((path relative to it, content, mode)); return ``out``.
+
+    Written beside it first (``out.partial``), then renamed: a failed build leaves the last good folder.
+    """
+    import shutil
+
+    partial = out.with_name(out.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    for relative, data, mode in files:
+        path = partial / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, str):
+            path.write_text(data, encoding="utf-8")
+        else:
+            path.write_bytes(data)
+        path.chmod(mode)
+    shutil.rmtree(out, ignore_errors=True)
+    partial.rename(out)
+    return out
+
+
 def csv_text(header: list[str], rows: list[list[Any]]) -> str:
     """A CSV document (``\\n`` line ends) with ``header`` and ``rows``; no cell is a spreadsheet formula."""
     from autograder.engine.escape import csv_cell

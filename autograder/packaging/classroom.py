@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
 from autograder import ROOT
 from autograder.engine import rubric, strings
+from autograder.engine.files import write_tree
 from autograder.packaging import gradescope, release
 
 WORKFLOW = ".github/workflows/classroom.yml"
@@ -138,8 +138,6 @@ GITIGNORE = "__pycache__/\n.pytest_cache/\n.hypothesis/\n*.pyc\n"
 def build(out: Path, language: str = strings.DEFAULT) -> Path:
     """Write the template repository to ``out`` (replaced whole), its row names in ``language``; return it."""
     strings.check_language(language)
-    partial = out.with_name(out.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
     files: list[tuple[str, bytes | str]] = [(relative, path.read_bytes()) for path, relative in release.handout_files()]
     files += [
         ("requirements.txt", "\n".join(gradescope.image_requirements(packages=CHECKS_PACKAGES)) + "\n"),
@@ -147,16 +145,7 @@ def build(out: Path, language: str = strings.DEFAULT) -> Path:
         (WORKFLOW, workflow(language)),
         (".gitignore", GITIGNORE),
     ]
-    for relative, data in files:
-        path = partial / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(data, str):
-            path.write_text(data, encoding="utf-8")
-        else:
-            path.write_bytes(data)
-    shutil.rmtree(out, ignore_errors=True)
-    partial.rename(out)
-    return out
+    return write_tree(out, [(relative, data, 0o644) for relative, data in files])
 
 
 def main(argv: list[str] | None = None) -> int:

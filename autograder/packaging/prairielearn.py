@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import shutil
 import sys
 import uuid
 import zipfile
@@ -30,6 +29,7 @@ from pathlib import Path
 
 from autograder import ROOT, settings
 from autograder.engine import budget, rubric, strings
+from autograder.engine.files import write_tree
 from autograder.packaging import gradescope, release
 
 QUESTION = "ampHomework"
@@ -171,31 +171,20 @@ once). An upload that cannot be graded is marked *invalid, not gradable* and cos
 def build(out: Path, image: str = DEFAULT_IMAGE, language: str = strings.DEFAULT) -> Path:
     """Write the question and image folders to ``out`` (replaced whole); return it."""
     strings.check_language(language)
-    partial = out.with_name(out.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    question = partial / "questions" / QUESTION
-    files: list[tuple[Path, str | bytes, int]] = [
-        (question / "info.json", json.dumps(info_json(image), indent=2) + "\n", 0o644),
-        (question / "question.html", question_html(), 0o644),
-        (question / "clientFilesQuestion" / STARTER, starter_zip(), 0o644),
-        (question / "tests" / "run_grader", RUN_GRADER, 0o755),
-        (partial / "image" / "Dockerfile", DOCKERFILE, 0o644),
-        (partial / "image" / "install.sh", INSTALL_SH, 0o755),
-        (partial / "image" / "requirements.txt", "\n".join(gradescope.image_requirements()) + "\n", 0o644),
-        (partial / "README.md", README, 0o644),
+    question = f"questions/{QUESTION}"
+    files: list[tuple[str, str | bytes, int]] = [
+        (f"{question}/info.json", json.dumps(info_json(image), indent=2) + "\n", 0o644),
+        (f"{question}/question.html", question_html(), 0o644),
+        (f"{question}/clientFilesQuestion/{STARTER}", starter_zip(), 0o644),
+        (f"{question}/tests/run_grader", RUN_GRADER, 0o755),
+        ("image/Dockerfile", DOCKERFILE, 0o644),
+        ("image/install.sh", INSTALL_SH, 0o755),
+        ("image/requirements.txt", "\n".join(gradescope.image_requirements()) + "\n", 0o644),
+        ("README.md", README, 0o644),
     ]
-    files += [(question / "tests" / "source" / arcname, data, 0o644)
+    files += [(f"{question}/tests/source/{arcname}", data, 0o644)
               for arcname, data in gradescope.grader_members(language)]
-    for path, data, mode in files:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(data, str):
-            path.write_text(data, encoding="utf-8")
-        else:
-            path.write_bytes(data)
-        path.chmod(mode)
-    shutil.rmtree(out, ignore_errors=True)
-    partial.rename(out)
-    return out
+    return write_tree(out, files)
 
 
 def main(argv: list[str] | None = None) -> int:
