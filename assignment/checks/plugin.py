@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 from checks.judge import diagnose
 from checks.runners import harness
 from checks.student import serve
+from checks.words import say
 
 settings.register_profile(
     "grading",
@@ -88,7 +89,7 @@ class LocalRunner:
         reply = process.call(scenario, json.loads(json.dumps(args)))
         if reply is None:
             del self._processes[modules]
-            raise harness.SubmissionFault("the process running your code ended during this call (it exited or crashed)")
+            raise harness.SubmissionFault(say("process.ended"))
         if "fault" in reply:
             raise harness.SubmissionFault(str(reply["fault"]))
         return reply["ok"]

@@ -34,7 +34,7 @@ from typing import Any, Sequence
 from autograder.diagnosis import words
 from autograder.engine.escape import html_text
 from autograder.engine.files import csv_text, write_bytes_atomic
-from checks.judge.diagnose import LINE_START
+from autograder.engine import strings
 
 HTML_NAME, ITEMS_NAME, MISTAKES_NAME = "report.html", "items.csv", "mistakes.csv"
 ITEMS_HEADER = ["test", "max_score", "pass_rate", "discrimination"]
@@ -149,10 +149,11 @@ def histogram_img(out: Path) -> str:
     try:
         png = (out / HISTOGRAM_NAME).read_bytes()
     except OSError:
-        return f"<p>No histogram: it is drawn for {HISTOGRAM_MIN_SUBMISSIONS} submissions or more.</p>"
+        return f"<p>{html_text(strings.text('report.no_histogram', count=HISTOGRAM_MIN_SUBMISSIONS))}</p>"
     if not png.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "<p>No histogram: score_histogram.png is not a PNG image.</p>"
-    return f'<img alt="score histogram" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
+        return f"<p>{html_text(strings.text('report.not_png'))}</p>"
+    return (f'<img alt="{html_text(strings.text("report.histogram"))}" '
+            f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">')
 
 
 def _read_csv(path: Path) -> list[dict[str, str]]:
@@ -178,11 +179,10 @@ td,th{border:1px solid #bbb;padding:.25em .6em;text-align:left;vertical-align:to
 def _mistakes_body(mistake_rows: Sequence[Sequence[Any]], diagnosis_off: str) -> str:
     """The mistakes table; else why it is empty: diagnosis off is never shown as "no mistakes"."""
     if mistake_rows:
-        return _table(["row", "what happens when", "catalogued bug", "submissions", "examples"], mistake_rows)
+        return _table(strings.columns("report.mistakes_head"), mistake_rows)
     if diagnosis_off:
-        return (f"<p>Diagnosis is off ({html_text(diagnosis_off)}): no failing row was compared with the catalogued "
-                "mistakes.</p>")
-    return "<p>No failing row matched a catalogued mistake.</p>"
+        return f"<p>{html_text(strings.text('report.diagnosis_off', why=diagnosis_off))}</p>"
+    return f"<p>{html_text(strings.text('report.no_mistakes'))}</p>"
 
 
 def render(out: Path, columns: Sequence[str], graded: Sequence[Graded], stats: Sequence[ItemStats],
@@ -195,35 +195,36 @@ def render(out: Path, columns: Sequence[str], graded: Sequence[Graded], stats: S
         f"<td>{html_text(s.number)}</td><td>{html_text(s.title)}</td><td>{s.max_score:g}</td>"
         f"<td>{s.pass_rate:.0%}</td><td>{'' if s.discrimination is None else f'{s.discrimination:+.2f}'}</td></tr>"
         for s in stats)
-    items_table = ("<table><thead><tr><th>row</th><th>title</th><th>points</th><th>pass rate</th>"
-                   f"<th>discrimination</th></tr></thead><tbody>{item_rows}</tbody></table>")
-    mistake_rows = [[m.number, words.sentence(list(m.bugs)).removeprefix(LINE_START), m.name, len(m.submissions),
+    head = "".join(f"<th>{html_text(name)}</th>" for name in strings.columns("report.rows_head"))
+    items_table = f"<table><thead><tr>{head}</tr></thead><tbody>{item_rows}</tbody></table>"
+    mistake_rows = [[m.number, words.described(list(m.bugs)), m.name, len(m.submissions),
                      ", ".join(m.submissions[:EXAMPLES]) + (" …" if len(m.submissions) > EXAMPLES else "")]
                     for m in found]
     sections = [
-        f"<section><h2>Scores</h2><p>{len(graded)} submissions, out of {top:g} points.</p>"
+        f"<section><h2>{html_text(strings.text('report.scores'))}</h2>"
+        f"<p>{html_text(strings.text('report.scores_text', count=len(graded), top=f'{top:g}'))}</p>"
         f"{histogram_img(out)}</section>",
-        "<section><h2>Rows</h2><p>Pass rate: full points on the row. Discrimination: pass rate in the top 27% "
-        "of submissions by total score minus that in the bottom 27% (upper-lower index; shaded below 0.10 where "
-        "some pass and some fail)."
+        f"<section><h2>{html_text(strings.text('report.rows'))}</h2><p>{html_text(strings.text('report.rows_text'))}"
         f"</p>{items_table}</section>",
-        f"<section><h2>Most common mistakes</h2>{_mistakes_body(mistake_rows, diagnosis_off)}</section>",
+        f"<section><h2>{html_text(strings.text('report.mistakes'))}</h2>{_mistakes_body(mistake_rows, diagnosis_off)}</section>",
     ]
     pairs = sorted(_read_csv(out / "similarity.csv"), key=lambda r: -float(r.get("similarity") or 0))[:SHOWN_PAIRS]
     if pairs:
-        sections.append("<section><h2>Most similar pairs</h2><p>See similarity.html for the matched regions.</p>"
-                        + _table(["submission a", "submission b", "file", "similarity"],
+        sections.append(f"<section><h2>{html_text(strings.text('report.similar'))}</h2>"
+                        f"<p>{html_text(strings.text('report.similar_text'))}</p>"
+                        + _table(strings.columns("report.similar_head"),
                                  [[p.get("submission_a"), p.get("submission_b"), p.get("file"), p.get("similarity")]
                                   for p in pairs]) + "</section>")
     changes = _read_csv(out / "changes.csv")[:SHOWN_PAIRS]
     if changes:
-        sections.append("<section><h2>Regrade changes</h2>"
-                        + _table(["submission", "old score", "new score", "change", "row"],
+        sections.append(f"<section><h2>{html_text(strings.text('report.regrade'))}</h2>"
+                        + _table(strings.columns("report.regrade_head"),
                                  [[c.get("submission"), c.get("old_score"), c.get("new_score"), c.get("change"),
                                    c.get("test")] for c in changes]) + "</section>")
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{POLICY}\"><title>Class report</title>"
-            f"<style>{STYLE}</style></head><body><h1>Class report</h1>{''.join(sections)}</body></html>\n")
+    title = html_text(strings.text("report.title"))
+    return (f"<!DOCTYPE html>\n<html lang=\"{strings.text('report.lang')}\"><head><meta charset=\"utf-8\">"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{POLICY}\"><title>{title}</title>"
+            f"<style>{STYLE}</style></head><body><h1>{title}</h1>{''.join(sections)}</body></html>\n")
 
 
 def write(out: Path) -> None:

@@ -16,6 +16,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from checks import words
+
 from autograder.engine import strings
 
 #: The contract's files by module name (``checks.runners.harness.CONTRACT_FILES``, which imports torch).
@@ -25,7 +27,6 @@ FILES = {"loss_scaler": "loss_scaler.py", "amp_step": "amp_step.py", "answers": 
 TASK_OF_FILE = {"answers.py": "quick_check"}
 #: What the skeleton's stubs raise (``autograder.packaging.release``), as a failed check quotes it.
 NOT_IMPLEMENTED = re.compile(r"NotImplementedError: (?P<what>[\w.]+) is not implemented yet: see (?P<where>Task \d+)")
-MISSING_SUFFIX = " is missing: upload it at the top level of your submission."
 
 
 def file_faults(runner: Any) -> dict[str, str]:
@@ -48,15 +49,20 @@ def short_line(message: str, task: str, faults: Mapping[str, str], missing: Sequ
     """The one line that replaces a failed case's ``message`` when a cause told at the top explains it; else None."""
     for file, why in faults.items():
         if message == why:
-            key = "row_file_missing" if why == file + MISSING_SUFFIX else "row_file_broken"
+            key = "row_file_missing" if _says_missing(file, why) else "row_file_broken"
             return strings.text(key, file=file)
     for file in missing:
         if TASK_OF_FILE.get(file) == task:
             return strings.text("row_file_missing", file=file)
     found = NOT_IMPLEMENTED.search(message)
     if found:
-        return strings.text("row_not_implemented", what=found["what"], where=found["where"])
+        return strings.text("row_not_implemented", what=found["what"], where=strings.task(found["where"]))
     return None
+
+
+def _says_missing(file: str, why: str) -> bool:
+    """Whether ``why`` is the student process's "file is missing" message for ``file`` (in any language)."""
+    return why in {table["file.missing"].format(file=file) for table in words.TABLES.values()}
 
 
 def not_implemented(messages: Iterable[str]) -> dict[str, str]:
@@ -72,10 +78,10 @@ def top_notes(faults: Mapping[str, str], missing: Sequence[str], unimplemented: 
     """The notes that tell each cause once (a missing file is already named by intake's note)."""
     notes = []
     for file, why in faults.items():
-        if file in missing or why == file + MISSING_SUFFIX:
+        if file in missing or _says_missing(file, why):
             continue
         notes.append(strings.text("file_broken", file=file) + "\n  " + why.strip().replace("\n", "\n  "))
     if unimplemented:
-        names = ", ".join(f"{what} ({where})" for what, where in unimplemented.items())
+        names = ", ".join(f"{what} ({strings.task(where)})" for what, where in unimplemented.items())
         notes.append(strings.text("not_implemented", names=names))
     return notes
