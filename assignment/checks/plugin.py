@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 from checks.judge import diagnose
 from checks.runners import harness
 from checks.student import serve
-from checks.words import say
+from checks.words import localised_messages, say
 
 settings.register_profile(
     "grading",
@@ -91,7 +91,7 @@ class LocalRunner:
             del self._processes[modules]
             raise harness.SubmissionFault(say("process.ended"))
         if "fault" in reply:
-            raise harness.SubmissionFault(str(reply["fault"]))
+            raise harness.SubmissionFault(localised_messages(str(reply["fault"])))
         return reply["ok"]
 
     def close(self) -> None:

@@ -5,10 +5,12 @@ Only words change with the language: code, values and identifiers in a message s
 snippet pasted from a Korean message runs the same as from an English one.
 
 The language is ``$AMP_LANGUAGE`` (``en`` or ``ko``; anything else reads as English here, where a check must
-never fail over a setting: the grader's command line refuses an unknown one).  The grader exports the language
-it grades in before it starts its student processes, and the sandbox passes it through their cleaned
-environment, so a message built in a student process (an import that failed, torch's scaler refused) speaks
-the same language as the judge's.
+never fail over a setting: the grader's command line refuses an unknown one).
+
+A student process always speaks English (:func:`english`): what it answers is compared, digest against digest,
+with the reference's and the catalogued mistakes' answers, which must not depend on the language.  Its messages
+(an import that failed, torch's scaler refused) are put into the current language where the judge shows them
+(:func:`localised_messages`).
 
 Standard library only: the student processes, the public checks and the grader's batch summary all import it.
 """
@@ -16,6 +18,7 @@ Standard library only: the student processes, the public checks and the grader's
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 ENV = "AMP_LANGUAGE"
@@ -244,9 +247,9 @@ KO: dict[str, str] = {
     "results.malformed": "호출 {calls}번에 결과가 {got}개 돌아왔습니다. 여러분의 코드를 실행한 프로세스가 잘못된 값을 "
                          "돌려주었습니다",
     "raised.with_trace": "{what}\n그런데 여러분의 코드에서 {error} 예외가 발생했습니다: {message}\n{trace}",
-    "before.update_scale": "\n(이 update() 바로 전의 관측값은 {scale}였습니다.)",
-    "before.update_pair": "\n(이 update() 바로 전의 관측값은 {scale} {tracker}였습니다.)",
-    "before.new_scale": "\n(이 update 바로 전의 관측값은 {scale} {tracker}였습니다.)",
+    "before.update_scale": "\n(이 update() 바로 전에 출력된 관측값: {scale}.)",
+    "before.update_pair": "\n(이 update() 바로 전에 출력된 관측값: {scale} {tracker}.)",
+    "before.new_scale": "\n(이 update 바로 전에 출력된 관측값: {scale} {tracker}.)",
     "what.constructor": "ToyLossScaler({kwargs})는 ValueError를 발생시켜야 합니다.",
     "what.scale": "scale()은 0차원 float32 텐서로 들고 있는 스케일을 곱해야 합니다. 0차원 float16 손실은 float32로 "
                   "돌아오고(65504를 넘어도 오버플로 없음), 차원이 있는 float16 텐서는 dtype을 유지합니다(torch의 타입 "
@@ -294,9 +297,9 @@ KO: dict[str, str] = {
     "amp.plural": "",
     "amp.contract_scaler": "계약의 메서드만 가진 스케일러(안에는 torch의 스케일러)",
     "amp.overflow": " (호출 {calls}의 기울기에는 inf가 있었습니다)",
-    "amp.masked_head": "여러분의 amp_step이 이것을 올바르게 하는지 알 수 없습니다 {right}:",
+    "amp.masked_head": "여러분의 amp_step이 이 동작 {right}을 올바르게 하는지 알 수 없습니다:",
     "amp.masked_hint": "다른 동작({masked})을 먼저 고치세요. 이 항목은 효과로 판정합니다.",
-    "amp.differ_head": "올바른 amp_step {right}과 비교하면 효과가 다릅니다:",
+    "amp.differ_head": "올바른 amp_step {right}에 비해 효과가 다릅니다:",
     "amp.seen": "여러분의 amp_step이 호출한 것:",
     "amp.seen_call": "    호출 {number}: {order}",
     "amp.right.2.1": "(주어진 dtype의 torch.autocast 안에서 순전파와 손실)",
@@ -307,7 +310,7 @@ KO: dict[str, str] = {
     "amp.right.2.6": "(scaler.step(optimizer) 뒤에 scaler.update()를 한 번)",
     "amp.right.2.7": "(scaler.unscale_(optimizer), 그다음 클리핑, 그다음 scaler.step(optimizer))",
     "amp.right.2.8": "(언스케일하고 그래프에서 떼어 낸 손실을 돌려줌)",
-    "amp.right.2.9": "",
+    "amp.right.2.9": "(계약을 따르는 어떤 스케일러로도)",
     "amp.hint.2.1": "모델의 순전파와 손실을 `with torch.autocast(device_type=device_type, dtype=dtype):` 안에서, "
                     "amp_step이 받은 장치 종류와 dtype으로 실행하고, 모델은 float32로 두세요(.half() 금지).",
     "amp.hint.2.2": "backward()는 `with torch.autocast(...)` 블록이 끝난 뒤에 호출하세요. 그렇지 않으면 autocast가 "
@@ -348,7 +351,7 @@ KO: dict[str, str] = {
     "effects.masked": "여러분의 amp_step이 남긴 효과는 이것을 올바르게 하는 amp_step의 효과이기도 하고, 잘못하는 "
                       "amp_step({wrong})의 효과이기도 합니다. {masked} 때문에 확인할 수 있는 효과가 남지 않습니다",
     "effects.more": "    ... 그리고 {more}개 더",
-    "config.under": "autocast 안의 {name}: {where}",
+    "config.under": "{name}: {where}",
     "config.autocast": "autocast {dtype}",
     "config.no_autocast": "autocast 없음",
     "config.half": "model.half() 사용",
@@ -525,6 +528,44 @@ def localised(english: str) -> str:
 
 
 _ENGLISH_KEYS = {text: key for key, text in EN.items() if "{" not in text}
+
+
+def english(key: str, **fields: Any) -> str:
+    """The message ``key`` in English, whatever the language: for the student processes (see the module docstring)."""
+    return EN[key].format(**fields)
+
+
+#: The messages a student process builds (:func:`english`), which :func:`localised_messages` finds in a text.
+STUDENT_PROCESS = ("file.missing", "file.not_utf8", "file.syntax", "file.import_raised", "file.undefined",
+                   "refused.task1")
+
+
+def _first_line_pattern(template: str) -> re.Pattern[str]:
+    """A template's first line as a pattern: a field inside it is one word, a field that ends it the rest of the line."""
+    line = template.split("\n", 1)[0]
+    parts = re.split(r"\{(\w+)\}", line)
+    pattern = ""
+    for index, part in enumerate(parts):
+        if index % 2 == 0:
+            pattern += re.escape(part)
+        else:
+            last = index == len(parts) - 2 and parts[-1] == ""
+            pattern += f"(?P<{part}>[^\\n]*)" if last else f"(?P<{part}>\\S+)"
+    return re.compile(pattern)
+
+
+_STUDENT_PATTERNS = {key: _first_line_pattern(EN[key]) for key in STUDENT_PROCESS}
+
+
+def localised_messages(text: str) -> str:
+    """``text`` with every student-process message in it (English) put into the current language."""
+    if language() == DEFAULT:
+        return text
+    table = TABLES[language()]
+    for key, pattern in _STUDENT_PATTERNS.items():
+        line = table[key].split("\n", 1)[0]
+        text = pattern.sub(lambda found: line.format(**found.groupdict()), text)
+    return text
 
 
 def mistake(bug: str, english: str) -> str:

@@ -41,8 +41,6 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from checks import words
-
 from autograder import settings
 
 # Imported now, not in the student process: after the uid switch the interpreter's own files may be
@@ -273,11 +271,9 @@ def apply_seccomp() -> bool:
 
 
 def clean_environment(scratch: str) -> dict[str, str]:
-    """The only environment variables a student process gets (the feedback language among them: the messages its
-    checks' code builds, an import that failed or torch's scaler refused, speak the grader's language)."""
+    """The only environment variables a student process gets."""
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            words.ENV: words.language()}
+            "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def confine(submission: str, scratch: str, namespaces: bool, extra_read: Sequence[str] = (),

@@ -34,7 +34,7 @@ def file_faults(runner: Any) -> dict[str, str]:
     recorded = getattr(runner, "import_faults", None)
     if not isinstance(recorded, Mapping):
         return {}
-    return {FILES.get(name, name): str(message) for name, message in recorded.items()}
+    return {FILES.get(name, name): words.localised_messages(str(message)) for name, message in recorded.items()}
 
 
 def missing_files(runner: Any) -> list[str]:
@@ -62,7 +62,7 @@ def short_line(message: str, task: str, faults: Mapping[str, str], missing: Sequ
 
 def _says_missing(file: str, why: str) -> bool:
     """Whether ``why`` is the student process's "file is missing" message for ``file`` (in any language)."""
-    return why in {table["file.missing"].format(file=file) for table in words.TABLES.values()}
+    return why == words.localised_messages(words.english("file.missing", file=file))
 
 
 def not_implemented(messages: Iterable[str]) -> dict[str, str]:

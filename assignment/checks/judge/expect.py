@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Sequence
 
-from checks.words import localised, say
+from checks.words import localised, localised_messages, say
 
 Json = Any
 
@@ -34,9 +34,10 @@ SGD_CLASS = [
 
 
 def fail(message: str) -> None:
-    """Fail the current check with ``message`` (shown to the student as is)."""
+    """Fail the current check with ``message`` (shown to the student as is, the student process's own messages
+    quoted in it put into the current language)."""
     __tracebackhide__ = True
-    raise AssertionError(message)
+    raise AssertionError(localised_messages(message))
 
 
 def number(value: Json) -> str:

@@ -43,7 +43,7 @@ from typing import Any, NoReturn
 
 import torch
 
-from checks.words import say
+from checks.words import english
 
 #: The dispatcher operators torch's GradScaler computes with (every overload reaches one of them).
 REFUSED_KERNELS = ("_amp_update_scale_", "_amp_foreach_non_finite_check_and_unscale_")
@@ -61,7 +61,7 @@ class NotAvailableInTask1(RuntimeError):
 
 
 def _refuse(what: str) -> NoReturn:
-    raise NotAvailableInTask1(say("refused.task1", what=what))
+    raise NotAvailableInTask1(english("refused.task1", what=what))
 
 
 class GradScaler:
