@@ -48,6 +48,7 @@ SLOW = (
     "tests/test_batch.py::test_slurm_executor_with_submitits_local_cluster",  # Slurm: test_slurm.py's real cluster
     "tests/test_slurm.py::test_real_cluster_",
     "tests/test_similarity.py::test_html_report_shows_matched_regions_in_headless_chromium",  # a browser
+    "tests/test_korean_edition.py::test_every_catalogue_bug_speaks_korean",  # the whole catalogue, in Korean
 )
 #: The named part of each slow suite that `make test` still runs (marker ``representative``).
 REPRESENTATIVE = (

@@ -185,6 +185,10 @@ EN: dict[str, str] = {
     "config.value.direct": "direct",
     "config.value.before_step": "before step",
     "config.value.after_clean_step": "after clean step",
+    # the phases of a training step, as the probe names them
+    "phase.forward": "forward",
+    "phase.loss": "loss",
+    "phase.backward": "backward",
     # what the probe saw, in call order
     "order.never_made": "nothing (the call was never made)",
     "order.nothing": "nothing",
@@ -377,6 +381,9 @@ KO: dict[str, str] = {
     "config.value.direct": "optimizer.step() 직접 호출",
     "config.value.before_step": "스텝 전",
     "config.value.after_clean_step": "깨끗한 스텝 뒤에만",
+    "phase.forward": "순전파",
+    "phase.loss": "손실",
+    "phase.backward": "역전파",
     "order.never_made": "없음(호출이 이루어지지 않았습니다)",
     "order.nothing": "없음",
     "order.autocast": " (autocast {dtype})",

@@ -25,8 +25,10 @@ FILES = {"loss_scaler": "loss_scaler.py", "amp_step": "amp_step.py", "answers": 
 #: The rubric task that reads a file and no other: its rows fail as "missing" when the file is (answers.py is
 #: read as text, never imported, so no import fault names it).
 TASK_OF_FILE = {"answers.py": "quick_check"}
-#: What the skeleton's stubs raise (``autograder.packaging.release``), as a failed check quotes it.
-NOT_IMPLEMENTED = re.compile(r"NotImplementedError: (?P<what>[\w.]+) is not implemented yet: see (?P<where>Task \d+)")
+#: What the skeleton's stubs raise (``autograder.packaging.release``; the Korean notebook's:
+#: ``autograder.packaging.notebook_ko``), as a failed check quotes it.
+NOT_IMPLEMENTED = re.compile(r"NotImplementedError: (?P<what>[\w.]+)(?: is not implemented yet: see "
+                             r"|: 아직 구현되지 않았습니다\(README\.ko\.md의 )(?P<where>(?:Task|과제) \d+)")
 
 
 def file_faults(runner: Any) -> dict[str, str]:

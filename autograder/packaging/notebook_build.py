@@ -393,8 +393,9 @@ def master_notebook(rows: list[otter_build.Row], language: str = "en") -> Any:
         "language_info": {"name": "python"}})
 
 
-def finish(nb: Any, rows: list[otter_build.Row]) -> Any:
-    """Our public test files in the metadata, deterministic cell ids, no outputs."""
+def finish(nb: Any, rows: list[otter_build.Row], language: str = "en") -> Any:
+    """Our public test files in the metadata, deterministic cell ids, no outputs; in the Korean edition, what the
+    code cells print and otter's own markdown in Korean (:mod:`autograder.packaging.notebook_ko`)."""
     nb = copy.deepcopy(nb)
     tests = nb["metadata"]["otter"]["tests"]
     expected = {otter_build.QUESTIONS[task][0]: task for task in TASK_FILES}
@@ -407,6 +408,11 @@ def finish(nb: Any, rows: list[otter_build.Row]) -> Any:
         cell["id"] = f"cell-{index:03d}"
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
+        if language == "ko":
+            from autograder.packaging import notebook_ko as ko
+
+            localise = ko.localised_code if cell["cell_type"] == "code" else ko.localised_markdown
+            cell["source"] = localise(cell["source"])
     return nb
 
 
@@ -427,8 +433,8 @@ def build(out: Path, *, master_out: Path | None = None, solution_out: Path | Non
                                notebook_name, "dist"], cwd=stage, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"otter assign failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-        student = finish(nbformat.read(stage / "dist" / "student" / notebook_name, as_version=4), rows)
-        solution = finish(nbformat.read(stage / "dist" / "autograder" / notebook_name, as_version=4), rows)
+        student = finish(nbformat.read(stage / "dist" / "student" / notebook_name, as_version=4), rows, language)
+        solution = finish(nbformat.read(stage / "dist" / "autograder" / notebook_name, as_version=4), rows, language)
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(student, out)
     otter_build.write_bridge(out.parent)  # what its test files load: part of the student's folder

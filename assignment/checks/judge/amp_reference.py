@@ -409,7 +409,7 @@ def describe_config(config: Config, args: dict[str, Json], base: Config = CORREC
     for name in ("forward", "loss", "backward"):
         value = getattr(config, name)
         if value != getattr(base, name):
-            words.append(say("config.under", name=name, where=where.get(value, value)))
+            words.append(say("config.under", name=say(f"phase.{name}"), where=where.get(value, value)))
     if config.half_model != base.half_model:
         words.append(say("config.half") if config.half_model else say("config.no_half"))
     if config.scaled != base.scaled:
@@ -430,8 +430,8 @@ def call_order(result: dict[str, Json], index: int = 0) -> str:
     for event in calls[index]:
         kind = str(event.get("event"))
         if kind in ("forward", "loss", "backward"):
-            kind += say("order.autocast", dtype=event.get("dtype")) if event.get("autocast") is True \
-                else say("order.no_autocast")
+            kind = say(f"phase.{kind}") + (say("order.autocast", dtype=event.get("dtype")) if event.get("autocast") is True
+                                            else say("order.no_autocast"))
         elif kind == "optimizer.step" and event.get("via_scaler") is not True:
             kind = say("order.direct_step")
         elif kind == "scaler error":
@@ -448,8 +448,9 @@ def explain(row: str, result: dict[str, Json], args: dict[str, Json]) -> str:
     if row == "2.1":
         wrong = [e for e in events if e.get("event") in ("forward", "loss")
                  and (e.get("autocast") is not True or e.get("dtype") != given)]
-        return "; ".join(say("explain.ran_under", event=e.get("event"), dtype=e.get("dtype")) if e.get("autocast")
-                         is True else say("explain.ran_without", event=e.get("event")) for e in wrong)
+        return "; ".join(say("explain.ran_under", event=say(f"phase.{e.get('event')}"), dtype=e.get("dtype"))
+                         if e.get("autocast") is True else say("explain.ran_without", event=say(f"phase.{e.get('event')}"))
+                         for e in wrong)
     if row == "2.2" and any(e.get("event") == "backward" and e.get("autocast") is True for e in events):
         return say("explain.backward_inside")
     if row == "2.3" and "backward" in kinds:
