@@ -49,6 +49,7 @@ def missing_files(runner: Any) -> list[str]:
 
 def short_line(message: str, task: str, faults: Mapping[str, str], missing: Sequence[str]) -> str | None:
     """The one line that replaces a failed case's ``message`` when a cause told at the top explains it; else None."""
+    message = words.localised_messages(message)  # the faults are (file_faults)
     for file, why in faults.items():
         if message == why:
             key = "row_file_missing" if _says_missing(file, why) else "row_file_broken"
