@@ -9,9 +9,11 @@ English is the default and the reference.  The language is, first found:
 * ``en``.
 
 Only the texts change with the language: rubric row titles (by row number), headlines of
-results.json, and the limit and refusal messages.  Scores, row
-numbers, statuses and visibility never do.  What a failing check explains (its snippet and
-its ``what``) stays English: it quotes code.
+results.json, the limit and refusal messages, intake's notes, and the frames of feedback.md,
+summary.md, report.html, the console table and the ``rubric`` command.  Scores, row numbers,
+statuses and visibility never do.  What a failing check explains is the checks' own table
+(``checks/words.py``, which ``checks`` keeps beside itself: it imports nothing of the grader);
+code, values and identifiers stay as they are in every language.
 
 Standard library only: the batch's summary imports it without torch.
 """
