@@ -195,6 +195,19 @@ def test_student_process_messages_are_put_into_korean(monkeypatch: pytest.Monkey
     assert words.english("file.missing", file="x.py") == "x.py is missing: upload it at the top level of your submission."
 
 
+def test_the_messages_written_out_in_given_tests_are_the_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ast
+
+    source = (ROOT / "assignment" / "checks" / "test_public_scaler.py").read_text(encoding="utf-8")
+    literals = {node.value for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Constant)}
+    assert words.EN["what.scale"] in literals and words.EN["what.unscale"] in literals
+    monkeypatch.setenv(words.ENV, "ko")
+    assert words.localised(words.EN["what.unscale"]) == words.KO["what.unscale"]
+    written = words.EN["gpu.scaler"].format(kind=repr("cuda"))  # as test_gpu.py's f-string writes it
+    assert words.localised(written) == words.KO["gpu.scaler"].format(kind=repr("cuda"))
+    assert words.localised("some other text") == "some other text"
+
+
 def test_an_unknown_language_reads_as_english_in_the_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(words.ENV, "fr")
     assert words.say("do.raise", error="ValueError") == "raise ValueError"

@@ -214,6 +214,41 @@ EN: dict[str, str] = {
     "quick.unanswered": "{question} is unanswered in answers.py (set {question} = \"A\", \"B\", \"C\" or \"D\").",
     "quick.not_letter": "{question} must be one letter, \"A\" to \"D\"; answers.py has {given}.",
     "quick.wrong": "{question}: {given} is not the right choice. Reread the matching section of the handout.",
+    # ---- the GPU part (checks/test_gpu.py)
+    "gpu.measured": "Measured by the grader, outside your process: the wall time of each call's round trip ({steps} "
+                    "training steps from a fresh seed, building the data and model, copying the weights out), and the "
+                    "loss of the copied-out weights on the grader's own evaluation batch ({rows} examples, computed "
+                    "in float32 on the grader's CPU). TF32 is off in the float32 runs.",
+    "gpu.run": "run {number}: float32 {seconds}, loss {loss} (from {initial} before training)",
+    "gpu.run_amp": "; AMP {seconds}, loss {loss}",
+    "gpu.speedup": "Speed-up to float32's loss (median round trips): {speedup}x ",
+    "gpu.dry": "(dry mode on the CPU: not checked)",
+    "gpu.required": "(required: at least {minimum}x)",
+    "gpu.trained": "We trained a {depth}-hidden-layer MLP (width {width}, batch {batch}) for {steps} steps, {repeats} "
+                   "times (each from a fresh seed, after a {warmup}-step warm-up), on {device} with\n    {call}\n",
+    "gpu.not_parameters": "{what}but after training {weights}: the grader computes the loss from the model's "
+                          "parameters, which must stay plain float32 torch.nn.Parameter objects.",
+    "gpu.loss": "{what}and in run {number} the trained model's loss, computed by the grader from the weights your "
+                "process copied out, is {loss}; the same {steps} steps in float32 reach {loss32} (allowed: up to "
+                "{allowed}; {initial} before training). Does the optimizer step through the scaler, once per call, "
+                "with the gradients zeroed first?\n\n{summary}",
+    "gpu.slow": "{what}The runs through your amp_step took {speedup}x less wall time than float32's (median round "
+                "trips, measured by the grader outside your process); at least {minimum}x is expected on a GPU. Are "
+                "the forward pass and the loss under torch.autocast(device_type='cuda', dtype=torch.float16)?  Does "
+                "amp_step avoid syncing with the GPU (loss.item(), float(loss), printing) on every call?\n\n{summary}",
+    "gpu.underflow": "We trained the underflow task (linear regression onto targets x 1e-4, float16 autocast on "
+                     "{kind}) for {steps} steps with your amp_step and torch.amp.GradScaler({kind_repr}, "
+                     "growth_interval=20)",
+    "gpu.underflow_weight": "{what}, but the model's weight was no plain float32 parameter after training ({weight}): "
+                            "the grader computes the loss from it.",
+    "gpu.underflow_stalled": "{what}. The grader computed the float32 mean squared error of the model's final weight "
+                             "(copied out of your process) over the task's {n} examples: {final}. Without a scaler "
+                             "the float16 gradients underflow to zero and the loss stalls at {unscaled}; with the "
+                             "scaler's scaled backward it should fall below 1e-12. Call backward() on "
+                             "scaler.scale(loss), and step through scaler.step(optimizer).",
+    "gpu.scaler": "With every parameter, gradient and scaled tensor on {kind} (add device={kind} to each tensor "
+                  "below), your scaler must behave exactly like torch.amp.GradScaler({kind}): the same scale, tracker "
+                  "and skipped steps (exactly for power-of-two factors, to 1e-6 otherwise), parameters to 1e-6.",
     # ---- a submission's files (checks.runners.harness, checks.student.absence, checks.plugin)
     "file.missing": "{file} is missing: upload it at the top level of your submission.",
     "file.not_utf8": "{file} is not valid UTF-8 text (byte {byte}): save it as UTF-8.",
@@ -407,6 +442,39 @@ KO: dict[str, str] = {
                         "정하세요).",
     "quick.not_letter": "{question}의 답은 \"A\"부터 \"D\"까지 중 글자 하나여야 합니다. answers.py의 답: {given}.",
     "quick.wrong": "{question}: 맞는 답이 아닙니다(답: {given}). 과제 안내서의 해당 절을 다시 읽어 보세요.",
+    "gpu.measured": "채점기가 여러분의 프로세스 밖에서 잰 값: 호출마다 왕복에 걸린 실제 시간(새 시드로 학습 스텝 {steps}번, "
+                    "데이터와 모델 만들기, 가중치 복사 포함)과, 복사해 낸 가중치로 채점기 자체의 평가 배치(예제 "
+                    "{rows}개, 채점기의 CPU에서 float32로 계산)에서 계산한 손실. float32 실행에서는 TF32를 끕니다.",
+    "gpu.run": "실행 {number}: float32 {seconds}, 손실 {loss} (학습 전 {initial})",
+    "gpu.run_amp": "; AMP {seconds}, 손실 {loss}",
+    "gpu.speedup": "float32의 손실에 도달하는 속도 향상(왕복 시간의 중앙값): {speedup}배 ",
+    "gpu.dry": "(CPU의 드라이 모드: 검사하지 않음)",
+    "gpu.required": "(필요: {minimum}배 이상)",
+    "gpu.trained": "은닉층 {depth}개짜리 MLP(너비 {width}, 배치 {batch})를 {device}에서 다음 호출로 {steps}스텝씩 "
+                   "{repeats}번 학습했습니다(매번 새 시드로, {warmup}스텝 워밍업 뒤):\n    {call}\n",
+    "gpu.not_parameters": "{what}그런데 학습 뒤 {weights}. 채점기는 모델의 파라미터로 손실을 계산하므로, 파라미터는 "
+                          "평범한 float32 torch.nn.Parameter 객체로 남아 있어야 합니다.",
+    "gpu.loss": "{what}실행 {number}에서 여러분의 프로세스가 복사해 낸 가중치로 채점기가 계산한 학습된 모델의 손실은 "
+                "{loss}입니다. 같은 {steps}스텝을 float32로 학습하면 {loss32}에 도달합니다(허용: {allowed}까지. 학습 "
+                "전 {initial}). 옵티마이저가 호출마다 한 번, 기울기를 먼저 초기화한 뒤 스케일러를 통해 스텝하나요?"
+                "\n\n{summary}",
+    "gpu.slow": "{what}여러분의 amp_step으로 한 실행이 float32보다 {speedup}배 적은 실제 시간이 걸렸습니다(채점기가 "
+                "여러분의 프로세스 밖에서 잰 왕복 시간의 중앙값). GPU에서는 {minimum}배 이상이어야 합니다. 순전파와 "
+                "손실이 torch.autocast(device_type='cuda', dtype=torch.float16) 안에 있나요? amp_step이 호출마다 "
+                "GPU와 동기화(loss.item(), float(loss), 출력)하지 않나요?\n\n{summary}",
+    "gpu.underflow": "여러분의 amp_step과 torch.amp.GradScaler({kind_repr}, growth_interval=20)로 언더플로 과제(목표값 "
+                     "x 1e-4로의 선형 회귀, {kind}에서 float16 autocast)를 {steps}스텝 학습했습니다",
+    "gpu.underflow_weight": "{what}. 그런데 학습 뒤 모델의 가중치가 평범한 float32 파라미터가 아니었습니다({weight}). "
+                            "채점기는 그 가중치로 손실을 계산합니다.",
+    "gpu.underflow_stalled": "{what}. 채점기가 (여러분의 프로세스에서 복사해 낸) 모델의 최종 가중치로 과제의 예제 "
+                             "{n}개에 대한 float32 평균 제곱 오차를 계산했습니다: {final}. 스케일러가 없으면 float16 "
+                             "기울기가 0으로 언더플로하여 손실이 {unscaled}에서 멈추고, 스케일러로 스케일한 역전파라면 "
+                             "1e-12 아래로 내려가야 합니다. backward()는 scaler.scale(loss)에 대해 호출하고, 스텝은 "
+                             "scaler.step(optimizer)로 하세요.",
+    "gpu.scaler": "모든 파라미터, 기울기, 스케일한 텐서가 {kind}에 있을 때(아래의 각 텐서에 device={kind}를 더하세요) "
+                  "여러분의 스케일러는 torch.amp.GradScaler({kind})와 똑같이 동작해야 합니다. 스케일, 추적기, 건너뛴 "
+                  "스텝이 같아야 하고(2의 거듭제곱 계수에서는 정확히, 그 밖에는 1e-6까지), 파라미터는 1e-6까지 같아야 "
+                  "합니다.",
     "file.missing": "{file} 파일이 없습니다. 제출물의 최상위에 올리세요.",
     "file.not_utf8": "{file}는 올바른 UTF-8 텍스트가 아닙니다(바이트 {byte}). UTF-8로 저장하세요.",
     "file.syntax": "{file}의 {line}번째 줄에 문법 오류가 있습니다: {message}",
@@ -525,16 +593,36 @@ def phrases(key: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+#: The messages a ``@given`` test writes out in English (hypothesis seeds a test's examples from its source, so
+#: rewording it there would change the inputs tried); :func:`localised` recognises them.
+WRITTEN_OUT = ("what.scale", "what.unscale", "gpu.scaler")
+
+
 def localised(english: str) -> str:
-    """``english``, one of the English messages of the table without fields, in the current language (any other
-    text stays as it is): for a message that must stay written out in English where it is used."""
+    """``english``, one of the :data:`WRITTEN_OUT` messages with its fields filled, in the current language (any
+    other text stays as it is)."""
     if language() == DEFAULT:
         return english
-    key = _ENGLISH_KEYS.get(english)
-    return TABLES[language()][key] if key else english
+    for key in WRITTEN_OUT:
+        found = _WRITTEN_OUT_PATTERNS[key].fullmatch(english)
+        if found:
+            return TABLES[language()][key].format(**found.groupdict())
+    return english
 
 
-_ENGLISH_KEYS = {text: key for key, text in EN.items() if "{" not in text}
+def _full_pattern(template: str) -> re.Pattern[str]:
+    """A template as a pattern that matches it with any fields filled (each field matched once, reused after)."""
+    pattern, seen = "", set()
+    for index, part in enumerate(re.split(r"\{(\w+)\}", template)):
+        if index % 2 == 0:
+            pattern += re.escape(part)
+        else:
+            pattern += f"(?P={part})" if part in seen else f"(?P<{part}>.+?)"
+            seen.add(part)
+    return re.compile(pattern, re.DOTALL)
+
+
+_WRITTEN_OUT_PATTERNS = {key: _full_pattern(EN[key]) for key in WRITTEN_OUT}
 
 
 def english(key: str, **fields: Any) -> str:

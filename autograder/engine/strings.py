@@ -208,7 +208,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "intake.missing": "없는 파일: {files}. 이 파일이 필요한 테스트는 0점입니다.",
         "feedback.title": "# 피드백: {name}",
         "feedback.by": "제출한 사람: {people}",
-        "feedback.score": "**점수: {score} / {top}** (CPU 파트. GPU 파트({gpu}점)는 조교가 따로 채점합니다).",
+        "feedback.score": "**점수: {score} / {top}** CPU 파트의 점수입니다. GPU 파트({gpu}점)는 조교가 따로 채점합니다.",
         "feedback.not_graded": "**제출물을 채점할 수 없었습니다:** {reason}",
         "feedback.see_below": "아래를 보세요.",
         "feedback.about": "## 제출물에 대한 안내",
