@@ -137,6 +137,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if isinstance(runner, LocalRunner):
         line = diagnose.explain_local_failure(getattr(item, "originalname", item.name), runner.run)
         if line:
-            report.sections.append(("likely mistake", line))
+            report.sections.append((say("mistake.section"), line))
             # the item's, not the report's: junitxml writes the teardown report's, copied from the item later
             item.user_properties.append((diagnose.JUNIT_PROPERTY, line))

@@ -262,6 +262,7 @@ EN: dict[str, str] = {
     "mistake.line": "Likely mistake: this is what happens when {words}.",
     "mistake.or": ", or when ",
     "mistake.words": "{words}.",
+    "mistake.section": "likely mistake",
 }
 
 KO: dict[str, str] = {
@@ -322,10 +323,11 @@ KO: dict[str, str] = {
                                "유한한 값은 해당하지 않습니다. 찾았으면 update()가 백오프하고, 아니면 스케일을 그대로 "
                                "둡니다.",
     "what.misuse": "{calls}: 마지막 호출은 RuntimeError를 발생시켜야 하고, 그 앞의 호출은 발생시키면 안 됩니다.",
-    "what.misuse_then": ", 다음에 ",
+    "what.misuse_then": " 다음에 ",
     "what.float16": "unscale_()는 float16 기울기에 대해 ValueError를 발생시키고, 기울기와 스케일러를 그대로 두어야 "
                     "합니다(그래서 다시 호출해도 또 ValueError가 발생합니다).",
-    "what.lists": "{container}에 대한 scale()은 각 항목에 scale()을 적용한 결과를 담은 {container}를 돌려주어야 합니다.",
+    "what.lists": "{container}에 대한 scale()은 같은 종류의 컨테이너({container})에 각 항목의 scale() 결과를 담아 돌려주어야 "
+                  "합니다.",
     "what.state": "state_dict()는 torch의 다섯 키를 돌려줍니다. 그것을 (load_state_dict로) 불러온 새 스케일러는 같은 "
                   "state_dict()와 같은 스케일, 추적기를 돌려줍니다.",
     "what.state_source": "{what} (여기서 불러온 상태를 저장한 것: {source}.)",
@@ -486,6 +488,7 @@ KO: dict[str, str] = {
     "mistake.line": "예상되는 실수: {words} 때 이런 결과가 나옵니다.",
     "mistake.or": ", 또는 ",
     "mistake.words": "{words} 경우",
+    "mistake.section": "예상되는 실수",
 }
 
 #: The Korean words of each catalogued mistake ("예상되는 실수: <words> 때 ..."); English ones come with the
