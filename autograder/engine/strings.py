@@ -63,6 +63,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "file_broken": "{file} could not be imported, so every test that needs it scores 0:",
         "not_implemented": "Not implemented yet: {names}. The tests that use them score 0.",
         "task": "Task {number}",
+        "gpu_fault": "The grader could not grade the GPU part because of an internal problem (not your fault); "
+                     "staff will regrade it.",
         "fault": "The grader could not grade this submission because of an internal problem (not your fault); "
                  "staff have the details and will regrade it.",
         # intake (engine.intake): notes on how the submission's files were found, and why it could not be read
@@ -187,6 +189,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "file_broken": "{file}를 import할 수 없어 이 파일이 필요한 테스트는 모두 0점입니다:",
         "not_implemented": "아직 구현되지 않음: {names}. 이를 사용하는 테스트는 0점입니다.",
         "task": "과제 {number}",
+        "gpu_fault": "내부 문제로 채점기가 GPU 파트를 채점하지 못했습니다(여러분의 잘못이 아닙니다). 조교가 다시 채점할 "
+                     "것입니다.",
         "fault": "내부 문제로 채점기가 이 제출물을 채점하지 못했습니다(여러분의 잘못이 아닙니다). 조교가 자세한 내용을 "
                  "가지고 있으며 다시 채점할 것입니다.",
         "intake.too_slow": "제출물을 읽는 데 전체 시간 예산보다 오래 걸려 중지했습니다.",
