@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import string
 import sys
@@ -206,6 +207,23 @@ def test_the_messages_written_out_in_given_tests_are_the_tables(monkeypatch: pyt
     written = words.EN["gpu.scaler"].format(kind=repr("cuda"))  # as test_gpu.py's f-string writes it
     assert words.localised(written) == words.KO["gpu.scaler"].format(kind=repr("cuda"))
     assert words.localised("some other text") == "some other text"
+
+
+def test_a_built_graders_language_reaches_the_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Gradescope zip names its language only in language.json: the grader exports it before its student
+    processes start, so the checks' messages (which read $AMP_LANGUAGE) speak it too."""
+    from autograder.engine import grader
+
+    monkeypatch.delenv(words.ENV, raising=False)
+    monkeypatch.setattr(strings, "LANGUAGE_FILE", tmp_path / "language.json")
+    grader.export_language()
+    assert words.ENV not in os.environ  # no file: English, nothing exported
+    (tmp_path / "language.json").write_text('{"language": "ko"}', encoding="utf-8")
+    grader.export_language()
+    assert words.language() == "ko" and words.say("do.run") == "오류 없이 실행"
+    monkeypatch.setenv(words.ENV, "en")  # a setting wins over the file
+    grader.export_language()
+    assert words.language() == "en"
 
 
 def test_an_unknown_language_reads_as_english_in_the_checks(monkeypatch: pytest.MonkeyPatch) -> None:
