@@ -13,6 +13,8 @@ with the reference's and the catalogued mistakes' answers, which must not depend
 (:func:`localised_messages`).
 
 Standard library only: the student processes, the public checks and the grader's batch summary all import it.
+Why one long file: it is data, every message once per language side by side with its id; a reader (or a
+translator) scans it as a table.
 """
 
 from __future__ import annotations
