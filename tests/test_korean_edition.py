@@ -9,7 +9,8 @@
   left to ``make test-all``.
 * English: the bundled examples' feedback.md are byte for byte the golden files in ``tests/golden/en/``,
   written by the grader as it was before the Korean edition (regenerate them only for an intended English change:
-  grade the examples and copy each ``feedback.md`` to ``tests/golden/en/<name>.feedback.md``).
+  ``AMP_DIAGNOSIS=off python -m autograder grade solutions assignment examples/partially_correct --out OUT``, as
+  the tests grade, then copy each ``OUT/<name>/feedback.md`` to ``tests/golden/en/<name>.feedback.md``).
 * The checks' words table (``checks/words.py``): every language has every message, with no field the English
   one lacks; the student processes' messages are recognised in a text and put into Korean.
 """
