@@ -215,7 +215,8 @@ def test_a_built_graders_language_reaches_the_checks(tmp_path: Path, monkeypatch
     processes start, so the checks' messages (which read $AMP_LANGUAGE) speak it too."""
     from autograder.engine import grader
 
-    monkeypatch.delenv(words.ENV, raising=False)
+    monkeypatch.setenv(words.ENV, "en")  # recorded, so that what export_language sets is undone afterwards
+    monkeypatch.delenv(words.ENV)
     monkeypatch.setattr(strings, "LANGUAGE_FILE", tmp_path / "language.json")
     grader.export_language()
     assert words.ENV not in os.environ  # no file: English, nothing exported

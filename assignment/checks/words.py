@@ -572,14 +572,15 @@ TABLES: dict[str, dict[str, str]] = {"en": EN, "ko": KO}
 LANGUAGES = tuple(TABLES)
 
 
-def normalise(raw: str | None) -> str:
-    """The language code a setting's text asks for ("" when none): the one reading of ``$AMP_LANGUAGE``."""
-    return (raw or "").strip()
+def requested() -> str:
+    """The language ``$AMP_LANGUAGE`` asks for, "" when none: the one reading of the setting (the grader's
+    ``autograder.settings.language`` is this, and refuses a language it does not know)."""
+    return os.environ.get(ENV, "").strip()
 
 
 def language() -> str:
     """The language of the checks' messages now: ``$AMP_LANGUAGE`` when the table has it, else English."""
-    chosen = normalise(os.environ.get(ENV))
+    chosen = requested()
     return chosen if chosen in TABLES else DEFAULT
 
 

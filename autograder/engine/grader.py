@@ -99,12 +99,13 @@ def export_language() -> None:
     inherit it through their clean environment, speak it too."""
     from autograder import settings
     from autograder.engine import strings
+    from checks import words
 
     try:
         chosen = strings.language()
     except (ValueError, OSError):  # an unknown language: the grader's own texts refuse it where they are used
         return
-    if not settings.language() and chosen != strings.DEFAULT:
+    if not words.requested() and chosen != strings.DEFAULT:
         os.environ[settings.LANGUAGE.env] = chosen
 
 

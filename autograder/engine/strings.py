@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from autograder import settings
+from checks import words
 
 LANGUAGE_FILE = Path(__file__).with_name("language.json")
 DEFAULT = "en"
@@ -334,7 +334,7 @@ def check_language(code: str) -> str:
 
 def language() -> str:
     """The feedback language now: $AMP_LANGUAGE, else language.json beside this file, else English."""
-    chosen = settings.language()
+    chosen = words.requested()
     if not chosen and LANGUAGE_FILE.is_file():
         chosen = str(json.loads(LANGUAGE_FILE.read_text(encoding="utf-8")).get("language", ""))
     return check_language(chosen or DEFAULT)
