@@ -95,8 +95,8 @@ def start(*, import_dynamo: bool = False) -> None:
 
 def export_language() -> None:
     """Put the feedback language in this process's environment when only a built grader's language.json names it,
-    so that the checks' own messages (``checks.words`` reads ``$AMP_LANGUAGE``) and the student processes, which
-    inherit it through their clean environment, speak it too."""
+    so that the checks' own messages (``checks.words`` reads ``$AMP_LANGUAGE``) speak it too.  Student processes
+    get a clean environment and speak English whatever it says (``checks.words``' docstring)."""
     from autograder import settings
     from autograder.engine import strings
     from checks import words
