@@ -66,8 +66,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 def cmd_rubric(_: argparse.Namespace) -> int:
     for item in rubric.ITEMS + rubric.GPU_ITEMS:
-        print(f"{item.number:>5}  {item.points:>4g}  {item.suite:<6}  {item.title}")
-    print(f"total CPU {rubric.max_points():g} + GPU {rubric.GPU_PART_POINTS:g}")
+        print(f"{item.number:>5}  {item.points:>4g}  {item.suite:<6}  {strings.title(item)}")
+    print(strings.text("rubric.total", cpu=f"{rubric.max_points():g}", gpu=f"{rubric.GPU_PART_POINTS:g}"))
     return 0
 
 

@@ -44,8 +44,9 @@ class Setting:
 
 
 LANGUAGE = Setting("AMP_LANGUAGE", "language.json beside the engine's strings, else en",
-                   "feedback language (en, ko); the CLI's --language sets it for the processes it starts",
-                   "instructor, TA", "autograder.engine.strings")
+                   "feedback language (en, ko); the CLI's --language sets it for the processes it starts; the "
+                   "checks' words read it, the grader through them (checks.words.requested)", "instructor, TA, students",
+                   "checks.words")
 MIN_ISOLATION = Setting("AMP_MIN_ISOLATION", "no minimum", "refuse to grade below this isolation level "
                         "(autograder.engine.confine.LEVELS); --min-isolation comes first", "TA, Gradescope",
                         "autograder.engine.confine")
@@ -84,6 +85,7 @@ SUBMISSION = Setting("AMP_SUBMISSION", "the folder above checks/", "the folder t
 #: Read by the public checks themselves (``assignment/checks``), which cannot import the grader.
 CHECKS_SETTINGS = (
     SUBMISSION,
+    LANGUAGE,
     Setting("AMP_GPU_DRY", "real GPU run", "1 (or a parse_dry value): the GPU checks' dry run on the CPU; "
             "the grader's GPU part reads it through checks.gpu_mode", "students, TA", "checks.gpu_mode"),
     Setting("AMP_GPU_MIN_SPEEDUP", "1.5", "the speed-up the GPU check 4.1 asks for", "instructor",
@@ -91,7 +93,7 @@ CHECKS_SETTINGS = (
     Setting("AMP_STUDENT_DIAGNOSIS", "checks/diagnosis.json", "the students' diagnosis table", "test",
             "checks.judge.diagnose"),
 )
-SETTINGS = (LANGUAGE, MIN_ISOLATION, HIDDEN_VISIBILITY, GPU_POINTS, PUBLIC_TESTS, HIDDEN_TESTS, HIDDEN_EXAMPLES,
+SETTINGS = (MIN_ISOLATION, HIDDEN_VISIBILITY, GPU_POINTS, PUBLIC_TESTS, HIDDEN_TESTS, HIDDEN_EXAMPLES,
             SANDBOX_LIMITS, PLAN, PLAN_CACHE, DIAGNOSIS, TORCH_INDEX, AUTOGRADER_ROOT, GRADE_ROOT, GRADER_VENV,
             HOOKS) + CHECKS_SETTINGS
 
@@ -113,11 +115,6 @@ def raw(setting: Setting) -> str | None:
 
 def _text(setting: Setting) -> str:
     return os.environ.get(setting.env, "").strip()
-
-
-def language() -> str:
-    """The language asked for, "" when none (the engine's strings check it and fall back)."""
-    return _text(LANGUAGE)
 
 
 def min_isolation() -> str | None:

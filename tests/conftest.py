@@ -51,6 +51,7 @@ SLOW = (
     # the classroom workflow run on the skeleton (the solution's run stays in make test); test_prairielearn_image.py
     # and test_platform_agreement.py mark themselves slow
     "tests/test_classroom.py::test_the_skeleton_gets_no_public_point_and_says_why",
+    "tests/test_korean_edition.py::test_every_catalogue_bug_speaks_korean",  # the whole catalogue, in Korean
 )
 #: The named part of each slow suite that `make test` still runs (marker ``representative``).
 REPRESENTATIVE = (

@@ -85,8 +85,9 @@ def test_the_short_lines_are_korean_in_korean(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setenv("AMP_LANGUAGE", "ko")
     runner = _runner(tmp_path / "sub", ("loss_scaler.py",), {"loss_scaler": SYNTAX})
     report = judge.build_report(runner, SCALER_ROWS[:1], _failing(SCALER_ROWS[:1], SYNTAX), "", [], time.monotonic())
-    assert report.rows[0].message == "실행하지 않음: loss_scaler.py을(를) import할 수 없습니다(이 피드백의 맨 위 참고)."
-    assert report.notes[0].startswith("loss_scaler.py을(를) import할 수 없어 이 파일이 필요한 테스트는 모두 0점입니다:")
+    assert report.rows[0].message == "실행하지 않음: loss_scaler.py를 import할 수 없습니다(이 피드백의 맨 위 참고)."
+    assert report.notes[0] == ("loss_scaler.py를 import할 수 없어 이 파일이 필요한 테스트는 모두 0점입니다:\n"
+                               "  loss_scaler.py의 3번째 줄에 문법 오류가 있습니다: invalid syntax")
 
 
 def test_feedback_md_tells_rows_with_the_same_text_once() -> None:

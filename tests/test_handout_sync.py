@@ -5,7 +5,8 @@ Section by section (every ``#`` heading, in order), the two editions must have:
 * headings of the same level, with the same numbers and inline code (``### 7. ...``,
   ``### Task 1: `loss_scaler.py` ...`` / ``### 과제 1: `loss_scaler.py` ...``);
 * identical fenced blocks (code, examples, outputs), in the same order;
-* the same numbers in the prose (as a multiset: Korean word order differs), tables included;
+* the same numbers in the prose (as a multiset: Korean word order differs), tables included; the Korean
+  prose may write "0" where the English says "zero";
 * the same inline code spans (file names, signatures, API names).
 
 A change to the English handout that is not carried into the Korean one fails here with a
@@ -26,6 +27,7 @@ import handout_examples as hx
 ENGLISH = hx.HANDOUT.read_text(encoding="utf-8")
 KOREAN = hx.KOREAN_HANDOUT.read_text(encoding="utf-8")
 _INLINE_CODE = re.compile(r"`([^`]+)`")
+_ZERO = re.compile(r"\bzero\b", re.IGNORECASE)
 
 
 def split_sections(text: str) -> list[tuple[str, str]]:
@@ -71,6 +73,8 @@ def sync_problems(english: str, korean: str) -> list[str]:
                                 f"--- English\n{en_block.text}--- Korean\n{ko_block.text}")
         en_numbers = collections.Counter(hx.numbers(_prose(en_body)))
         ko_numbers = collections.Counter(hx.numbers(_prose(ko_body)))
+        zeros = min(len(_ZERO.findall(_prose(en_body))), (ko_numbers - en_numbers)["0"])
+        en_numbers["0"] += zeros  # "zero" written as a digit
         if en_numbers != ko_numbers:
             problems.append(f"{where}: the numbers differ: only in English {sorted((en_numbers - ko_numbers).elements())}, "
                             f"only in Korean {sorted((ko_numbers - en_numbers).elements())}")
@@ -118,6 +122,16 @@ def test_a_changed_number_is_reported_with_its_section() -> None:
     assert "7. How the scale moves" in problem and "only in English ['1000']" in problem
 
 
+def test_zero_may_be_written_as_a_digit_but_no_other_number_may_appear() -> None:
+    english = "# T\n\nThe gradient rounds to zero.\n"
+    assert sync_problems(english, "# T\n\n기울기가 0으로 반올림됩니다.\n") == []
+    assert sync_problems(english, "# T\n\n기울기가 영으로 반올림됩니다.\n") == []
+    [problem] = sync_problems(english, "# T\n\n기울기가 0으로, 또 0으로 반올림됩니다.\n")
+    assert "only in Korean ['0']" in problem
+    [problem] = sync_problems(english, "# T\n\n기울기가 1로 반올림됩니다.\n")
+    assert "only in Korean ['1']" in problem
+
+
 def test_a_missing_section_is_reported() -> None:
     english = ENGLISH.replace("### 9. Old API, new API", "### 9. Old API, new API\n\n### 9b. A new section", 1)
     [problem] = sync_problems(english, KOREAN)
@@ -154,10 +168,18 @@ def test_shipped_korean_notebook_is_up_to_date(notebooks: dict[str, Any]) -> Non
 def test_korean_notebook_has_the_english_cells_and_tests(notebooks: dict[str, Any]) -> None:
     english, korean = notebooks["en"], notebooks["ko"]
     assert [c.cell_type for c in english.cells] == [c.cell_type for c in korean.cells]
+    from autograder.packaging import notebook_ko
+
     for en_cell, ko_cell in zip(english.cells, korean.cells):
-        if en_cell.cell_type == "code":  # otter's init cell opens the notebook by its own name; comments translated
-            assert code_only(en_cell.source).replace("amp_homework.ipynb", "amp_homework.ko.ipynb") == \
-                code_only(ko_cell.source)
+        if en_cell.cell_type == "code":  # otter's init cell opens the notebook by its own name
+            en_source = en_cell.source.replace("amp_homework.ipynb", "amp_homework.ko.ipynb")
+            assert notebook_ko.localised_code(en_source) == ko_cell.source
     assert english.metadata["otter"] == korean.metadata["otter"]
     markdown = "\n".join(c.source for c in korean.cells if c.cell_type == "markdown")
     assert "과제 1" in markdown and "README.ko.md" in markdown and "Write your code" not in markdown
+    assert "## Submission" not in markdown and "## 제출" in markdown  # otter's own cell, in Korean
+    english_code = "\n".join(c.source for c in english.cells if c.cell_type == "code")
+    unused = [text for text in notebook_ko.CODE_TEXTS if text not in english_code]
+    assert not unused, f"texts of notebook_ko.CODE_TEXTS no English code cell has (reworded?): {unused}"
+    korean_code = "\n".join(c.source for c in korean.cells if c.cell_type == "code")
+    assert "is not implemented yet" not in korean_code and "아직 구현되지 않았습니다" in korean_code

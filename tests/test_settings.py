@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from autograder import ROOT, settings
+from checks import words
 
 ENV_NAME = re.compile(r"AMP_[A-Z_]+|AUTOGRADER_ROOT")
 
@@ -34,7 +35,8 @@ def test_every_variable_the_checks_read_is_in_the_table_with_the_module_that_rea
     read = string_constants(ROOT / "assignment" / "checks")
     modules = {name: sorted(".".join(Path(file).relative_to("assignment").with_suffix("").parts) for file in files)
                for name, files in read.items()}
-    assert sorted(modules) == ["AMP_GPU_DRY", "AMP_GPU_MIN_SPEEDUP", "AMP_STUDENT_DIAGNOSIS", "AMP_SUBMISSION"]
+    assert sorted(modules) == ["AMP_GPU_DRY", "AMP_GPU_MIN_SPEEDUP", "AMP_LANGUAGE", "AMP_STUDENT_DIAGNOSIS",
+                               "AMP_SUBMISSION"]
     assert modules == {setting.env: [setting.read_in] for setting in settings.CHECKS_SETTINGS}
 
 
@@ -56,7 +58,7 @@ def test_unset_settings_give_their_defaults(monkeypatch: pytest.MonkeyPatch) -> 
     assert settings.public_tests() == ROOT / "assignment" / "checks"
     assert settings.hidden_tests() == ROOT / "autograder" / "hidden"
     assert settings.sandbox_limits() == {}
-    assert settings.min_isolation() is None and settings.language() == ""
+    assert settings.min_isolation() is None and words.requested() == ""
     assert not settings.plan_off() and not settings.diagnosis_off()
     assert settings.autograder_root() == Path("/autograder")
     assert settings.grade_root() == Path("/grade")

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 from checks.judge import diagnose
 from checks.runners import harness
 from checks.student import serve
+from checks.words import localised_messages, say
 
 settings.register_profile(
     "grading",
@@ -88,9 +89,9 @@ class LocalRunner:
         reply = process.call(scenario, json.loads(json.dumps(args)))
         if reply is None:
             del self._processes[modules]
-            raise harness.SubmissionFault("the process running your code ended during this call (it exited or crashed)")
+            raise harness.SubmissionFault(say("process.ended"))
         if "fault" in reply:
-            raise harness.SubmissionFault(str(reply["fault"]))
+            raise harness.SubmissionFault(localised_messages(str(reply["fault"])))
         return reply["ok"]
 
     def close(self) -> None:
@@ -136,6 +137,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if isinstance(runner, LocalRunner):
         line = diagnose.explain_local_failure(getattr(item, "originalname", item.name), runner.run)
         if line:
-            report.sections.append(("likely mistake", line))
+            report.sections.append((say("mistake.section"), line))
             # the item's, not the report's: junitxml writes the teardown report's, copied from the item later
             item.user_properties.append((diagnose.JUNIT_PROPERTY, line))

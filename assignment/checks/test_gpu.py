@@ -55,6 +55,7 @@ from hypothesis import strategies as st
 
 from checks.judge import expect, gpu_reference, cases
 from checks.runners import gpu_runs, probes
+from checks.words import say
 
 pytestmark = pytest.mark.gpu
 
@@ -129,20 +130,16 @@ def _s(seconds: float) -> str:
 def speed_summary(cfg: dict[str, Any], fp32: list[tuple[float, float, float]], amp: list[tuple[float, float]],
                   dry: bool) -> str:
     """What was measured: per timed run, the round trip's wall time and the loss computed here."""
-    lines = [f"Measured by the grader, outside your process: the wall time of each call's round trip ({cfg['steps']} "
-             f"training steps from a fresh seed, building the data and model, copying the weights out), and the "
-             f"loss of the copied-out weights on the grader's own evaluation batch "
-             f"({gpu_runs.EVAL_ROWS} examples, computed in float32 on the grader's CPU). TF32 is off in the "
-             "float32 runs."]
+    lines = [say("gpu.measured", steps=cfg["steps"], rows=gpu_runs.EVAL_ROWS)]
     for index, (seconds, loss, initial) in enumerate(fp32):
-        line = f"run {index + 1}: float32 {_s(seconds)}, loss {loss:.4g} (from {initial:.4g} before training)"
+        line = say("gpu.run", number=index + 1, seconds=_s(seconds), loss=f"{loss:.4g}", initial=f"{initial:.4g}")
         if index < len(amp):
-            line += f"; AMP {_s(amp[index][0])}, loss {amp[index][1]:.4g}"
+            line += say("gpu.run_amp", seconds=_s(amp[index][0]), loss=f"{amp[index][1]:.4g}")
         lines.append(line)
     if len(amp) == len(fp32):
         speedup = statistics.median(s for s, _, _ in fp32) / statistics.median(s for s, _ in amp)
-        lines.append(f"Speed-up to float32's loss (median round trips): {speedup:.2f}x " + (
-            "(dry mode on the CPU: not checked)" if dry else f"(required: at least {min_speedup():g}x)"))
+        lines.append(say("gpu.speedup", speedup=f"{speedup:.2f}") + (
+            say("gpu.dry") if dry else say("gpu.required", minimum=f"{min_speedup():g}")))
     return "\n".join(lines)
 
 
@@ -170,17 +167,15 @@ def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str, reference: 
                                "compare AMP with it")
     call = (f"amp_step(model, inputs, targets, F.mse_loss, adam, torch.amp.GradScaler({kind!r}), "
             f"device_type={kind!r}, dtype=torch.float16)")
-    what = (f"We trained a {cfg['depth']}-hidden-layer MLP (width {cfg['width']}, batch {cfg['batch']}) for "
-            f"{cfg['steps']} steps, {cfg['repeats']} times (each from a fresh seed, after a {cfg['warmup']}-step "
-            f"warm-up), on {device} with\n    {call}\n")
+    what = say("gpu.trained", depth=cfg["depth"], width=cfg["width"], batch=cfg["batch"], steps=cfg["steps"],
+               repeats=cfg["repeats"], warmup=cfg["warmup"], device=device, call=call)
     warm, timed = timed_series(student, "gpu_train", warm_up, runs)
     amp: list[tuple[float, float]] = []
     for args, (got, seconds) in [(warm_up, (warm, 0.0)), *zip(runs, timed)]:
         expect.ok_or_fail(got, what)
         weights = gpu_runs.decode_weights(args, got.get("weights"))
         if isinstance(weights, str):
-            expect.fail(f"{what}but after training {weights}: the grader computes the loss from the model's "
-                        "parameters, which must stay plain float32 torch.nn.Parameter objects.")
+            expect.fail(say("gpu.not_parameters", what=what, weights=weights))
         if args is not warm_up:
             amp.append((seconds, gpu_runs.evaluation_loss(args, weights)))
     summary = speed_summary(cfg, fp32, amp, dry)
@@ -188,19 +183,14 @@ def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str, reference: 
     for index, ((_, loss32, initial), (_, loss)) in enumerate(zip(fp32, amp)):
         tolerance = max(FINAL_REL_TOL * loss32, FINAL_TOL_OF_INITIAL * initial)
         if not loss <= loss32 + tolerance:  # NaN fails too
-            expect.fail(f"{what}and in run {index + 1} the trained model's loss, computed by the grader from the "
-                        f"weights your process copied out, is {loss:.4g}; the same {cfg['steps']} steps in float32 "
-                        f"reach {loss32:.4g} (allowed: up to {loss32 + tolerance:.4g}; {initial:.4g} before "
-                        "training). Does the optimizer step through the scaler, once per call, with the gradients "
-                        f"zeroed first?\n\n{summary}")
+            expect.fail(say("gpu.loss", what=what, number=index + 1, loss=f"{loss:.4g}", steps=cfg["steps"],
+                            loss32=f"{loss32:.4g}", allowed=f"{loss32 + tolerance:.4g}", initial=f"{initial:.4g}",
+                            summary=summary))
     if not dry:
         speedup = statistics.median(s for s, _, _ in fp32) / statistics.median(s for s, _ in amp)
         if speedup < min_speedup():
-            expect.fail(f"{what}The runs through your amp_step took {speedup:.2f}x less wall time than float32's "
-                        f"(median round trips, measured by the grader outside your process); at least "
-                        f"{min_speedup():g}x is expected on a GPU. Are the forward pass and the loss under "
-                        f"torch.autocast(device_type='cuda', dtype=torch.float16)?  Does amp_step avoid syncing with "
-                        f"the GPU (loss.item(), float(loss), printing) on every call?\n\n{summary}")
+            expect.fail(say("gpu.slow", what=what, speedup=f"{speedup:.2f}", minimum=f"{min_speedup():g}",
+                            summary=summary))
 
 
 def _weight_loss(args: dict[str, Any], weight: Any) -> float | None:
@@ -218,20 +208,15 @@ def test_gpu_underflow_needs_the_scaler(student: Any, device: str, reference: An
         raise RuntimeError(f"the unscaled float16 baseline did not stall on {device} (final loss {unscaled}): "
                            "the underflow check cannot tell a scaler's effect here")
     kind = gpu_runs.device_type(device)
-    what = (f"We trained the underflow task (linear regression onto targets x 1e-4, float16 autocast on {kind}) for "
-            f"{args['steps']} steps with your amp_step and torch.amp.GradScaler({kind!r}, growth_interval=20)")
+    what = say("gpu.underflow", kind=kind, steps=args["steps"], kind_repr=repr(kind))
     result = answered(student.run("gpu_underflow", args, timeout=120))
     expect.ok_or_fail(result, what)
     final = _weight_loss(args, result["final_weight"])
     if final is None:
-        expect.fail(f"{what}, but the model's weight was no plain float32 parameter after training "
-                    f"({str(result['final_weight'])[:200]}): the grader computes the loss from it.")
+        expect.fail(say("gpu.underflow_weight", what=what, weight=str(result["final_weight"])[:200]))
     if not final < 1e-12:
-        expect.fail(f"{what}. The grader computed the float32 mean squared error of the model's final weight (copied "
-                    f"out of your process) over the task's {args.get('n', 4096)} examples: {final:.3g}. Without a "
-                    f"scaler the float16 gradients underflow to zero and the loss stalls at {unscaled:.3g}; with the "
-                    "scaler's scaled backward it should fall below 1e-12. Call backward() on scaler.scale(loss), and "
-                    "step through scaler.step(optimizer).")
+        expect.fail(say("gpu.underflow_stalled", what=what, n=args.get("n", 4096), final=f"{final:.3g}",
+                        unscaled=f"{unscaled:.3g}"))
 
 
 @given(powers_of_two=st.booleans(), data=st.data())

@@ -18,37 +18,12 @@ import pytest
 
 from checks.judge import amp_reference, expect
 from checks.runners import probes
+from checks.words import say
 
 CALL = "amp_step(model, inputs, targets, loss_fn, optimizer, scaler, device_type='cpu', dtype=torch.{dtype}{extra})"
 
-#: What each row's behaviour is, as the failure message states it.
-RIGHT = {
-    "2.1": "(forward and loss under torch.autocast with the dtype it was given)",
-    "2.2": "(backward after the autocast block)",
-    "2.3": "(backward of scaler.scale(loss))",
-    "2.4": "(optimizer.zero_grad() before the forward pass)",
-    "2.5": "(scaler.step(optimizer) once, which skips the step when gradients overflowed)",
-    "2.6": "(scaler.update() once, after scaler.step(optimizer))",
-    "2.7": "(scaler.unscale_(optimizer), then clipping, then scaler.step(optimizer))",
-    "2.8": "(returns the unscaled loss, detached)",
-    "2.9": "",
-}
-HINTS = {
-    "2.1": "Run the model's forward and the loss inside `with torch.autocast(device_type=device_type, dtype=dtype):`, "
-           "with the device type and dtype amp_step was given, and keep the model in float32 (no .half()).",
-    "2.2": "Call backward() after the `with torch.autocast(...)` block ends: autocast would recast the backward "
-           "pass's own matmuls (the model's backward here has one).",
-    "2.3": "Call backward() on scaler.scale(loss), not on the loss itself.",
-    "2.4": "Call optimizer.zero_grad() at the start of amp_step, so that each call's step sees only its own gradients.",
-    "2.5": "Step with scaler.step(optimizer), once per call, never optimizer.step() directly: the scaler skips the "
-           "step when the gradients hold an inf or NaN.",
-    "2.6": "Call scaler.update() exactly once per call, after scaler.step(optimizer).",
-    "2.7": "With max_grad_norm set, call scaler.unscale_(optimizer) before clip_grad_norm_ (so you clip the true "
-           "gradients), then scaler.step(optimizer).",
-    "2.8": "Return the unscaled loss of this call as a one-element tensor detached from the graph (loss.detach()).",
-    "2.9": "amp_step must work with any scaler that has the contract's methods, called with positional or keyword "
-           "arguments (the contract's parameter names: model, inputs, targets, loss_fn, optimizer, scaler).",
-}
+# What each row's behaviour is ("amp.right.<row>") and how to get it right ("amp.hint.<row>"), as the failure
+# message states them, are in the words table (checks/words.py).
 
 
 def described(args: dict[str, Any]) -> str:
@@ -59,14 +34,14 @@ def described(args: dict[str, Any]) -> str:
         call = call.replace("model, inputs, targets, loss_fn, optimizer, scaler",
                             "model=model, inputs=inputs, targets=targets, loss_fn=loss_fn, optimizer=optimizer, "
                             "scaler=scaler")
-    scaler = "a scaler with only the contract's methods (torch's inside)" if args.get("scaler") == "contract" \
+    scaler = say("amp.contract_scaler") if args.get("scaler") == "contract" \
         else "torch.amp.GradScaler('cpu'" + (f", {expect.kwargs_text(args['scaler_kwargs'])}"
                                              if args.get("scaler_kwargs") else "") + ")"
     steps = int(args.get("steps", 1))
     infs = args.get("inject_inf_at", [])
-    overflow = f"; the gradients of call {', '.join(str(i + 1) for i in infs)} held an inf" if infs else ""
-    return (f"We called\n    {call}\n{steps} time{'s' if steps > 1 else ''} on a small MLP, SGD(lr="
-            f"{args.get('lr', 0.01)}) and {scaler}{overflow}.")
+    overflow = say("amp.overflow", calls=", ".join(str(i + 1) for i in infs)) if infs else ""
+    return say("amp.called", call=call, steps=steps, plural=say("amp.plural") if steps > 1 else "",
+               lr=args.get("lr", 0.01), scaler=scaler, overflow=overflow)
 
 
 def check_row(student: Any, row: str, **args: Any) -> None:
@@ -78,15 +53,16 @@ def check_row(student: Any, row: str, **args: Any) -> None:
     verdict = amp_reference.judge(row, scenario, result)
     if verdict:
         calls = amp_reference.calls_of(result)
-        seen = "\n".join(f"    call {i + 1}: {amp_reference.call_order(result, i)}" for i in range(min(len(calls), 3)))
+        seen = "\n".join(say("amp.seen_call", number=i + 1, order=amp_reference.call_order(result, i))
+                         for i in range(min(len(calls), 3)))
+        right = say(f"amp.right.{row}")
         if verdict.masked_by:
-            head, hint = f"We cannot see whether your amp_step gets this right {RIGHT[row]}:", \
-                f"Fix the other behaviour first ({verdict.masked_by}); this row is judged on its effects."
+            head, hint = say("amp.masked_head", right=right), say("amp.masked_hint", masked=verdict.masked_by)
         else:
-            head = f"Compared with a correct amp_step {RIGHT[row]}, the effects differ:"
-            hint = " ".join(filter(None, [amp_reference.explain(row, result, scenario), HINTS[row]]))
+            head = say("amp.differ_head", right=right)
+            hint = " ".join(filter(None, [amp_reference.explain(row, result, scenario), say(f"amp.hint.{row}")]))
         expect.fail(f"{described(scenario)}\n{head}\n{amp_reference.all_lines(verdict.lines)}\n{hint}\n\n"
-                    f"What your amp_step called:\n{seen}")
+                    f"{say('amp.seen')}\n{seen}")
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -136,19 +112,16 @@ def check_both_scalers(student: Any, scaler: str, by_keyword: bool) -> None:
 
 
 def check_underflow_converges(student: Any, steps: int, growth_interval: int) -> None:
-    what = (f"We trained the underflow demo (fp16 autocast, targets x 1e-4) for {steps} steps with your amp_step and "
-            f"torch.amp.GradScaler('cpu', growth_interval={growth_interval})")
+    what = say("amp.underflow", steps=steps, interval=growth_interval)
     scenario = {"steps": steps, "scaler": "torch", "scaler_kwargs": {"growth_interval": growth_interval}}
     result = student.run("underflow", scenario, timeout=60)
     expect.ok_or_fail(result, what)
     weight = result.get("final_weight")
     if not isinstance(weight, list):
-        expect.fail(f"{what}, but after training the model's weight was {weight}: it must stay the model's own "
-                    "float32 parameter.")
+        expect.fail(say("amp.underflow_weight", what=what, weight=weight))
     final = probes.underflow_loss(scenario, weight)  # measured here from the weight, never taken from amp_step
     if not final < 1e-12:
-        expect.fail(f"{what}. Without scaling the loss stalls near 3e-10; with it the loss should fall below 1e-12, "
-                    f"but the final weight gives {final:.3g}.")
+        expect.fail(say("amp.underflow_stalled", what=what, final=f"{final:.3g}"))
 
 
 # --------------------------------------------------------------------------- public examples

@@ -1,5 +1,9 @@
 """Public checks for Task 1 (``loss_scaler.py``).  The grader runs these too, plus hidden ones.
 
+The English ``what`` of a ``@given`` test stays written in it (the failure message speaks the current language:
+:func:`checks.words.localised`): hypothesis seeds a test's examples from its source, so rewording it would change
+the inputs tried.
+
 There is one public example of every graded behaviour: the grader's hidden tests of a
 behaviour have the same name as its public test here (the two share the row's points) and
 only try other inputs and sizes.
@@ -15,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from checks.judge import behaviours, expect, cases
+from checks.words import say
 
 
 @pytest.mark.parametrize("kwargs", cases.BAD_CONSTRUCTOR_KWARGS, ids=lambda kw: expect.kwargs_text(kw))
@@ -22,8 +27,8 @@ def test_constructor_rejects_bad_arguments(student: Any, kwargs: dict[str, Any])
     args = {"world": cases.world([[[1]]]), "ops": [{"op": "new", "kwargs": kwargs}]}
     [result] = student.run("scaler_ops", args)
     if not expect.raised(result, "ValueError"):
-        expect.mismatch(args, 0, "raise ValueError", result,
-                        what=f"ToyLossScaler({expect.kwargs_text(kwargs)}) must raise ValueError.")
+        expect.mismatch(args, 0, say("do.raise", error="ValueError"), result,
+                        what=say("what.constructor", kwargs=expect.kwargs_text(kwargs)))
 
 
 @given(loss=st.sampled_from([1.5, 2.0, 100.0, 60000.0, [60000.0, 1.0], [0.5, 3.0]]))

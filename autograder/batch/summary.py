@@ -48,7 +48,9 @@ PROBLEMS: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
     (budget.CRASH_LIMIT, True, ()),
     (budget.INTERFERED, True, ()),
     ("import error", False, ("has a syntax error", "raised an exception:", "is not valid UTF-8", "does not define",
-                             "could not be imported", "import할 수 없습니다")),  # the last two: engine.faults' row lines
+                             "could not be imported", "import할 수 없습니다",  # these two: engine.faults' row lines
+                             "문법 오류가 있습니다", "import하는 중에 예외가 발생했습니다", "올바른 UTF-8 텍스트가 아닙니다",
+                             "의 정의가 없습니다")),  # checks.words' Korean file messages
     ("missing file", False, ("is missing", "파일이 없습니다")),
     ("refused call", False, ("is not allowed while the grader runs your code",)),  # engine.guard's refusals
     ("grader fault", False, (INTERNAL_PREFIX, *strings.phrases("internal"))),
@@ -134,30 +136,32 @@ def feedback_markdown(submission: Submission, entry: Entry) -> str:
     """A readable report for the student (the same content as results.json)."""
     data = entry.results
     tests = [t for t in data.get("tests", []) if t.get("max_score", 0) or t.get("status")]
-    lines = [f"# Feedback: {markdown_inline(submission.name)}", ""]
+    lines = [strings.text("feedback.title", name=markdown_inline(submission.name)), ""]
     people = ", ".join(s.name or s.email or s.sid for s in submission.submitters)
     if people:
-        lines += [f"Submitted by: {markdown_inline(people)}", ""]
-    lines += [f"**Score: {_fmt(data.get('score', 0.0))} / {_fmt(rubric.max_points())}** (CPU part; the GPU part "
-              f"({_fmt(rubric.GPU_PART_POINTS)} points) is graded separately by staff).", ""]
+        lines += [strings.text("feedback.by", people=markdown_inline(people)), ""]
+    lines += [strings.text("feedback.score", score=_fmt(data.get("score", 0.0)), top=_fmt(rubric.max_points()),
+                           gpu=_fmt(rubric.GPU_PART_POINTS)), ""]
     if entry.status == "errored":
-        lines += ["**Your submission could not be graded:** " + markdown_inline(entry.reason or "see below."), ""]
+        reason = markdown_inline(entry.reason or strings.text("feedback.see_below"))
+        lines += [strings.text("feedback.not_graded", reason=reason), ""]
     output = strip_controls(str(data.get("output", "")), keep_newlines=True).strip()  # fenced: no escape codes
-    if output and not output.startswith("Graded "):
+    if output and not strings.is_graded_note(output):
         fence = _fence(output)
-        lines += ["## About your submission", "", fence + "text", output, fence, ""]
-    lines += ["## Tests", "", "| Test | Score | Result |", "| --- | ---: | --- |"]
+        lines += [strings.text("feedback.about"), "", fence + "text", output, fence, ""]
+    lines += [strings.text("feedback.tests"), "", strings.text("feedback.tests_head"), "| --- | ---: | --- |"]
     for test in tests:
-        mark = "passed" if test.get("status") == "passed" else "**failed**"
+        mark = strings.text("feedback.passed") if test.get("status") == "passed" else strings.text("feedback.failed")
         lines.append(f"| {markdown_inline(test.get('name', ''))} | {_fmt(test.get('score', 0.0))} / "
                      f"{_fmt(test.get('max_score', 0.0))} | {mark} |")
     failing = [t for t in tests if t.get("status") == "failed"]
     if failing:
-        lines += ["", "## What went wrong", ""]
+        lines += ["", strings.text("feedback.wrong"), ""]
         for group, text in _same_output_groups(failing):
             fence = _fence(text)
-            heading = (markdown_inline(group[0].get("name", "")) if len(group) == 1 else
-                       ", ".join(markdown_inline(str(t.get("number", ""))) for t in group) + f" ({len(group)} tests)")
+            heading = (markdown_inline(group[0].get("name", "")) if len(group) == 1 else strings.text(
+                "feedback.group", numbers=", ".join(markdown_inline(str(t.get("number", ""))) for t in group),
+                count=len(group)))
             lines += [f"### {heading}", "", fence + "text", text, fence, ""]
     informational = [t for t in data.get("tests", []) if not t.get("max_score", 0) and not t.get("status")]
     for test in informational:
@@ -204,7 +208,7 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
         for _, entry in rows:
             row = next((t for t in entry.results.get("tests", []) if t.get("number") == item.number), None)
             passed += rubric.row_passed(row)  # the class report counts with the same rule
-        tests.append({"number": item.number, "test": item.test, "title": item.title, "points": item.points,
+        tests.append({"number": item.number, "test": item.test, "title": strings.title(item), "points": item.points,
                       "passed": passed, "failed": len(rows) - passed,
                       "pass_rate": round(passed / len(rows), 4) if rows else 0.0, "_order": order})
     tests.sort(key=lambda t: (t["pass_rate"], t["_order"]))
@@ -252,42 +256,42 @@ def isolation_levels(rows: Sequence[Row]) -> dict[str, int]:
 def summary_markdown(summary: dict[str, Any]) -> str:
     top = summary["max_score"]
     score = summary["score"]
-    lines = ["# Batch grading summary", "",
-             f"- Submissions: **{summary['submissions']}**; graded: {summary['graded']} "
-             f"({summary['full_marks']} with full marks, {summary['lost_points']} lost points); "
-             f"could not be graded: **{summary['errored']}**; hit a limit: **{summary['hit_a_limit']}**."]
+    lines = [strings.text("summary.title"), "",
+             strings.text("summary.counts", submissions=summary["submissions"], graded=summary["graded"],
+                          full=summary["full_marks"], lost=summary["lost_points"], errored=summary["errored"],
+                          limit=summary["hit_a_limit"])]
     if score["mean"] is not None:
-        lines.append(f"- Scores out of {_fmt(top)}: mean {_fmt(score['mean'])}, median {_fmt(score['median'])}, "
-                     f"min {_fmt(score['min'])}, max {_fmt(score['max'])}.")
+        lines.append(strings.text("summary.scores", top=_fmt(top), mean=_fmt(score["mean"]),
+                                  median=_fmt(score["median"]), min=_fmt(score["min"]), max=_fmt(score["max"])))
     if summary["submissions"] >= HISTOGRAM_MIN_SUBMISSIONS:
-        lines += ["", f"![Score histogram]({HISTOGRAM})"]
-    lines += ["", "| Score | Submissions |", "| --- | ---: |"]
+        lines += ["", f"![{strings.text('summary.histogram')}]({HISTOGRAM})"]
+    lines += ["", strings.text("summary.histogram_head"), "| --- | ---: |"]
     edges, counts = summary["histogram"]["edges"], summary["histogram"]["counts"]
     for k, count in enumerate(counts):
         closing = "]" if k == len(counts) - 1 else ")"
         lines.append(f"| [{_fmt(edges[k])}, {_fmt(edges[k + 1])}{closing} | {count} |")
-    lines += ["", "## Tests, most failed first", "", "| Test | Title | Points | Passed | Failed | Pass rate |",
+    lines += ["", strings.text("summary.tests"), "", strings.text("summary.tests_head"),
               "| --- | --- | ---: | ---: | ---: | ---: |"]
     for test in summary["tests"]:
         lines.append(f"| {test['number']} | {markdown_inline(test['title'])} | {_fmt(test['points'])} | "
                      f"{test['passed']} | {test['failed']} | {test['pass_rate'] * 100:.0f}% |")
-    lines += ["", "## Limits hit and faults", ""]
+    lines += ["", strings.text("summary.problems"), ""]
     if summary["problems"]:
-        lines += ["| Problem | Submissions | Which |", "| --- | ---: | --- |"]
+        lines += [strings.text("summary.problems_head"), "| --- | ---: | --- |"]
         for problem in summary["problems"]:
             names = problem["submissions"]
             shown = ", ".join(markdown_inline(n) for n in names[:10]) + (
-                f", … ({len(names) - 10} more)" if len(names) > 10 else "")
-            lines.append(f"| {markdown_inline(problem['kind'])} | {problem['count']} | {shown} |")
+                strings.text("summary.more", count=len(names) - 10) if len(names) > 10 else "")
+            lines.append(f"| {markdown_inline(strings.problem(problem['kind']))} | {problem['count']} | {shown} |")
     else:
-        lines.append("None.")
-    lines += ["", "## Could not be graded", ""]
+        lines.append(strings.text("summary.none"))
+    lines += ["", strings.text("summary.not_graded"), ""]
     lines += [f"- {markdown_inline(row['submission'])}: {markdown_inline(row['reason'])}"
-              for row in summary["not_graded"]] or ["None."]
+              for row in summary["not_graded"]] or [strings.text("summary.none")]
     levels = summary.get("isolation") or {}
-    lines += ["", "## Isolation of student code", ""]
-    lines += [f"- {markdown_inline(level)}: {count} submission(s)" for level, count in sorted(levels.items())] or [
-        "Not recorded."]
+    lines += ["", strings.text("summary.isolation"), ""]
+    lines += [strings.text("summary.isolation_line", level=markdown_inline(level), count=count)
+              for level, count in sorted(levels.items())] or [strings.text("summary.not_recorded")]
     return "\n".join(lines) + "\n"
 
 
@@ -366,41 +370,42 @@ def print_report(rows: Sequence[Row], summary: dict[str, Any], out: Path, max_ro
     top = rubric.max_points()
     rows = sorted(rows, key=lambda row: row[0].name)
     shown = rows if len(rows) <= max_rows else [r for r in rows if r[1].status == "errored" or problems(r[1])][:max_rows]
-    title = f"Grades (CPU part, out of {_fmt(top)}; GPU part graded separately)"
+    title = strings.text("console.title", top=_fmt(top))
     if len(shown) < len(rows):
-        title += f": the {len(shown)} with problems of {len(rows)}; all are in gradebook.csv"
+        title += strings.text("console.title_some", shown=len(shown), total=len(rows))
     table = Table(title=title)
-    for column in ("student", "score", "failed tests", "problems"):
+    for column in strings.columns("console.columns"):
         table.add_column(column, overflow="fold")
     for submission, entry in shown:
         failed = [t["number"] for t in entry.results.get("tests", []) if t.get("status") == "failed"]
-        kinds = ", ".join(dict.fromkeys(kind for kind, _ in problems(entry)))
+        kinds = ", ".join(dict.fromkeys(strings.problem(kind) for kind, _ in problems(entry)))
         if entry.status == "errored":
-            kinds = f"not graded: {entry.reason}"
+            kinds = strings.text("console.not_graded", reason=entry.reason)
         table.add_row(console(student_label(submission)), f"{_fmt(entry.results.get('score', 0.0))} / {_fmt(top)}",
                       console(", ".join(str(n) for n in failed) or "-"), console(kinds or "-"))
     if shown:
         screen.print(table)
     score = summary["score"]
-    screen.print(f"{summary['submissions']} submission(s): {summary['graded']} graded "
-                  f"({summary['full_marks']} full marks), {summary['errored']} could not be graded, "
-                  f"{summary['hit_a_limit']} hit a limit."
-                  + (f" Mean {_fmt(score['mean'])}, median {_fmt(score['median'])} / {_fmt(top)}."
-                     if score["mean"] is not None else ""), highlight=False)
+    screen.print(strings.text("console.totals", submissions=summary["submissions"], graded=summary["graded"],
+                              full=summary["full_marks"], errored=summary["errored"], limit=summary["hit_a_limit"])
+                 + (strings.text("console.mean", mean=_fmt(score["mean"]), median=_fmt(score["median"]), top=_fmt(top))
+                    if score["mean"] is not None else ""), highlight=False)
     screen.print(strip_controls(written_line(out, len(rows))), highlight=False, soft_wrap=True, markup=False)
 
 
-#: What a TA opens after a run, in the order to open them (the last line of a run names those written).
-OPENED = (("report.html", "the class page: students, rows, mistakes, similarity"),
-          ("similarity.html", "similar code side by side"), ("summary.md", None), ("gradebook.csv", None),
-          ("changes.csv", "what a regrade moved"))
+#: What a TA opens after a run, in the order to open them (the last line of a run names those written); those with
+#: a word of why have a ``console.opened.<name>`` text.
+OPENED = ("report.html", "similarity.html", "summary.md", "gradebook.csv", "changes.csv")
 
 
 def written_line(out: Path, count: int) -> str:
     """The run's last line: every file a TA opens that this run left in ``out``, then the per-student files."""
-    files = [f"{name} ({why})" if why else name for name, why in OPENED if (out / name).is_file()]
-    return (f"Wrote into {out}: {', '.join(files)}; and per submission ({count}) results.json and feedback.md "
-            f"(in {out / '<submission>'}).")
+    files = []
+    for name in OPENED:
+        if (out / name).is_file():
+            why = strings.MESSAGES[strings.language()].get(f"console.opened.{name}")
+            files.append(f"{name} ({why})" if why else name)
+    return strings.text("console.wrote", out=out, files=", ".join(files), count=count, folder=out / "<submission>")
 
 
 def student_label(submission: Submission) -> str:

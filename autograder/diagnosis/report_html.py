@@ -198,7 +198,7 @@ def rows_section(stats: Sequence[ItemStats], count: int) -> str:
 def mistakes_section(found: Sequence[Mistake], diagnosis_off: str) -> str:
     """The mistakes table; else why it is empty: diagnosis off is never shown as "no mistakes"."""
     if found:
-        rows = [[html_text(m.number), html_text(words.sentence(list(m.bugs)).removeprefix(LINE_START)),
+        rows = [[html_text(m.number), html_text(words.described(list(m.bugs))),
                  html_text(m.name), str(len(m.submissions)),
                  html_text(", ".join(m.submissions[:EXAMPLES]))
                  + (f" … and {len(m.submissions) - EXAMPLES} more (all in {MISTAKES_NAME})"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from checks.judge import diagnose
+from checks.words import say
 
 STUDENT_WORDS: dict[str, str] = {
     # Task 1: the update rule
@@ -110,3 +111,8 @@ TWINS: tuple[frozenset[str], ...] = (
 def sentence(bugs: Sequence[str]) -> str:
     """The student's line for a match with ``bugs`` (one bug, or one group of twins)."""
     return diagnose.sentence(bugs, STUDENT_WORDS)
+
+
+def described(bugs: Sequence[str]) -> str:
+    """What happens when ``bugs`` are made, for a table that heads its column with "what happens when"."""
+    return say("mistake.words", words=diagnose.described(bugs, STUDENT_WORDS))

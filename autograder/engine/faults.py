@@ -16,6 +16,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from checks import words
+
 from autograder.engine import strings
 
 #: The contract's files by module name (``checks.runners.harness.CONTRACT_FILES``, which imports torch).
@@ -23,9 +25,10 @@ FILES = {"loss_scaler": "loss_scaler.py", "amp_step": "amp_step.py", "answers": 
 #: The rubric task that reads a file and no other: its rows fail as "missing" when the file is (answers.py is
 #: read as text, never imported, so no import fault names it).
 TASK_OF_FILE = {"answers.py": "quick_check"}
-#: What the skeleton's stubs raise (``autograder.packaging.release``), as a failed check quotes it.
-NOT_IMPLEMENTED = re.compile(r"NotImplementedError: (?P<what>[\w.]+) is not implemented yet: see (?P<where>Task \d+)")
-MISSING_SUFFIX = " is missing: upload it at the top level of your submission."
+#: What the skeleton's stubs raise (``autograder.packaging.release``; the Korean notebook's:
+#: ``autograder.packaging.notebook_ko``), as a failed check quotes it.
+NOT_IMPLEMENTED = re.compile(r"NotImplementedError: (?P<what>[\w.]+)(?: is not implemented yet: see "
+                             r"|: 아직 구현되지 않았습니다\(README\.ko\.md의 )(?P<where>(?:Task|과제) \d+)")
 
 
 def file_faults(runner: Any) -> dict[str, str]:
@@ -33,7 +36,7 @@ def file_faults(runner: Any) -> dict[str, str]:
     recorded = getattr(runner, "import_faults", None)
     if not isinstance(recorded, Mapping):
         return {}
-    return {FILES.get(name, name): str(message) for name, message in recorded.items()}
+    return {FILES.get(name, name): words.localised_messages(str(message)) for name, message in recorded.items()}
 
 
 def missing_files(runner: Any) -> list[str]:
@@ -46,17 +49,23 @@ def missing_files(runner: Any) -> list[str]:
 
 def short_line(message: str, task: str, faults: Mapping[str, str], missing: Sequence[str]) -> str | None:
     """The one line that replaces a failed case's ``message`` when a cause told at the top explains it; else None."""
+    message = words.localised_messages(message)  # the faults are (file_faults)
     for file, why in faults.items():
         if message == why:
-            key = "row_file_missing" if why == file + MISSING_SUFFIX else "row_file_broken"
+            key = "row_file_missing" if _says_missing(file, why) else "row_file_broken"
             return strings.text(key, file=file)
     for file in missing:
         if TASK_OF_FILE.get(file) == task:
             return strings.text("row_file_missing", file=file)
     found = NOT_IMPLEMENTED.search(message)
     if found:
-        return strings.text("row_not_implemented", what=found["what"], where=found["where"])
+        return strings.text("row_not_implemented", what=found["what"], where=strings.task(found["where"]))
     return None
+
+
+def _says_missing(file: str, why: str) -> bool:
+    """Whether ``why`` is the student process's "file is missing" message for ``file`` (in any language)."""
+    return why == words.localised_messages(words.english("file.missing", file=file))
 
 
 def not_implemented(messages: Iterable[str]) -> dict[str, str]:
@@ -72,10 +81,10 @@ def top_notes(faults: Mapping[str, str], missing: Sequence[str], unimplemented: 
     """The notes that tell each cause once (a missing file is already named by intake's note)."""
     notes = []
     for file, why in faults.items():
-        if file in missing or why == file + MISSING_SUFFIX:
+        if file in missing or _says_missing(file, why):
             continue
         notes.append(strings.text("file_broken", file=file) + "\n  " + why.strip().replace("\n", "\n  "))
     if unimplemented:
-        names = ", ".join(f"{what} ({where})" for what, where in unimplemented.items())
+        names = ", ".join(f"{what} ({strings.task(where)})" for what, where in unimplemented.items())
         notes.append(strings.text("not_implemented", names=names))
     return notes

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+import os
 import shutil
 import sys
 import time
@@ -29,9 +30,6 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-#: What a submission whose grading failed inside the grader reads (the staff log has the traceback).
-FAULT_MESSAGE = ("The grader could not grade this submission because of an internal problem (not your fault); "
-                 "staff have the details and will regrade it.")
 #: Modules the zygote must never hold: importing any of them before :func:`start` is refused.
 JUDGE_ONLY_MODULES = ("pytest", "hypothesis", "autograder.engine.judge", "autograder.hidden")
 
@@ -85,6 +83,7 @@ def start(*, import_dynamo: bool = False) -> None:
                               f"would hold them (start the grader before importing them)")
     from autograder.engine import sandbox
 
+    export_language()
     _STARTED["zygote"] = sandbox.start_zygote(import_dynamo=import_dynamo)
     from autograder.engine import judge  # noqa: F401 - pytest, hypothesis: only now, after the fork
 
@@ -92,6 +91,22 @@ def start(*, import_dynamo: bool = False) -> None:
     # every session, and with torch in the heap each collection takes a good fraction of a second.  No
     # collection first: it would cost that same fraction, for the few cycles imports leave behind.
     gc.freeze()
+
+
+def export_language() -> None:
+    """Put the feedback language in this process's environment when only a built grader's language.json names it,
+    so that the checks' own messages (``checks.words`` reads ``$AMP_LANGUAGE``) speak it too.  Student processes
+    get a clean environment and speak English whatever it says (``checks.words``' docstring)."""
+    from autograder import settings
+    from autograder.engine import strings
+    from checks import words
+
+    try:
+        chosen = strings.language()
+    except (ValueError, OSError):  # an unknown language: the grader's own texts refuse it where they are used
+        return
+    if not words.requested() and chosen != strings.DEFAULT:
+        os.environ[settings.LANGUAGE.env] = chosen
 
 
 def private_paths(out: Path, extra: Sequence[Path] = ()) -> tuple[str, ...]:
@@ -156,7 +171,7 @@ def grade_submission(name: str, path: Path, *, hide: Sequence[str] = (), limits_
         (results.json), ``staff_log`` and ``seconds``.
     """
     start()
-    from autograder.engine import intake, plan, results
+    from autograder.engine import intake, plan, results, strings
     from autograder.engine.sandbox import SandboxRunner
 
     chosen = limits_ or limits()
@@ -186,7 +201,7 @@ def grade_submission(name: str, path: Path, *, hide: Sequence[str] = (), limits_
                 "seconds": round(time.monotonic() - started, 3)}
     except Exception as exc:  # noqa: BLE001 - a grader fault must not stop the batch
         return {"status": "errored", "reason": f"grader fault ({type(exc).__name__}: {exc})"[:500],
-                "results": results.error_results(FAULT_MESSAGE), "staff_log": traceback.format_exc(),
+                "results": results.error_results(strings.fallback_text("fault")), "staff_log": traceback.format_exc(),
                 "seconds": round(time.monotonic() - started, 3)}
     finally:
         CURRENT.clear()

@@ -27,6 +27,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from autograder.engine.strings import text
+
 #: The contract's file names (``checks.runners.harness.CONTRACT_FILES``, which imports torch: the batch's main process
 #: must not; a test keeps them equal).
 WANTED = ("loss_scaler.py", "amp_step.py", "answers.py")
@@ -98,7 +100,7 @@ class _Clock:
 
     def check(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
-            raise IntakeError("Reading your submission took longer than the whole time budget; it was stopped.")
+            raise IntakeError(text("intake.too_slow"))
 
 
 def _choose(candidates: dict[str, list[tuple[int, bool, str, object]]], staged: Staged,
@@ -110,7 +112,7 @@ def _choose(candidates: dict[str, list[tuple[int, bool, str, object]]], staged: 
         depth, exact, shown, handle = options[0]
         data = read(handle)
         if data is None:
-            staged.notes.append(f"{shown} was skipped: larger than {MAX_FILE_BYTES // 1024} KiB.")
+            staged.notes.append(text("intake.too_large", shown=shown, kib=MAX_FILE_BYTES // 1024))
             continue
         target = staged.folder / name
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -118,12 +120,12 @@ def _choose(candidates: dict[str, list[tuple[int, bool, str, object]]], staged: 
             stream.write(data)
         staged.found.append(name)
         if not exact:
-            staged.notes.append(f"Used {shown} as {name}; please name the file exactly {name}.")
+            staged.notes.append(text("intake.renamed", shown=shown, name=name))
         elif depth > 0:
-            staged.notes.append(f"Found {name} inside a folder ({shown}); upload it at the top level next time.")
+            staged.notes.append(text("intake.in_folder", name=name, shown=shown))
         if len(options) > 1:
             others = ", ".join(o[2] for o in options[1:4])
-            staged.notes.append(f"Several files could be {name}; graded {shown}, ignored {others}.")
+            staged.notes.append(text("intake.several", name=name, shown=shown, others=others))
 
 
 def _from_folder(root: Path, staged: Staged, clock: _Clock) -> list[Path]:
@@ -133,8 +135,7 @@ def _from_folder(root: Path, staged: Staged, clock: _Clock) -> list[Path]:
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         seen += len(dirnames) + len(filenames)
         if seen > MAX_MEMBERS:
-            staged.notes.append(f"Your submission holds more than {MAX_MEMBERS} files and folders; only the first "
-                                "ones were searched.")
+            staged.notes.append(text("intake.too_many", limit=MAX_MEMBERS))
             break
         clock.check()
         dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_PARTS and len(d) <= MAX_NAME_CHARS)
@@ -148,7 +149,7 @@ def _from_folder(root: Path, staged: Staged, clock: _Clock) -> list[Path]:
             name, exact = _contract_name(filename)
             if stat.S_ISLNK(info.st_mode):
                 if name:
-                    staged.notes.append(f"{shown} is a symbolic link and was ignored; upload the file itself.")
+                    staged.notes.append(text("intake.symlink", shown=shown))
                 continue
             if filename.lower().endswith(".zip") and stat.S_ISREG(info.st_mode):
                 zips.append(path)
@@ -172,7 +173,7 @@ def _from_zip(archive: Path, staged: Staged, clock: _Clock) -> None:
         with zipfile.ZipFile(archive) as bundle:
             members = bundle.infolist()
             if len(members) > MAX_MEMBERS:
-                raise IntakeError(f"{archive.name} holds {len(members)} entries; that is not a submission.")
+                raise IntakeError(text("intake.zip_too_many", archive=archive.name, count=len(members)))
             candidates: dict[str, list[tuple[int, bool, str, object]]] = {}
             too_long = 0
             for member in members:
@@ -189,10 +190,11 @@ def _from_zip(archive: Path, staged: Staged, clock: _Clock) -> None:
                 if not name:
                     continue
                 if stat.S_ISLNK(member.external_attr >> 16):
-                    staged.notes.append(f"{member.filename} in {archive.name} is a symbolic link and was ignored.")
+                    staged.notes.append(text("intake.zip_symlink", member=member.filename, archive=archive.name))
                     continue
                 if path.is_absolute() or ".." in path.parts:
-                    staged.notes.append(f"{member.filename} in {archive.name} has an unsafe path; read as {path.name}.")
+                    staged.notes.append(text("intake.zip_unsafe", member=member.filename, archive=archive.name,
+                                             name=path.name))
                 candidates.setdefault(name, []).append((len(path.parts) - 1, exact, member.filename, member))
 
             def read(handle: object) -> bytes | None:
@@ -204,13 +206,13 @@ def _from_zip(archive: Path, staged: Staged, clock: _Clock) -> None:
                 return None if len(data) > MAX_FILE_BYTES else data
 
             if too_long:
-                staged.notes.append(f"{too_long} entries of {archive.name} have names longer than {MAX_PATH_CHARS} "
-                                    "characters; they were skipped.")
+                staged.notes.append(text("intake.zip_long_names", count=too_long, archive=archive.name,
+                                         limit=MAX_PATH_CHARS))
             _choose(candidates, staged, read)
     except IntakeError:
         raise
     except Exception as exc:  # noqa: BLE001 - BadZipFile, zlib.error, lzma.LZMAError, struct.error...: hostile input
-        raise IntakeError(f"{archive.name} is not a readable zip archive ({type(exc).__name__}: {exc}).") from None
+        raise IntakeError(text("intake.zip_broken", archive=archive.name, error=f"{type(exc).__name__}: {exc}")) from None
 
 
 def stage(submission: Path, workdir: Path | None = None, deadline: float | None = None) -> Staged:
@@ -222,7 +224,7 @@ def stage(submission: Path, workdir: Path | None = None, deadline: float | None 
         IntakeError: if ``submission`` does not exist, is an unreadable archive, or the deadline passed.
     """
     if not submission.exists():
-        raise IntakeError(f"{submission} does not exist.")
+        raise IntakeError(text("intake.not_found", submission=submission))
     folder = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=workdir))  # mode 0700
     staged = Staged(folder)
     clock = _Clock(deadline)
@@ -231,23 +233,21 @@ def stage(submission: Path, workdir: Path | None = None, deadline: float | None 
             zips = _from_folder(submission, staged, clock)
             if not staged.found and zips:
                 _from_zip(zips[0], staged, clock)
-                staged.notes.append(f"Read your files from {zips[0].name}.")
+                staged.notes.append(text("intake.from_zip", archive=zips[0].name))
         elif zipfile.is_zipfile(submission):
             _from_zip(submission, staged, clock)
         elif submission.suffix.lower() == ".zip":
-            raise IntakeError(f"{submission.name} is not a readable zip archive.")
+            raise IntakeError(text("intake.zip_unreadable", archive=submission.name))
         else:
-            raise IntakeError(f"{submission.name} is neither a folder nor a zip archive.")
+            raise IntakeError(text("intake.not_submission", submission=submission.name))
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)  # no staging folder left behind
         raise
     missing = [name for name in WANTED if name not in staged.found]
     if missing:
-        staged.notes.append("Missing: " + ", ".join(missing) + ". The tests that need them score 0.")
+        staged.notes.append(text("intake.missing", files=", ".join(missing)))
         if staged.notebooks:  # the notebook edition: its cells write the files; the notebook itself is not graded
-            staged.notes.append(f"Found {staged.notebooks[0]}: the autograder grades the .py files, not the "
-                                "notebook. Run every task cell, then the notebook's last cell: it makes a zip "
-                                "of loss_scaler.py, amp_step.py and answers.py. Upload that zip.")
+            staged.notes.append(text("intake.notebook_not_files", notebook=staged.notebooks[0]))
     return staged
 
 

@@ -33,6 +33,7 @@ try:
     BaseExceptionGroup
 except NameError:  # Python 3.10: hypothesis depends on the backport
     from exceptiongroup import BaseExceptionGroup
+from checks import words
 from checks.runners.harness import SubmissionFault
 
 # at import, as the rubric's: the zygote forks student processes from here
@@ -95,10 +96,10 @@ def _student_message(exc: BaseException) -> tuple[str, str]:
     """(message for the student, traceback for staff) of a failed test case."""
     if isinstance(exc, BaseExceptionGroup):  # hypothesis's Flaky: the code answered differently on a rerun
         inner = next((e for e in exc.exceptions if isinstance(e, (AssertionError, SubmissionFault))), None)
-        text = str(inner) if inner else ""
+        text = words.localised_messages(str(inner)) if inner else ""
         return (strings.text("flaky") + "\n" + text).strip(), ""
     if isinstance(exc, SubmissionFault):
-        return str(exc), ""
+        return words.localised_messages(str(exc)), ""
     if isinstance(exc, AssertionError):
         return str(exc), ""
     return strings.text("internal"), "".join(traceback.format_exception(exc))

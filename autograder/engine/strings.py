@@ -9,9 +9,11 @@ English is the default and the reference.  The language is, first found:
 * ``en``.
 
 Only the texts change with the language: rubric row titles (by row number), headlines of
-results.json, and the limit and refusal messages.  Scores, row
-numbers, statuses and visibility never do.  What a failing check explains (its snippet and
-its ``what``) stays English: it quotes code.
+results.json, the limit and refusal messages, intake's notes, and the frames of feedback.md,
+summary.md, report.html, the console table and the ``rubric`` command.  Scores, row numbers,
+statuses and visibility never do.  What a failing check explains is the checks' own table
+(``checks/words.py``, which ``checks`` keeps beside itself: it imports nothing of the grader);
+code, values and identifiers stay as they are in every language.
 
 Standard library only: the batch's summary imports it without torch.
 """
@@ -22,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from autograder import settings
+from checks import words
 
 LANGUAGE_FILE = Path(__file__).with_name("language.json")
 DEFAULT = "en"
@@ -69,6 +71,108 @@ MESSAGES: dict[str, dict[str, str]] = {
                               "graded with further examples too, show after the due date; fix these first:",
         "file_broken": "{file} could not be imported, so every test that needs it scores 0:",
         "not_implemented": "Not implemented yet: {names}. The tests that use them score 0.",
+        "task": "Task {number}",
+        "gpu_fault": "The grader could not grade the GPU part because of an internal problem (not your fault); "
+                     "staff will regrade it.",
+        "fault": "The grader could not grade this submission because of an internal problem (not your fault); "
+                 "staff have the details and will regrade it.",
+        # intake (engine.intake): notes on how the submission's files were found, and why it could not be read
+        "intake.too_slow": "Reading your submission took longer than the whole time budget; it was stopped.",
+        "intake.too_large": "{shown} was skipped: larger than {kib} KiB.",
+        "intake.renamed": "Used {shown} as {name}; please name the file exactly {name}.",
+        "intake.in_folder": "Found {name} inside a folder ({shown}); upload it at the top level next time.",
+        "intake.several": "Several files could be {name}; graded {shown}, ignored {others}.",
+        "intake.too_many": "Your submission holds more than {limit} files and folders; only the first ones were "
+                           "searched.",
+        "intake.symlink": "{shown} is a symbolic link and was ignored; upload the file itself.",
+        "intake.zip_too_many": "{archive} holds {count} entries; that is not a submission.",
+        "intake.zip_symlink": "{member} in {archive} is a symbolic link and was ignored.",
+        "intake.zip_unsafe": "{member} in {archive} has an unsafe path; read as {name}.",
+        "intake.zip_long_names": "{count} entries of {archive} have names longer than {limit} characters; they were "
+                                 "skipped.",
+        "intake.zip_broken": "{archive} is not a readable zip archive ({error}).",
+        "intake.not_found": "{submission} does not exist.",
+        "intake.from_zip": "Read your files from {archive}.",
+        "intake.zip_unreadable": "{archive} is not a readable zip archive.",
+        "intake.not_submission": "{submission} is neither a folder nor a zip archive.",
+        "intake.missing": "Missing: {files}. The tests that need them score 0.",
+        "intake.notebook_not_files": "Found {notebook}: the autograder grades the .py files, not the notebook. Run "
+                                     "every task cell, then the notebook's last cell: it makes a zip of "
+                                     "loss_scaler.py, amp_step.py and answers.py. Upload that zip.",
+        # feedback.md (batch.summary)
+        "feedback.title": "# Feedback: {name}",
+        "feedback.by": "Submitted by: {people}",
+        "feedback.score": "**Score: {score} / {top}** (CPU part; the GPU part ({gpu} points) is graded separately by "
+                          "staff).",
+        "feedback.not_graded": "**Your submission could not be graded:** {reason}",
+        "feedback.see_below": "see below.",
+        "feedback.about": "## About your submission",
+        "feedback.tests": "## Tests",
+        "feedback.tests_head": "| Test | Score | Result |",
+        "feedback.passed": "passed",
+        "feedback.failed": "**failed**",
+        "feedback.wrong": "## What went wrong",
+        "feedback.group": "{numbers} ({count} tests)",
+        # summary.md and the console table (batch.summary)
+        "summary.title": "# Batch grading summary",
+        "summary.counts": "- Submissions: **{submissions}**; graded: {graded} ({full} with full marks, {lost} lost "
+                          "points); could not be graded: **{errored}**; hit a limit: **{limit}**.",
+        "summary.scores": "- Scores out of {top}: mean {mean}, median {median}, min {min}, max {max}.",
+        "summary.histogram": "Score histogram",
+        "summary.histogram_head": "| Score | Submissions |",
+        "summary.tests": "## Tests, most failed first",
+        "summary.tests_head": "| Test | Title | Points | Passed | Failed | Pass rate |",
+        "summary.problems": "## Limits hit and faults",
+        "summary.problems_head": "| Problem | Submissions | Which |",
+        "summary.more": ", … ({count} more)",
+        "summary.none": "None.",
+        "summary.not_graded": "## Could not be graded",
+        "summary.isolation": "## Isolation of student code",
+        "summary.isolation_line": "- {level}: {count} submission(s)",
+        "summary.not_recorded": "Not recorded.",
+        "console.title": "Grades (CPU part, out of {top}; GPU part graded separately)",
+        "console.title_some": ": the {shown} with problems of {total}; all are in gradebook.csv",
+        "console.columns": "student|score|failed tests|problems",
+        "console.not_graded": "not graded: {reason}",
+        "console.totals": "{submissions} submission(s): {graded} graded ({full} full marks), {errored} could not be "
+                          "graded, {limit} hit a limit.",
+        "console.mean": " Mean {mean}, median {median} / {top}.",
+        "console.wrote": "Wrote into {out}: {files}; and per submission ({count}) results.json and feedback.md "
+                         "(in {folder}).",
+        "console.opened.report.html": "the class page: students, rows, mistakes, similarity",
+        "console.opened.similarity.html": "similar code side by side",
+        "console.opened.changes.csv": "what a regrade moved",
+        "rubric.total": "total CPU {cpu} + GPU {gpu}",
+        # the kinds of problem summary.md and the console count (batch.summary.PROBLEMS, engine.budget)
+        "problem.time limit": "time limit",
+        "problem.crash, exit or memory limit": "crash, exit or memory limit",
+        "problem.interfered with the grader": "interfered with the grader",
+        "problem.import error": "import error",
+        "problem.missing file": "missing file",
+        "problem.grader fault": "grader fault",
+        "problem.not graded": "not graded",
+        # report.html (diagnosis.report)
+        "report.lang": "en",
+        "report.title": "Class report",
+        "report.scores": "Scores",
+        "report.scores_text": "{count} submissions, out of {top} points.",
+        "report.no_histogram": "No histogram: it is drawn for {count} submissions or more.",
+        "report.not_png": "No histogram: score_histogram.png is not a PNG image.",
+        "report.histogram": "score histogram",
+        "report.rows": "Rows",
+        "report.rows_text": "Pass rate: full points on the row. Discrimination: pass rate in the top 27% of "
+                            "submissions by total score minus that in the bottom 27% (upper-lower index; shaded below "
+                            "0.10 where some pass and some fail).",
+        "report.rows_head": "row|title|points|pass rate|discrimination",
+        "report.mistakes": "Most common mistakes",
+        "report.mistakes_head": "row|what happens when|catalogued bug|submissions|examples",
+        "report.diagnosis_off": "Diagnosis is off ({why}): no failing row was compared with the catalogued mistakes.",
+        "report.no_mistakes": "No failing row matched a catalogued mistake.",
+        "report.similar": "Most similar pairs",
+        "report.similar_text": "See similarity.html for the matched regions.",
+        "report.similar_head": "submission a|submission b|file|similarity",
+        "report.regrade": "Regrade changes",
+        "report.regrade_head": "submission|old score|new score|change|row",
     },
     "ko": {
         "passed": "통과했습니다.",
@@ -88,7 +192,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "import_crash": "{file}의 import가 프로세스를 끝냈습니다(모듈 최상위의 sys.exit/os._exit/충돌?).",
         "import_broke_protocol": "{file}의 import가 채점기의 파이프에 써서 프로세스를 시작할 수 없었습니다"
                                  "(직접 열지 않은 파일 디스크립터에 쓰고 있나요?).",
-        "hung_too_often": "{file}을(를) 쓰는 앞선 테스트들에서 코드가 {count}번 멈췄습니다. 나머지 테스트는 실행하지 않습니다(0점).",
+        "hung_too_often": "{file}를 쓰는 앞선 테스트들에서 코드가 {count}번 멈췄습니다. 나머지 테스트는 실행하지 않습니다(0점).",
         "call_timeout": "코드가 {seconds:.0f}초 안에 끝나지 않아(무한 루프?) 중지했습니다.",
         "call_crash": "코드가 실행 중에 프로세스를 끝냈습니다(sys.exit, os._exit, 충돌 또는 메모리 한도).",
         "isolation_refused": "이 컴퓨터가 학생 코드를 충분히 격리할 수 없어 자동 채점기가 채점을 거부했습니다(여러분의 잘못이 "
@@ -102,13 +206,105 @@ MESSAGES: dict[str, dict[str, str]] = {
         "nothing_uploaded": "업로드된 파일이 없습니다. loss_scaler.py, amp_step.py, answers.py를 업로드하세요.",
         "cpu_score": "CPU 부분: {points:g}점 중 {score:g}점(GPU 부분은 조교가 채점합니다).",
         "row_file_missing": "실행하지 않음: {file} 파일이 없습니다(이 피드백의 맨 위 참고).",
-        "row_file_broken": "실행하지 않음: {file}을(를) import할 수 없습니다(이 피드백의 맨 위 참고).",
-        "row_not_implemented": "{what}이(가) 아직 구현되지 않았습니다(README.md의 {where} 참고).",
-        "public_part_name": "{title}: 공개 예제 (이 행 자체의 점수는 없음)",
-        "public_part_output": "이 행에서 공개 체크(assignment/checks)의 예제가 실패했습니다. 이 행의 점수는 추가 예제로도 "
-                              "채점되며 마감 후에 공개됩니다. 먼저 다음을 고치세요:",
-        "file_broken": "{file}을(를) import할 수 없어 이 파일이 필요한 테스트는 모두 0점입니다:",
+        "row_file_broken": "실행하지 않음: {file}를 import할 수 없습니다(이 피드백의 맨 위 참고).",
+        "row_not_implemented": "아직 구현되지 않음: {what}(README.ko.md의 {where} 참고).",
+        "file_broken": "{file}를 import할 수 없어 이 파일이 필요한 테스트는 모두 0점입니다:",
+        "public_part_name": "{title}: 공개 예제(이 항목 자체의 점수는 없음)",
+        "public_part_output": "이 항목에서 공개 테스트(assignment/checks)의 예제가 실패했습니다. 이 항목의 점수는 추가 "
+                              "예제로도 채점되며 마감 후에 공개됩니다. 먼저 다음을 고치세요:",
         "not_implemented": "아직 구현되지 않음: {names}. 이를 사용하는 테스트는 0점입니다.",
+        "task": "과제 {number}",
+        "gpu_fault": "내부 문제로 채점기가 GPU 파트를 채점하지 못했습니다(여러분의 잘못이 아닙니다). 조교가 다시 채점할 "
+                     "것입니다.",
+        "fault": "내부 문제로 채점기가 이 제출물을 채점하지 못했습니다(여러분의 잘못이 아닙니다). 조교가 자세한 내용을 "
+                 "가지고 있으며 다시 채점할 것입니다.",
+        "intake.too_slow": "제출물을 읽는 데 전체 시간 예산보다 오래 걸려 중지했습니다.",
+        "intake.too_large": "{shown}는 {kib} KiB보다 커서 건너뛰었습니다.",
+        "intake.renamed": "{shown}를 {name}로 사용했습니다. 파일 이름을 정확히 {name}로 지어 주세요.",
+        "intake.in_folder": "폴더 안에서 {name}를 찾았습니다({shown}). 다음에는 최상위에 올리세요.",
+        "intake.several": "{name}일 수 있는 파일이 여러 개입니다. {shown}를 채점하고 {others}는 무시했습니다.",
+        "intake.too_many": "제출물에 파일과 폴더가 {limit}개보다 많아서 앞부분만 찾아보았습니다.",
+        "intake.symlink": "{shown}는 심볼릭 링크라서 무시했습니다. 파일 자체를 올리세요.",
+        "intake.zip_too_many": "{archive}에 항목이 {count}개 있습니다. 제출물이 아닙니다.",
+        "intake.zip_symlink": "{archive}의 {member}: 심볼릭 링크라서 무시했습니다.",
+        "intake.zip_unsafe": "{archive}의 {member}: 안전하지 않은 경로라서 {name}로 읽었습니다.",
+        "intake.zip_long_names": "{archive}의 항목 {count}개는 이름이 {limit}자보다 길어서 건너뛰었습니다.",
+        "intake.zip_broken": "{archive}은 읽을 수 있는 zip 파일이 아닙니다({error}).",
+        "intake.not_found": "찾을 수 없습니다: {submission}.",
+        "intake.from_zip": "{archive}에서 파일을 읽었습니다.",
+        "intake.zip_unreadable": "{archive}은 읽을 수 있는 zip 파일이 아닙니다.",
+        "intake.not_submission": "폴더도 zip 파일도 아닙니다: {submission}.",
+        "intake.missing": "없는 파일: {files}. 이 파일이 필요한 테스트는 0점입니다.",
+        "intake.notebook_not_files": "{notebook}이 있습니다. 자동 채점기는 노트북이 아니라 .py 파일을 채점합니다. 모든 "
+                                     "과제 셀을 실행한 뒤 노트북의 마지막 셀을 실행하세요. 그 셀이 loss_scaler.py, "
+                                     "amp_step.py, answers.py를 담은 zip을 만듭니다. 그 zip을 올리세요.",
+        "feedback.title": "# 피드백: {name}",
+        "feedback.by": "제출한 사람: {people}",
+        "feedback.score": "**점수: {score} / {top}** CPU 파트의 점수입니다. GPU 파트({gpu}점)는 조교가 따로 채점합니다.",
+        "feedback.not_graded": "**제출물을 채점할 수 없었습니다:** {reason}",
+        "feedback.see_below": "아래를 보세요.",
+        "feedback.about": "## 제출물에 대한 안내",
+        "feedback.tests": "## 테스트",
+        "feedback.tests_head": "| 테스트 | 점수 | 결과 |",
+        "feedback.passed": "통과",
+        "feedback.failed": "**실패**",
+        "feedback.wrong": "## 무엇이 잘못되었나",
+        "feedback.group": "{numbers} (테스트 {count}개)",
+        "summary.title": "# 일괄 채점 요약",
+        "summary.counts": "- 제출물: **{submissions}**개. 채점됨: {graded}개(만점 {full}개, 감점 {lost}개). 채점할 수 "
+                          "없음: **{errored}**개. 한도에 걸림: **{limit}**개.",
+        "summary.scores": "- 점수({top}점 만점): 평균 {mean}, 중앙값 {median}, 최저 {min}, 최고 {max}.",
+        "summary.histogram": "점수 히스토그램",
+        "summary.histogram_head": "| 점수 | 제출물 |",
+        "summary.tests": "## 테스트, 가장 많이 실패한 것부터",
+        "summary.tests_head": "| 테스트 | 제목 | 배점 | 통과 | 실패 | 통과율 |",
+        "summary.problems": "## 한도 초과와 오류",
+        "summary.problems_head": "| 문제 | 제출물 | 목록 |",
+        "summary.more": ", … ({count}개 더)",
+        "summary.none": "없음.",
+        "summary.not_graded": "## 채점할 수 없었던 제출물",
+        "summary.isolation": "## 학생 코드의 격리 수준",
+        "summary.isolation_line": "- {level}: 제출물 {count}개",
+        "summary.not_recorded": "기록되지 않음.",
+        "console.title": "점수 (CPU 파트, {top}점 만점. GPU 파트는 따로 채점)",
+        "console.title_some": ": 전체 {total}개 중 문제가 있는 {shown}개. 모두 gradebook.csv에 있습니다",
+        "console.columns": "학생|점수|실패한 테스트|문제",
+        "console.not_graded": "채점 안 됨: {reason}",
+        "console.totals": "제출물 {submissions}개: 채점 {graded}개(만점 {full}개), 채점할 수 없음 {errored}개, "
+                          "한도에 걸림 {limit}개.",
+        "console.mean": " 평균 {mean}, 중앙값 {median} / {top}.",
+        "console.wrote": "{out}에 썼습니다: {files}. 제출물마다({count}개) results.json과 feedback.md({folder} 안).",
+        "console.opened.report.html": "반 전체 페이지: 학생, 항목, 실수, 유사도",
+        "console.opened.similarity.html": "비슷한 코드를 나란히",
+        "console.opened.changes.csv": "재채점으로 바뀐 것",
+        "rubric.total": "합계 CPU {cpu} + GPU {gpu}",
+        "problem.time limit": "시간 한도",
+        "problem.crash, exit or memory limit": "충돌, 종료 또는 메모리 한도",
+        "problem.interfered with the grader": "채점기 방해",
+        "problem.import error": "import 오류",
+        "problem.missing file": "파일 없음",
+        "problem.grader fault": "채점기 오류",
+        "problem.not graded": "채점 안 됨",
+        "report.lang": "ko",
+        "report.title": "학급 보고서",
+        "report.scores": "점수",
+        "report.scores_text": "제출물 {count}개, {top}점 만점.",
+        "report.no_histogram": "히스토그램 없음: 제출물이 {count}개 이상일 때 그립니다.",
+        "report.not_png": "히스토그램 없음: score_histogram.png가 PNG 이미지가 아닙니다.",
+        "report.histogram": "점수 히스토그램",
+        "report.rows": "항목",
+        "report.rows_text": "통과율: 그 항목에서 만점을 받은 비율. 변별도: 총점 상위 27% 제출물의 통과율에서 하위 27%의 "
+                            "통과율을 뺀 값(상하위 지수. 통과와 실패가 섞인 항목 중 0.10 미만은 음영 표시).",
+        "report.rows_head": "항목|제목|배점|통과율|변별도",
+        "report.mistakes": "가장 흔한 실수",
+        "report.mistakes_head": "항목|이런 결과가 나오는 경우|카탈로그의 버그|제출물|예시",
+        "report.diagnosis_off": "진단이 꺼져 있습니다({why}). 실패한 항목을 카탈로그의 실수와 비교하지 않았습니다.",
+        "report.no_mistakes": "카탈로그의 실수와 일치하는 실패 항목이 없습니다.",
+        "report.similar": "가장 비슷한 쌍",
+        "report.similar_text": "일치하는 부분은 similarity.html에서 보세요.",
+        "report.similar_head": "제출물 a|제출물 b|파일|유사도",
+        "report.regrade": "재채점으로 바뀐 점수",
+        "report.regrade_head": "제출물|이전 점수|새 점수|변화|항목",
     },
 }
 
@@ -169,7 +365,7 @@ def check_language(code: str) -> str:
 
 def language() -> str:
     """The feedback language now: $AMP_LANGUAGE, else language.json beside this file, else English."""
-    chosen = settings.language()
+    chosen = words.requested()
     if not chosen and LANGUAGE_FILE.is_file():
         chosen = str(json.loads(LANGUAGE_FILE.read_text(encoding="utf-8")).get("language", ""))
     return check_language(chosen or DEFAULT)
@@ -192,6 +388,32 @@ def fallback_text(key: str) -> str:
 def title(item: Any) -> str:
     """A rubric row's title (``item.number``, ``item.title``) in the current language."""
     return TITLES.get(language(), {}).get(item.number, item.title)
+
+
+def task(english: str) -> str:
+    """A task's name ("Task 2", as the skeleton's stubs name it) in the current language."""
+    head, _, number = english.partition(" ")
+    return text("task", number=number) if head == "Task" and number.isdigit() else english
+
+
+def problem(kind: str) -> str:
+    """A kind of problem (summary.json names it in English) in the current language."""
+    return text(f"problem.{kind}") if f"problem.{kind}" in MESSAGES[DEFAULT] else kind
+
+
+def columns(key: str) -> list[str]:
+    """The column headings the message ``key`` lists ("a|b|c") in the current language."""
+    return text(key).split("|")
+
+
+def is_graded_note(output: str) -> bool:
+    """Whether ``output`` is only the "Graded NAME." note (in any language) that results.json holds when there is
+    nothing else to say about the submission."""
+    for table in MESSAGES.values():
+        head, _, tail = table["graded"].partition("{name}")
+        if output.startswith(head.strip()) and output.endswith(tail.strip()) and "\n" not in output:
+            return True
+    return False
 
 
 def row_name(item: Any) -> str:

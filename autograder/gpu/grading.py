@@ -67,8 +67,6 @@ from checks.gpu_mode import DRY_ENV, dry_from_env, parse_dry
 PREFLIGHT_FILE = "gpu_preflight.json"
 CANARY = ".gpu-canary"  # OUT/.gpu-canary/gpu_results.json: the canary's grades (not in the gradebook)
 SOLUTIONS = ROOT / "solutions"
-FAULT_MESSAGE = ("The grader could not grade the GPU part because of an internal problem (not your fault); "
-                 "staff will regrade it.")
 #: Limits of a GPU student process: CUDA needs a large address space (no RLIMIT_AS), threads and
 #: files; the speed check asks for one long call.  ``$AMP_SANDBOX_LIMITS`` overrides them, except
 #: :data:`GPU_FIXED` (an address-space limit stops CUDA from starting).
@@ -158,7 +156,9 @@ def error_gpu_results(message: str, dry: bool) -> dict[str, Any]:
             "mode": "dry" if dry else "cuda", "device": ""}
 
 
-def _errored(reason: str, dry: bool, staff_log: str, started: float, message: str = FAULT_MESSAGE) -> dict[str, Any]:
+def _errored(reason: str, dry: bool, staff_log: str, started: float, message: str = "") -> dict[str, Any]:
+    """An errored GPU grade; ``message`` is the student's (default: the grader's internal problem)."""
+    message = message or strings.fallback_text("gpu_fault")
     return {"status": "errored", "reason": reason[:500], "results": error_gpu_results(message, dry),
             "staff_log": staff_log, "seconds": round(time.monotonic() - started, 3)}
 

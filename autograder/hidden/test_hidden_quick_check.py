@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from checks.judge import expect
+from checks.words import say
 
 KEY = {"Q1": "B", "Q2": "B", "Q3": "B", "Q4": "A", "Q5": "B"}
 
@@ -19,11 +20,11 @@ def answers(student: Any) -> dict[str, Any]:
 def check(answers: dict[str, Any], question: str) -> None:
     given = answers.get(question)
     if given is None:
-        expect.fail(f"{question} is unanswered in answers.py (set {question} = \"A\", \"B\", \"C\" or \"D\").")
+        expect.fail(say("quick.unanswered", question=question))
     if not isinstance(given, str) or given.strip().upper() not in "ABCD" or len(given.strip()) != 1:
-        expect.fail(f"{question} must be one letter, \"A\" to \"D\"; answers.py has {given!r}.")
+        expect.fail(say("quick.not_letter", question=question, given=repr(given)))
     if given.strip().upper() != KEY[question]:
-        expect.fail(f"{question}: {given!r} is not the right choice. Reread the matching section of the handout.")
+        expect.fail(say("quick.wrong", question=question, given=repr(given)))
 
 
 def test_quick_check_q1(answers: dict[str, Any]) -> None:

@@ -420,7 +420,8 @@ def master_notebook(rows: list[otter_build.Row], language: str = "en") -> Any:
 
 def finish(nb: Any, rows: list[otter_build.Row], language: str = "en") -> Any:
     """Our public test files in the metadata, the install cell before otter's init cell, deterministic cell ids,
-    no outputs."""
+    no outputs; in the Korean edition, what the code cells print and otter's own markdown in Korean
+    (:mod:`autograder.packaging.notebook_ko`)."""
     from nbformat.v4 import new_code_cell
 
     nb = copy.deepcopy(nb)
@@ -438,6 +439,11 @@ def finish(nb: Any, rows: list[otter_build.Row], language: str = "en") -> Any:
         cell["id"] = f"cell-{index:03d}"
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
+        if language == "ko":
+            from autograder.packaging import notebook_ko as ko
+
+            localise = ko.localised_code if cell["cell_type"] == "code" else ko.localised_markdown
+            cell["source"] = localise(cell["source"])
     return nb
 
 

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable
 import torch
 
 from checks.runners.harness import Json, torch_scaler
+from checks.words import say
 
 GIVEN = "given"  # the dtype amp_step was called with
 OTHER = "other"  # the autocast dtype amp_step was not called with
@@ -287,15 +288,15 @@ def _shown(values: Json, limit: int = 3) -> str:
 def _mismatch(name: str, want: list[float], have: Json) -> str:
     """One differing tensor: its first values and the element that differs most."""
     if isinstance(have, str) or len(want) != len(have):
-        return f"{name} should be {_shown(want)} but is {_shown(have)}"
+        return say("effects.mismatch", name=name, want=_shown(want), have=_shown(have))
 
     def gap(pair: tuple[float, float]) -> float:
         e, g = pair
         return math.inf if math.isfinite(e) != math.isfinite(g) else (abs(e - g) if math.isfinite(e) else 0.0)
 
     worst = max(range(len(want)), key=lambda i: gap((want[i], have[i])))
-    return (f"{name} should be {_shown(want)} but is {_shown(have)}; element {worst} differs most: "
-            f"{want[worst]:.9g} expected, {have[worst]:.9g} found")
+    return say("effects.mismatch_worst", name=name, want=_shown(want), have=_shown(have), worst=worst,
+               expected=f"{want[worst]:.9g}", found=f"{have[worst]:.9g}")
 
 
 STAGES = {0: "ready", 1: "unscaled", 2: "stepped"}  # torch's OptState for the optimizer
@@ -303,7 +304,7 @@ PARAM_NAMES = ("layers.0.weight", "layers.0.bias", "layers.1.weight", "layers.1.
 
 
 def _param_name(index: int) -> str:
-    return PARAM_NAMES[index] if index < len(PARAM_NAMES) else f"parameter {index}"
+    return PARAM_NAMES[index] if index < len(PARAM_NAMES) else say("effects.parameter", number=index)
 
 
 def differences(expected: dict[str, Json], got: dict[str, Json], *, returned: bool = False) -> list[str]:
@@ -311,17 +312,18 @@ def differences(expected: dict[str, Json], got: dict[str, Json], *, returned: bo
     lines: list[str] = []
     want_steps, have_steps = expected["steps"], got.get("steps", [])
     for index, want in enumerate(want_steps):
-        where = f"after call {index + 1}"
+        where = say("effects.after_call", number=index + 1)
         if index >= len(have_steps):
-            lines.append(f"{where}: no effects came back (an earlier call raised)")
+            lines.append(say("effects.none_back", where=where))
             break
         have = have_steps[index]
         if "error" in have:
             error = have["error"]
-            lines.append(f"call {index + 1} raised {error.get('type')}: {error.get('message')}\n{error.get('trace', '')}")
+            lines.append(say("effects.raised", number=index + 1, error=error.get("type"), message=error.get("message"),
+                             trace=error.get("trace", "")))
             break
         if any(len(have.get(key, [])) != len(want[key]) for key in ("params", "grads", "backward_grads")):
-            lines.append(f"{where}: the effects came back for the wrong number of parameters")
+            lines.append(say("effects.wrong_count", where=where))
             break
         for number, (w, h) in enumerate(zip(want["params"], have["params"])):
             if isinstance(h, str) or _finite_mismatch(w, h, PARAM_TOLERANCE):
@@ -335,30 +337,29 @@ def differences(expected: dict[str, Json], got: dict[str, Json], *, returned: bo
             size = len(want["params"][number])
             w, h = _values(w, size), _values(h, size)
             if isinstance(h, str) or _finite_mismatch(w, h, GRAD_TOLERANCE):
-                name = f"{_param_name(number)}.grad as the backward pass left it"
+                name = say("effects.backward_grad", name=_param_name(number))
                 lines.append(f"{where}: {_mismatch(name, w, h)}")
         if want["scaler"] != have.get("scaler"):
             w, h = want["scaler"], have.get("scaler") or {}
-            lines.append(f"{where}: the scaler's (scale, growth tracker, stage) should be ({w['scale']:g}, "
-                         f"{w['tracker']}, {STAGES[w['stage']]}) but is ({h.get('scale')}, {h.get('tracker')}, "
-                         f"{STAGES.get(h.get('stage'), h.get('stage'))})")
+            lines.append(say("effects.scaler", where=where, want=f"{w['scale']:g}, {w['tracker']}, {STAGES[w['stage']]}",
+                             have=f"{h.get('scale')}, {h.get('tracker')}, {STAGES.get(h.get('stage'), h.get('stage'))}"))
         if returned:
             lines += _returned_differences(index, want["ok"], have.get("ok"))
     return lines
 
 
 def _returned_differences(index: int, want: dict[str, Json], have: Any) -> list[str]:
-    where = f"call {index + 1}"
+    where = say("effects.call", number=index + 1)
     if not isinstance(have, dict) or have.get("type") != "Tensor":
         kind = have.get("type") if isinstance(have, dict) else have
-        return [f"{where} returned a {kind}: amp_step must return the loss as a one-element torch.Tensor"]
+        return [say("effects.returned_type", where=where, kind=kind)]
     if have.get("numel") != 1:
-        return [f"{where} returned a tensor of {have.get('numel')} elements: the loss has one"]
+        return [say("effects.returned_size", where=where, numel=have.get("numel"))]
     if have.get("requires_grad"):
-        return [f"{where} returned a loss still attached to the graph: return loss.detach()"]
+        return [say("effects.returned_attached", where=where)]
     value, expected = have.get("value"), want["value"]
     if not isinstance(value, float) or _finite_mismatch([expected], [value], LOSS_TOLERANCE):
-        return [f"{where} returned {value!r} but the unscaled loss is {expected:.7g}"]
+        return [say("effects.returned_value", where=where, value=repr(value), expected=f"{expected:.7g}")]
     return []
 
 
@@ -393,9 +394,8 @@ def judge(row: str, args: dict[str, Json], result: dict[str, Json]) -> Verdict:
         if not hidden:
             return Verdict([])
         masked_by = describe_config(config, args)
-        found = found or Verdict([f"your amp_step's effects are those of one that gets this right, but also those of "
-                                  f"one that gets it wrong ({describe_config(hidden[0], args, config)}): with "
-                                  f"{masked_by}, it leaves no effect we could check"], masked_by)
+        found = found or Verdict([say("effects.masked", wrong=describe_config(hidden[0], args, config),
+                                      masked=masked_by)], masked_by)
     return found
 
 
@@ -403,40 +403,41 @@ def describe_config(config: Config, args: dict[str, Json], base: Config = CORREC
     """The behaviours of ``config`` that differ from ``base`` (a correct amp_step), in words."""
     given = args.get("dtype", "float16")
     other = "bfloat16" if given == "float16" else "float16"
-    where = {GIVEN: f"autocast {given}", OTHER: f"autocast {other}", None: "no autocast"}
+    where = {GIVEN: say("config.autocast", dtype=given), OTHER: say("config.autocast", dtype=other),
+             None: say("config.no_autocast")}
     words = []
     for name in ("forward", "loss", "backward"):
         value = getattr(config, name)
         if value != getattr(base, name):
-            words.append(f"{name} under {where.get(value, value)}")
+            words.append(say("config.under", name=say(f"phase.{name}"), where=where.get(value, value)))
     if config.half_model != base.half_model:
-        words.append("model.half()" if config.half_model else "no model.half()")
+        words.append(say("config.half") if config.half_model else say("config.no_half"))
     if config.scaled != base.scaled:
-        words.append("backward of the unscaled loss" if not config.scaled else "backward of the scaled loss")
-    for name, text in (("zero_grad", "zero_grad {}"), ("clipping", "clipping: {}"), ("step", "step: {}"),
-                       ("update", "update: {}")):
+        words.append(say("config.unscaled_backward") if not config.scaled else say("config.scaled_backward"))
+    for name in ("zero_grad", "clipping", "step", "update"):
         value = getattr(config, name)
         if value != getattr(base, name):
-            words.append(text.format(value.replace("_", " ")))
-    return ", ".join(words) or "correct"
+            words.append(say(f"config.{name}", value=say(f"config.value.{value}")))
+    return ", ".join(words) or say("config.correct")
 
 
 def call_order(result: dict[str, Json], index: int = 0) -> str:
     """What the probe saw during call ``index`` (for failure messages; never graded)."""
     calls = calls_of(result)
     if index >= len(calls):
-        return "nothing (the call was never made)"
+        return say("order.never_made")
     words = []
     for event in calls[index]:
         kind = str(event.get("event"))
         if kind in ("forward", "loss", "backward"):
-            kind += f" (autocast {event.get('dtype')})" if event.get("autocast") is True else " (no autocast)"
+            kind = say(f"phase.{kind}") + (say("order.autocast", dtype=event.get("dtype")) if event.get("autocast") is True
+                                            else say("order.no_autocast"))
         elif kind == "optimizer.step" and event.get("via_scaler") is not True:
-            kind = "optimizer.step() directly"
+            kind = say("order.direct_step")
         elif kind == "scaler error":
-            kind = f"scaler error ({event.get('call')}: {event.get('error')})"
+            kind = say("order.scaler_error", call=event.get("call"), error=event.get("error"))
         words.append(kind)
-    return " -> ".join(words) or "nothing"
+    return " -> ".join(words) or say("order.nothing")
 
 
 def explain(row: str, result: dict[str, Json], args: dict[str, Json]) -> str:
@@ -447,33 +448,32 @@ def explain(row: str, result: dict[str, Json], args: dict[str, Json]) -> str:
     if row == "2.1":
         wrong = [e for e in events if e.get("event") in ("forward", "loss")
                  and (e.get("autocast") is not True or e.get("dtype") != given)]
-        said = "; ".join(f"the model's {e.get('event')} ran " + (f"under autocast {e.get('dtype')}" if e.get("autocast")
-                         is True else "without autocast") for e in wrong)
-        return said[:1].upper() + said[1:] + "." if said else ""
+        said = "; ".join(say("explain.ran_under", event=say(f"phase.{e.get('event')}"), dtype=e.get("dtype"))
+                         if e.get("autocast") is True else say("explain.ran_without", event=say(f"phase.{e.get('event')}"))
+                         for e in wrong)
+        return said[:1].upper() + said[1:] + "." if said else ""  # a sentence of its own: the hint follows
     if row == "2.2" and any(e.get("event") == "backward" and e.get("autocast") is True for e in events):
-        return "The backward pass ran inside torch.autocast."
+        return say("explain.backward_inside")
     if row == "2.3" and "backward" in kinds:
         scale = next((e.get("scale") for e in events if e.get("event") == "scale"), None)
         ratio = events[kinds.index("backward")].get("grad_ratio")
         if isinstance(ratio, float):
-            return f"The gradient reaching the model's output was {ratio:.4g} x the true gradient (the scale: {scale})."
+            return say("explain.grad_ratio", ratio=f"{ratio:.4g}", scale=scale)
     if row == "2.5" and any(e.get("event") == "optimizer.step" and e.get("via_scaler") is not True for e in events):
-        return "amp_step called optimizer.step() directly."
+        return say("explain.direct_step")
     if row == "2.5" and kinds.count("scaler.step") > 1:
-        return (f"Call 1 called scaler.step(optimizer) {kinds.count('scaler.step')} times: torch's scaler refuses "
-                "the second, which we count as a second step.")
+        return say("explain.step_twice", count=kinds.count("scaler.step"))
     if row == "2.6":
-        said = f"Call 1 called scaler.update() {kinds.count('update')} time(s)" + (
-            ", before scaler.step(optimizer)." if "update" in kinds and "scaler.step" in kinds
-            and kinds.index("update") < kinds.index("scaler.step") else ".")
-        return said + (" torch's scaler refuses the second, which we count as one more update that found no "
-                       "overflow." if kinds.count("update") > 1 else "")
+        said = say("explain.updates", count=kinds.count("update")) + (
+            say("explain.updates_before_step") if "update" in kinds and "scaler.step" in kinds
+            and kinds.index("update") < kinds.index("scaler.step") else say("explain.updates_end"))
+        return said + (say("explain.update_twice") if kinds.count("update") > 1 else "")
     if row == "2.7" and args.get("max_grad_norm") is not None and "unscale_" not in kinds:
-        return "amp_step never called scaler.unscale_(optimizer)."
+        return say("explain.no_unscale")
     return ""
 
 
 def all_lines(lines: Iterable[str], limit: int = 8) -> str:
     kept = list(lines)
     more = len(kept) - limit
-    return "\n".join(["    " + line for line in kept[:limit]] + ([f"    ... and {more} more"] if more > 0 else []))
+    return "\n".join(["    " + line for line in kept[:limit]] + ([say("effects.more", more=more)] if more > 0 else []))

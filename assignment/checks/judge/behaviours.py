@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 from checks.judge import expect, cases
 from checks.runners.harness import SubmissionFault
+from checks.words import say
 
 Json = Any
 
@@ -35,18 +36,14 @@ def backoff(student: Any, kwargs: dict[str, Json], runs: Sequence[Sequence[int]]
     """After an iteration in which an optimizer overflowed: scale * backoff_factor (float32), tracker 0."""
     args, found_inf = cases.runs_args(kwargs, runs, opts)
     cases.check_update_rule(args, _run(student, args), kwargs, found_inf, overflowing=True,
-                                what="After an iteration with inf/NaN in any optimizer's gradients, update() must "
-                                     "multiply the scale by backoff_factor (rounded to float32) and reset the "
-                                     "growth tracker to 0.")
+                                what=say("what.backoff"))
 
 
 def growth(student: Any, kwargs: dict[str, Json], runs: Sequence[Sequence[int]], opts: int) -> None:
     """After a clean iteration: tracker + 1, or growth (and tracker 0) when that reaches growth_interval."""
     args, found_inf = cases.runs_args(kwargs, runs, opts)
     cases.check_update_rule(args, _run(student, args), kwargs, found_inf, overflowing=False,
-                                what="After a clean iteration, update() must add 1 to the growth tracker; when that "
-                                     "makes it equal to growth_interval, multiply the scale by growth_factor "
-                                     "(rounded to float32) and reset the tracker to 0.")
+                                what=say("what.growth"))
 
 
 def _float32_product(before: float, after: float, factors: Sequence[float]) -> float | None:
@@ -63,13 +60,12 @@ def float32_rounding(student: Any, kwargs: dict[str, Json], overflows: Sequence[
     """Every scale held is a float32 value: init_scale rounded, each new scale the rounded float64 product."""
     args, found_inf = cases.runs_args(kwargs, [[0] if o else [] for o in overflows], 1)
     results = _run(student, args)
-    what = ("The scale is a float32 value: init_scale is rounded to float32, and each new scale is the float64 "
-            "product scale * factor rounded to float32 (as torch stores it).")
+    what = say("what.float32")
     expect.no_errors(args, results, what)
     first_index, first = cases.observations(args, results)[0]
     init = float(kwargs["init_scale"])
     if math.isclose(first["ok"]["scale"], init, rel_tol=1e-6) and first["ok"]["scale"] != cases.float32(init):
-        expect.mismatch(args, first_index, f"print {cases.float32(init)!r} 0", first, what=what)
+        expect.mismatch(args, first_index, say("do.print", value=f"{cases.float32(init)!r} 0"), first, what=what)
     factors = (kwargs.get("growth_factor", 2.0), kwargs.get("backoff_factor", 0.5))
     for index, before, _, result in cases.transitions(args, results, found_inf):
         old, new = float(before["scale"]), float(result["ok"]["scale"])
@@ -77,22 +73,22 @@ def float32_rounding(student: Any, kwargs: dict[str, Json], overflows: Sequence[
             continue
         rounded = _float32_product(old, new, factors)
         if rounded is not None and new != rounded:
-            expect.mismatch(args, index, f"print {rounded!r} {result['ok']['tracker']}", result,
-                            what=what + f"\n(The observation before this update() printed {old!r}.)")
+            expect.mismatch(args, index, say("do.print", value=f"{rounded!r} {result['ok']['tracker']}"), result,
+                            what=what + say("before.update_scale", scale=repr(old)))
 
 
 def no_growth_to_inf(student: Any, kwargs: dict[str, Json], iterations: int) -> None:
     """A growth whose float32 result would be inf is skipped: the scale stays as it was."""
     args, found_inf = cases.runs_args(kwargs, [[]] * iterations, 1)
     results = _run(student, args)
-    what = "A growth that would overflow float32 must be skipped: the scale stays as it was (finite)."
+    what = say("what.no_growth_to_inf")
     expect.no_errors(args, results, what)
     growth_factor = kwargs.get("growth_factor", 2.0)
     for index, before, _, result in cases.transitions(args, results, found_inf):
         old = float(before["scale"])
         if not math.isfinite(cases.float32(old * growth_factor)) and result["ok"]["scale"] != old:
-            expect.mismatch(args, index, f"print {old!r} {result['ok']['tracker']}", result,
-                            what=what + f"\n(The observation before this update() printed {old!r}.)")
+            expect.mismatch(args, index, say("do.print", value=f"{old!r} {result['ok']['tracker']}"), result,
+                            what=what + say("before.update_scale", scale=repr(old)))
 
 
 def new_scale_keeps_tracker(student: Any, kwargs: dict[str, Json], clean: int, new_scale: float,
@@ -105,17 +101,15 @@ def new_scale_keeps_tracker(student: Any, kwargs: dict[str, Json], clean: int, n
     for overflow in after:  # the next iterations must run: update(new_scale) clears the per-optimizer state
         args["ops"] += cases.iteration_ops(1, [0] if overflow else [], sizes)
     results = _run(student, args)
-    what = ("update(new_scale) sets the scale to new_scale (rounded to float32), leaves the growth tracker alone "
-            "and, like every update(), lets the next iteration start fresh.")
+    what = say("what.new_scale")
     expect.no_errors(args, results, what)
     seen = cases.observations(args, results)
     position = next(i for i, (index, _) in enumerate(seen) if args["ops"][index - 1].get("new_scale") is not None)
     before, (index, result) = seen[position - 1][1]["ok"], seen[position]
     want = {"scale": cases.float32(new_scale), "tracker": before["tracker"]}
     if not expect.close(want, result["ok"]):
-        expect.mismatch(args, index, f"print {want['scale']!r} {want['tracker']}", result,
-                        what=what + f"\n(The observation before this update printed {before['scale']!r} "
-                                    f"{before['tracker']}.)")
+        expect.mismatch(args, index, say("do.print", value=f"{want['scale']!r} {want['tracker']}"), result,
+                        what=what + say("before.new_scale", scale=repr(before["scale"]), tracker=before["tracker"]))
 
 
 def one_backoff_per_update(student: Any, opts: int, bad_params: int, special: float) -> None:
@@ -130,16 +124,14 @@ def one_backoff_per_update(student: Any, opts: int, bad_params: int, special: fl
         return {"world": w, "ops": ops}
 
     single, many = scenario(1, 1), scenario(opts, bad_params)
-    what = (f"One update() backs off once however many gradients overflow: with {bad_params} overflowing "
-            f"gradient(s) in each of {opts} optimizer(s) the scale and tracker must be what they are with a "
-            "single overflowing gradient in a single optimizer.")
+    what = say("what.one_backoff", bad=bad_params, opts=opts)
     single_results, many_results = _run(student, single), _run(student, many)
     expect.no_errors(single, single_results, what)
     expect.no_errors(many, many_results, what)
     want = single_results[-1]["ok"]
     if not expect.close(want, many_results[-1]["ok"]):
-        expect.mismatch(many, len(many["ops"]) - 1, f"print {want['scale']!r} {want['tracker']} (what it prints "
-                        f"with one overflowing gradient:\n{expect.snippet(single)}\n)", many_results[-1], what=what)
+        expect.mismatch(many, len(many["ops"]) - 1, say("do.print_as_single", value=f"{want['scale']!r} {want['tracker']}",
+                                                         snippet=expect.snippet(single)), many_results[-1], what=what)
 
 
 # --------------------------------------------------------------------------- the other behaviours
@@ -148,8 +140,7 @@ def one_backoff_per_update(student: Any, opts: int, bad_params: int, special: fl
 def matches_torch(student: Any, scenario: dict[str, Json], powers_of_two: bool) -> None:
     """The differential check: the same observations as torch.amp.GradScaler('cpu'), step() results included."""
     expected, got = cases.torch_results(scenario), _run(student, scenario)
-    what = ("Your scaler must behave exactly like torch.amp.GradScaler('cpu') on this run: the same scale, "
-            "tracker and skipped steps (exactly for power-of-two factors, to 1e-6 otherwise), parameters to 1e-6.")
+    what = say("what.matches_torch")
     expect.check_results(scenario, expected, got, rel=0.0 if powers_of_two else 1e-6, only=["observe", "step"], what=what)
     expect.check_results(scenario, expected, got, rel=1e-6, what=what)
 
@@ -176,13 +167,9 @@ def skipped_step(student: Any, sizes: Sequence[int], special: float, path: str) 
         ops += [{"op": "new", "kwargs": {"init_scale": 1.0}}, {"op": "grads", "opt": 0, "values": grads}, *explicit,
                 {"op": "step", "opt": 0}]
     args = {"world": w, "ops": ops}
-    found_by = "step()'s own unscaling" if path == "step" else \
-        "an explicit unscale_()" + (" (before clipping)" if path == "clip" else "")
+    found_by = say({"step": "found_by.step", "unscale_": "found_by.unscale", "clip": "found_by.clip"}[path])
     expect.check_results(args, cases.torch_results(args), _run(student, args), only=["step"],
-                         what="step() must skip optimizer.step() (return None and leave the parameters as they "
-                              "were) when a gradient holds inf or -inf, also when it was found by an explicit "
-                              "unscale_() before step() (as when clipping), and otherwise return what "
-                              f"optimizer.step() returned. (Here the inf is found by {found_by}.)")
+                         what=say("what.skipped_step", found_by=found_by))
 
 
 def overflow_detection(student: Any, scale: float, grads: list[Json]) -> None:
@@ -195,15 +182,13 @@ def overflow_detection(student: Any, scale: float, grads: list[Json]) -> None:
             "ops": [{"op": "new", "kwargs": {"init_scale": scale}}, {"op": "grads", "opt": 0, "values": grads},
                     {"op": "step", "opt": 0}, {"op": "update"}, {"op": "observe"}]}
     expected, got = cases.torch_results(args), _run(student, args)
-    what = ("unscale_()/step() must find inf/NaN exactly when a gradient, as it is before unscaling, holds +inf, -inf "
-            "or NaN anywhere (finite values, however large, and finite values that only overflow once multiplied "
-            "by 1/scale, do not count); update() then backs off, and otherwise leaves the scale alone.")
+    what = say("what.overflow_detection")
     expect.no_errors(args, got, what)
     found = expected[-1]["ok"]["scale"] != cases.float32(scale)
     if (got[-1]["ok"]["scale"] != cases.float32(scale)) != found:
         want = expected[-1]["ok"]
-        expect.mismatch(args, len(args["ops"]) - 1, f"print {want['scale']!r} {want['tracker']} (the gradients "
-                        f"{'hold' if found else 'hold no'} inf/NaN)", got[-1], what=what)
+        expect.mismatch(args, len(args["ops"]) - 1, say("do.print_found" if found else "do.print_not_found",
+                                                         value=f"{want['scale']!r} {want['tracker']}"), got[-1], what=what)
 
 
 def misuse(student: Any, calls: Sequence[str]) -> None:
@@ -212,10 +197,11 @@ def misuse(student: Any, calls: Sequence[str]) -> None:
     ops += [{"op": kind, "opt": 0} if kind != "update" else {"op": "update"} for kind in calls]
     args = {"world": cases.world([[[2]]]), "ops": ops}
     results = _run(student, args)
-    what = f"{' then '.join(calls)}: the last call must raise RuntimeError, the ones before it must not."
+    what = say("what.misuse", calls=say("what.misuse_then").join(calls))
     expect.no_errors(args, results[:-1], what)
     if not expect.raised(results[-1], "RuntimeError"):
-        expect.mismatch(args, len(ops) - 1, "raise RuntimeError", results[-1], what=what, step_return=False)
+        expect.mismatch(args, len(ops) - 1, say("do.raise", error="RuntimeError"), results[-1], what=what,
+                        step_return=False)
 
 
 def float16_rejected(student: Any, values: list[float]) -> None:
@@ -226,8 +212,7 @@ def float16_rejected(student: Any, values: list[float]) -> None:
     args = {"world": w, "ops": [{"op": "new", "kwargs": {}}, grads, {"op": "unscale_", "opt": 0},
                                 {"op": "grads_of", "opt": 0}, {"op": "unscale_", "opt": 0}]}
     expect.check_results(args, cases.torch_results(args), _run(student, args),
-                         what="unscale_() must raise ValueError for float16 gradients, leaving them and the "
-                              "scaler as they were (so trying again raises ValueError again).")
+                         what=say("what.float16"))
 
 
 def lists_and_tuples(student: Any, values: list[float], container: str) -> None:
@@ -237,13 +222,13 @@ def lists_and_tuples(student: Any, values: list[float], container: str) -> None:
             "ops": [{"op": "new", "kwargs": {"init_scale": 4096.0}}, *items,
                     {"op": "scale", "values": values, "dtype": "float16", "container": container}]}
     results = _run(student, args)
-    what = f"scale() of a {container} must return a {container} holding what scale() returns for each item."
+    what = say("what.lists", container=container)
     expect.no_errors(args, results, what)
     singles = [r["ok"]["items"][0] for r in results[1:-1]]
     want = {"ok": {"container": container, "items": singles}}
     if not expect.close(want["ok"], results[-1]["ok"]):
-        expect.mismatch(args, len(args["ops"]) - 1, expect.shown(args["ops"][-1], want).replace("prints", "print", 1),
-                        results[-1], what=what)
+        expect.mismatch(args, len(args["ops"]) - 1, expect.shown(args["ops"][-1], want, should=True), results[-1],
+                        what=what)
 
 
 def state_round_trip(student: Any, kwargs: dict[str, Json], overflows: Sequence[bool]) -> None:
@@ -251,15 +236,13 @@ def state_round_trip(student: Any, kwargs: dict[str, Json], overflows: Sequence[
     args = cases.run_args(kwargs, overflows)
     args["ops"].append({"op": "state_dict"})
     saved = _run(student, args)
-    what = ("state_dict() returns torch's five keys; a new scaler that loads it (with load_state_dict) returns the "
-            "same state_dict() and the same scale and tracker.")
+    what = say("what.state")
     expect.no_errors(args, saved, what)
     own = saved[-1]["ok"]
     reference = cases.torch_results(args)[-1]["ok"]
     if not isinstance(own, dict) or sorted(own) != sorted(reference):
-        expect.mismatch(args, len(args["ops"]) - 1, f"print a dict with the keys {sorted(reference)}", saved[-1],
-                        what=what)
-    for state, source in ((own, "your scaler"), (reference, "torch.amp.GradScaler")):
+        expect.mismatch(args, len(args["ops"]) - 1, say("do.print_keys", keys=sorted(reference)), saved[-1], what=what)
+    for state, source in ((own, say("state_source.yours")), (reference, "torch.amp.GradScaler")):
         restore = {"world": args["world"],
                    "ops": [{"op": "new", "kwargs": {}}, {"op": "load_state_dict", "state": dict(state)},
                            {"op": "state_dict"}, {"op": "observe"}]}
@@ -269,8 +252,8 @@ def state_round_trip(student: Any, kwargs: dict[str, Json], overflows: Sequence[
         want = {"state_dict": state, "observe": {"scale": state["scale"], "tracker": state["_growth_tracker"]}}
         for index, op in enumerate(restore["ops"]):
             if op["op"] in want and not expect.close(want[op["op"]], results[index]["ok"]):
-                expect.mismatch(restore, index, expect.shown(op, {"ok": want[op["op"]]}).replace("prints", "print", 1),
-                                results[index], what=f"{what} (The state loaded here was saved by {source}.)")
+                expect.mismatch(restore, index, expect.shown(op, {"ok": want[op["op"]]}, should=True), results[index],
+                                what=say("what.state_source", what=what, source=source))
 
 
 def defaults(student: Any) -> None:
@@ -278,12 +261,11 @@ def defaults(student: Any) -> None:
     args = {"world": cases.world([[[2]]]),
             "ops": [{"op": "new", "kwargs": {}}, {"op": "observe"}, {"op": "state_dict"}]}
     expected, got = cases.torch_results(args), _run(student, args)
-    what = ("ToyLossScaler() must have torch's defaults: init_scale=2**16, growth_factor=2.0, backoff_factor=0.5, "
-            "growth_interval=2000.")
+    what = say("what.defaults")
     expect.no_errors(args, got, what)
     expect.check_results(args, expected, got, only=["observe"], what=what)
     saved, reference = got[-1]["ok"], expected[-1]["ok"]
     if isinstance(saved, dict):  # only the keys it has: the key names are row 1.16's
         want = {key: reference[key] for key in saved if key in reference}
         if not expect.close(want, {key: saved[key] for key in want}):
-            expect.mismatch(args, 2, f"print a state_dict() with {want}", got[-1], what=what)
+            expect.mismatch(args, 2, say("do.print_state", state=want), got[-1], what=what)

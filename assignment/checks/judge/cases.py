@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from checks.judge import expect
 from checks.runners import harness
+from checks.words import say
 
 Json = Any
 SPECIALS = (math.inf, -math.inf, math.nan)
@@ -80,9 +81,8 @@ def check_update_rule(args: dict[str, Json], results: Sequence[dict[str, Json]],
             continue
         scale, tracker = model_update(float(before["scale"]), int(before["tracker"]), overflowed, kwargs)
         if not expect.close({"scale": scale, "tracker": tracker}, result.get("ok")):
-            expect.mismatch(args, index, f"print {scale!r} {tracker}", result,
-                            what=f"{what}\n(The observation before this update() printed {before['scale']!r} "
-                                 f"{before['tracker']}.)")
+            expect.mismatch(args, index, say("do.print", value=f"{scale!r} {tracker}"), result,
+                            what=what + say("before.update_pair", scale=repr(before["scale"]), tracker=before["tracker"]))
 
 
 # --------------------------------------------------------------------------- op builders

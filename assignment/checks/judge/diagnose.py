@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from checks.words import mistake, say
+
 #: Format version.  The optional ``source`` field (a fingerprint of the files the digests depend on) came later
 #: without a bump: older readers ignore it and older tables load with ``source=None``.
 VERSION = 2
@@ -34,6 +36,7 @@ VERSION = 2
 UNANSWERED = "unanswered"
 #: The students' table: beside this file, or where ``$AMP_STUDENT_DIAGNOSIS`` says.
 STUDENT_TABLE = Path(os.environ.get("AMP_STUDENT_DIAGNOSIS", Path(__file__).resolve().parents[1] / "diagnosis.json"))
+#: How the English line starts (the line in the current language: :func:`sentence`).
 LINE_START = "Likely mistake: this is what happens when "
 #: The junit XML ``<property>`` of a failed check that carries the line (read by the notebook's ``grader.check``,
 #: ``amp_otter_bridge.py``, which imports nothing from checks/ and so spells the name itself).
@@ -99,8 +102,13 @@ class Table:
 
 
 def sentence(bugs: Sequence[str], words: Mapping[str, str]) -> str:
-    """The feedback line for a match with ``bugs`` (one bug, or one group of twins)."""
-    return LINE_START + ", or when ".join(words.get(b, b.replace("_", " ")) for b in sorted(bugs)) + "."
+    """The feedback line for a match with ``bugs`` (one bug, or one group of twins), in the current language."""
+    return say("mistake.line", words=described(bugs, words))
+
+
+def described(bugs: Sequence[str], words: Mapping[str, str]) -> str:
+    """What ``bugs`` do, in the current language (``words``: each bug's English words, from the table)."""
+    return say("mistake.or").join(mistake(b, words.get(b, b.replace("_", " "))) for b in sorted(bugs))
 
 
 def match_test(table: Table, test: str, mine: Mapping[str, str]) -> tuple[str, ...]:

@@ -16,13 +16,15 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Sequence
 
+from checks.words import localised, localised_messages, say
+
 Json = Any
 
 #: Lines that define the optimizer class of every snippet that calls ``step``: it behaves like
 #: ``checks.runners.optimizers.RecordingSGD`` (SGD whose ``step()`` returns 1000.0 + its number of calls).
 #: Whether a step happened is judged by its effect (the parameters changed), never by the count.
 SGD_CLASS = [
-    "class SGD(torch.optim.SGD):  # the grader's optimizer: step() returns 1000.0 + how often it ran",
+    "class SGD(torch.optim.SGD):  # {comment}",
     "    calls = 0",
     "    def step(self, closure=None):",
     "        self.calls += 1",
@@ -32,9 +34,10 @@ SGD_CLASS = [
 
 
 def fail(message: str) -> None:
-    """Fail the current check with ``message`` (shown to the student as is)."""
+    """Fail the current check with ``message`` (shown to the student as is, the student process's own messages
+    quoted in it put into the current language)."""
     __tracebackhide__ = True
-    raise AssertionError(message)
+    raise AssertionError(localised_messages(message))
 
 
 def number(value: Json) -> str:
@@ -132,7 +135,8 @@ def snippet(args: dict[str, Json], upto: int | None = None, step_return: bool = 
     """A runnable program that replays ``args["ops"][:upto + 1]`` and prints the last op's observation."""
     ops = args["ops"] if upto is None else args["ops"][: upto + 1]
     steps = any(op["op"] == "step" for op in ops)
-    lines = ["import torch", *ABSENCE, "from loss_scaler import ToyLossScaler"] + (SGD_CLASS if steps else [])
+    sgd = [SGD_CLASS[0].format(comment=say("snippet.optimizer_comment")), *SGD_CLASS[1:]] if steps else []
+    lines = ["import torch", *ABSENCE, "from loss_scaler import ToyLossScaler"] + sgd
     lines += [
         "params = lambda opt: [p for g in opt.param_groups for p in g['params']]",
         "def set_grads(opt, grads):",
@@ -159,13 +163,25 @@ def _value(value: Json) -> str:
     return str(value)
 
 
-def shown(op: dict[str, Json], result: dict[str, Json], step_return: bool = True) -> str:
-    """What the snippet's last line does for ``op`` given the observation ``result``.
+def shown(op: dict[str, Json], result: dict[str, Json], step_return: bool = True, should: bool = False) -> str:
+    """What the snippet's last line does for ``op`` given the observation ``result`` (``should``: what it should do).
 
-    "prints X", "raises T: message" or "runs without error" (ops that print nothing).
+    "prints X", "raises T: message" or "runs without error" (ops that print nothing); with ``should``,
+    "print X", "raise T: message" or "run without error".
     """
+    mood = "do" if should else "does"
     if "error" in result:
-        return f"raises {result['error']['type']}: {result['error'].get('message', '')}".rstrip(": ")
+        error = f"{result['error']['type']}: {result['error'].get('message', '')}".rstrip(": ")
+        return say(f"{mood}.raise", error=error)
+    printed = _printed(op, result, step_return)
+    if printed is None:
+        return say(f"{mood}.run")
+    return say(f"{mood}.print_nothing") if printed == "" else say(f"{mood}.print", value=printed)
+
+
+def _printed(op: dict[str, Json], result: dict[str, Json], step_return: bool) -> str | None:
+    """What the snippet's last line prints for ``op`` given the observation ``result`` ("" for nothing), None when
+    the op prints nothing at all."""
     value, kind = result.get("ok"), op["op"]
     if kind == "scale" and isinstance(value, dict):
         items = value.get("items", [])
@@ -175,19 +191,19 @@ def shown(op: dict[str, Json], result: dict[str, Json], step_return: bool = True
             shown_values = values[0] if not isinstance(given, list) and len(values) == 1 else values
             texts.append((f"torch.{item.get('dtype')}", shown_values))
         if op.get("container", "tensor") == "tensor":
-            return "prints " + (f"{texts[0][0]} {_value(texts[0][1])}" if texts else "nothing")
+            return f"{texts[0][0]} {_value(texts[0][1])}" if texts else ""
         inner = ", ".join(f"({dtype}, {_value(v)})" for dtype, v in texts)
-        return f"prints {value.get('container')} [{inner}]"
+        return f"{value.get('container')} [{inner}]"
     if kind == "unscale_" and isinstance(value, dict):
-        return f"prints {value.get('in_place')} {_value(value.get('grads'))}"
+        return f"{value.get('in_place')} {_value(value.get('grads'))}"
     if kind == "step" and isinstance(value, dict):
         calls = int(bool(value.get("called")))
-        return f"prints {value.get('returned')} {calls}" if step_return else f"prints {calls}"
+        return f"{value.get('returned')} {calls}" if step_return else f"{calls}"
     if kind == "observe" and isinstance(value, dict):
-        return f"prints {_value(value.get('scale'))} {_value(value.get('tracker'))}"
+        return f"{_value(value.get('scale'))} {_value(value.get('tracker'))}"
     if kind in ("clip", "params", "grads_of", "state_dict"):
-        return f"prints {_value(value)}"
-    return "runs without error"
+        return _value(value)
+    return None
 
 
 def describe(result: dict[str, Json]) -> str:
@@ -225,11 +241,12 @@ def mismatch(args: dict[str, Json], index: int, want: str, have: dict[str, Json]
     """Fail with the snippet up to op ``index``, what it should do (``want``) and what it did."""
     __tracebackhide__ = True
     trace = have.get("error", {}).get("trace", "")
+    what = localised(what)
     fail((f"{what}\n" if what else "")
-         + f"After running:\n{snippet(args, index, step_return)}\n"
-         + f"the last line should: {want}\n"
-         + f"but with your code it {shown(args['ops'][index], have, step_return)}"
-         + (f"\n\nYour traceback:\n{trace}" if trace else ""))
+         + say("snippet.after", snippet=snippet(args, index, step_return))
+         + say("snippet.should", want=want)
+         + say("snippet.but", shown=shown(args['ops'][index], have, step_return))
+         + (say("snippet.traceback", trace=trace) if trace else ""))
 
 
 def check_results(args: dict[str, Json], expected: Sequence[dict[str, Json]], got: Sequence[dict[str, Json]],
@@ -243,8 +260,7 @@ def check_results(args: dict[str, Json], expected: Sequence[dict[str, Json]], go
     """
     __tracebackhide__ = True
     if len(got) != len(args["ops"]) or len(expected) != len(args["ops"]):
-        fail(f"{len(got)} results came back for {len(args['ops'])} calls: your code's process returned something "
-             "malformed")
+        fail(say("results.malformed", got=len(got), calls=len(args["ops"])))
     kinds = set(only) if only is not None else None
     for index, (op, want, have) in enumerate(zip(args["ops"], expected, got)):
         unexpected_error = "error" in have and "error" not in want  # always a failure, whatever ``only`` says
@@ -255,8 +271,8 @@ def check_results(args: dict[str, Json], expected: Sequence[dict[str, Json]], go
         else:
             ok = "ok" in have and close(_compared(op, want, step_return)["ok"], _compared(op, have, step_return)["ok"], rel)
         if not ok:
-            wanted = f"raise {want['error']['type']}" if "error" in want else \
-                shown(op, want, step_return).replace("prints", "print", 1).replace("runs without", "run without", 1)
+            wanted = say("do.raise", error=want["error"]["type"]) if "error" in want else \
+                shown(op, want, step_return, should=True)
             mismatch(args, index, wanted, have, what=what, step_return=step_return)
 
 
@@ -265,13 +281,13 @@ def no_errors(args: dict[str, Json], results: Sequence[dict[str, Json]], what: s
     __tracebackhide__ = True
     for index, result in enumerate(results):
         if "error" in result:
-            mismatch(args, index, "run without error", result, what=what)
+            mismatch(args, index, say("do.run"), result, what=what)
 
 
 def ok_or_fail(result: dict[str, Json], what: str) -> Json:
     """The value of a student call, or a failure saying what it raised."""
     __tracebackhide__ = True
     if "error" in result:
-        fail(f"{what}\nbut your code raised {result['error']['type']}: {result['error']['message']}\n"
-             f"{result['error'].get('trace', '')}")
+        fail(say("raised.with_trace", what=what, error=result["error"]["type"], message=result["error"]["message"],
+                 trace=result["error"].get("trace", "")))
     return result["ok"]

@@ -31,6 +31,7 @@ from torch.utils._python_dispatch import _disable_current_modes, _len_torch_disp
 
 from checks.runners import quick_check, registry
 from checks.runners.optimizers import RecordingSGD
+from checks.words import english
 
 Json = Any
 CONTRACT_FILES = {"loss_scaler": "loss_scaler.py", "amp_step": "amp_step.py", "answers": "answers.py"}
@@ -92,16 +93,16 @@ class Submission:
             return self._modules[name]
         path = self.root / CONTRACT_FILES[name]
         if not path.is_file():
-            raise SubmissionFault(f"{path.name} is missing: upload it at the top level of your submission.")
+            raise SubmissionFault(english("file.missing", file=path.name))
         try:
             source = path.read_bytes().decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise SubmissionFault(f"{path.name} is not valid UTF-8 text (byte {exc.start}): save it as UTF-8.") from None
+            raise SubmissionFault(english("file.not_utf8", file=path.name, byte=exc.start)) from None
         try:
             code = compile(source, str(path), "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as exc:
             line = getattr(exc, "lineno", None) or 0
-            raise SubmissionFault(f"{path.name} has a syntax error on line {line}: {getattr(exc, 'msg', exc)}") from None
+            raise SubmissionFault(english("file.syntax", file=path.name, line=line, message=getattr(exc, "msg", exc))) from None
         if str(self.root) not in sys.path:
             sys.path.insert(0, str(self.root))  # amp_step.py may import loss_scaler as a sibling
         module = types.ModuleType(name)
@@ -112,7 +113,7 @@ class Submission:
             exec(code, module.__dict__)
         except BaseException as exc:  # noqa: BLE001 - SystemExit and friends too
             self._forget(name)
-            raise SubmissionFault(f"importing {path.name} raised an exception:\n{student_frames(exc, self.root)}") from None
+            raise SubmissionFault(english("file.import_raised", file=path.name, frames=student_frames(exc, self.root))) from None
         return module
 
     def _forget(self, name: str) -> None:
@@ -123,7 +124,7 @@ class Submission:
         module = self.module(module_name)
         name = CONTRACT_NAMES[module_name]
         if not hasattr(module, name):
-            raise SubmissionFault(f"{CONTRACT_FILES[module_name]} does not define `{name}`.")
+            raise SubmissionFault(english("file.undefined", file=CONTRACT_FILES[module_name], name=name))
         return getattr(module, name)
 
 
@@ -445,7 +446,7 @@ def read_answers(submission: Submission) -> dict[str, Json]:
     try:
         source = path.read_bytes()[: 2**20].decode("utf-8") if path.is_file() else None
     except UnicodeDecodeError as exc:
-        raise SubmissionFault(f"{path.name} is not valid UTF-8 text (byte {exc.start}): save it as UTF-8.") from None
+        raise SubmissionFault(english("file.not_utf8", file=path.name, byte=exc.start)) from None
     return quick_check.parse_answers(source)
 
 

@@ -26,7 +26,8 @@ Task 1's points is to implement the scaler.  The grader calls this in every stud
 process that imports ``loss_scaler.py``; the public checks do the same in the process that runs
 the student's files (:mod:`checks.student.serve`), so both refuse alike.
 
-This module imports nothing but torch and the standard library.  Call it once per process.
+This module imports nothing but torch, the standard library and the words table (standard library only).
+Call it once per process.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from typing import Any, NoReturn
 
 import torch
 
+from checks.words import english
+
 #: The dispatcher operators torch's GradScaler computes with (every overload reaches one of them).
 REFUSED_KERNELS = ("_amp_update_scale_", "_amp_foreach_non_finite_check_and_unscale_")
 #: torch's modules that define a GradScaler class, and the namespaces that export one.
@@ -51,8 +54,6 @@ SCALER_EXPORTS = ("torch", "torch.amp", "torch.cuda.amp", "torch.cpu.amp")
 #: compiled forms, from Task 1's processes, so that a scaler cannot be rebuilt from torch's own source there.
 SCALER_SOURCES = ("amp/grad_scaler.py", "cuda/amp/grad_scaler.py", "cpu/amp/grad_scaler.py",
                   "distributed/fsdp/sharded_grad_scaler.py")
-MESSAGE = ("{what} is not available while loss_scaler.py runs: Task 1 asks you to write the loss scaler "
-           "yourself (see \"What your code may not use\" in the handout)")
 
 
 class NotAvailableInTask1(RuntimeError):
@@ -60,7 +61,7 @@ class NotAvailableInTask1(RuntimeError):
 
 
 def _refuse(what: str) -> NoReturn:
-    raise NotAvailableInTask1(MESSAGE.format(what=what))
+    raise NotAvailableInTask1(english("refused.task1", what=what))
 
 
 class GradScaler:

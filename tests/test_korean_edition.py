@@ -1,0 +1,235 @@
+"""The Korean edition end to end, and the English one unchanged.
+
+* Korean (``--language ko``): every failing row's prose is at least half Hangul, and so are summary.md,
+  report.html (``lang="ko"``) and the console table; a submission with nothing to say about it has no "about
+  your submission" section.  "Prose" leaves out what stays as it is in every language: code (a snippet, a
+  traceback, the call made), inline code, values, identifiers and exceptions quoted from torch or the student's
+  code.  ``make test`` grades three catalogue bugs that reach the three kinds of explanation (a scaler snippet, an
+  amp_step's effects, torch's scaler refused in the student process) and the solution; the whole catalogue is
+  left to ``make test-all``.
+* English: the bundled examples' feedback.md are byte for byte the golden files in ``tests/golden/en/``,
+  written by the grader as it was before the Korean edition (regenerate them only for an intended English change:
+  ``AMP_DIAGNOSIS=off python -m autograder grade solutions assignment examples/partially_correct --out OUT``, as
+  the tests grade, then copy each ``OUT/<name>/feedback.md`` to ``tests/golden/en/<name>.feedback.md``).
+* The checks' words table (``checks/words.py``): every language has every message, with no field the English
+  one lacks; the student processes' messages are recognised in a text and put into Korean.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import string
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autograder.engine import strings
+from checks import words
+from conftest import EXAMPLES, ROOT, built_once, grade
+
+GOLDEN = ROOT / "tests" / "golden" / "en"
+HANGUL = re.compile(r"[\uac00-\ud7a3]")
+#: A word holding any of these is code or a value (``scale()``, ``1.5``, ``torch.float16``, ``'C'``), not prose.
+CODE_CHARACTERS = re.compile(r"[._()\[\]{}=<>/'\"`:0-9*+\-#|\\,;!?@$%^&~]")
+#: Values written as words (Python's and the tensors').
+VALUE_WORDS = frozenset({"inf", "nan", "NaN", "None", "True", "False"})
+#: An exception quoted from torch or the student's code, with its message (to the end of the clause).
+QUOTED_EXCEPTION = re.compile(r"\b\w+(?:Error|Exception|Warning|Task1): [^)\n]*")
+#: Three bugs whose rows explain with a scaler snippet, an amp_step's effects and torch's scaler refused.
+REPRESENTATIVE_BUGS = ("growth_to_inf", "model_half", "delegate_wrapper")
+
+
+def prose(text: str) -> str:
+    """``text`` without code, inline code and quoted exceptions (see the module docstring)."""
+    kept = []
+    for line in text.splitlines():
+        if line[:1] == " " and not HANGUL.search(line):  # an indented line with no Hangul: a snippet, a traceback
+            continue
+        line = QUOTED_EXCEPTION.sub(" ", re.sub(r"`[^`]*`", " ", line))
+        kept.append(line)
+    return " ".join(kept)
+
+
+def hangul_share(text: str) -> float:
+    """Hangul syllables among the letters of ``text``'s prose words (1.0 when it has none)."""
+    words_ = prose(text).split()
+    hangul = sum(len(HANGUL.findall(word)) for word in words_)
+    latin = sum(len(re.findall(r"[A-Za-z]", word)) for word in words_
+                if not HANGUL.search(word) and not CODE_CHARACTERS.search(word) and word not in VALUE_WORDS)
+    return hangul / (hangul + latin) if hangul + latin else 1.0
+
+
+def html_text(page: str) -> str:
+    """What a reader of ``page`` sees: no style, tags or inlined images."""
+    return re.sub(r"<style>.*?</style>|<[^>]+>|data:[^\"]*", " ", page, flags=re.DOTALL)
+
+
+def _catalogue() -> Any:
+    spec = importlib.util.spec_from_file_location("amp_catalogue_ko", ROOT / "tests" / "catalogue" / "catalogue.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[spec.name] = module  # type: ignore[union-attr]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _grade_korean(factory: pytest.TempPathFactory, name: str, entries: list[Any]) -> Path:
+    """The Korean batch of ``entries`` and the solution (graded once per run): its output folder."""
+    catalogue = _catalogue()
+
+    def build(out: Path) -> None:
+        paths = [catalogue.materialize(entry, out / "submissions" / entry.folder_name) for entry in entries]
+        done = grade([*paths, EXAMPLES["solutions"]], out / "grades", "--language", "ko", timeout=3600,
+                     env={"AMP_DIAGNOSIS": ""})  # the committed table: the "Likely mistake" lines in Korean
+        assert done.returncode == 0, done.stderr[-3000:]
+        (out / "console.txt").write_text(done.stdout, encoding="utf-8")
+
+    return built_once(factory, name, build)
+
+
+def korean_problems(out: Path) -> list[str]:
+    """Every file or failing row of the Korean batch in ``out`` whose prose is less than half Hangul."""
+    grades, problems = out / "grades", []
+    for results in sorted(grades.glob("*/results.json")):
+        data = json.loads(results.read_text(encoding="utf-8"))
+        texts = {f"row {test['number']}": test["output"] for test in data["tests"] if test.get("status") == "failed"}
+        if not strings.is_graded_note(data["output"]):  # "NAME 채점을 마쳤습니다.", which feedback.md leaves out
+            texts["top of the feedback"] = data["output"]
+        for where, text in texts.items():
+            if text and hangul_share(text) < 0.5:
+                problems.append(f"{results.parent.name}, {where} ({hangul_share(text):.0%} Hangul):\n{text[:1500]}")
+    for name, text in (("summary.md", (grades / "summary.md").read_text(encoding="utf-8")),
+                       ("report.html", html_text((grades / "report.html").read_text(encoding="utf-8"))),
+                       ("the console table", (out / "console.txt").read_text(encoding="utf-8"))):
+        if hangul_share(text) < 0.5:
+            problems.append(f"{name} ({hangul_share(text):.0%} Hangul)")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def korean_batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    entries = [entry for entry in _catalogue().BUGS if entry.name in REPRESENTATIVE_BUGS]
+    assert len(entries) == len(REPRESENTATIVE_BUGS)
+    return _grade_korean(tmp_path_factory, "korean-batch", entries)
+
+
+# --------------------------------------------------------------------------- the prose measure itself
+
+
+def test_the_measure_leaves_code_values_and_quoted_exceptions_aside() -> None:
+    assert hangul_share("스케일은 그대로 남습니다.\n    scaler = ToyLossScaler(init_scale=2.0)\n`scale()` inf 0") == 1.0
+    assert hangul_share("여러분의 코드의 결과: ValueError: Attempting to unscale FP16 gradients.") == 1.0
+    assert hangul_share("A growth that would overflow float32 must be skipped.") == 0.0
+    assert hangul_share("the last line should: print 1.0 0") == 0.0
+    assert 0.4 < hangul_share("스케일 스케일 the the") < 0.6
+
+
+# --------------------------------------------------------------------------- Korean
+
+
+def test_korean_batch_speaks_korean(korean_batch: Path) -> None:
+    problems = korean_problems(korean_batch)
+    assert not problems, "\n\n".join(problems)
+
+
+def test_korean_batch_frames_and_pointers(korean_batch: Path) -> None:
+    grades = korean_batch / "grades"
+    assert '<html lang="ko">' in (grades / "report.html").read_text(encoding="utf-8")
+    clean = (grades / "solutions" / "feedback.md").read_text(encoding="utf-8")
+    assert clean.startswith("# 피드백: solutions\n")
+    assert "## 제출물에 대한 안내" not in clean and "채점을 마쳤습니다" not in clean  # nothing to say: no section
+    refused = (grades / "bug-delegate_wrapper" / "feedback.md").read_text(encoding="utf-8")
+    assert '"코드에서 쓸 수 없는 것"' in refused and "What your code may not use" not in refused
+    handout = (ROOT / "assignment" / "README.ko.md").read_text(encoding="utf-8")
+    assert "\n## 코드에서 쓸 수 없는 것\n" in handout  # the heading the refusal names
+    assert "예상되는 실수:" in refused and "Likely mistake" not in refused  # diagnosed in Korean
+    summary = (grades / "summary.md").read_text(encoding="utf-8")
+    assert "| 1.8 | update(): inf로 성장하지 않음 |" in summary  # the language's row titles, as in report.html
+
+
+def test_every_catalogue_bug_speaks_korean(tmp_path_factory: pytest.TempPathFactory) -> None:
+    out = _grade_korean(tmp_path_factory, "korean-catalogue", list(_catalogue().BUGS))
+    problems = korean_problems(out)
+    assert not problems, "\n\n".join(problems)
+
+
+# --------------------------------------------------------------------------- English, unchanged
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_english_feedback_is_unchanged(graded_examples: dict[str, Any], tmp_path_factory: pytest.TempPathFactory,
+                                       name: str) -> None:
+    out = built_once(tmp_path_factory, "graded-examples", lambda _: None)  # graded by the fixture
+    feedback = (out / name / "feedback.md").read_text(encoding="utf-8")
+    assert feedback == (GOLDEN / f"{name}.feedback.md").read_text(encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- the words table
+
+
+def _fields(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def test_every_language_has_every_message_and_no_field_english_lacks() -> None:
+    for code, table in words.TABLES.items():
+        assert table.keys() == words.EN.keys(), code
+        for key, template in table.items():
+            assert _fields(template) <= _fields(words.EN[key]), f"{code}:{key}"
+    assert set(words.KO_MISTAKES) == {entry.name for entry in _catalogue().BUGS}  # every catalogued mistake
+
+
+def test_student_process_messages_are_put_into_korean(monkeypatch: pytest.MonkeyPatch) -> None:
+    refused = words.english("refused.task1", what="torch.amp.GradScaler")
+    trace = f"  loss_scaler.py, line 3, in <module>\nNotAvailableInTask1: {refused}\n"
+    missing = words.english("file.missing", file="amp_step.py")
+    monkeypatch.setenv(words.ENV, "en")
+    assert words.localised_messages(trace + missing) == trace + missing
+    monkeypatch.setenv(words.ENV, "ko")
+    korean = words.localised_messages(trace + missing)
+    assert korean == ("  loss_scaler.py, line 3, in <module>\nNotAvailableInTask1: torch.amp.GradScaler: loss_scaler.py가 "
+                      "실행되는 동안에는 쓸 수 없습니다. 과제 1은 손실 스케일러를 직접 작성하는 과제입니다(과제 안내서의 "
+                      "\"코드에서 쓸 수 없는 것\" 참고)\namp_step.py 파일이 없습니다. 제출물의 최상위에 올리세요.")
+    assert words.english("file.missing", file="x.py") == "x.py is missing: upload it at the top level of your submission."
+
+
+def test_the_messages_written_out_in_given_tests_are_the_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ast
+
+    source = (ROOT / "assignment" / "checks" / "test_public_scaler.py").read_text(encoding="utf-8")
+    literals = {node.value for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Constant)}
+    assert words.EN["what.scale"] in literals and words.EN["what.unscale"] in literals
+    monkeypatch.setenv(words.ENV, "ko")
+    assert words.localised(words.EN["what.unscale"]) == words.KO["what.unscale"]
+    written = words.EN["gpu.scaler"].format(kind=repr("cuda"))  # as test_gpu.py's f-string writes it
+    assert words.localised(written) == words.KO["gpu.scaler"].format(kind=repr("cuda"))
+    assert words.localised("some other text") == "some other text"
+
+
+def test_a_built_graders_language_reaches_the_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Gradescope zip names its language only in language.json: the grader exports it before its student
+    processes start, so the checks' messages (which read $AMP_LANGUAGE) speak it too."""
+    from autograder.engine import grader
+
+    monkeypatch.setenv(words.ENV, "en")  # recorded, so that what export_language sets is undone afterwards
+    monkeypatch.delenv(words.ENV)
+    monkeypatch.setattr(strings, "LANGUAGE_FILE", tmp_path / "language.json")
+    grader.export_language()
+    assert words.ENV not in os.environ  # no file: English, nothing exported
+    (tmp_path / "language.json").write_text('{"language": "ko"}', encoding="utf-8")
+    grader.export_language()
+    assert words.language() == "ko" and words.say("do.run") == "오류 없이 실행"
+    monkeypatch.setenv(words.ENV, "en")  # a setting wins over the file
+    grader.export_language()
+    assert words.language() == "en"
+
+
+def test_an_unknown_language_reads_as_english_in_the_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(words.ENV, "fr")
+    assert words.say("do.raise", error="ValueError") == "raise ValueError"
+    monkeypatch.setenv(words.ENV, " ko ")
+    assert words.say("do.raise", error="ValueError") == "ValueError 발생"
