@@ -27,7 +27,6 @@ from autograder.diagnosis.report import (CHANGES_NAME, DISCRIMINATION_MIN, GROUP
 from autograder.engine.files import write_bytes_atomic
 from autograder.engine.escape import html_text
 from autograder.engine.rubric import row_passed
-from checks.judge.diagnose import LINE_START
 
 EXAMPLES = 5  # example submissions per mistake on the page
 SHOWN_PAIRS = 20  # similarity pairs and regrade changes on the page, at most
