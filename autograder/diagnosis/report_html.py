@@ -20,19 +20,21 @@ from typing import Any, Sequence
 from urllib.parse import quote
 
 from autograder.diagnosis import words
+from autograder.diagnosis.page_words import heads, word
 from autograder.diagnosis.report import (CHANGES_NAME, DISCRIMINATION_MIN, GROUP_SHARE, HISTOGRAM_MIN_SUBMISSIONS,
                                          HISTOGRAM_NAME, HTML_NAME, ITEMS_NAME, LOW_DISCRIMINATION, MISTAKES_NAME,
                                          SIMILARITY_NAME, SUMMARY_NAME, Graded, ItemStats, Mistake, item_stats,
                                          items_csv, mistakes, mistakes_csv, read_batch, read_csv, read_json)
 from autograder.engine.files import write_bytes_atomic
 from autograder.engine.escape import html_text
+from autograder.engine import strings
 from autograder.engine.rubric import row_passed
 
 EXAMPLES = 5  # example submissions per mistake on the page
 SHOWN_PAIRS = 20  # similarity pairs and regrade changes on the page, at most
 SIMILARITY_PAGE = "similarity.html"
 SIMILAR_SHOWN = 3  # "similar to ..." lines per student in the table (the rest: a count and a link)
-ROWS_HEADER = ("row", "title", "points", "passed", "failed", "pass rate", "discrimination")
+SIMILAR_MARK = "<!--similar-->"  # marks the "similar to" lines, whatever the language, to cut their list
 NOTE_CHARACTERS = 160  # a note's first line, at most, in the students table (the whole note is in feedback.md)
 
 #: No script, no request: whatever a submission's name smuggled in could neither run nor reach the network.
@@ -68,10 +70,11 @@ def histogram_img(out: Path) -> str:
     try:
         png = (out / HISTOGRAM_NAME).read_bytes()
     except OSError:
-        return f"<p>No histogram: it is drawn for {HISTOGRAM_MIN_SUBMISSIONS} submissions or more.</p>"
+        return f"<p>{html_text(word('no_histogram', count=HISTOGRAM_MIN_SUBMISSIONS))}</p>"
     if not png.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "<p>No histogram: score_histogram.png is not a PNG image.</p>"
-    return f'<img alt="score histogram" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
+        return f"<p>{html_text(word('not_png'))}</p>"
+    return (f'<img alt="{html_text(word("histogram"))}" '
+            f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">')
 
 
 # --------------------------------------------------------------------------- the batch's counts
@@ -80,14 +83,15 @@ def histogram_img(out: Path) -> str:
 def counts_sentence(summary: dict[str, Any], graded: Sequence[Graded], top: float) -> str:
     """summary.md's first lines, from the same summary.json (so the page and summary.md agree)."""
     if not summary:
-        return f"<p>{len(graded)} submissions, out of {top:g} points (no summary.json here).</p>"
+        return f"<p>{html_text(word('no_summary', count=len(graded), top=f'{top:g}'))}</p>"
     score = summary.get("score") or {}
-    text = (f"Submissions: <b>{summary.get('submissions')}</b>; graded: {summary.get('graded')} "
-            f"({summary.get('full_marks')} with full marks, {summary.get('lost_points')} lost points); "
-            f"could not be graded: <b>{summary.get('errored')}</b>; hit a limit: <b>{summary.get('hit_a_limit')}</b>.")
+    value = {key: html_text(summary.get(key)) for key in ("submissions", "graded", "full_marks", "lost_points",
+                                                           "errored", "hit_a_limit")}
+    text = word("counts", submissions=value["submissions"], graded=value["graded"], full=value["full_marks"],
+                lost=value["lost_points"], errored=value["errored"], limit=value["hit_a_limit"])
     if score.get("mean") is not None:
-        text += (f" Scores out of {summary.get('max_score', top):g}: mean {score['mean']:g}, median "
-                 f"{score['median']:g}, min {score['min']:g}, max {score['max']:g}.")
+        text += word("counts_scores", top=f"{float(summary.get('max_score', top)):g}", mean=f"{score['mean']:g}",
+                     median=f"{score['median']:g}", min=f"{score['min']:g}", max=f"{score['max']:g}")
     return f'<p id="counts">{text}</p>'
 
 
@@ -98,12 +102,12 @@ def _problems_by_submission(summary: dict[str, Any]) -> dict[str, list[str]]:
     """summary.json's problems (limits, faults) and could-not-be-graded reasons, per submission."""
     found: dict[str, list[str]] = {}
     for row in summary.get("not_graded") or []:
-        found.setdefault(str(row.get("submission")), []).append(f"not graded: {row.get('reason', '')}")
+        found.setdefault(str(row.get("submission")), []).append(word("not_graded", reason=row.get("reason", "")))
     for problem in summary.get("problems") or []:
         if problem.get("kind") == "not graded":
             continue  # told with its reason above
         for name in problem.get("submissions") or []:
-            found.setdefault(str(name), []).append(str(problem.get("kind")))
+            found.setdefault(str(name), []).append(strings.problem(str(problem.get("kind"))))
     return found
 
 
@@ -118,9 +122,8 @@ def similarity_flags(similar: dict[str, Any]) -> dict[str, list[str]]:
     for cluster in similar.get("clusters") or []:
         keys = [str(k) for k in cluster.get("keys") or []]
         for key in keys:
-            flags.setdefault(key, []).append(
-                f'<span class="flag">identical</span> to {len(keys) - 1} other(s): '
-                + _link(f"{SIMILARITY_PAGE}#{cluster.get('anchor')}", "cluster"))
+            flags.setdefault(key, []).append(word("identical", others=len(keys) - 1, link=_link(
+                f"{SIMILARITY_PAGE}#{cluster.get('anchor')}", word("cluster"))))
     for pair in similar.get("pairs") or []:
         if not pair.get("flagged"):
             continue
@@ -128,22 +131,22 @@ def similarity_flags(similar: dict[str, Any]) -> dict[str, list[str]]:
         for me, other in (sides, sides[::-1]):
             if me.get("solution"):
                 continue
-            what = ('<span class="flag">matches the reference solution</span>' if other.get("solution")
-                    else f"similar to {html_text(other.get('label', ''))}")
+            what = (word("matches_solution") if other.get("solution")
+                    else SIMILAR_MARK + word("similar_to", label=html_text(other.get("label", ""))))
             for key in me.get("members") or [me.get("key")]:
                 flags.setdefault(str(key), []).append(
                     f"{what} ({float(pair.get('score', 0)):.2f}, "
                     + _link(f"{SIMILARITY_PAGE}#{pair.get('anchor')}", str(pair.get("anchor"))) + ")")
     for key, said in flags.items():  # the strongest flags first, then at most SIMILAR_SHOWN other pairs
-        similar_to = [line for line in said if line.startswith("similar to ")]
+        similar_to = [line for line in said if line.startswith(SIMILAR_MARK)]
         rest = len(similar_to) - SIMILAR_SHOWN
-        flags[key] = ([line for line in said if not line.startswith("similar to ")] + similar_to[:SIMILAR_SHOWN]
-                      + ([f"and {rest} more flagged pair(s) ({_link(SIMILARITY_PAGE, SIMILARITY_PAGE)})"]
+        flags[key] = ([line for line in said if not line.startswith(SIMILAR_MARK)] + similar_to[:SIMILAR_SHOWN]
+                      + ([word("more_pairs", count=rest, link=_link(SIMILARITY_PAGE, SIMILARITY_PAGE))]
                          if rest > 0 else []))
     for marker in similar.get("markers") or []:
-        flags.setdefault(str(marker.get("key")), []).append(
-            '<span class="flag">solution markers</span> in ' + html_text(", ".join(marker.get("files") or []))
-            + " (" + _link(f"{SIMILARITY_PAGE}#markers", "markers") + ")")
+        flags.setdefault(str(marker.get("key")), []).append(word(
+            "markers_flag", files=html_text(", ".join(marker.get("files") or [])),
+            link=_link(f"{SIMILARITY_PAGE}#markers", word("markers"))))
     return flags
 
 
@@ -162,11 +165,8 @@ def students_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any
         rows.append([name, html_text(g.student) or "-", html_text(g.sid) or "-", f"{g.score:g} / {top:g}",
                      html_text(", ".join(failed)) or "-", _lines(said), _lines(flags.get(g.name, [])),
                      _lines(mistakes)])
-    return ('<section id="students"><h2>Students</h2><p>One line per submission, as in gradebook.csv; the '
-            "submission links to the feedback.md its student reads. Problems: limits hit, faults, files that could "
-            "not be graded, and the grader's notes on the submission (first line; the whole note is in feedback.md)."
-            "</p>" + _table(["submission", "student", "SID", "score", "failed rows", "problems", "similarity",
-                             "diagnosed mistakes"], rows, "student-table") + "</section>")
+    return (f'<section id="students"><h2>{html_text(word("students"))}</h2><p>{html_text(word("students_text"))}'
+            "</p>" + _table(heads("students_head"), rows, "student-table") + "</section>")
 
 
 # --------------------------------------------------------------------------- rows and mistakes
@@ -182,15 +182,12 @@ def rows_section(stats: Sequence[ItemStats], count: int) -> str:
         cells = [html_text(s.number), html_text(s.title), f"{s.max_score:g}", str(s.passed), str(s.count - s.passed),
                  f"{s.pass_rate:.0%}", "" if s.discrimination is None else f"{s.discrimination:+.2f}"]
         body += ('<tr class="low">' if low else "<tr>") + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
-    caveat = ("" if meaningful else
-              f'<p class="flag" id="small-class">With {count} submissions the discrimination is not meaningful (it '
-              f"needs {DISCRIMINATION_MIN} or more): each group holds {group} submission(s), so one submission passing "
-              f"instead of failing moves a row's index by {1 / group:.2f}, more than the {LOW_DISCRIMINATION:.2f} "
-              "that would mark a row as not separating strong from weak submissions. No row is shaded.</p>")
-    return ("<section id=\"rows\"><h2>Rows</h2><p>Passed: full points on the row (the same count as summary.md's). "
-            "Discrimination: pass rate in the top 27% of submissions by total score minus that in the bottom 27% "
-            f"(upper-lower index; shaded below {LOW_DISCRIMINATION:.2f} where some pass and some fail).</p>{caveat}"
-            + "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in ROWS_HEADER)
+    caveat = ("" if meaningful else '<p class="flag" id="small-class">' + html_text(word(
+        "small_class", count=count, needed=DISCRIMINATION_MIN, group=group, step=f"{1 / group:.2f}",
+        low=f"{LOW_DISCRIMINATION:.2f}")) + "</p>")
+    return (f'<section id="rows"><h2>{html_text(word("rows"))}</h2>'
+            f'<p>{html_text(word("rows_text", low=f"{LOW_DISCRIMINATION:.2f}"))}</p>{caveat}'
+            + "<table><thead><tr>" + "".join(f"<th>{html_text(h)}</th>" for h in heads("rows_head"))
             + f"</tr></thead><tbody>{body}</tbody></table></section>")
 
 
@@ -200,16 +197,15 @@ def mistakes_section(found: Sequence[Mistake], diagnosis_off: str) -> str:
         rows = [[html_text(m.number), html_text(words.described(list(m.bugs))),
                  html_text(m.name), str(len(m.submissions)),
                  html_text(", ".join(m.submissions[:EXAMPLES]))
-                 + (f" … and {len(m.submissions) - EXAMPLES} more (all in {MISTAKES_NAME})"
+                 + (html_text(word("more_examples", count=len(m.submissions) - EXAMPLES, file=MISTAKES_NAME))
                     if len(m.submissions) > EXAMPLES else "")]
                 for m in found]
-        body = _table(["row", "what happens when", "catalogued bug", "submissions", "examples"], rows)
+        body = _table(heads("mistakes_head"), rows)
     elif diagnosis_off:
-        body = (f"<p>Diagnosis is off ({html_text(diagnosis_off)}): no failing row was compared with the catalogued "
-                "mistakes.</p>")
+        body = f"<p>{html_text(word('diagnosis_off', why=diagnosis_off))}</p>"
     else:
-        body = "<p>No failing row matched a catalogued mistake.</p>"
-    return f'<section id="mistakes"><h2>Most common mistakes</h2>{body}</section>'
+        body = f"<p>{html_text(word('no_mistakes'))}</p>"
+    return f'<section id="mistakes"><h2>{html_text(word("mistakes"))}</h2>{body}</section>'
 
 
 # --------------------------------------------------------------------------- similarity and regrade
@@ -217,50 +213,49 @@ def mistakes_section(found: Sequence[Mistake], diagnosis_off: str) -> str:
 
 def similarity_section(similar: dict[str, Any]) -> str:
     if not similar:
-        return ('<section id="similarity"><h2>Similarity</h2><p>No similarity report in this folder '
-                "(--no-similarity).</p></section>")
-    parts = [f"<p>{similar.get('compared')} submission(s) compared"
-             + (", each also with the reference solution (solutions/)" if similar.get("solution_compared") else "")
-             + f"; threshold {float(similar.get('threshold', 0)):g} ({html_text(similar.get('threshold_reason', ''))})."
-             f" Side by side: {_link(SIMILARITY_PAGE, SIMILARITY_PAGE)}.</p>"]
+        return (f'<section id="similarity"><h2>{html_text(word("similarity"))}</h2>'
+                f'<p>{html_text(word("no_similarity"))}</p></section>')
+    parts = ["<p>" + html_text(word("compared", count=similar.get("compared")))
+             + (html_text(word("with_solution")) if similar.get("solution_compared") else "")
+             + word("threshold", threshold=f"{float(similar.get('threshold', 0)):g}",
+                    reason=html_text(similar.get("threshold_reason", "")), link=_link(SIMILARITY_PAGE, SIMILARITY_PAGE))
+             + "</p>"]
     for cluster in similar.get("clusters") or []:
         labels = [str(label) for label in cluster.get("labels") or []]
-        parts.append(f'<p><span class="flag">Identical files</span>, {len(labels)} submissions ('
-                     + _link(f"{SIMILARITY_PAGE}#{cluster.get('anchor')}", "see") + "): "
-                     + html_text(", ".join(labels)) + ".</p>")
+        parts.append("<p>" + word("identical_files", count=len(labels), labels=html_text(", ".join(labels)),
+                                  link=_link(f"{SIMILARITY_PAGE}#{cluster.get('anchor')}", word("see"))) + "</p>")
     markers = similar.get("markers") or []
     if markers:
-        parts.append('<p><span class="flag">Solution markers left in</span> ('
-                     + _link(f"{SIMILARITY_PAGE}#markers", "see") + "): "
-                     + html_text("; ".join(f"{m.get('label')} ({', '.join(m.get('files') or [])})" for m in markers))
-                     + ".</p>")
+        found = html_text("; ".join(f"{m.get('label')} ({', '.join(m.get('files') or [])})" for m in markers))
+        parts.append("<p>" + word("markers_left", link=_link(f"{SIMILARITY_PAGE}#markers", word("see")), found=found)
+                     + "</p>")
     flagged = int(similar.get("flagged") or 0)
     pairs = [p for p in similar.get("pairs") or [] if p.get("flagged")]
     shown = pairs[:SHOWN_PAIRS]
     if not flagged:
-        parts.append("<p>No pair reaches the threshold.</p>")
+        parts.append(f"<p>{html_text(word('no_pair'))}</p>")
     else:
-        where = (f"the first {similar.get('in_page')} in {SIMILARITY_PAGE}, all in similarity.csv"
-                 if int(similar.get("in_page") or 0) < flagged else f"all in {SIMILARITY_PAGE}")
-        parts.append(f'<p id="pairs-shown">{len(shown)} of {flagged} flagged pair(s) shown ({where}); identical '
-                     "submissions count once.</p>")
+        where = (word("pairs_where_some", count=similar.get("in_page"), page=SIMILARITY_PAGE)
+                 if int(similar.get("in_page") or 0) < flagged else word("pairs_where_all", page=SIMILARITY_PAGE))
+        parts.append('<p id="pairs-shown">' + html_text(word("pairs_shown", shown=len(shown), flagged=flagged,
+                                                             where=where)) + "</p>")
         rows = [[_link(f"{SIMILARITY_PAGE}#{p.get('anchor')}", str(p.get("anchor"))),
                  html_text((p.get("a") or {}).get("label", "")), html_text((p.get("b") or {}).get("label", "")),
                  f"{float(p.get('score', 0)):.2f}"] for p in shown]
-        parts.append(_table(["pair", "first", "second", "score"], rows, "pairs"))
-    return '<section id="similarity"><h2>Similarity</h2>' + "".join(parts) + "</section>"
+        parts.append(_table(heads("pairs_head"), rows, "pairs"))
+    return f'<section id="similarity"><h2>{html_text(word("similarity"))}</h2>' + "".join(parts) + "</section>"
 
 
 def changes_section(changes: Sequence[dict[str, str]]) -> str:
     if not changes:
         return ""
     shown = changes[:SHOWN_PAIRS]
-    said = (f"{len(shown)} of {len(changes)} changed rows shown; all in {CHANGES_NAME}."
-            if len(shown) < len(changes) else f"Every changed row ({len(changes)}); also in {CHANGES_NAME}.")
+    said = (word("changes_some", shown=len(shown), total=len(changes), file=CHANGES_NAME)
+            if len(shown) < len(changes) else word("changes_all", total=len(changes), file=CHANGES_NAME))
     rows = [[html_text(c.get(key, "")) for key in ("submission", "old_score", "new_score", "change", "test")]
             for c in shown]
-    return (f'<section id="changes"><h2>Regrade changes</h2><p>{said}</p>'
-            + _table(["submission", "old score", "new score", "change", "row"], rows) + "</section>")
+    return (f'<section id="changes"><h2>{html_text(word("changes"))}</h2><p>{html_text(said)}</p>'
+            + _table(heads("changes_head"), rows) + "</section>")
 
 
 # --------------------------------------------------------------------------- the page
@@ -273,16 +268,18 @@ def render(out: Path, graded: Sequence[Graded], stats: Sequence[ItemStats], foun
     similar = read_json(out / SIMILARITY_NAME)
     top = float(summary.get("max_score") or sum(s.max_score for s in stats))
     sections = [
-        f'<section id="scores"><h2>Scores</h2>{counts_sentence(summary, graded, top)}{histogram_img(out)}</section>',
+        f'<section id="scores"><h2>{html_text(word("scores"))}</h2>{counts_sentence(summary, graded, top)}'
+        f"{histogram_img(out)}</section>",
         students_section(out, graded, summary, similar, top),
         rows_section(stats, len(graded)),
         mistakes_section(found, diagnosis_off),
         similarity_section(similar),
         changes_section(read_csv(out / CHANGES_NAME)),
     ]
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{POLICY}\"><title>Class report</title>"
-            f"<style>{STYLE}</style></head><body><h1>Class report</h1>{''.join(sections)}</body></html>\n")
+    title = html_text(word("title"))
+    return (f"<!DOCTYPE html>\n<html lang=\"{word('lang')}\"><head><meta charset=\"utf-8\">"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{POLICY}\"><title>{title}</title>"
+            f"<style>{STYLE}</style></head><body><h1>{title}</h1>{''.join(sections)}</body></html>\n")
 
 
 # --------------------------------------------------------------------------- writing it

@@ -1,0 +1,136 @@
+"""The class page's words (report.html), in every language the grader speaks: one table.
+
+English is the reference; the language is the feedback's (:func:`autograder.engine.strings.language`), so a
+Korean batch gives a Korean page.  Templates use ``str.format`` fields; a ``|`` separates a table's column
+headings.  Fields hold values only: the page escapes what it puts in (row titles, names, numbers).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autograder.engine import strings
+
+WORDS: dict[str, dict[str, str]] = {
+    "en": {
+        "lang": "en",
+        "title": "Class report",
+        "scores": "Scores",
+        "no_summary": "{count} submissions, out of {top} points (no summary.json here).",
+        "counts": "Submissions: <b>{submissions}</b>; graded: {graded} ({full} with full marks, {lost} lost points); "
+                  "could not be graded: <b>{errored}</b>; hit a limit: <b>{limit}</b>.",
+        "counts_scores": " Scores out of {top}: mean {mean}, median {median}, min {min}, max {max}.",
+        "no_histogram": "No histogram: it is drawn for {count} submissions or more.",
+        "not_png": "No histogram: score_histogram.png is not a PNG image.",
+        "histogram": "score histogram",
+        "students": "Students",
+        "students_text": "One line per submission, as in gradebook.csv; the submission links to the feedback.md its "
+                         "student reads. Problems: limits hit, faults, files that could not be graded, and the "
+                         "grader's notes on the submission (first line; the whole note is in feedback.md).",
+        "students_head": "submission|student|SID|score|failed rows|problems|similarity|diagnosed mistakes",
+        "not_graded": "not graded: {reason}",
+        "identical": '<span class="flag">identical</span> to {others} other(s): {link}',
+        "cluster": "cluster",
+        "matches_solution": '<span class="flag">matches the reference solution</span>',
+        "similar_to": "similar to {label}",
+        "more_pairs": "and {count} more flagged pair(s) ({link})",
+        "markers_flag": '<span class="flag">solution markers</span> in {files} ({link})',
+        "markers": "markers",
+        "rows": "Rows",
+        "rows_text": "Passed: full points on the row (the same count as summary.md's). Discrimination: pass rate in "
+                     "the top 27% of submissions by total score minus that in the bottom 27% (upper-lower index; "
+                     "shaded below {low} where some pass and some fail).",
+        "rows_head": "row|title|points|passed|failed|pass rate|discrimination",
+        "small_class": "With {count} submissions the discrimination is not meaningful (it needs {needed} or more): "
+                       "each group holds {group} submission(s), so one submission passing instead of failing moves "
+                       "a row's index by {step}, more than the {low} that would mark a row as not separating strong "
+                       "from weak submissions. No row is shaded.",
+        "mistakes": "Most common mistakes",
+        "mistakes_head": "row|what happens when|catalogued bug|submissions|examples",
+        "more_examples": " … and {count} more (all in {file})",
+        "diagnosis_off": "Diagnosis is off ({why}): no failing row was compared with the catalogued mistakes.",
+        "no_mistakes": "No failing row matched a catalogued mistake.",
+        "similarity": "Similarity",
+        "no_similarity": "No similarity report in this folder (--no-similarity).",
+        "compared": "{count} submission(s) compared",
+        "with_solution": ", each also with the reference solution (solutions/)",
+        "threshold": "; threshold {threshold} ({reason}). Side by side: {link}.",
+        "identical_files": '<span class="flag">Identical files</span>, {count} submissions ({link}): {labels}.',
+        "see": "see",
+        "markers_left": '<span class="flag">Solution markers left in</span> ({link}): {found}.',
+        "no_pair": "No pair reaches the threshold.",
+        "pairs_where_some": "the first {count} in {page}, all in similarity.csv",
+        "pairs_where_all": "all in {page}",
+        "pairs_shown": "{shown} of {flagged} flagged pair(s) shown ({where}); identical submissions count once.",
+        "pairs_head": "pair|first|second|score",
+        "changes": "Regrade changes",
+        "changes_some": "{shown} of {total} changed rows shown; all in {file}.",
+        "changes_all": "Every changed row ({total}); also in {file}.",
+        "changes_head": "submission|old score|new score|change|row",
+    },
+    "ko": {
+        "lang": "ko",
+        "title": "반 전체 보고서",
+        "scores": "점수",
+        "no_summary": "제출물 {count}개, {top}점 만점(이 폴더에 summary.json 없음).",
+        "counts": "제출물: <b>{submissions}</b>개. 채점: {graded}개(만점 {full}개, 감점 {lost}개). "
+                  "채점할 수 없음: <b>{errored}</b>개. 한도에 걸림: <b>{limit}</b>개.",
+        "counts_scores": " 점수({top}점 만점): 평균 {mean}, 중앙값 {median}, 최저 {min}, 최고 {max}.",
+        "no_histogram": "히스토그램 없음: 제출물이 {count}개 이상일 때 그립니다.",
+        "not_png": "히스토그램 없음: score_histogram.png가 PNG 이미지가 아닙니다.",
+        "histogram": "점수 히스토그램",
+        "students": "학생",
+        "students_text": "gradebook.csv처럼 제출물마다 한 줄입니다. 제출물 이름은 그 학생이 읽는 feedback.md로 "
+                         "연결됩니다. 문제: 걸린 한도, 오류, 채점할 수 없었던 파일, 제출물에 대한 채점기의 안내"
+                         "(첫 줄만. 전체 안내는 feedback.md에 있음).",
+        "students_head": "제출물|학생|학번|점수|실패한 항목|문제|유사도|진단된 실수",
+        "not_graded": "채점 안 됨: {reason}",
+        "identical": '다른 {others}개와 <span class="flag">똑같음</span>: {link}',
+        "cluster": "묶음",
+        "matches_solution": '<span class="flag">참조 답안과 일치</span>',
+        "similar_to": "{label}와 비슷함",
+        "more_pairs": "표시된 쌍 {count}개 더({link})",
+        "markers_flag": '{files}에 <span class="flag">답안 표시</span>가 남아 있음({link})',
+        "markers": "표시",
+        "rows": "항목",
+        "rows_text": "통과: 그 항목에서 만점(summary.md와 같은 기준). 변별도: 총점 상위 27% 제출물의 통과율에서 "
+                     "하위 27%의 통과율을 뺀 값(상하위 지수. 통과와 실패가 섞인 항목 중 {low} 미만은 음영 표시).",
+        "rows_head": "항목|제목|배점|통과|실패|통과율|변별도",
+        "small_class": "제출물이 {count}개뿐이라 변별도는 의미가 없습니다({needed}개 이상 필요). 각 집단에 제출물이 "
+                       "{group}개뿐이라 제출물 하나가 실패 대신 통과하면 항목의 지수가 {step}만큼 움직이는데, 이는 "
+                       "잘한 제출물과 못한 제출물을 가르지 못하는 항목을 표시하는 기준 {low}보다 큽니다. 음영 표시한 "
+                       "항목은 없습니다.",
+        "mistakes": "가장 흔한 실수",
+        "mistakes_head": "항목|이런 결과가 나오는 경우|카탈로그의 버그|제출물 수|예시",
+        "more_examples": " … 외 {count}개(모두 {file}에 있음)",
+        "diagnosis_off": "진단이 꺼져 있습니다({why}). 실패한 항목을 카탈로그의 실수와 비교하지 않았습니다.",
+        "no_mistakes": "카탈로그의 실수와 일치하는 실패 항목이 없습니다.",
+        "similarity": "유사도",
+        "no_similarity": "이 폴더에 유사도 보고서가 없습니다(--no-similarity).",
+        "compared": "제출물 {count}개를 비교했습니다",
+        "with_solution": ". 각각 참조 답안(solutions/)과도 비교했습니다",
+        "threshold": ". 기준값 {threshold}({reason}). 나란히 보기: {link}.",
+        "identical_files": '<span class="flag">똑같은 파일</span>, 제출물 {count}개({link}): {labels}.',
+        "see": "보기",
+        "markers_left": '<span class="flag">답안 표시가 남은 제출물</span>({link}): {found}.',
+        "no_pair": "기준값에 이르는 쌍이 없습니다.",
+        "pairs_where_some": "{page}에는 처음 {count}개, similarity.csv에는 모두",
+        "pairs_where_all": "모두 {page}에 있음",
+        "pairs_shown": "표시된 쌍 {flagged}개 중 {shown}개를 보입니다({where}). 똑같은 제출물은 한 번만 셉니다.",
+        "pairs_head": "쌍|첫째|둘째|점수",
+        "changes": "재채점으로 바뀐 점수",
+        "changes_some": "바뀐 항목 {total}개 중 {shown}개를 보입니다. 모두 {file}에 있습니다.",
+        "changes_all": "바뀐 항목 전부({total}개). {file}에도 있습니다.",
+        "changes_head": "제출물|이전 점수|새 점수|변화|항목",
+    },
+}
+
+
+def word(key: str, **fields: Any) -> str:
+    """The page's text ``key`` in the feedback's language, with ``fields`` filled in."""
+    return WORDS[strings.language()][key].format(**fields)
+
+
+def heads(key: str) -> list[str]:
+    """The column headings ``key`` lists ("a|b|c")."""
+    return word(key).split("|")
