@@ -300,8 +300,7 @@ def edition(language: str = "en") -> SimpleNamespace:
                          "old and new API names, is in `README.md`.)"),
             tasks_cell="## Part II: the tasks\n\nFill in the bodies that raise `NotImplementedError`; keep the signatures.",
             write_here="Write your code in the cell below and run it: it writes `{file}`.",
-            quick_check_note="The Quick Check has no public check: the autograder's hidden tests grade `answers.py`.",
-            install_comment=INSTALL_COMMENT)
+            quick_check_note="The Quick Check has no public check: the autograder's hidden tests grade `answers.py`.")
     if language == "ko":
         from autograder.packaging import notebook_ko as ko
 
@@ -311,7 +310,7 @@ def edition(language: str = "en") -> SimpleNamespace:
             gpu_heading=ko.GPU_HEADING, config=f"{english}  instructions: >-\n    {ko.EXPORT_INSTRUCTIONS}\n",
             intro=ko.INTRO, dtypes_md=ko.DTYPES_MD, demo_md=ko.DEMO_MD, mine_md=ko.MINE_MD, gpu_md=ko.GPU_MD,
             lesson_cell=ko.LESSON_CELL, tasks_cell=ko.TASKS_CELL, write_here=ko.WRITE_HERE,
-            quick_check_note=ko.QUICK_CHECK_NOTE, install_comment=ko.INSTALL_COMMENT)
+            quick_check_note=ko.QUICK_CHECK_NOTE)
     raise ValueError(f"no notebook edition in {language!r}: choose one of {', '.join(LANGUAGES)}")
 
 
@@ -434,7 +433,7 @@ def finish(nb: Any, rows: list[otter_build.Row], language: str = "en") -> Any:
     nb["cells"] = [cell for cell in nb["cells"] if cell["source"].strip()]  # otter's empty last cell
     init = next(cell for cell in nb["cells"] if "import otter" in cell["source"])
     cells = [cell for cell in nb["cells"] if cell is not init]
-    nb["cells"] = cells[:1] + [new_code_cell(install_source(edition(language).install_comment)), init] + cells[1:]
+    nb["cells"] = cells[:1] + [new_code_cell(install_source(INSTALL_COMMENT)), init] + cells[1:]
     for index, cell in enumerate(nb["cells"]):
         cell["id"] = f"cell-{index:03d}"
         if cell["cell_type"] == "code":

@@ -14,8 +14,6 @@ HANDOUT_NAME = "README.ko.md"
 NOTEBOOK = "amp_homework.ko.ipynb"
 TASK_HEADINGS = {"scaler": "과제 1", "amp_step": "과제 2", "quick_check": "과제 3"}
 GPU_HEADING = "GPU 파트"
-INSTALL_COMMENT = ("# 이 셀을 먼저 실행하세요. 이 노트북에 필요한 패키지를 채점기와 같은 버전(torch는 CPU 빌드)으로\n"
-                   "# 설치합니다. 이미 설치되어 있으면 건너뜁니다.")
 
 EXPORT_INSTRUCTIONS = (
     "이 셀이 만드는 zip 파일을 제출하세요(loss_scaler.py, amp_step.py, answers.py가 여러분의 %%writefile 셀이 마지막으로 "
@@ -84,6 +82,11 @@ NOT_IMPLEMENTED = (re.compile(r'"([\w.]+) is not implemented yet: see Task (\d+)
 #: What the code cells print, plot and say in comments, in Korean: English text -> Korean.  The Korean edition's
 #: code cells are the English ones with these replaced (``tests/test_handout_sync.py`` checks that).
 CODE_TEXTS = {
+    # the install cell (notebook_build.install_source)
+    "# Run this cell first: it installs what this notebook needs, at the grader's versions\n"
+    "# (torch's CPU build), unless it is installed already.":
+        "# 이 셀을 먼저 실행하세요. 이 노트북에 필요한 패키지를 채점기와 같은 버전(torch는 CPU 빌드)으로\n"
+        "# 설치합니다. 이미 설치되어 있으면 건너뜁니다.",
     # otter's cells
     "# Initialize Otter": "# Otter 초기화",
     "# Save your notebook first, then run this cell to export your submission.":
