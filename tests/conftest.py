@@ -52,7 +52,16 @@ SLOW = (
     # and test_platform_agreement.py mark themselves slow
     "tests/test_classroom.py::test_the_skeleton_gets_no_public_point_and_says_why",
     "tests/test_korean_edition.py::test_every_catalogue_bug_speaks_korean",  # the whole catalogue, in Korean
+    # the GPU check's whole dry run (test_gpu_dry.py keeps the GPU part's dry grading and bench in make test)
+    "tests/test_gpu_check.py::test_gpu_check_dry_writes_the_report",
+    # the hidden suite from the CLI and from a simulated Gradescope run (test_gradescope.py keeps a simulated run)
+    "tests/test_isolation.py::test_hidden_suite_explores_the_same_scenarios_from_cli_and_gradescope",
 )
+#: Modules that take longest (minutes: a graded batch per module), handed to the xdist workers first so that
+#: neither ends the run alone on one of them (the Makefile's --no-loadscopereorder keeps this order).
+LONGEST_FIRST = ("tests/test_catalogue.py", "tests/test_hostile.py", "tests/test_handout_public_examples.py",
+                 "tests/test_batch.py", "tests/test_isolation.py", "tests/test_diagnosis.py", "tests/test_forgery.py",
+                 "tests/test_public_checks.py", "tests/test_report.py", "tests/test_classroom.py")
 #: The named part of each slow suite that `make test` still runs (marker ``representative``).
 REPRESENTATIVE = (
     # forgery: the batch at the namespaces level with every layer on, every case of it (the other levels and the
@@ -72,6 +81,11 @@ REPRESENTATIVE = (
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def weight(item: pytest.Item) -> int:
+        module = item.nodeid.split("::", 1)[0]
+        return LONGEST_FIRST.index(module) if module in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=weight)  # stable: within a module, and among the rest, collection order
     for item in items:
         node = item.nodeid
         if node.startswith(SLOW):
