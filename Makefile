@@ -26,12 +26,12 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # The project's own tests on TEST_JOBS xdist workers, each taking whole modules (tests/conftest.py says which
-# tests are slow and which represent a slow suite, and hands the longest modules out first: --no-loadscopereorder).  Exit status 5 (no test selected, e.g. with PYTEST_ARGS=-k)
+# tests are slow and which represent a slow suite, and hands the longest modules out first: --no-loadscope-reorder).  Exit status 5 (no test selected, e.g. with PYTEST_ARGS=-k)
 # is not a failure.  `-rs` lists every skipped test with its reason (in CI a missing root, setpriv or chromium
 # fails instead: tests/conftest.py, skip_unless_ci).
 TEST_JOBS ?= 2
 PYTEST_ARGS ?=
-PYTEST = $(PY) -m pytest tests -n $(TEST_JOBS) --dist loadfile --no-loadscopereorder --durations=15 -rs $(PYTEST_ARGS)
+PYTEST = $(PY) -m pytest tests -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder --durations=15 -rs $(PYTEST_ARGS)
 
 test: setup $(OTTER_STAMP) ## the fast default (goal: 10 min on 2 cores): all but the slow tests, plus a representative part of each slow suite
 	$(PYTEST) -m "not slow or representative" || [ $$? -eq 5 ]

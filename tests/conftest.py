@@ -58,7 +58,7 @@ SLOW = (
     "tests/test_isolation.py::test_hidden_suite_explores_the_same_scenarios_from_cli_and_gradescope",
 )
 #: Modules that take longest (minutes: a graded batch per module), handed to the xdist workers first so that
-#: neither ends the run alone on one of them (the Makefile's --no-loadscopereorder keeps this order).
+#: neither ends the run alone on one of them (the Makefile's --no-loadscope-reorder keeps this order).
 LONGEST_FIRST = ("tests/test_catalogue.py", "tests/test_hostile.py", "tests/test_handout_public_examples.py",
                  "tests/test_batch.py", "tests/test_isolation.py", "tests/test_diagnosis.py", "tests/test_forgery.py",
                  "tests/test_public_checks.py", "tests/test_report.py", "tests/test_classroom.py")
