@@ -56,6 +56,8 @@ SLOW = (
     "tests/test_gpu_check.py::test_gpu_check_dry_writes_the_report",
     # the hidden suite from the CLI and from a simulated Gradescope run (test_gradescope.py keeps a simulated run)
     "tests/test_isolation.py::test_hidden_suite_explores_the_same_scenarios_from_cli_and_gradescope",
+    # a plan recorded once per key across processes (test_plan_cache.py's other tests stay in make test)
+    "tests/test_plan_cache.py::test_one_submission_records_the_plan_once_then_reuses_it",
 )
 #: Modules that take longest (minutes: a graded batch per module), handed to the xdist workers first so that
 #: neither ends the run alone on one of them (the Makefile's --no-loadscope-reorder keeps this order).
