@@ -47,6 +47,7 @@ from autograder.batch.similarity_data import (FILES, NOISE, SOLUTION_KEY, Finger
                                               PairFile, Party, Report)
 from autograder.batch.similarity_groups import (SOLUTION_MARKER, clusters_of, group_pairs,  # noqa: F401 - API
                                                 solution_markers)
+from autograder.engine import strings
 from autograder.engine.escape import csv_cell, markdown_inline
 from autograder import ROOT
 from autograder.locations import REFERENCE_SOLUTION
@@ -174,15 +175,14 @@ def default_threshold(scores: Sequence[float]) -> tuple[float, str]:
     Independently written solutions to the same small assignment share idioms, so the class's
     own distribution says what "normal" overlap is; a pair far above it is worth a look.
     """
-    bounds = f"kept within [{THRESHOLD_FLOOR:g}, {THRESHOLD_CEILING:g}]"
     if len(scores) < 8:
-        return THRESHOLD_FLOOR, (f"the floor, as there are too few pairs ({len(scores)}) to estimate the class's "
-                                 "outlier fence")
+        return THRESHOLD_FLOOR, strings.text("sim.floor", count=len(scores))
     q1, _, q3 = statistics.quantiles(scores, n=4, method="inclusive")
     fence = q3 + 1.5 * (q3 - q1)
     chosen = min(THRESHOLD_CEILING, max(THRESHOLD_FLOOR, fence))
-    return round(chosen, 4), (f"upper outlier fence of the {len(scores)} pair scores, Q3 + 1.5 IQR = "
-                              f"{q3:.2f} + 1.5 x {q3 - q1:.2f} = {fence:.2f}, {bounds}")
+    return round(chosen, 4), strings.text("sim.fence", count=len(scores), q3=f"{q3:.2f}", iqr=f"{q3 - q1:.2f}",
+                                          fence=f"{fence:.2f}", floor=f"{THRESHOLD_FLOOR:g}",
+                                          ceiling=f"{THRESHOLD_CEILING:g}")
 
 
 def label_of(submission: Submission) -> str:
@@ -308,34 +308,34 @@ def markdown_section(report: Report, link: str = HTML_NAME) -> str:
     """The summary.md section: threshold, what was compared, clusters, solution markers and the top pairs."""
     flagged = report.flagged
     current = [p for p in report.parties if not p.reference]
-    solution = (" and with the reference solution (`solutions/`; `--no-similarity-solution` to skip)"
-                if not report.solution_note else "" if report.solution_note == NOT_ASKED
-                else f" (not with the reference solution: {markdown_inline(report.solution_note)})")
-    lines = ["", "## Similarity", "",
-             f"{len(current)} submission(s) compared pairwise on {' and '.join(FILES)}{solution} (the skeleton's code "
-             f"does not count); [{CSV_NAME}]({CSV_NAME}) has every pair that shares code, [{link}]({link}) shows the "
-             f"flagged pairs side by side.",
-             "", f"Threshold **{report.threshold:g}**: {report.threshold_reason}.", ""]
+    solution = (strings.text("sim.with_solution") if not report.solution_note
+                else "" if report.solution_note == NOT_ASKED
+                else strings.text("sim.without_solution", why=markdown_inline(report.solution_note)))
+    lines = ["", f"## {strings.text('sim.heading')}", "",
+             strings.text("sim.compared", count=len(current), files=strings.text("sim.joiner").join(FILES), solution=solution, csv=CSV_NAME,
+                          link=link),
+             "", strings.text("sim.threshold", threshold=f"{report.threshold:g}", reason=report.threshold_reason), ""]
     for rank, cluster in enumerate(report.clusters, 1):
-        lines.append(f"- [Identical files]({link}#cluster-{rank}): {markdown_inline(cluster.label)}.")
+        lines.append(strings.text("sim.identical", link=f"{link}#cluster-{rank}", labels=markdown_inline(cluster.label)))
     for pair in report.matches_solution():
         who = pair.a if pair.b.solution else pair.b
-        lines.append(f"- **Matches the reference solution** ({pair.score:.2f}): {markdown_inline(who.label)}.")
+        lines.append(strings.text("sim.matches_solution", score=f"{pair.score:.2f}", label=markdown_inline(who.label)))
     if report.markers:
-        lines.append(f"- [Solution markers]({link}#markers) (`# BEGIN SOLUTION`, `# END SOLUTION`, `# SOLUTION`) "
-                     f"left in: " + "; ".join(f"{markdown_inline(label_for(report, key))} ({', '.join(files)})"
-                                             for key, files in sorted(report.markers.items())) + ".")
+        lines.append(strings.text("sim.markers", link=f"{link}#markers", found="; ".join(
+            f"{markdown_inline(label_for(report, key))} ({', '.join(files)})"
+            for key, files in sorted(report.markers.items()))))
     if lines[-1] != "":
         lines.append("")
     if not flagged:
-        lines.append("No pair reaches it.")
+        lines.append(strings.text("sim.no_pair"))
         return "\n".join(lines) + "\n"
-    lines += [f"{len(flagged)} pair(s) at or above it (identical submissions counted once)"
-              + (f"; the top {MAX_IN_SUMMARY} (all in [{link}]({link})):" if len(flagged) > MAX_IN_SUMMARY else ":"),
-              "", "| # | Pair | Score | " + " | ".join(FILES) + " |",
+    lines += [strings.text("sim.flagged", count=len(flagged))
+              + (strings.text("sim.top", count=MAX_IN_SUMMARY, link=link) if len(flagged) > MAX_IN_SUMMARY else ":"),
+              "", "| " + " | ".join(strings.columns("sim.columns")) + " | " + " | ".join(FILES) + " |",
               "| ---: | --- | ---: | " + " | ".join("---:" for _ in FILES) + " |"]
+    tokens = strings.text("sim.tokens")
     for rank, pair in enumerate(flagged[:MAX_IN_SUMMARY], 1):
-        cells = [f"{pair.files[f].similarity:.2f} ({pair.files[f].overlap} tokens)" if f in pair.files else "-"
+        cells = [f"{pair.files[f].similarity:.2f} ({pair.files[f].overlap} {tokens})" if f in pair.files else "-"
                  for f in FILES]
         lines.append(f"| {rank} | [{markdown_inline(pair.a.label)} ~ {markdown_inline(pair.b.label)}]({link}#pair-{rank}) "
                      f"| {pair.score:.2f} | " + " | ".join(cells) + " |")

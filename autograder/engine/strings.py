@@ -152,6 +152,26 @@ MESSAGES: dict[str, dict[str, str]] = {
         "problem.grader fault": "grader fault",
         "problem.not graded": "not graded",
         "problem.refused call": "refused call",
+        "sim.heading": "Similarity",
+        "sim.with_solution": " and with the reference solution (`solutions/`; `--no-similarity-solution` to skip)",
+        "sim.without_solution": " (not with the reference solution: {why})",
+        "sim.compared": "{count} submission(s) compared pairwise on {files}{solution} (the skeleton's code does not "
+                        "count); [{csv}]({csv}) has every pair that shares code, [{link}]({link}) shows the flagged "
+                        "pairs side by side.",
+        "sim.threshold": "Threshold **{threshold}**: {reason}.",
+        "sim.floor": "the floor, as there are too few pairs ({count}) to estimate the class's outlier fence",
+        "sim.fence": "upper outlier fence of the {count} pair scores, Q3 + 1.5 IQR = {q3} + 1.5 x {iqr} = {fence}, "
+                     "kept within [{floor}, {ceiling}]",
+        "sim.identical": "- [Identical files]({link}): {labels}.",
+        "sim.matches_solution": "- **Matches the reference solution** ({score}): {label}.",
+        "sim.markers": "- [Solution markers]({link}) (`# BEGIN SOLUTION`, `# END SOLUTION`, `# SOLUTION`) left in: "
+                       "{found}.",
+        "sim.no_pair": "No pair reaches it.",
+        "sim.flagged": "{count} pair(s) at or above it (identical submissions counted once)",
+        "sim.top": "; the top {count} (all in [{link}]({link})):",
+        "sim.columns": "#|Pair|Score",
+        "sim.tokens": "tokens",
+        "sim.joiner": " and ",
     },
     "ko": {
         "passed": "통과했습니다.",
@@ -265,6 +285,26 @@ MESSAGES: dict[str, dict[str, str]] = {
         "problem.grader fault": "채점기 오류",
         "problem.not graded": "채점 안 됨",
         "problem.refused call": "거부된 호출",
+        "sim.heading": "유사도",
+        "sim.with_solution": ", 그리고 참조 답안(`solutions/`)과도 비교(`--no-similarity-solution`이면 건너뜀)",
+        "sim.without_solution": "(참조 답안과는 비교하지 않음: {why})",
+        "sim.compared": "제출물 {count}개를 {files}에 대해 둘씩 비교했습니다{solution}(뼈대 코드는 세지 않음). "
+                        "코드를 공유하는 모든 쌍은 [{csv}]({csv})에, 표시된 쌍을 나란히 본 것은 [{link}]({link})에 "
+                        "있습니다.",
+        "sim.threshold": "기준값 **{threshold}**: {reason}.",
+        "sim.floor": "쌍이 너무 적어({count}개) 반 전체의 이상치 경계를 추정할 수 없으므로 하한값",
+        "sim.fence": "쌍 점수 {count}개의 위쪽 이상치 경계, Q3 + 1.5 IQR = {q3} + 1.5 x {iqr} = {fence}, "
+                     "[{floor}, {ceiling}] 안으로 제한",
+        "sim.identical": "- [똑같은 파일]({link}): {labels}.",
+        "sim.matches_solution": "- **참조 답안과 일치** ({score}): {label}.",
+        "sim.markers": "- [답안 표시]({link})(`# BEGIN SOLUTION`, `# END SOLUTION`, `# SOLUTION`)가 남은 제출물: "
+                       "{found}.",
+        "sim.no_pair": "기준값에 이르는 쌍이 없습니다.",
+        "sim.flagged": "기준값 이상인 쌍 {count}개(똑같은 제출물은 한 번만 셈)",
+        "sim.top": ". 상위 {count}개(모두 [{link}]({link})에 있음):",
+        "sim.columns": "#|쌍|점수",
+        "sim.tokens": "토큰",
+        "sim.joiner": ", ",
     },
 }
 
