@@ -26,9 +26,10 @@ def is_control(char: str) -> bool:
     return code < 0x20 or 0x7F <= code < 0xA0 or 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069
 
 
-def strip_controls(text: str, keep_newlines: bool = False) -> str:
-    """``text`` with control characters replaced by spaces (newlines kept when asked)."""
-    return "".join(c if not is_control(c) or (keep_newlines and c == "\n") else " " for c in text)
+def strip_controls(text: str, keep_newlines: bool = False, keep_tabs: bool = False) -> str:
+    """``text`` with control characters replaced by spaces (newlines and tabs kept when asked)."""
+    kept = ("\n" if keep_newlines else "") + ("\t" if keep_tabs else "")
+    return "".join(c if c in kept or not is_control(c) else " " for c in text)
 
 
 def csv_cell(value: object) -> object:
@@ -66,8 +67,7 @@ def html_text(text: object) -> str:
     terminal escape in a name or an output would reach whoever copies the page into a terminal)."""
     import html
 
-    kept = "".join(c if c in "\n\t" or not is_control(c) else " " for c in str(text))  # code keeps its tabs
-    return html.escape(kept, quote=True)
+    return html.escape(strip_controls(str(text), keep_newlines=True, keep_tabs=True), quote=True)  # code keeps tabs
 
 
 def console(text: object) -> str:
