@@ -63,7 +63,8 @@ HIDDEN_EXAMPLES = Setting("AMP_HIDDEN_EXAMPLES", "100", "hypothesis examples per
 SANDBOX_LIMITS = Setting("AMP_SANDBOX_LIMITS", "{} (the budget's limits)", "a JSON object overriding fields of "
                          "autograder.engine.zygote.Limits (call_seconds, ...)", "TA, test",
                          "autograder.engine.zygote, autograder.batch.pools, autograder.gpu.grading")
-PLAN = Setting("AMP_PLAN", "on", "off: grade every test in pytest, call by call, with no call plan",
+PLAN = Setting("AMP_PLAN", "on", "off: grade every test in pytest, call by call, with no call plan "
+               "(and so no 'Likely mistake' lines: the diagnosis reads the answers the plan collects)",
                "instructor, TA, test", "autograder.engine.plan, autograder.packaging.gradescope")
 PLAN_CACHE = Setting("AMP_PLAN_CACHE", "$XDG_CACHE_HOME/amp-homework, else ~/.cache/amp-homework",
                      "folder of recorded call plans", "TA, test", "autograder.engine.plan_cache")

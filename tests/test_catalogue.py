@@ -65,6 +65,8 @@ GRADES_FOLDER: list[Path] = []
 #: Whether those grades were read from an earlier run rather than graded by this one.
 REUSED: list[bool] = []
 #: The staff.log line of a submission graded with the call plan (autograder/engine/plan.py).
+#: A row's "Likely mistake" paragraph (the diagnosis), as the feedback prints it below the failure.
+LIKELY_MISTAKE = re.compile(r"\n\nLikely mistake: this is what happens when [^\n]*")
 PLAN_LINE = re.compile(r"^call plan \([a-z ]+\): (\d+) of \d+ tests passed by matching the reference's answers", re.MULTILINE)
 
 
@@ -319,17 +321,24 @@ def test_call_plan_grades_exactly_like_running_every_test(graded: dict[str, dict
     assert all(used.values()), f"graded without the call plan in the first run: {[n for n, u in used.items() if not u]}"
     assert any(int(found.group(1)) > 0 for found in used.values() if found), "the plan passed no test by itself"
     assert not any(plan_line(tmp_path / "live", entry) for entry in ENTRIES), "AMP_PLAN=off still used the plan"
-    different = []
+    different, diagnosed = [], 0
     for entry in ENTRIES:
         live = json.loads((tmp_path / "live" / entry.folder_name / "results.json").read_text(encoding="utf-8"))
-        planned = dict(graded[entry.name])
+        planned = json.loads(json.dumps(graded[entry.name]))
         for data in (live, planned):
             data.pop("execution_time", None)
             scenarios = data.pop("extra_data", {}).get("scenarios_run")  # the count differs: that is the point
             assert type(scenarios) is int and scenarios > 0, (entry.name, scenarios)
+        # The diagnosis reads the answers the plan's cases collected, so a live run has no "Likely mistake"
+        # lines (AMP_PLAN's meaning says so); everything else must be the same byte for byte.
+        assert not any(LIKELY_MISTAKE.search(test.get("output", "")) for test in live["tests"]), entry.name
+        for test in planned["tests"]:
+            test["output"], found = LIKELY_MISTAKE.subn("", test.get("output", ""))
+            diagnosed += found
         if live != planned:
             different.append(entry.name)
     assert not different, f"the call plan changed the grades of: {different}"
+    assert diagnosed >= len(BUGS) // 2, f"only {diagnosed} 'Likely mistake' lines with the plan"
 
 
 def plan_line(out: Path, entry: Entry) -> re.Match[str] | None:
