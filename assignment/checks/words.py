@@ -589,14 +589,16 @@ def say(key: str, **fields: Any) -> str:
     return TABLES[language()][key].format(**fields)
 
 
+def telling_words(template: str) -> str:
+    """The longest fixed text between the fields of ``template``'s first line: what every message made from it holds,
+    and the part least likely to occur in another message (to recognise it in results)."""
+    pieces = re.split(r"\{[^{}]*\}", template.split("\n", 1)[0])
+    return max((piece.strip() for piece in pieces), key=len)
+
+
 def phrases(key: str) -> tuple[str, ...]:
-    """The message ``key``'s fixed words before its first field, in every language (to recognise it in results)."""
-    found = []
-    for table in TABLES.values():
-        head, _, rest = table[key].partition("{")
-        head = head.strip() or rest.partition("}")[2].partition("{")[0].strip()
-        found.append(head)
-    return tuple(dict.fromkeys(found))
+    """The message ``key``'s telling words (:func:`telling_words`) in every language (to recognise it in results)."""
+    return tuple(dict.fromkeys(telling_words(table[key]) for table in TABLES.values()))
 
 
 #: The messages a ``@given`` test writes out in English (hypothesis seeds a test's examples from its source, so

@@ -396,9 +396,14 @@ def task(english: str) -> str:
     return text("task", number=number) if head == "Task" and number.isdigit() else english
 
 
+def optional_text(key: str, **fields: Any) -> str:
+    """The message ``key`` in the current language, or "" where the table has no such message."""
+    return text(key, **fields) if key in MESSAGES[DEFAULT] else ""
+
+
 def problem(kind: str) -> str:
     """A kind of problem (summary.json names it in English) in the current language."""
-    return text(f"problem.{kind}") if f"problem.{kind}" in MESSAGES[DEFAULT] else kind
+    return optional_text(f"problem.{kind}") or kind
 
 
 def columns(key: str) -> list[str]:
@@ -422,8 +427,8 @@ def row_name(item: Any) -> str:
 
 
 def phrases(key: str) -> tuple[str, ...]:
-    """The message ``key``'s fixed opening (before its first field or parenthesis) in every language.
+    """The message ``key``'s telling words (:func:`checks.words.telling_words`) in every language.
 
     For code that recognises a message in results written in any language (the batch summary).
     """
-    return tuple(MESSAGES[code][key].split("{")[0].split("(")[0].strip() for code in LANGUAGES)
+    return tuple(dict.fromkeys(words.telling_words(MESSAGES[code][key]) for code in LANGUAGES))
