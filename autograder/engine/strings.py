@@ -172,6 +172,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "sim.columns": "#|Pair|Score",
         "sim.tokens": "tokens",
         "sim.joiner": " and ",
+        "sim.set": "set with --similarity-threshold",
+        "sim.solution_has_none": "{solution} has none of {files}",
+        "sim.reference_label": "reference: {label}",
+        "sim.solution_label": "the reference solution (solutions/)",
+        "sim.cluster_label": "{count} identical submissions: {labels}",
     },
     "ko": {
         "passed": "통과했습니다.",
@@ -305,6 +310,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "sim.columns": "#|쌍|점수",
         "sim.tokens": "토큰",
         "sim.joiner": ", ",
+        "sim.set": "--similarity-threshold로 정함",
+        "sim.solution_has_none": "{solution}에 {files} 중 어느 것도 없음",
+        "sim.reference_label": "참고용: {label}",
+        "sim.solution_label": "참조 답안(solutions/)",
+        "sim.cluster_label": "똑같은 제출물 {count}개: {labels}",
     },
 }
 
