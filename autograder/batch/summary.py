@@ -316,7 +316,8 @@ def preload_plotting() -> None:
 
 
 def histogram_png(path: Path, summary: dict[str, Any]) -> None:
-    """The score histogram as a PNG (no timestamp or version inside: same data, same bytes)."""
+    """The score histogram as a PNG (no timestamp or version inside: same data, same bytes); its labels in English
+    only (:data:`autograder.diagnosis.report.HISTOGRAM_LABEL_LANGUAGES`)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -327,9 +328,10 @@ def histogram_png(path: Path, summary: dict[str, Any]) -> None:
     widths = [edges[k + 1] - edges[k] for k in range(len(counts))]
     axes.bar(edges[:-1], counts, width=widths, align="edge", edgecolor="black", color="#4c72b0")
     axes.set_xlim(0, edges[-1] or 1)
-    axes.set_xlabel(f"score (out of {_fmt(summary['max_score'])})")
-    axes.set_ylabel("submissions")
-    axes.set_title(f"{summary['submissions']} submissions")
+    if strings.language() in class_report.HISTOGRAM_LABEL_LANGUAGES:  # else numbers only: report.html says the rest
+        axes.set_xlabel(f"score (out of {_fmt(summary['max_score'])})")
+        axes.set_ylabel("submissions")
+        axes.set_title(f"{summary['submissions']} submissions")
     axes.yaxis.get_major_locator().set_params(integer=True)
     figure.tight_layout()
     buffer = io.BytesIO()

@@ -24,6 +24,7 @@ WORDS: dict[str, dict[str, str]] = {
         "no_histogram": "No histogram: it is drawn for {count} submissions or more.",
         "not_png": "No histogram: score_histogram.png is not a PNG image.",
         "histogram": "score histogram",
+        "histogram_axes": "Across: score (out of {top}); up: submissions ({count} in all).",
         "students": "Students",
         "students_text": "One line per submission, as in gradebook.csv; the submission links to the feedback.md its "
                          "student reads. Problems: limits hit, faults, files that could not be graded, and the "
@@ -102,6 +103,7 @@ WORDS: dict[str, dict[str, str]] = {
         "no_histogram": "히스토그램 없음: 제출물이 {count}개 이상일 때 그립니다.",
         "not_png": "히스토그램 없음: score_histogram.png가 PNG 이미지가 아닙니다.",
         "histogram": "점수 히스토그램",
+        "histogram_axes": "가로축은 점수({top}점 만점), 세로축은 제출물 수(모두 {count}개)입니다.",
         "students": "학생",
         "students_text": "gradebook.csv처럼 제출물마다 한 줄입니다. 제출물 이름은 그 학생이 읽는 feedback.md로 "
                          "연결됩니다. 문제: 걸린 한도, 오류, 채점할 수 없었던 파일, 제출물에 대한 채점기의 안내"
