@@ -386,6 +386,12 @@ def text(key: str, **fields: Any) -> str:
     return MESSAGES[language()][key].format(**fields)
 
 
+def template(code: str, key: str) -> str:
+    """The message ``key`` in the language ``code``, its fields unfilled (for what a build writes in its own
+    language)."""
+    return MESSAGES[check_language(code)][key]
+
+
 def fallback_text(key: str) -> str:
     """The message ``key`` in the current language, or in English if the language is unknown: for last-resort
     paths (the grader failed) that must write results.json whatever the configuration."""
@@ -395,9 +401,9 @@ def fallback_text(key: str) -> str:
         return MESSAGES[DEFAULT][key]
 
 
-def title(item: Any) -> str:
-    """A rubric row's title (``item.number``, ``item.title``) in the current language."""
-    return TITLES.get(language(), {}).get(item.number, item.title)
+def title(item: Any, code: str | None = None) -> str:
+    """A rubric row's title (``item.number``, ``item.title``) in the language ``code`` (default: the current one)."""
+    return TITLES.get(code or language(), {}).get(item.number, item.title)
 
 
 def task(english: str) -> str:
