@@ -161,7 +161,7 @@ def code_only(source: str) -> str:
     return "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("#"))
 
 
-def test_file_values(source: str) -> dict[str, Any]:
+def values_of_test_file(source: str) -> dict[str, Any]:
     """The literal values an otter test file assigns (its rows, words and bridge digest)."""
     import ast
 
@@ -187,7 +187,7 @@ def test_korean_notebook_has_the_english_cells_and_tests(notebooks: dict[str, An
     assert {k: v for k, v in otter["en"].items() if k != "tests"} == {k: v for k, v in otter["ko"].items() if k != "tests"}
     assert otter["en"]["tests"].keys() == otter["ko"]["tests"].keys()
     for question, english_test in otter["en"]["tests"].items():  # the same rows and bridge, in the edition's words
-        en, ko = test_file_values(english_test), test_file_values(otter["ko"]["tests"][question])
+        en, ko = values_of_test_file(english_test), values_of_test_file(otter["ko"]["tests"][question])
         assert en["AMP_BRIDGE"] == ko["AMP_BRIDGE"]
         assert [row[:1] + row[2:] for row in en["AMP_ROWS"]] == [row[:1] + row[2:] for row in ko["AMP_ROWS"]]
         assert all(re.search("[\uac00-\ud7a3]", row[1]) for row in ko["AMP_ROWS"]), ko["AMP_ROWS"]  # Korean titles
