@@ -241,7 +241,8 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
     solution_note = NOT_ASKED
     if solution is not None:
         found = any((solution / file).is_file() for file in FILES)  # a pip install has no solutions/
-        solution_note = "" if found else strings.text("sim.solution_has_none", solution=solution, files=", ".join(FILES))
+        solution_note = ("" if found
+                         else strings.text("sim.solution_has_none", solution=solution, files=", ".join(FILES)))
         if found:
             parties.append(Party(SOLUTION_KEY, strings.text("sim.solution_label"), True, True))
             paths.append(solution)

@@ -65,8 +65,9 @@ def _flags(report: Report) -> list[str]:
     parts = []
     for rank, cluster in enumerate(report.clusters, 1):
         names = "".join(f"<li>{html_text(member.label)}</li>" for member in cluster.members)
-        parts.append(f"<section class='cluster' id='cluster-{rank}'><h2>{word('sim.cluster', count=len(cluster.members))}"
-                     f"</h2><p>{word('sim.cluster_text')}</p><ul>{names}</ul></section>")
+        heading = word("sim.cluster", count=len(cluster.members))
+        parts.append(f"<section class='cluster' id='cluster-{rank}'><h2>{heading}</h2><p>{word('sim.cluster_text')}</p>"
+                     f"<ul>{names}</ul></section>")
     matches = report.matches_solution()
     if matches:
         items = "".join("<li>" + word("sim.matches_solution", score=f"{pair.score:.2f}", label=html_text(
@@ -89,8 +90,8 @@ def render(report: Report) -> str:
              f"<title>{title}</title>", f"<style>{STYLE}</style></head><body>",
              f"<h1>{title}</h1>", _overview(report), *_flags(report)]
     if shown:
-        parts += ["<table class='pairs'><tr>" + "".join(f"<th>{html_text(head)}</th>" for head in heads("sim.pairs_head"))
-                  + "</tr>"]
+        head = "".join(f"<th>{html_text(name)}</th>" for name in heads("sim.pairs_head"))
+        parts += [f"<table class='pairs'><tr>{head}</tr>"]
         for rank, pair in enumerate(shown, 1):
             parts.append(f"<tr><td><a href='#pair-{rank}'>{rank}</a></td><td>{html_text(pair.a.label)}</td>"
                          f"<td>{html_text(pair.b.label)}</td><td>{pair.score:.2f}</td></tr>")
