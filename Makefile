@@ -99,7 +99,7 @@ $(OTTER_STAMP): $(VENV)/.installed pyproject.toml
 	touch $@
 
 otter: $(OTTER_STAMP) ## build dist/otter-autograder.zip (otter-grader; otter run -a it SUBMISSION.zip)
-	$(PY) -m autograder.packaging.otter_build --out dist/otter-autograder.zip
+	$(PY) -m autograder.packaging.otter_build --out dist/otter-autograder.zip --language $(AMP_LANGUAGE)
 
 notebook: $(OTTER_STAMP) ## rebuild assignment/amp_homework.ipynb with otter assign (after make student; AMP_LANGUAGE=ko: amp_homework.ko.ipynb)
 	$(PY) -m autograder.packaging.notebook_build --language $(AMP_LANGUAGE)

@@ -571,3 +571,44 @@ def test_a_refused_call_is_a_problem_of_its_own() -> None:
               "output": "PermissionError: opening '/etc/shadow' is not allowed while the grader runs your code"}]
     entry = Entry("s", "d", "g", "graded", 0.0, TOP, {"score": 0.0, "tests": tests})
     assert summary.problems(entry) == [("refused call", "2.1")]
+
+
+#: A failing row's output for each kind of problem recognised by its words, as the grader writes it in each language.
+PROBLEM_OUTPUTS = {
+    "en": [
+        ("import error", "Not run: loss_scaler.py could not be imported (see the top of this feedback)."),
+        ("import error", "loss_scaler.py has a syntax error on line 3: invalid syntax"),
+        ("import error", "importing amp_step.py raised an exception:\n  File \"amp_step.py\", line 1\nZeroDivisionError"),
+        ("import error", "answers.py is not valid UTF-8 text (byte 17): save it as UTF-8."),
+        ("import error", "loss_scaler.py does not define `ToyLossScaler`."),
+        ("missing file", "Not run: amp_step.py is missing (see the top of this feedback)."),
+        ("missing file", "amp_step.py is missing: upload it at the top level of your submission."),
+        ("grader fault", "The grader hit an internal problem in this test (not your fault); staff can see the details."),
+        ("refused call", "PermissionError: opening '/etc/shadow' is not allowed while the grader runs your code"),
+    ],
+    "ko": [
+        ("import error", "실행하지 않음: loss_scaler.py를 import할 수 없습니다(이 피드백의 맨 위 참고)."),
+        ("import error", "loss_scaler.py의 3번째 줄에 문법 오류가 있습니다: invalid syntax"),
+        ("import error", "amp_step.py를 import하는 중에 예외가 발생했습니다:\n  File \"amp_step.py\", line 1\nZeroDivisionError"),
+        ("import error", "answers.py는 올바른 UTF-8 텍스트가 아닙니다(바이트 17). UTF-8로 저장하세요."),
+        ("import error", "loss_scaler.py에 `ToyLossScaler`의 정의가 없습니다."),
+        ("missing file", "실행하지 않음: amp_step.py 파일이 없습니다(이 피드백의 맨 위 참고)."),
+        ("missing file", "amp_step.py 파일이 없습니다. 제출물의 최상위에 올리세요."),
+        ("grader fault", "이 테스트에서 채점기에 내부 문제가 생겼습니다(여러분의 잘못이 아닙니다). 조교가 자세한 내용을 볼 수 "
+                         "있습니다."),
+    ],
+}
+
+
+@pytest.mark.parametrize("language", sorted(PROBLEM_OUTPUTS))
+def test_every_problem_kind_is_recognised_in_every_language(language: str) -> None:
+    """summary.PROBLEMS's phrases come from the messages' tables, so a Korean row is counted as an English one is."""
+    samples = [*PROBLEM_OUTPUTS[language], ("", "the last line should: print 1.0 0\nbut with your code it prints inf 0"),
+               ("", "마지막 줄은 1.0 0 출력해야 합니다")]
+    tests = [{"number": f"9.{k}", "status": "failed", "score": 0.0, "max_score": 1.0, "output": output}
+             for k, (_, output) in enumerate(samples)]
+    entry = Entry("s", "d", "g", "graded", 0.0, TOP, {"score": 0.0, "tests": tests})
+    expected = [(kind, f"9.{k}") for k, (kind, _) in enumerate(samples) if kind]
+    assert summary.problems(entry) == expected
+    kinds = {kind for kind, limit, phrases in summary.PROBLEMS if phrases}
+    assert kinds - {"refused call"} <= {kind for kind, _ in PROBLEM_OUTPUTS["ko"]}  # every kind told in Korean

@@ -253,7 +253,8 @@ def test_the_notebooks_check_adds_the_same_line(student_table: Path, tmp_path: P
     monkeypatch.delenv("AMP_STUDENT_DIAGNOSIS", raising=False)
     item = rubric.BY_TEST["test_update_backs_off_after_inf_or_nan"]
     [(_, _, _, verdict)] = otter_bridge.cases([(item.number, item.title, item.points, False,
-                                                otter_build.public_node(item))], grading=False)
+                                                otter_build.public_node(item))], grading=False,
+                                              texts=otter_build.bridge_texts("en"))
     with pytest.raises(AssertionError) as failed:
         verdict()
     assert str(failed.value).count(words.sentence([bug])) == 1, str(failed.value)[-3000:]

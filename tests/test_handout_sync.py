@@ -161,6 +161,15 @@ def code_only(source: str) -> str:
     return "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("#"))
 
 
+def values_of_test_file(source: str) -> dict[str, Any]:
+    """The literal values an otter test file assigns (its rows, words and bridge digest)."""
+    import ast
+
+    return {node.targets[0].id: ast.literal_eval(node.value) for node in ast.parse(source).body
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id.startswith("AMP_")}
+
+
 def test_shipped_korean_notebook_is_up_to_date(notebooks: dict[str, Any]) -> None:
     assert notebooks["ko"] == notebooks["built"], "stale Korean notebook: run make notebook AMP_LANGUAGE=ko"
 
@@ -174,7 +183,15 @@ def test_korean_notebook_has_the_english_cells_and_tests(notebooks: dict[str, An
         if en_cell.cell_type == "code":  # otter's init cell opens the notebook by its own name
             en_source = en_cell.source.replace("amp_homework.ipynb", "amp_homework.ko.ipynb")
             assert notebook_ko.localised_code(en_source) == ko_cell.source
-    assert english.metadata["otter"] == korean.metadata["otter"]
+    otter = {language: nb.metadata["otter"] for language, nb in (("en", english), ("ko", korean))}
+    assert {k: v for k, v in otter["en"].items() if k != "tests"} == {k: v for k, v in otter["ko"].items() if k != "tests"}
+    assert otter["en"]["tests"].keys() == otter["ko"]["tests"].keys()
+    for question, english_test in otter["en"]["tests"].items():  # the same rows and bridge, in the edition's words
+        en, ko = values_of_test_file(english_test), values_of_test_file(otter["ko"]["tests"][question])
+        assert en["AMP_BRIDGE"] == ko["AMP_BRIDGE"]
+        assert [row[:1] + row[2:] for row in en["AMP_ROWS"]] == [row[:1] + row[2:] for row in ko["AMP_ROWS"]]
+        assert all(re.search("[\uac00-\ud7a3]", row[1]) for row in ko["AMP_ROWS"]), ko["AMP_ROWS"]  # Korean titles
+        assert (en["AMP_WORDS"]["language"], ko["AMP_WORDS"]["language"]) == ("en", "ko")
     markdown = "\n".join(c.source for c in korean.cells if c.cell_type == "markdown")
     assert "과제 1" in markdown and "README.ko.md" in markdown and "Write your code" not in markdown
     assert "## Submission" not in markdown and "## 제출" in markdown  # otter's own cell, in Korean

@@ -1,7 +1,7 @@
 """The Korean edition end to end, and the English one unchanged.
 
 * Korean (``--language ko``): every failing row's prose is at least half Hangul, and so are summary.md,
-  report.html (``lang="ko"``) and the console table; a submission with nothing to say about it has no "about
+  report.html (``lang="ko"``), similarity.html (its code aside) and the console table; a submission with nothing to say about it has no "about
   your submission" section.  "Prose" leaves out what stays as it is in every language: code (a snippet, a
   traceback, the call made), inline code, values, identifiers and exceptions quoted from torch or the student's
   code.  ``make test`` grades three catalogue bugs that reach the three kinds of explanation (a scaler snippet, an
@@ -102,8 +102,10 @@ def korean_problems(out: Path) -> list[str]:
         for where, text in texts.items():
             if text and hangul_share(text) < 0.5:
                 problems.append(f"{results.parent.name}, {where} ({hangul_share(text):.0%} Hangul):\n{text[:1500]}")
+    similar = re.sub(r"<pre.*?</pre>", " ", (grades / "similarity.html").read_text(encoding="utf-8"), flags=re.DOTALL)
     for name, text in (("summary.md", (grades / "summary.md").read_text(encoding="utf-8")),
                        ("report.html", html_text((grades / "report.html").read_text(encoding="utf-8"))),
+                       ("similarity.html", html_text(similar)),  # its code aside
                        ("the console table", (out / "console.txt").read_text(encoding="utf-8"))):
         if hangul_share(text) < 0.5:
             problems.append(f"{name} ({hangul_share(text):.0%} Hangul)")
@@ -138,7 +140,9 @@ def test_korean_batch_speaks_korean(korean_batch: Path) -> None:
 
 def test_korean_batch_frames_and_pointers(korean_batch: Path) -> None:
     grades = korean_batch / "grades"
-    assert '<html lang="ko">' in (grades / "report.html").read_text(encoding="utf-8")
+    page = (grades / "report.html").read_text(encoding="utf-8")
+    assert '<html lang="ko">' in page and "가로축은 점수(90점 만점), 세로축은 제출물 수(모두 4개)입니다." in page
+    assert "<html lang='ko'>" in (grades / "similarity.html").read_text(encoding="utf-8")
     clean = (grades / "solutions" / "feedback.md").read_text(encoding="utf-8")
     assert clean.startswith("# 피드백: solutions\n")
     assert "## 제출물에 대한 안내" not in clean and "채점을 마쳤습니다" not in clean  # nothing to say: no section

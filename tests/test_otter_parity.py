@@ -147,9 +147,10 @@ def _load_graded(tests: list[Path], folder: Path, results: dict[str, Any] | None
     (folder / "loss_scaler.py").write_text("# submitted\n")
     if bridge:
         otter_build.write_bridge(folder)
-    main = ("import json, sys\nfrom pathlib import Path\nout = Path(sys.argv[sys.argv.index('--out') + 1])\n"
-            "(out / 'submission').mkdir(parents=True)\n"
-            f"(out / 'submission' / 'results.json').write_text({json.dumps(json.dumps(results))})\n"
+    main = ("import json, os, sys\nfrom pathlib import Path\nout = Path(sys.argv[sys.argv.index('--out') + 1])\n"
+            "(out / 'submission').mkdir(parents=True)\n"  # $AMP_LANGUAGE: the language the judge was asked for
+            f"text = {json.dumps(json.dumps(results))}.replace('$AMP_LANGUAGE', os.environ.get('AMP_LANGUAGE', ''))\n"
+            "(out / 'submission' / 'results.json').write_text(text)\n"
             if results is not None else "import sys\nprint('the judge broke')\nsys.exit(3)\n")
     with zipfile.ZipFile(folder / "amp_grader.zip", "w") as bundle:
         bundle.writestr("autograder/__init__.py", "")
@@ -226,6 +227,48 @@ def test_missing_files_are_explained_once_per_question(rows: list[otter_build.Ro
         assert sum("%%writefile" in tcr.message for tcr in test_file.test_case_results) == 1
 
 
+def test_a_korean_build_speaks_korean(rows: list[otter_build.Row], tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Test files built in Korean (the Korean notebook's, ``otter_build --language ko``): the rows' titles, what the
+    cases say and the language the judge grades in are the build's, whatever the environment says."""
+    from otter import Notebook
+    from otter.test_files import ExceptionTestFile
+
+    from autograder.packaging import otter_bridge
+    from checks import words
+
+    assert otter_bridge.LANGUAGE_SETTING == words.ENV  # the bridge imports nothing from checks/
+    monkeypatch.setenv("AMP_LANGUAGE", "en")
+    notes = "제출물에 대한 안내:\n- 없는 파일: answers.py. 이 파일이 필요한 테스트는 0점입니다."
+    results = _fake_results({"1.1": (2.8333, "$AMP_LANGUAGE로 채점함"), "1.2": (0.0, "x")}, notes)
+    results["tests"][1]["output"] = ""  # a failed row without a message
+    tests = otter_build.write_tests(tmp_path / "tests", rows, language="ko")
+    scaler = next(f for f in _load_graded(tests, tmp_path / "graded", results, monkeypatch) if f.name == "q_scaler")
+    failed = {tcr.test_case.name: tcr.message for tcr in scaler.test_case_results if not tcr.passed}
+    assert [tc.name for tc in scaler.test_cases][:3] == [
+        "1.1 생성자가 잘못된 인자를 거부함 (통과한 부분: 3점 중 2.8333점)",
+        "1.1 생성자가 잘못된 인자를 거부함 (실패한 부분: 3점 중 0.1667점)", "1.2 scale(): float32, 오버플로 없음"]
+    first = failed["1.1 생성자가 잘못된 인자를 거부함 (실패한 부분: 3점 중 0.1667점)"]
+    assert ("ko로 채점함\n\n제출물에 대한 안내:\n- 없는 파일: answers.py. 이 파일이 필요한 테스트는 0점입니다.\n"
+            "노트북에서 작업했다면 노트북의 마지막 셀이 만드는 zip(%%writefile 셀이 쓴 .py 파일이 들어 있음)을 "
+            "제출하거나, 그 .py 파일들을 올리세요.") in first  # the judge spoke Korean; the missing file told once
+    second = failed["1.2 scale(): float32, 오버플로 없음"]
+    assert "실패했습니다." in second and "노트북에서" not in second
+    (tmp_path / "graded" / otter_build.BRIDGE_NAME).unlink()
+    for test_file in _load_graded(tests, tmp_path / "graded", results, monkeypatch, bridge=False):
+        for tcr in test_file.test_case_results:
+            assert ("자동 채점기 설정 오류: amp_otter_bridge.py 파일이 없거나 이 테스트를 만들 때의 파일이 아닙니다"
+                    "(SHA-256이 다름). 조교에게 알려 주세요.") in tcr.message, tcr.message
+    monkeypatch.setattr(Notebook, "_grading_mode", False)  # grader.check in a student's notebook, no checks/ here
+    otter_build.write_bridge(tmp_path / "graded")
+    path = otter_build.write_tests(tmp_path / "public", rows, public_only=True, language="ko")[0]
+    test_file = ExceptionTestFile.from_file(str(path))
+    test_file.run({})
+    assert test_file.test_case_results and all(
+        f"공개 테스트(과제의 checks/ 폴더)가 이 노트북 옆에 없습니다({tmp_path / 'graded'}). 과제 폴더 안에서 노트북을 "
+        "여세요." in tcr.message for tcr in test_file.test_case_results), test_file.test_case_results
+
+
 def test_test_files_are_small_loaders_of_the_shipped_bridge(rows: list[otter_build.Row], tmp_path: Path) -> None:
     """The bridge's code lives in amp_otter_bridge.py; a test file holds its rows, the bridge's digest and a loader."""
     (tmp_path / "files").mkdir()
@@ -235,14 +278,14 @@ def test_test_files_are_small_loaders_of_the_shipped_bridge(rows: list[otter_bui
     for public_only in (False, True):
         for path in otter_build.write_tests(tmp_path / f"public_{public_only}", rows, public_only=public_only):
             text = path.read_text()
-            assert len(text.splitlines()) < 100, path
+            assert len(re.sub(r"\nAMP_WORDS = \{\n.*?\n\}\n", "\n", text, flags=re.DOTALL).splitlines()) < 100, path  # words aside
             assert not [f for f in functions if f"def {f}(" in text], path
             assert "subprocess" not in text and "zipfile" not in text
             assert f'"{hashlib.sha256(shipped).hexdigest()}"' in text  # the loader accepts exactly that file
 
 
 #: A bridge module in the folder otter grades in that is not the staff's: never run, every case says why.
-FORGED_BRIDGE = b"def cases(rows, grading):\n    return [(f'{r[0]} {r[1]}', r[2], r[3], lambda: None) for r in rows]\n"
+FORGED_BRIDGE = b"def cases(rows, grading, texts):\n    return [(f'{r[0]} {r[1]}', r[2], r[3], lambda: None) for r in rows]\n"
 
 
 @pytest.mark.parametrize("how", ["missing", "changed", "forged for full marks", "a symlink to a copy"])

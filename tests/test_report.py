@@ -302,3 +302,27 @@ def test_html_text_escapes_markup_and_drops_control_characters_but_keeps_code_la
 
     assert html_text('<b a="x">\x1b[2J\u202eok') == "&lt;b a=&quot;x&quot;&gt; [2J ok"
     assert html_text("def f():\n\treturn 1") == "def f():\n\treturn 1"
+
+
+def test_a_korean_histogram_holds_numbers_only_and_the_page_says_what_its_axes_are(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No Hangul font can be counted on where matplotlib draws (its own DejaVu Sans has none): in a Korean build the
+    picture has no words, and report.html says in Korean what its axes are."""
+    from autograder.batch import summary as batch_summary
+
+    data = {"max_score": 90.0, "submissions": 4, "histogram": {"edges": [0.0, 45.0, 90.0], "counts": [1, 3]}}
+    drawn: dict[str, list[str]] = {}
+    for language in ("en", "ko"):
+        monkeypatch.setenv("AMP_LANGUAGE", language)
+        texts: list[str] = []
+        monkeypatch.setattr("matplotlib.axes.Axes.set_xlabel", lambda self, text, *a, **k: texts.append(text))
+        monkeypatch.setattr("matplotlib.axes.Axes.set_ylabel", lambda self, text, *a, **k: texts.append(text))
+        monkeypatch.setattr("matplotlib.axes.Axes.set_title", lambda self, text, *a, **k: texts.append(text))
+        batch_summary.histogram_png(tmp_path / report.HISTOGRAM_NAME, data)
+        drawn[language] = texts
+        page = report_html.histogram_img(tmp_path, data)
+        assert page.startswith('<img alt="' + ("score histogram" if language == "en" else "점수 히스토그램") + '"')
+    assert drawn == {"en": ["score (out of 90)", "submissions", "4 submissions"], "ko": []}
+    assert page.endswith('<p class="note" id="histogram-axes">가로축은 점수(90점 만점), 세로축은 제출물 수(모두 4개)입니다.</p>')
+    monkeypatch.setenv("AMP_LANGUAGE", "en")
+    assert "histogram-axes" not in report_html.histogram_img(tmp_path, data)  # the picture says it in English

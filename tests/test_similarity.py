@@ -254,3 +254,28 @@ def test_a_missing_reference_solution_is_said_not_silently_skipped(tmp_path: Pat
     report = similarity.analyse(subs, solution=tmp_path / "nowhere")
     assert report.solution_note and not report.matches_solution()
     assert f"(not with the reference solution: {tmp_path / 'nowhere'} has none of" in similarity.markdown_section(report)
+
+
+def test_a_korean_build_writes_a_korean_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """similarity.html speaks the feedback's language (the TA's pages' table, autograder/diagnosis/page_words.py)."""
+    import re
+
+    solution = {name: (ROOT / "solutions" / name).read_text() for name in ("loss_scaler.py", "amp_step.py", "answers.py")}
+    copies = [_submission(tmp_path / f"copy{k}", solution) for k in range(2)]
+    own = _submission(tmp_path / "own", {SCALER: INDEPENDENT["plain_style"].read_text()})
+    earlier = _submission(tmp_path / "earlier" / "last_year", {SCALER: INDEPENDENT["tensor_scale_lazy"].read_text()})
+    monkeypatch.setenv("AMP_LANGUAGE", "ko")
+    report = similarity.analyse([*copies, own], [earlier], threshold=0.9, solution=ROOT / "solutions")
+    page = similarity_html.render(report)
+    assert "<html lang='ko'>" in page and "<h1>코드 유사도</h1>" in page
+    for korean in ("제출물 3개와 참고용 제출물 1개를 비교했고, 각각 참조 답안(solutions/)과도 비교했습니다",
+                   "기준값 <b>0.9</b>(--similarity-threshold로 정함)", "<h2>똑같은 파일: 제출물 2개</h2>",
+                   "<h2>참조 답안과 일치</h2>", "<h2>답안 표시가 남은 제출물</h2>", "<th>첫째</th><th>둘째</th><th>점수</th>",
+                   "참조 답안(solutions/)</td>", "겹치는 토큰"):
+        assert korean in page, korean
+    frame = re.sub(r"<pre.*?</pre>|<code>.*?</code>|<style>.*?</style>|<[^>]+>", " ", page, flags=re.DOTALL)
+    english = {"similarity", "submission", "threshold", "identical", "matches", "reference", "solution", "markers",
+               "first", "second", "score", "overlapping", "tokens", "highlighted", "pair"}
+    assert not english & {word.lower().strip(".,:;()") for word in frame.split()}, frame
+    monkeypatch.setenv("AMP_LANGUAGE", "en")  # the same report in English: the English frame (the words of the run)
+    assert "<html lang='en'>" in similarity_html.render(similarity.analyse([*copies, own], solution=None))

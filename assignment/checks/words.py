@@ -265,6 +265,28 @@ EN: dict[str, str] = {
     "mistake.or": ", or when ",
     "mistake.words": "{words}.",
     "mistake.section": "likely mistake",
+    # ---- otter's test files and their bridge (autograder/packaging/otter_build.py bakes these into the test files:
+    # grader.check in a student's notebook, otter's grading run)
+    "otter.bridge_changed": "{bridge} is missing or is not the file this test was built with (SHA-256 differs)",
+    "otter.bridge_broken": "{bridge} could not be loaded ({error})",
+    "otter.setup_error": "Autograder setup error: {problem}. Please tell the staff.",
+    "otter.download_bridge": "{problem}. grader.check needs it: download {bridge} again (it comes with the assignment) "
+                             "and keep it, unchanged, next to this notebook.",
+    "otter.no_grader": "Autograder setup error: {grader} is missing from {folder} (it ships in the files/ folder of the "
+                       "otter autograder zip). Please tell the staff.",
+    "otter.judge_failed": "Autograder error: the judge exited with status {status} and wrote no results. Please tell "
+                          "the staff.\n{log}",
+    "otter.no_result": "Autograder error: no result for test {number}. Please tell the staff.",
+    "otter.no_checks": "The public checks (the checks/ folder of the assignment) are not next to this notebook "
+                       "({folder}). Open the notebook in the assignment folder.",
+    "otter.pytest_failed": "pytest could not run the public checks:\n{log}",
+    "otter.did_not_run": "The public check {node} did not run (see the output of python -m pytest).",
+    "otter.check_failed": "failed",
+    "otter.row_failed": "Failed.",
+    "otter.missing_hint": "If you worked in the notebook: submit the zip its last cell makes (it holds the .py files "
+                          "that the %%writefile cells wrote), or upload those .py files.",
+    "otter.passed_part": "{name} (passed part: {score} of {points} points)",
+    "otter.failed_part": "{name} (failed part: {score} of {points} points)",
 }
 
 KO: dict[str, str] = {
@@ -491,6 +513,26 @@ KO: dict[str, str] = {
     "mistake.or": ", 또는 ",
     "mistake.words": "{words} 경우",
     "mistake.section": "예상되는 실수",
+    "otter.bridge_changed": "{bridge} 파일이 없거나 이 테스트를 만들 때의 파일이 아닙니다(SHA-256이 다름)",
+    "otter.bridge_broken": "{bridge}를 불러올 수 없습니다({error})",
+    "otter.setup_error": "자동 채점기 설정 오류: {problem}. 조교에게 알려 주세요.",
+    "otter.download_bridge": "{problem}. grader.check에 이 파일이 필요합니다. {bridge}를 다시 내려받아(과제와 함께 "
+                             "배포됩니다) 바꾸지 말고 이 노트북 옆에 두세요.",
+    "otter.no_grader": "자동 채점기 설정 오류: {folder}에 {grader}가 없습니다(otter 자동 채점기 zip의 files/ 폴더에 "
+                       "들어 있습니다). 조교에게 알려 주세요.",
+    "otter.judge_failed": "자동 채점기 오류: 채점기가 상태 {status}로 끝났고 결과를 쓰지 않았습니다. 조교에게 알려 "
+                          "주세요.\n{log}",
+    "otter.no_result": "자동 채점기 오류: 테스트 {number}의 결과가 없습니다. 조교에게 알려 주세요.",
+    "otter.no_checks": "공개 테스트(과제의 checks/ 폴더)가 이 노트북 옆에 없습니다({folder}). 과제 폴더 안에서 "
+                       "노트북을 여세요.",
+    "otter.pytest_failed": "pytest가 공개 테스트를 실행하지 못했습니다:\n{log}",
+    "otter.did_not_run": "공개 테스트 {node}가 실행되지 않았습니다(python -m pytest의 출력을 보세요).",
+    "otter.check_failed": "실패",
+    "otter.row_failed": "실패했습니다.",
+    "otter.missing_hint": "노트북에서 작업했다면 노트북의 마지막 셀이 만드는 zip(%%writefile 셀이 쓴 .py 파일이 "
+                          "들어 있음)을 제출하거나, 그 .py 파일들을 올리세요.",
+    "otter.passed_part": "{name} (통과한 부분: {points}점 중 {score}점)",
+    "otter.failed_part": "{name} (실패한 부분: {points}점 중 {score}점)",
 }
 
 #: The Korean words of each catalogued mistake ("예상되는 실수: <words> 때 ..."); English ones come with the
@@ -589,14 +631,16 @@ def say(key: str, **fields: Any) -> str:
     return TABLES[language()][key].format(**fields)
 
 
+def telling_words(template: str) -> str:
+    """The longest fixed text between the fields of ``template``'s first line: what every message made from it holds,
+    and the part least likely to occur in another message (to recognise it in results)."""
+    pieces = re.split(r"\{[^{}]*\}", template.split("\n", 1)[0])
+    return max((piece.strip() for piece in pieces), key=len)
+
+
 def phrases(key: str) -> tuple[str, ...]:
-    """The message ``key``'s fixed words before its first field, in every language (to recognise it in results)."""
-    found = []
-    for table in TABLES.values():
-        head, _, rest = table[key].partition("{")
-        head = head.strip() or rest.partition("}")[2].partition("{")[0].strip()
-        found.append(head)
-    return tuple(dict.fromkeys(found))
+    """The message ``key``'s telling words (:func:`telling_words`) in every language (to recognise it in results)."""
+    return tuple(dict.fromkeys(telling_words(table[key]) for table in TABLES.values()))
 
 
 #: The messages a ``@given`` test writes out in English (hypothesis seeds a test's examples from its source, so

@@ -61,7 +61,6 @@ MAX_IN_SUMMARY = 10
 #: distinct files from which fingerprinting is spread over the cores (below: a pool costs more than it saves)
 PARALLEL_FROM = 200
 CSV_NAME, HTML_NAME, JSON_NAME = "similarity.csv", "similarity.html", "similarity.json"
-SOLUTION_LABEL = "the reference solution (solutions/)"
 NOT_ASKED = "not asked for"  # the reference solution's note when the caller left it out
 
 
@@ -236,14 +235,16 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
 
     started = time.perf_counter()
     parties = [Party(s.name, label_of(s)) for s in submissions]
-    parties += [Party(f"reference/{s.name}", f"reference: {label_of(s)}", True) for s in references]
+    parties += [Party(f"reference/{s.name}", strings.text("sim.reference_label", label=label_of(s)), True)
+                for s in references]
     paths = [s.path for s in list(submissions) + list(references)]
     solution_note = NOT_ASKED
     if solution is not None:
         found = any((solution / file).is_file() for file in FILES)  # a pip install has no solutions/
-        solution_note = "" if found else f"{solution} has none of {', '.join(FILES)}"
+        solution_note = ("" if found
+                         else strings.text("sim.solution_has_none", solution=solution, files=", ".join(FILES)))
         if found:
-            parties.append(Party(SOLUTION_KEY, SOLUTION_LABEL, True, True))
+            parties.append(Party(SOLUTION_KEY, strings.text("sim.solution_label"), True, True))
             paths.append(solution)
     texts: dict[str, dict[str, str]] = {}
     with tempfile.TemporaryDirectory(prefix="amp-similarity-") as scratch:
@@ -280,7 +281,7 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
         among += [0.0] * (total - len(among))  # pairs sharing nothing score 0
         threshold, reason = default_threshold(among)
     else:
-        reason = "set with --similarity-threshold"
+        reason = strings.text("sim.set")
     clusters, grouped = group_pairs(ordered, clusters_of(parties, texts, prints))
     return Report(parties, ordered, threshold, reason, prints, round(time.perf_counter() - started, 3), clusters,
                   grouped, markers, solution_note)

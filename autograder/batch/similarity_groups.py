@@ -16,6 +16,7 @@ import re
 from typing import Sequence
 
 from autograder.batch.similarity_data import FILES, Fingerprint, Pair, Party
+from autograder.engine import strings
 
 #: the reference's solution markers (see autograder.packaging.release; a test keeps them in step)
 SOLUTION_MARKER = re.compile(r"#\s*(BEGIN|END)\s+SOLUTION\b|#\s*SOLUTION\s*$", re.MULTILINE)
@@ -51,7 +52,8 @@ def _normalised(text: str | None) -> str:
 def cluster_party(members: Sequence[Party]) -> Party:
     """One party standing for identical submissions (its key is the first member's)."""
     labels = ", ".join(member.label for member in members)
-    return Party(members[0].key, f"{len(members)} identical submissions: {labels}", members=tuple(members))
+    return Party(members[0].key, strings.text("sim.cluster_label", count=len(members), labels=labels),
+                 members=tuple(members))
 
 
 def group_pairs(pairs: Sequence[Pair], clusters: Sequence[Sequence[Party]]) -> tuple[list[Party], list[Pair]]:

@@ -3,12 +3,14 @@
 One self-contained page (no script, no external file); unmatched code far from any match
 is cut to "..." so that the matches are what a TA sees.  The matched regions come from
 copydetect's ``compare_files`` (slices mapped back to the unfiltered source) and its
-``highlight_overlap``, which HTML-escapes the code; every name is escaped here.
+``highlight_overlap``, which HTML-escapes the code; every name is escaped here.  Its words are the TA's pages'
+table (:mod:`autograder.diagnosis.page_words`, keys ``sim.*``), in the feedback's language.
 """
 
 from __future__ import annotations
 
 from autograder.batch.similarity_data import Pair, Report
+from autograder.diagnosis.page_words import heads, word
 from autograder.engine.escape import html_text
 
 STYLE = """
@@ -48,16 +50,14 @@ def _overview(report: Report) -> str:
     flagged, shown = report.flagged, report.listed
     current = sum(1 for party in report.parties if not party.reference and not party.solution)
     references = sum(1 for party in report.parties if party.reference and not party.solution)
-    cut = (f" The first {len(shown)} are shown here; all {len(flagged)} are in similarity.csv."
-           if flagged and len(shown) < len(flagged) else "")
-    return (f"<p id='overview'>{current} submission(s)"
-            + (f" and {references} reference submission(s)" if references else "")
-            + ("" if report.solution_note else ", each also compared with the reference solution (solutions/)")
-            + f"; threshold <b>{report.threshold:g}</b> ({html_text(report.threshold_reason)}). "
-            f"{len(flagged)} pair(s) at or above it (identical submissions counted once).{cut}"
-            + ("" if flagged else f" None reaches it: the {len(shown)} closest pair(s) are shown for comparison.")
-            + " Highlighted: code whose fingerprints both files share, after identifiers, strings, comments "
-              "and layout were normalised and the skeleton's code was removed.</p>")
+    cut = (word("sim.cut", shown=len(shown), flagged=len(flagged)) if flagged and len(shown) < len(flagged) else "")
+    return (f"<p id='overview'>{word('sim.submissions', count=current)}"
+            + (word("sim.references", count=references) if references else "")
+            + ("" if report.solution_note else word("sim.with_solution"))
+            + word("sim.threshold", threshold=f"{report.threshold:g}", reason=html_text(report.threshold_reason))
+            + word("sim.flagged", count=len(flagged)) + cut
+            + ("" if flagged else word("sim.none", count=len(shown)))
+            + word("sim.highlighted") + "</p>")
 
 
 def _flags(report: Report) -> list[str]:
@@ -65,32 +65,33 @@ def _flags(report: Report) -> list[str]:
     parts = []
     for rank, cluster in enumerate(report.clusters, 1):
         names = "".join(f"<li>{html_text(member.label)}</li>" for member in cluster.members)
-        parts.append(f"<section class='cluster' id='cluster-{rank}'><h2>Identical files: {len(cluster.members)} "
-                     f"submissions</h2><p>Their compared files are the same, byte for byte (line endings and trailing "
-                     f"spaces aside); each pair below stands for all of them.</p><ul>{names}</ul></section>")
+        heading = word("sim.cluster", count=len(cluster.members))
+        parts.append(f"<section class='cluster' id='cluster-{rank}'><h2>{heading}</h2><p>{word('sim.cluster_text')}</p>"
+                     f"<ul>{names}</ul></section>")
     matches = report.matches_solution()
     if matches:
-        items = "".join(f"<li><span class='flag'>matches the reference solution</span> ({pair.score:.2f}): "
-                        f"{html_text((pair.a if pair.b.solution else pair.b).label)}</li>" for pair in matches)
-        parts.append(f"<section id='solution'><h2>Matches the reference solution</h2><ul>{items}</ul></section>")
+        items = "".join("<li>" + word("sim.matches_solution", score=f"{pair.score:.2f}", label=html_text(
+            (pair.a if pair.b.solution else pair.b).label)) + "</li>" for pair in matches)
+        parts.append(f"<section id='solution'><h2>{word('sim.solution')}</h2><ul>{items}</ul></section>")
     if report.markers:
         labels = {party.key: party.label for party in report.parties}
         items = "".join(f"<li>{html_text(labels.get(key, key))}: {html_text(', '.join(files))}</li>"
                         for key, files in sorted(report.markers.items()))
-        parts.append("<section id='markers'><h2>Solution markers left in</h2><p>These files still hold the reference "
-                     "solution's markers (<code># BEGIN SOLUTION</code>, <code># END SOLUTION</code>, "
-                     f"<code># SOLUTION</code>), which the released skeleton never has.</p><ul>{items}</ul></section>")
+        parts.append(f"<section id='markers'><h2>{word('sim.markers')}</h2><p>{word('sim.markers_text')}</p>"
+                     f"<ul>{items}</ul></section>")
     return parts
 
 
 def render(report: Report) -> str:
-    """The whole page (same report, same bytes: no timestamps)."""
+    """The whole page in the feedback's language (same report, same bytes: no timestamps)."""
     shown = report.listed
-    parts = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
-             "<title>Code similarity</title>", f"<style>{STYLE}</style></head><body>",
-             "<h1>Code similarity</h1>", _overview(report), *_flags(report)]
+    title = word("sim.title")
+    parts = ["<!DOCTYPE html>", f"<html lang='{word('lang')}'><head><meta charset='utf-8'>",
+             f"<title>{title}</title>", f"<style>{STYLE}</style></head><body>",
+             f"<h1>{title}</h1>", _overview(report), *_flags(report)]
     if shown:
-        parts += ["<table class='pairs'><tr><th>#</th><th>First</th><th>Second</th><th>Score</th></tr>"]
+        head = "".join(f"<th>{html_text(name)}</th>" for name in heads("sim.pairs_head"))
+        parts += [f"<table class='pairs'><tr>{head}</tr>"]
         for rank, pair in enumerate(shown, 1):
             parts.append(f"<tr><td><a href='#pair-{rank}'>{rank}</a></td><td>{html_text(pair.a.label)}</td>"
                          f"<td>{html_text(pair.b.label)}</td><td>{pair.score:.2f}</td></tr>")
@@ -100,7 +101,8 @@ def render(report: Report) -> str:
                      f"{html_text(pair.b.label)}: {pair.score:.2f}</h2>")
         for file, entry in pair.files.items():
             left, right = _sides(pair, file, report)
-            parts.append(f"<h3>{html_text(file)}: {entry.similarity:.2f} ({entry.overlap} overlapping tokens)</h3>"
+            heading = word("sim.file", file=html_text(file), score=f"{entry.similarity:.2f}", overlap=entry.overlap)
+            parts.append(f"<h3>{heading}</h3>"
                          "<div class='side-by-side'>"
                          f"<div><h4>{html_text(pair.a.label)} ({entry.similarity_a:.2f})</h4>"
                          f"<pre class='code'>{left}</pre></div>"

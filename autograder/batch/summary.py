@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from checks import words
+
 from autograder.diagnosis import report as class_report
 from autograder.engine import budget, rubric, strings
 from autograder.engine.escape import console, markdown_inline, strip_controls
@@ -40,19 +42,23 @@ RESERVED = frozenset({"gradebook.csv", "summary.md", "summary.json", HISTOGRAM, 
 #: judge.INTERNAL starts with this (a test keeps them in step; judge itself imports pytest and torch).
 INTERNAL_PREFIX = "The grader hit an internal problem"
 
+#: What engine/guard.py's refusals say (in English only: the sandbox's own words, not a table's).
+REFUSED_PHRASE = "is not allowed while the grader runs your code"
+
 #: (kind, is a limit, phrases in a failing test's message that reveal it); first match wins.  Limits are
 #: classified by the sandbox's own records (results.json's extra_data.limits_hit), never by message text,
-#: which student code can imitate; only the other kinds are recognised by their phrases.
+#: which student code can imitate; only the other kinds are recognised by their phrases, which are the telling
+#: words of the messages that report them, in every language: the checks' messages about a submission's files
+#: (checks.words) and the lines engine.faults puts in a row instead (engine.strings).
 PROBLEMS: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
     (budget.TIME_LIMIT, True, ()),
     (budget.CRASH_LIMIT, True, ()),
     (budget.INTERFERED, True, ()),
-    ("import error", False, ("has a syntax error", "raised an exception:", "is not valid UTF-8", "does not define",
-                             "could not be imported", "import할 수 없습니다",  # these two: engine.faults' row lines
-                             "문법 오류가 있습니다", "import하는 중에 예외가 발생했습니다", "올바른 UTF-8 텍스트가 아닙니다",
-                             "의 정의가 없습니다")),  # checks.words' Korean file messages
-    ("missing file", False, ("is missing", "파일이 없습니다")),
-    ("refused call", False, ("is not allowed while the grader runs your code",)),  # engine.guard's refusals
+    ("import error", False, (*words.phrases("file.syntax"), *words.phrases("file.import_raised"),
+                             *words.phrases("file.not_utf8"), *words.phrases("file.undefined"),
+                             *strings.phrases("row_file_broken"))),
+    ("missing file", False, (*words.phrases("file.missing"), *strings.phrases("row_file_missing"))),
+    ("refused call", False, (REFUSED_PHRASE,)),
     ("grader fault", False, (INTERNAL_PREFIX, *strings.phrases("internal"))),
 )
 
@@ -310,7 +316,8 @@ def preload_plotting() -> None:
 
 
 def histogram_png(path: Path, summary: dict[str, Any]) -> None:
-    """The score histogram as a PNG (no timestamp or version inside: same data, same bytes)."""
+    """The score histogram as a PNG (no timestamp or version inside: same data, same bytes); its labels in English
+    only (:data:`autograder.diagnosis.report.HISTOGRAM_LABEL_LANGUAGES`)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -321,9 +328,10 @@ def histogram_png(path: Path, summary: dict[str, Any]) -> None:
     widths = [edges[k + 1] - edges[k] for k in range(len(counts))]
     axes.bar(edges[:-1], counts, width=widths, align="edge", edgecolor="black", color="#4c72b0")
     axes.set_xlim(0, edges[-1] or 1)
-    axes.set_xlabel(f"score (out of {_fmt(summary['max_score'])})")
-    axes.set_ylabel("submissions")
-    axes.set_title(f"{summary['submissions']} submissions")
+    if strings.language() in class_report.HISTOGRAM_LABEL_LANGUAGES:  # else numbers only: report.html says the rest
+        axes.set_xlabel(f"score (out of {_fmt(summary['max_score'])})")
+        axes.set_ylabel("submissions")
+        axes.set_title(f"{summary['submissions']} submissions")
     axes.yaxis.get_major_locator().set_params(integer=True)
     figure.tight_layout()
     buffer = io.BytesIO()
@@ -403,7 +411,7 @@ def written_line(out: Path, count: int) -> str:
     files = []
     for name in OPENED:
         if (out / name).is_file():
-            why = strings.MESSAGES[strings.language()].get(f"console.opened.{name}")
+            why = strings.optional_text(f"console.opened.{name}")
             files.append(f"{name} ({why})" if why else name)
     return strings.text("console.wrote", out=out, files=", ".join(files), count=count, folder=out / "<submission>")
 

@@ -1,4 +1,5 @@
-"""The class page's words (report.html), in every language the grader speaks: one table.
+"""The TA's pages' words (report.html; similarity.html, its keys ``sim.*``), in every language the grader speaks: one
+table.
 
 English is the reference; the language is the feedback's (:func:`autograder.engine.strings.language`), so a
 Korean batch gives a Korean page.  Templates use ``str.format`` fields; a ``|`` separates a table's column
@@ -23,6 +24,7 @@ WORDS: dict[str, dict[str, str]] = {
         "no_histogram": "No histogram: it is drawn for {count} submissions or more.",
         "not_png": "No histogram: score_histogram.png is not a PNG image.",
         "histogram": "score histogram",
+        "histogram_axes": "Across: score (out of {top}); up: submissions ({count} in all).",
         "students": "Students",
         "students_text": "One line per submission, as in gradebook.csv; the submission links to the feedback.md its "
                          "student reads. Problems: limits hit, faults, files that could not be graded, and the "
@@ -67,6 +69,28 @@ WORDS: dict[str, dict[str, str]] = {
         "changes_some": "{shown} of {total} changed rows shown; all in {file}.",
         "changes_all": "Every changed row ({total}); also in {file}.",
         "changes_head": "submission|old score|new score|change|row",
+        # similarity.html (autograder.batch.similarity_html)
+        "sim.title": "Code similarity",
+        "sim.submissions": "{count} submission(s)",
+        "sim.references": " and {count} reference submission(s)",
+        "sim.with_solution": ", each also compared with the reference solution (solutions/)",
+        "sim.threshold": "; threshold <b>{threshold}</b> ({reason}). ",
+        "sim.flagged": "{count} pair(s) at or above it (identical submissions counted once).",
+        "sim.cut": " The first {shown} are shown here; all {flagged} are in similarity.csv.",
+        "sim.none": " None reaches it: the {count} closest pair(s) are shown for comparison.",
+        "sim.highlighted": " Highlighted: code whose fingerprints both files share, after identifiers, strings, comments "
+                           "and layout were normalised and the skeleton's code was removed.",
+        "sim.cluster": "Identical files: {count} submissions",
+        "sim.cluster_text": "Their compared files are the same, byte for byte (line endings and trailing spaces aside); "
+                            "each pair below stands for all of them.",
+        "sim.solution": "Matches the reference solution",
+        "sim.matches_solution": "<span class='flag'>matches the reference solution</span> ({score}): {label}",
+        "sim.markers": "Solution markers left in",
+        "sim.markers_text": "These files still hold the reference solution's markers (<code># BEGIN SOLUTION</code>, "
+                            "<code># END SOLUTION</code>, <code># SOLUTION</code>), which the released skeleton never "
+                            "has.",
+        "sim.pairs_head": "#|First|Second|Score",
+        "sim.file": "{file}: {score} ({overlap} overlapping tokens)",
     },
     "ko": {
         "lang": "ko",
@@ -79,6 +103,7 @@ WORDS: dict[str, dict[str, str]] = {
         "no_histogram": "히스토그램 없음: 제출물이 {count}개 이상일 때 그립니다.",
         "not_png": "히스토그램 없음: score_histogram.png가 PNG 이미지가 아닙니다.",
         "histogram": "점수 히스토그램",
+        "histogram_axes": "가로축은 점수({top}점 만점), 세로축은 제출물 수(모두 {count}개)입니다.",
         "students": "학생",
         "students_text": "gradebook.csv처럼 제출물마다 한 줄입니다. 제출물 이름은 그 학생이 읽는 feedback.md로 "
                          "연결됩니다. 문제: 걸린 한도, 오류, 채점할 수 없었던 파일, 제출물에 대한 채점기의 안내"
@@ -122,6 +147,26 @@ WORDS: dict[str, dict[str, str]] = {
         "changes_some": "바뀐 항목 {total}개 중 {shown}개를 보입니다. 모두 {file}에 있습니다.",
         "changes_all": "바뀐 항목 전부({total}개). {file}에도 있습니다.",
         "changes_head": "제출물|이전 점수|새 점수|변화|항목",
+        "sim.title": "코드 유사도",
+        "sim.submissions": "제출물 {count}개",
+        "sim.references": "와 참고용 제출물 {count}개",
+        "sim.with_solution": "를 비교했고, 각각 참조 답안(solutions/)과도 비교했습니다",
+        "sim.threshold": ". 기준값 <b>{threshold}</b>({reason}). ",
+        "sim.flagged": "기준값 이상인 쌍 {count}개(똑같은 제출물은 한 번만 셈).",
+        "sim.cut": " 여기에는 처음 {shown}개를 보입니다. {flagged}개 모두 similarity.csv에 있습니다.",
+        "sim.none": " 기준값에 이르는 쌍이 없어 가장 가까운 쌍 {count}개를 비교용으로 보입니다.",
+        "sim.highlighted": " 강조 표시: 식별자, 문자열, 주석, 배치를 정규화하고 뼈대 코드를 뺀 뒤 두 파일이 함께 가진 "
+                           "지문(fingerprint)의 코드.",
+        "sim.cluster": "똑같은 파일: 제출물 {count}개",
+        "sim.cluster_text": "비교한 파일이 바이트 단위로 똑같습니다(줄 끝과 줄 끝 공백은 빼고). 아래의 쌍 하나가 이들 모두를 "
+                            "대표합니다.",
+        "sim.solution": "참조 답안과 일치",
+        "sim.matches_solution": "<span class='flag'>참조 답안과 일치</span> ({score}): {label}",
+        "sim.markers": "답안 표시가 남은 제출물",
+        "sim.markers_text": "이 파일들에는 참조 답안의 표시(<code># BEGIN SOLUTION</code>, <code># END SOLUTION</code>, "
+                            "<code># SOLUTION</code>)가 아직 있습니다. 배포한 뼈대 코드에는 없는 표시입니다.",
+        "sim.pairs_head": "#|첫째|둘째|점수",
+        "sim.file": "{file}: {score} (겹치는 토큰 {overlap}개)",
     },
 }
 

@@ -47,6 +47,10 @@ LOW_DISCRIMINATION = 0.10
 DISCRIMINATION_MIN = 37
 SUMMARY_NAME, SIMILARITY_NAME, CHANGES_NAME = "summary.json", "similarity.json", "changes.csv"
 HISTOGRAM_NAME = "score_histogram.png"  # drawn by autograder.batch.summary, inlined in the page
+#: The languages the histogram's own labels are written in: matplotlib's bundled font (DejaVu Sans) has no Hangul,
+#: and a TA's machine need not have a font that does, so in any other language the picture holds numbers only and
+#: report.html says in words what its axes are.
+HISTOGRAM_LABEL_LANGUAGES = ("en",)
 #: Fewer scores than this draw no histogram (one bar says nothing, and matplotlib costs about a second).
 HISTOGRAM_MIN_SUBMISSIONS = 2
 

@@ -21,10 +21,11 @@ from urllib.parse import quote
 
 from autograder.diagnosis import words
 from autograder.diagnosis.page_words import heads, word
-from autograder.diagnosis.report import (CHANGES_NAME, DISCRIMINATION_MIN, GROUP_SHARE, HISTOGRAM_MIN_SUBMISSIONS,
-                                         HISTOGRAM_NAME, HTML_NAME, ITEMS_NAME, LOW_DISCRIMINATION, MISTAKES_NAME,
-                                         SIMILARITY_NAME, SUMMARY_NAME, Graded, ItemStats, Mistake, item_stats,
-                                         items_csv, mistakes, mistakes_csv, read_batch, read_csv, read_json)
+from autograder.diagnosis.report import (CHANGES_NAME, DISCRIMINATION_MIN, GROUP_SHARE, HISTOGRAM_LABEL_LANGUAGES,
+                                         HISTOGRAM_MIN_SUBMISSIONS, HISTOGRAM_NAME, HTML_NAME, ITEMS_NAME,
+                                         LOW_DISCRIMINATION, MISTAKES_NAME, SIMILARITY_NAME, SUMMARY_NAME, Graded,
+                                         ItemStats, Mistake, item_stats, items_csv, mistakes, mistakes_csv, read_batch,
+                                         read_csv, read_json)
 from autograder.engine.files import write_bytes_atomic
 from autograder.engine.escape import html_text
 from autograder.engine import strings
@@ -61,11 +62,12 @@ def _lines(items: Sequence[str]) -> str:
     return "<br>".join(items) or "-"
 
 
-def histogram_img(out: Path) -> str:
+def histogram_img(out: Path, summary: dict[str, Any] | None = None) -> str:
     """The batch's score histogram inline (a ``data:`` URL: the page's policy allows no other image).
 
     The batch summary draws it (matplotlib costs about a second, paid once); a batch of one
-    submission has none, and the page says so.
+    submission has none, and the page says so.  In a language the picture's labels are not written in
+    (:data:`HISTOGRAM_LABEL_LANGUAGES`), a caption below it says what its axes are (from ``summary``).
     """
     try:
         png = (out / HISTOGRAM_NAME).read_bytes()
@@ -73,8 +75,12 @@ def histogram_img(out: Path) -> str:
         return f"<p>{html_text(word('no_histogram', count=HISTOGRAM_MIN_SUBMISSIONS))}</p>"
     if not png.startswith(b"\x89PNG\r\n\x1a\n"):
         return f"<p>{html_text(word('not_png'))}</p>"
-    return (f'<img alt="{html_text(word("histogram"))}" '
-            f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">')
+    image = (f'<img alt="{html_text(word("histogram"))}" '
+             f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">')
+    if strings.language() in HISTOGRAM_LABEL_LANGUAGES or not summary:
+        return image
+    axes = word("histogram_axes", top=f"{float(summary.get('max_score', 0)):g}", count=summary.get("submissions"))
+    return f'{image}<p class="note" id="histogram-axes">{html_text(axes)}</p>'
 
 
 # --------------------------------------------------------------------------- the batch's counts
@@ -269,7 +275,7 @@ def render(out: Path, graded: Sequence[Graded], stats: Sequence[ItemStats], foun
     top = float(summary.get("max_score") or sum(s.max_score for s in stats))
     sections = [
         f'<section id="scores"><h2>{html_text(word("scores"))}</h2>{counts_sentence(summary, graded, top)}'
-        f"{histogram_img(out)}</section>",
+        f"{histogram_img(out, summary)}</section>",
         students_section(out, graded, summary, similar, top),
         rows_section(stats, len(graded)),
         mistakes_section(found, diagnosis_off),

@@ -172,6 +172,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "sim.columns": "#|Pair|Score",
         "sim.tokens": "tokens",
         "sim.joiner": " and ",
+        "sim.set": "set with --similarity-threshold",
+        "sim.solution_has_none": "{solution} has none of {files}",
+        "sim.reference_label": "reference: {label}",
+        "sim.solution_label": "the reference solution (solutions/)",
+        "sim.cluster_label": "{count} identical submissions: {labels}",
     },
     "ko": {
         "passed": "통과했습니다.",
@@ -305,6 +310,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "sim.columns": "#|쌍|점수",
         "sim.tokens": "토큰",
         "sim.joiner": ", ",
+        "sim.set": "--similarity-threshold로 정함",
+        "sim.solution_has_none": "{solution}에 {files} 중 어느 것도 없음",
+        "sim.reference_label": "참고용: {label}",
+        "sim.solution_label": "참조 답안(solutions/)",
+        "sim.cluster_label": "똑같은 제출물 {count}개: {labels}",
     },
 }
 
@@ -376,6 +386,12 @@ def text(key: str, **fields: Any) -> str:
     return MESSAGES[language()][key].format(**fields)
 
 
+def template(code: str, key: str) -> str:
+    """The message ``key`` in the language ``code``, its fields unfilled (for what a build writes in its own
+    language)."""
+    return MESSAGES[check_language(code)][key]
+
+
 def fallback_text(key: str) -> str:
     """The message ``key`` in the current language, or in English if the language is unknown: for last-resort
     paths (the grader failed) that must write results.json whatever the configuration."""
@@ -385,9 +401,9 @@ def fallback_text(key: str) -> str:
         return MESSAGES[DEFAULT][key]
 
 
-def title(item: Any) -> str:
-    """A rubric row's title (``item.number``, ``item.title``) in the current language."""
-    return TITLES.get(language(), {}).get(item.number, item.title)
+def title(item: Any, code: str | None = None) -> str:
+    """A rubric row's title (``item.number``, ``item.title``) in the language ``code`` (default: the current one)."""
+    return TITLES.get(code or language(), {}).get(item.number, item.title)
 
 
 def task(english: str) -> str:
@@ -396,9 +412,14 @@ def task(english: str) -> str:
     return text("task", number=number) if head == "Task" and number.isdigit() else english
 
 
+def optional_text(key: str, **fields: Any) -> str:
+    """The message ``key`` in the current language, or "" where the table has no such message."""
+    return text(key, **fields) if key in MESSAGES[DEFAULT] else ""
+
+
 def problem(kind: str) -> str:
     """A kind of problem (summary.json names it in English) in the current language."""
-    return text(f"problem.{kind}") if f"problem.{kind}" in MESSAGES[DEFAULT] else kind
+    return optional_text(f"problem.{kind}") or kind
 
 
 def columns(key: str) -> list[str]:
@@ -422,8 +443,8 @@ def row_name(item: Any) -> str:
 
 
 def phrases(key: str) -> tuple[str, ...]:
-    """The message ``key``'s fixed opening (before its first field or parenthesis) in every language.
+    """The message ``key``'s telling words (:func:`checks.words.telling_words`) in every language.
 
     For code that recognises a message in results written in any language (the batch summary).
     """
-    return tuple(MESSAGES[code][key].split("{")[0].split("(")[0].strip() for code in LANGUAGES)
+    return tuple(dict.fromkeys(words.telling_words(MESSAGES[code][key]) for code in LANGUAGES))

@@ -429,7 +429,7 @@ def finish(nb: Any, rows: list[otter_build.Row], language: str = "en") -> Any:
     if set(tests) != set(expected):
         raise RuntimeError(f"otter assign wrote tests for {sorted(tests)}, expected {sorted(expected)}")
     for question, task in expected.items():
-        tests[question] = otter_build.render_test_file(task, rows, public_only=True)
+        tests[question] = otter_build.render_test_file(task, rows, public_only=True, language=language)
     nb["cells"] = [cell for cell in nb["cells"] if cell["source"].strip()]  # otter's empty last cell
     init = next(cell for cell in nb["cells"] if "import otter" in cell["source"])
     cells = [cell for cell in nb["cells"] if cell is not init]

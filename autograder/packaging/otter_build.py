@@ -52,8 +52,10 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from checks import words
+
 from autograder import locations
-from autograder.engine import rubric
+from autograder.engine import rubric, strings
 from autograder.packaging import otter_bridge
 from autograder import PACKAGE, ROOT
 
@@ -150,15 +152,14 @@ def amp_cases(grading):
     try:
         bridge = amp_bridge()
         if bridge is not None:
-            return bridge.cases(AMP_ROWS, grading)
-        problem = f"{{AMP_BRIDGE[0]}} is missing or is not the file this test was built with (SHA-256 differs)"
+            return bridge.cases(AMP_ROWS, grading, AMP_WORDS)
+        problem = AMP_WORDS["bridge_changed"].format(bridge=AMP_BRIDGE[0])
     except Exception as exc:
-        problem = f"{{AMP_BRIDGE[0]}} could not be loaded ({{exc!r}})"
+        problem = AMP_WORDS["bridge_broken"].format(bridge=AMP_BRIDGE[0], error=repr(exc))
     if grading:
-        message = f"Autograder setup error: {{problem}}. Please tell the staff."
+        message = AMP_WORDS["setup_error"].format(problem=problem)
     else:
-        message = (f"{{problem}}. grader.check needs it: download {{AMP_BRIDGE[0]}} again (it comes with the "
-                   "assignment) and keep it, unchanged, next to this notebook.")
+        message = AMP_WORDS["download_bridge"].format(problem=problem, bridge=AMP_BRIDGE[0])
 
     def verdict():
         raise AssertionError(message)
@@ -194,14 +195,30 @@ def write_bridge(folder: Path) -> Path:
     return path
 
 
-def render_test_file(task: str, rows: list[Row], *, public_only: bool = False) -> str:
-    """The otter exception-based test file of one task: its rows and a loader of the bridge module."""
+#: What a test file's words open with in ``checks/words.py`` (the bridge's names leave it out).
+WORDS_PREFIX = "otter."
+
+
+def bridge_texts(language: str) -> dict[str, str]:
+    """The words a test file hands its bridge (``otter_bridge.Texts``) in ``language``: the ``otter.*`` messages of
+    ``checks/words.py``, the language's code, and how the judge's notes open and say that files are missing (the
+    grader's own table, :mod:`autograder.engine.strings`), to tell a missing file once per question."""
+    table = words.TABLES[language]
+    texts = {key[len(WORDS_PREFIX):]: text for key, text in table.items() if key.startswith(WORDS_PREFIX)}
+    return {**texts, "language": language, "about": strings.template(language, "about_submission"),
+            "missing": words.telling_words(strings.template(language, "intake.missing"))}
+
+
+def render_test_file(task: str, rows: list[Row], *, public_only: bool = False, language: str = words.DEFAULT) -> str:
+    """The otter exception-based test file of one task: its rows and words (in ``language``) and a loader of the
+    bridge module."""
     question, title = QUESTIONS[task]
     chosen = [r for r in rows if r.item.task == task and not (public_only and r.hidden)]
     points = sum(r.item.points for r in chosen)
     task_points = sum(item.points for item in rubric.ITEMS if item.task == task)  # what the task is worth
-    table = "".join(f"    ({_py(r.item.number)}, {_py(r.item.title)}, {_num(r.item.points)}, {r.hidden}, "
-                    f"{_py(r.public_node)}),\n" for r in chosen)
+    table = "".join(f"    ({_py(r.item.number)}, {_py(strings.title(r.item, language))}, {_num(r.item.points)}, "
+                    f"{r.hidden}, {_py(r.public_node)}),\n" for r in chosen)
+    texts = "".join(f"    {_py(key)}: {_py(text)},\n" for key, text in bridge_texts(language).items())
     lines = [
         f'"""{title}: otter test file; the task is worth {_num(task_points)} points'
         + (f" ({_num(points)} in the public rows here, the rest in hidden rows the autograder grades)."
@@ -232,17 +249,21 @@ def render_test_file(task: str, rows: list[Row], *, public_only: bool = False) -
         "AMP_ROWS = [",
         table.rstrip("\n"),
         "]",
+        f"# what the cases say, in {language} (autograder/packaging/otter_build.py's bridge_texts)",
+        "AMP_WORDS = {",
+        texts.rstrip("\n"),
+        "}",
         LOADER.format(name=_py(BRIDGE_NAME), digest=_py(bridge_digest())).rstrip(),
     ]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_tests(out: Path, rows: list[Row], *, public_only: bool = False) -> list[Path]:
+def write_tests(out: Path, rows: list[Row], *, public_only: bool = False, language: str = words.DEFAULT) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for task, (question, _) in QUESTIONS.items():
         path = out / f"{question}.py"
-        path.write_text(render_test_file(task, rows, public_only=public_only), encoding="utf-8")
+        path.write_text(render_test_file(task, rows, public_only=public_only, language=language), encoding="utf-8")
         written.append(path)
     return written
 
@@ -328,15 +349,16 @@ def check_otter_version() -> None:
         raise SystemExit(f"otter-grader {found} is installed; this build is pinned to {OTTER_VERSION}")
 
 
-def build(out: Path) -> Path:
-    """Write the otter autograder zip to ``out`` with ``otter generate``."""
+def build(out: Path, language: str = words.DEFAULT) -> Path:
+    """Write the otter autograder zip to ``out`` with ``otter generate``; its cases speak ``language`` and have the
+    judge grade in it."""
     check_otter_version()
     rows = rubric_rows()
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="amp-otter-build-") as tmp:
         stage = Path(tmp)
-        write_tests(stage / "tests", rows)
+        write_tests(stage / "tests", rows, language=language)
         grader_zip(stage / GRADER_ZIP_NAME)
         (stage / DRIVER_NAME).write_text(driver_notebook(), encoding="utf-8")
         write_bridge(stage)
@@ -358,13 +380,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "dist" / "otter-autograder.zip")
     parser.add_argument("--tests-only", type=Path, metavar="DIR", help="only write the otter test files to DIR")
     parser.add_argument("--public-only", action="store_true", help="with --tests-only: leave out hidden rows")
+    parser.add_argument("--language", choices=words.LANGUAGES, default=words.DEFAULT,
+                        help="what the cases say and the judge grades in (default: en)")
     args = parser.parse_args(argv)
     if args.tests_only:
-        for path in write_tests(args.tests_only, rubric_rows(), public_only=args.public_only):
+        for path in write_tests(args.tests_only, rubric_rows(), public_only=args.public_only, language=args.language):
             print(f"wrote {path}")
         print(f"wrote {write_bridge(args.tests_only)} (the test files load it from the folder otter grades in)")
         return 0
-    path = build(args.out)
+    path = build(args.out, args.language)
     with zipfile.ZipFile(path) as bundle:
         names = bundle.namelist()
     print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB): " + ", ".join(sorted(names)))
