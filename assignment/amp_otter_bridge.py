@@ -29,6 +29,10 @@ Two modes, chosen by the test file (``otter.Notebook._grading_mode``):
   notebook's ``%%writefile`` cells wrote, as ``python -m pytest`` would.  Hidden cases do
   not exist in the student's copy of the tests.
 
+What a case says is in the words the test file hands over (``texts``: its build's language, baked in by
+``otter_build`` from ``checks/words.py``, keys ``otter.*`` without the prefix); the public checks and the judge
+run in that language too (``$AMP_LANGUAGE``).
+
 Only the standard library is used, and nothing is imported from the folder being graded.
 """
 
@@ -44,7 +48,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 #: This module's file name wherever it ships (a name no submission would pick).
 SHIPPED_NAME = "amp_otter_bridge.py"
@@ -58,8 +62,8 @@ CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
 JUDGE_TIMEOUT = 1800
 #: The junit property of a failed public check that names its likely mistake (``checks.judge.diagnose.JUNIT_PROPERTY``).
 LIKELY_MISTAKE_PROPERTY = "likely_mistake"
-MISSING_HINT = ("If you worked in the notebook: submit the zip its last cell makes (it holds the .py files "
-                "that the %%writefile cells wrote), or upload those .py files.")
+#: The setting the checks and the judge read their language from (``checks.words.ENV``).
+LANGUAGE_SETTING = "AMP_LANGUAGE"
 
 #: ``(number, title, points, hidden, public check node id or "")``: one rubric row of a test file.
 Row = Sequence[Any]
@@ -67,6 +71,9 @@ Row = Sequence[Any]
 Verdict = Callable[[], None]
 #: ``(case name, points, hidden, verdict)``: one otter test case.
 Case = tuple[str, float, bool, Verdict]
+#: A test file's words (``otter_build.bridge_texts``): message templates by name, and ``language`` (its code),
+#: ``about`` and ``missing`` (how the judge's notes on a submission open, and the words of its missing-files note).
+Texts = Mapping[str, str]
 
 _CACHE: dict[str, Any] = {}  # judge results and public outcomes, shared by the test files of this process
 
@@ -102,13 +109,17 @@ def _protect(path: Path) -> None:
         path.chmod(0o700 if path.is_dir() else 0o600)
 
 
-def judge_results() -> dict[str, Any]:
-    """Grade the submission in the current folder with the isolated judge (once per submission)."""
+def _environment(texts: Texts) -> dict[str, str]:
+    """The environment of the checks' and the judge's processes: this one's, in the test file's language."""
+    return {**os.environ, LANGUAGE_SETTING: texts["language"]}
+
+
+def judge_results(texts: Texts) -> dict[str, Any]:
+    """Grade the submission in the current folder with the isolated judge (once per submission and language)."""
     here = Path.cwd()
     grader_zip = here / GRADER_ZIP
     if not grader_zip.is_file():
-        raise AssertionError(f"Autograder setup error: {GRADER_ZIP} is missing from {here} "
-                             "(it ships in the files/ folder of the otter autograder zip). Please tell the staff.")
+        raise AssertionError(texts["no_grader"].format(grader=GRADER_ZIP, folder=here))
     for private in (grader_zip, here.parent / "source" / "files" / GRADER_ZIP):
         _protect(private)  # the hidden tests are inside
     work = Path(tempfile.mkdtemp(prefix="amp-otter-"))
@@ -119,12 +130,13 @@ def judge_results() -> dict[str, Any]:
             shutil.copytree(moved, submission, symlinks=True)
         else:
             copy_submission(here, submission)
-        key = "judge:" + _digest(submission) + ":" + hashlib.sha256(grader_zip.read_bytes()).hexdigest()
+        key = ("judge:" + texts["language"] + ":" + _digest(submission) + ":"
+               + hashlib.sha256(grader_zip.read_bytes()).hexdigest())
         if key not in _CACHE:
             work.chmod(0o755)
             with zipfile.ZipFile(grader_zip) as bundle:
                 bundle.extractall(work / "grader")
-            env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+            env = {k: v for k, v in _environment(texts).items() if not k.startswith("PYTHON")}
             env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1")
             out = work / "out"
             proc = subprocess.run(
@@ -134,21 +146,19 @@ def judge_results() -> dict[str, Any]:
             results = out / "submission" / "results.json"
             if not results.is_file():
                 log = proc.stdout.decode("utf-8", "replace")[-4000:]
-                raise AssertionError(f"Autograder error: the judge exited with status {proc.returncode} and wrote "
-                                     f"no results. Please tell the staff.\n{log}")
+                raise AssertionError(texts["judge_failed"].format(status=proc.returncode, log=log))
             _CACHE[key] = json.loads(results.read_text(encoding="utf-8"))
         return _CACHE[key]
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _public_outcomes(node_ids: list[str]) -> dict[str, tuple[bool, str, str]]:
+def _public_outcomes(node_ids: list[str], texts: Texts) -> dict[str, tuple[bool, str, str]]:
     """Run the public checks ``node_ids`` next to the notebook; map test name -> :func:`_outcome`."""
     here = Path.cwd()
     if not (here / "checks").is_dir():
-        raise AssertionError("The public checks (the checks/ folder of the assignment) are not next to this "
-                             f"notebook ({here}). Open the notebook in the assignment folder.")
-    digest = hashlib.sha256(repr(sorted(node_ids)).encode())
+        raise AssertionError(texts["no_checks"].format(folder=here))
+    digest = hashlib.sha256(repr((sorted(node_ids), texts["language"])).encode())
     for name in CONTRACT:
         path = here / name
         digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"<missing>") + b"\0")
@@ -156,26 +166,25 @@ def _public_outcomes(node_ids: list[str]) -> dict[str, tuple[bool, str, str]]:
     if key not in _CACHE:
         with tempfile.TemporaryDirectory(prefix="amp-checks-") as tmp:
             report = Path(tmp) / "junit.xml"
-            env = dict(os.environ, AMP_SUBMISSION=str(here), PYTHONDONTWRITEBYTECODE="1")
+            env = dict(_environment(texts), AMP_SUBMISSION=str(here), PYTHONDONTWRITEBYTECODE="1")
             proc = subprocess.run(
                 [sys.executable, "-m", "pytest", *node_ids, f"--junitxml={report}", "-q",
                  "-p", "checks.plugin", "-p", "no:cacheprovider"],
                 cwd=here, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, check=False)
             if not report.is_file():
-                raise AssertionError("pytest could not run the public checks:\n"
-                                     + proc.stdout.decode("utf-8", "replace")[-3000:])
-            _CACHE[key] = {case.get("name"): _outcome(case) for case in ET.parse(report).iter("testcase")}
+                raise AssertionError(texts["pytest_failed"].format(log=proc.stdout.decode("utf-8", "replace")[-3000:]))
+            _CACHE[key] = {case.get("name"): _outcome(case, texts) for case in ET.parse(report).iter("testcase")}
     return _CACHE[key]
 
 
-def _outcome(case: ET.Element) -> tuple[bool, str, str]:
+def _outcome(case: ET.Element, texts: Texts) -> tuple[bool, str, str]:
     """(passed, failure message, "Likely mistake" line or "") of one junit ``<testcase>``."""
     hint = next((p.get("value", "") for p in case.iter("property") if p.get("name") == LIKELY_MISTAKE_PROPERTY), "")
     problem = next((child for child in case if child.tag in ("failure", "error")), None)
     if problem is None:
         return True, "", ""
-    message = problem.get("message") or problem.text or "failed"
+    message = problem.get("message") or problem.text or texts["check_failed"]
     if message.startswith("AssertionError: "):
         message = message[len("AssertionError: "):]
     return False, message, hint
@@ -191,13 +200,13 @@ def _pass() -> None:
     return None
 
 
-def _public_check(node: str, every: list[str]) -> Verdict:
+def _public_check(node: str, every: list[str], texts: Texts) -> Verdict:
     def verdict() -> None:
-        outcomes = _public_outcomes(every)
+        outcomes = _public_outcomes(every, texts)
         base = node.split("::", 1)[1]
         found = [o for name, o in outcomes.items() if name == base or name.startswith(base + "[")]
         if not found:
-            raise AssertionError(f"The public check {node} did not run (see the output of python -m pytest).")
+            raise AssertionError(texts["did_not_run"].format(node=node))
         problems = [message for passed, message, _ in found if not passed]
         hints = dict.fromkeys(hint for passed, _, hint in found if hint)  # once, however many cases failed
         if problems:
@@ -205,10 +214,10 @@ def _public_check(node: str, every: list[str]) -> Verdict:
     return verdict
 
 
-def _judge_cases(rows: Sequence[Row]) -> list[Case]:
+def _judge_cases(rows: Sequence[Row], texts: Texts) -> list[Case]:
     """One case per row from the judge's results; a partly passed row gives two (its passed and failed part)."""
     try:
-        data = judge_results()
+        data = judge_results(texts)
     except Exception as exc:  # no verdicts: every row fails with the reason
         reason = str(exc) or repr(exc)
         return [(f"{number} {title}", points, hidden, fail(reason)) for number, title, points, hidden, _ in rows]
@@ -219,35 +228,36 @@ def _judge_cases(rows: Sequence[Row]) -> list[Case]:
     for number, title, points, hidden, _ in rows:
         name, row = f"{number} {title}", by_number.get(number)
         if row is None:
-            cases.append((name, points, hidden, fail(f"Autograder error: no result for test {number}. "
-                                                     "Please tell the staff.")))
+            cases.append((name, points, hidden, fail(texts["no_result"].format(number=number))))
             continue
         if row.get("status") == "passed":
             cases.append((name, points, hidden, _pass))
             continue
-        message = row.get("output", "") or "Failed."
-        if notes.startswith("About your submission") and "Missing:" in notes and not told:
+        message = row.get("output", "") or texts["row_failed"]
+        if notes.startswith(texts["about"]) and texts["missing"] in notes and not told:
             told = True  # once per question
-            message = f"{message}\n\n{notes.split(chr(10) + chr(10))[0]}\n{MISSING_HINT}"
+            message = f"{message}\n\n{notes.split(chr(10) + chr(10))[0]}\n{texts['missing_hint']}"
         score = float(row.get("score", 0.0))
         if 0.0 < score < points:  # partial credit (some cases of the row failed): keep the judge's score
-            cases.append((f"{name} (passed part: {score:g} of {points:g} points)", score, hidden, _pass))
-            cases.append((f"{name} (failed part: {points - score:g} of {points:g} points)", points - score, hidden,
+            part = {"name": name, "points": f"{points:g}"}
+            cases.append((texts["passed_part"].format(score=f"{score:g}", **part), score, hidden, _pass))
+            cases.append((texts["failed_part"].format(score=f"{points - score:g}", **part), points - score, hidden,
                           fail(message)))
         else:
             cases.append((name, points, hidden, fail(message)))
     return cases
 
 
-def cases(rows: Sequence[Row], grading: bool) -> list[Case]:
-    """A test file's otter cases for its ``rows`` (``(number, title, points, hidden, public node or "")``).
+def cases(rows: Sequence[Row], grading: bool, texts: Texts) -> list[Case]:
+    """A test file's otter cases for its ``rows`` (``(number, title, points, hidden, public node or "")``), in the
+    words ``texts`` of its language.
 
     ``grading`` (otter's grading kernel): the cases carry the judge's verdicts, computed now,
     once per submission.  Otherwise (``grader.check`` in a student's notebook) each public
     row's case runs its public check when called, and a row without one has no case.
     """
     if grading:
-        return _judge_cases(rows)
+        return _judge_cases(rows, texts)
     every = sorted({row[4] for row in rows if row[4]})
-    return [(f"{number} {title}", points, hidden, _public_check(node, every))
+    return [(f"{number} {title}", points, hidden, _public_check(node, every, texts))
             for number, title, points, hidden, node in rows if node]
