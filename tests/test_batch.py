@@ -565,8 +565,6 @@ def test_a_claimed_uid_is_seen_as_claimed_until_released() -> None:
 
 def test_a_refused_call_is_a_problem_of_its_own() -> None:
     """The sandbox's refusal (engine/guard.py's message) shows as "refused call" in summary.md and report.html."""
-    phrase = next(p for kind, _, phrases in summary.PROBLEMS if kind == "refused call" for p in phrases)
-    assert phrase in (ROOT / "autograder" / "engine" / "guard.py").read_text()
     tests = [{"number": "2.1", "status": "failed", "score": 0.0, "max_score": 4.0,
               "output": "PermissionError: opening '/etc/shadow' is not allowed while the grader runs your code"}]
     entry = Entry("s", "d", "g", "graded", 0.0, TOP, {"score": 0.0, "tests": tests})
@@ -596,6 +594,8 @@ PROBLEM_OUTPUTS = {
         ("missing file", "amp_step.py 파일이 없습니다. 제출물의 최상위에 올리세요."),
         ("grader fault", "이 테스트에서 채점기에 내부 문제가 생겼습니다(여러분의 잘못이 아닙니다). 조교가 자세한 내용을 볼 수 "
                          "있습니다."),
+        ("refused call", "PermissionError: '/etc/shadow' 열기: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 않습니다"),
+        ("refused call", "PermissionError: socket.__new__: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 않습니다"),
     ],
 }
 
@@ -611,4 +611,4 @@ def test_every_problem_kind_is_recognised_in_every_language(language: str) -> No
     expected = [(kind, f"9.{k}") for k, (kind, _) in enumerate(samples) if kind]
     assert summary.problems(entry) == expected
     kinds = {kind for kind, limit, phrases in summary.PROBLEMS if phrases}
-    assert kinds - {"refused call"} <= {kind for kind, _ in PROBLEM_OUTPUTS["ko"]}  # every kind told in Korean
+    assert kinds <= {kind for kind, _ in PROBLEM_OUTPUTS["ko"]}  # every kind told in Korean

@@ -21,6 +21,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import string
 import sys
 from pathlib import Path
@@ -77,12 +78,27 @@ def _catalogue() -> Any:
     return module
 
 
-def _grade_korean(factory: pytest.TempPathFactory, name: str, entries: list[Any]) -> Path:
-    """The Korean batch of ``entries`` and the solution (graded once per run): its output folder."""
+def _reaching_outside(folder: Path) -> Path:
+    """The solution, but its constructor first reads a file outside the submission (the sandbox refuses it)."""
+    folder.mkdir(parents=True)
+    for source in (ROOT / "solutions").glob("*.py"):
+        shutil.copy(source, folder / source.name)
+    scaler = folder / "loss_scaler.py"
+    text = scaler.read_text(encoding="utf-8")
+    start = text.index("# BEGIN SOLUTION\n", text.index("    def __init__")) + len("# BEGIN SOLUTION\n")
+    scaler.write_text(text[:start] + "        open('/opt/grades.csv').read()\n" + text[start:], encoding="utf-8")
+    return folder
+
+
+def _grade_korean(factory: pytest.TempPathFactory, name: str, entries: list[Any], refused: bool = False) -> Path:
+    """The Korean batch of ``entries`` and the solution (graded once per run), and with ``refused`` a submission
+    whose call the sandbox refuses: its output folder."""
     catalogue = _catalogue()
 
     def build(out: Path) -> None:
         paths = [catalogue.materialize(entry, out / "submissions" / entry.folder_name) for entry in entries]
+        if refused:
+            paths.append(_reaching_outside(out / "submissions" / "reaches_outside"))
         done = grade([*paths, EXAMPLES["solutions"]], out / "grades", "--language", "ko", timeout=3600,
                      env={"AMP_DIAGNOSIS": ""})  # the committed table: the "Likely mistake" lines in Korean
         assert done.returncode == 0, done.stderr[-3000:]
@@ -116,7 +132,7 @@ def korean_problems(out: Path) -> list[str]:
 def korean_batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     entries = [entry for entry in _catalogue().BUGS if entry.name in REPRESENTATIVE_BUGS]
     assert len(entries) == len(REPRESENTATIVE_BUGS)
-    return _grade_korean(tmp_path_factory, "korean-batch", entries)
+    return _grade_korean(tmp_path_factory, "korean-batch", entries, refused=True)
 
 
 # --------------------------------------------------------------------------- the prose measure itself
@@ -141,7 +157,7 @@ def test_korean_batch_speaks_korean(korean_batch: Path) -> None:
 def test_korean_batch_frames_and_pointers(korean_batch: Path) -> None:
     grades = korean_batch / "grades"
     page = (grades / "report.html").read_text(encoding="utf-8")
-    assert '<html lang="ko">' in page and "가로축은 점수(90점 만점), 세로축은 제출물 수(모두 4개)입니다." in page
+    assert '<html lang="ko">' in page and "가로축은 점수(90점 만점), 세로축은 제출물 수(모두 5개)입니다." in page
     assert "<html lang='ko'>" in (grades / "similarity.html").read_text(encoding="utf-8")
     clean = (grades / "solutions" / "feedback.md").read_text(encoding="utf-8")
     assert clean.startswith("# 피드백: solutions\n")
@@ -153,6 +169,11 @@ def test_korean_batch_frames_and_pointers(korean_batch: Path) -> None:
     assert "예상되는 실수:" in refused and "Likely mistake" not in refused  # diagnosed in Korean
     summary = (grades / "summary.md").read_text(encoding="utf-8")
     assert "| 1.8 | update(): inf로 성장하지 않음 |" in summary  # the language's row titles, as in report.html
+    # the sandbox refuses in English inside the student's process; the feedback and the summary say it in Korean
+    outside = (grades / "reaches_outside" / "feedback.md").read_text(encoding="utf-8")
+    assert "'/opt/grades.csv' 열기: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 않습니다" in outside
+    assert "is not allowed" not in outside
+    assert "| 거부된 호출 | 1 | reaches_outside |" in summary
 
 
 def test_every_catalogue_bug_speaks_korean(tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -199,6 +220,23 @@ def test_student_process_messages_are_put_into_korean(monkeypatch: pytest.Monkey
                       "실행되는 동안에는 쓸 수 없습니다. 과제 1은 손실 스케일러를 직접 작성하는 과제입니다(과제 안내서의 "
                       "\"코드에서 쓸 수 없는 것\" 참고)\namp_step.py 파일이 없습니다. 제출물의 최상위에 올리세요.")
     assert words.english("file.missing", file="x.py") == "x.py is missing: upload it at the top level of your submission."
+
+
+def test_the_sandboxs_refusals_are_put_into_korean(monkeypatch: pytest.MonkeyPatch) -> None:
+    """engine/guard.py refuses in English (a student process); the judge shows the refusal in the feedback's language,
+    a quoted path with a space in it included."""
+    english = ("PermissionError: writing '/srv/other student/x.py' is not allowed while the grader runs your code: "
+               "only the current folder, a scratch folder, is writable\n"
+               "PermissionError: opening '/etc/shadow' is not allowed while the grader runs your code\n"
+               "PermissionError: subprocess.Popen is not allowed while the grader runs your code")
+    monkeypatch.setenv(words.ENV, "en")
+    assert words.localised_messages(english) == english
+    monkeypatch.setenv(words.ENV, "ko")
+    assert words.localised_messages(english) == (
+        "PermissionError: '/srv/other student/x.py'에 쓰기: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 "
+        "않습니다. 쓸 수 있는 곳은 현재 폴더(스크래치 폴더)뿐입니다\n"
+        "PermissionError: '/etc/shadow' 열기: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 않습니다\n"
+        "PermissionError: subprocess.Popen: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 않습니다")
 
 
 def test_the_messages_written_out_in_given_tests_are_the_tables(monkeypatch: pytest.MonkeyPatch) -> None:

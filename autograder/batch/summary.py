@@ -42,9 +42,6 @@ RESERVED = frozenset({"gradebook.csv", "summary.md", "summary.json", HISTOGRAM, 
 #: judge.INTERNAL starts with this (a test keeps them in step; judge itself imports pytest and torch).
 INTERNAL_PREFIX = "The grader hit an internal problem"
 
-#: What engine/guard.py's refusals say (in English only: the sandbox's own words, not a table's).
-REFUSED_PHRASE = "is not allowed while the grader runs your code"
-
 #: (kind, is a limit, phrases in a failing test's message that reveal it); first match wins.  Limits are
 #: classified by the sandbox's own records (results.json's extra_data.limits_hit), never by message text,
 #: which student code can imitate; only the other kinds are recognised by their phrases, which are the telling
@@ -58,7 +55,8 @@ PROBLEMS: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
                              *words.phrases("file.not_utf8"), *words.phrases("file.undefined"),
                              *strings.phrases("row_file_broken"))),
     ("missing file", False, (*words.phrases("file.missing"), *strings.phrases("row_file_missing"))),
-    ("refused call", False, (REFUSED_PHRASE,)),
+    ("refused call", False, (*words.phrases("refused.call"), *words.phrases("refused.open"),
+                             *words.phrases("refused.write"))),
     ("grader fault", False, (INTERNAL_PREFIX, *strings.phrases("internal"))),
 )
 

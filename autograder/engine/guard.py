@@ -29,6 +29,8 @@ from typing import Any
 
 import torch
 
+from checks.words import english
+
 
 class Refused(PermissionError):
     """A call the grader does not allow in a student process."""
@@ -54,8 +56,8 @@ def install(submission: str, scratch: str, extra_read: tuple[str, ...] = (), hid
         "/proc/self", "/sys", "/dev", "/usr", "/lib", "/lib64", "/etc", *extra_read)}))
     writable = (os.path.realpath(scratch), "/dev/null")
 
-    def refuse(what: str) -> None:
-        raise Refused(f"{what} is not allowed while the grader runs your code")
+    def refuse(key: str, **fields: str) -> None:
+        raise Refused(english(key, **fields))  # the judge puts it in the feedback's language
 
     def check_open(args: tuple[Any, ...]) -> None:
         path, mode, flags = (tuple(args) + (None, None, None))[:3]
@@ -66,13 +68,13 @@ def install(submission: str, scratch: str, extra_read: tuple[str, ...] = (), hid
         writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
             isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
         if writing and not _under(real, writable):
-            refuse(f"writing {text!r} (only the current folder, a scratch folder, is writable)")
+            refuse("refused.write", path=repr(text))
         if not writing and (not _under(real, readable) or real in hidden):
-            refuse(f"opening {text!r}")
+            refuse("refused.open", path=repr(text))
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event in REFUSED_EVENTS or event.startswith(REFUSED_PREFIXES):
-            refuse(event)
+            refuse("refused.call", call=event)
         elif event == "open":
             check_open(args)
 
