@@ -62,8 +62,6 @@ CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
 JUDGE_TIMEOUT = 1800
 #: The junit property of a failed public check that names its likely mistake (``checks.judge.diagnose.JUNIT_PROPERTY``).
 LIKELY_MISTAKE_PROPERTY = "likely_mistake"
-#: The setting the checks and the judge read their language from (``checks.words.ENV``).
-LANGUAGE_SETTING = "AMP_LANGUAGE"
 
 #: ``(number, title, points, hidden, public check node id or "")``: one rubric row of a test file.
 Row = Sequence[Any]
@@ -71,8 +69,9 @@ Row = Sequence[Any]
 Verdict = Callable[[], None]
 #: ``(case name, points, hidden, verdict)``: one otter test case.
 Case = tuple[str, float, bool, Verdict]
-#: A test file's words (``otter_build.bridge_texts``): message templates by name, and ``language`` (its code),
-#: ``about`` and ``missing`` (how the judge's notes on a submission open, and the words of its missing-files note).
+#: A test file's words (``otter_build.bridge_texts``): message templates by name; ``language`` (its code) and
+#: ``setting`` (the variable the checks and the judge read it from); ``about`` and ``missing`` (how the judge's
+#: notes on a submission open, and the words of its missing-files note).
 Texts = Mapping[str, str]
 
 _CACHE: dict[str, Any] = {}  # judge results and public outcomes, shared by the test files of this process
@@ -111,7 +110,7 @@ def _protect(path: Path) -> None:
 
 def _environment(texts: Texts) -> dict[str, str]:
     """The environment of the checks' and the judge's processes: this one's, in the test file's language."""
-    return {**os.environ, LANGUAGE_SETTING: texts["language"]}
+    return {**os.environ, texts["setting"]: texts["language"]}
 
 
 def judge_results(texts: Texts) -> dict[str, Any]:

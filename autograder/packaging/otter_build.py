@@ -54,7 +54,7 @@ from pathlib import Path
 
 from checks import words
 
-from autograder import locations
+from autograder import locations, settings
 from autograder.engine import rubric, strings
 from autograder.packaging import otter_bridge
 from autograder import PACKAGE, ROOT
@@ -201,11 +201,12 @@ WORDS_PREFIX = "otter."
 
 def bridge_texts(language: str) -> dict[str, str]:
     """The words a test file hands its bridge (``otter_bridge.Texts``) in ``language``: the ``otter.*`` messages of
-    ``checks/words.py``, the language's code, and how the judge's notes open and say that files are missing (the
+    ``checks/words.py``, the language's code and its setting's name, and how the judge's notes open and say that files are missing (the
     grader's own table, :mod:`autograder.engine.strings`), to tell a missing file once per question."""
     table = words.TABLES[language]
     texts = {key[len(WORDS_PREFIX):]: text for key, text in table.items() if key.startswith(WORDS_PREFIX)}
-    return {**texts, "language": language, "about": strings.template(language, "about_submission"),
+    return {**texts, "language": language, "setting": settings.LANGUAGE.env,
+            "about": strings.template(language, "about_submission"),
             "missing": words.telling_words(strings.template(language, "intake.missing"))}
 
 
