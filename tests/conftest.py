@@ -56,6 +56,10 @@ SLOW = (
     "tests/test_gpu_check.py::test_gpu_check_dry_writes_the_report",
     # the hidden suite from the CLI and from a simulated Gradescope run (test_gradescope.py keeps a simulated run)
     "tests/test_isolation.py::test_hidden_suite_explores_the_same_scenarios_from_cli_and_gradescope",
+    # bugs graded with a freshly built table (make test checks the catalogue's diagnoses with the committed one:
+    # test_catalogue.py's test_a_named_mistake_is_the_bugs_own_and_sits_on_a_failing_row)
+    "tests/test_diagnosis.py::test_graded_bugs_are_diagnosed_as_themselves_on_their_failing_rows",
+    "tests/test_diagnosis.py::test_a_correct_variant_gets_no_diagnosis",
     # a plan recorded once per key across processes (test_plan_cache.py's other tests stay in make test)
     "tests/test_plan_cache.py::test_one_submission_records_the_plan_once_then_reuses_it",
 )

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from autograder.diagnosis.table import Table
 from autograder.engine import rubric
 from conftest import ROOT, grade
 
@@ -293,6 +294,26 @@ def test_most_bugs_are_named_and_no_variant_is(graded: dict[str, dict[str, Any]]
     assert len(hits) >= 0.8 * len(bugs), f"{len(hits)} of {len(bugs)} named: missing " + \
         ", ".join(entry.name for entry in bugs if entry.name not in hits)
     assert not {entry.name: named(entry) for entry in VARIANTS if named(entry)}
+
+
+def test_a_named_mistake_is_the_bugs_own_and_sits_on_a_failing_row(graded: dict[str, dict[str, Any]]) -> None:
+    """Every diagnosis of the catalogue's grades names the entry's own bug (or a listed twin), on a row it failed,
+    with the line in that row's output; no other row carries a "Likely mistake" line."""
+    table = Table.from_json((ROOT / "autograder" / "hidden" / "diagnosis.json").read_text(encoding="utf-8"))
+    wrong = []
+    for entry in ENTRIES:
+        results = graded[entry.name]
+        diagnosis = results.get("extra_data", {}).get("diagnosis", {})
+        for test in results["tests"]:
+            number, output = test.get("number"), str(test.get("output", ""))
+            if number in diagnosis:
+                bugs = diagnosis[number]
+                if not set(bugs) <= table.twins_of(entry.name) or test["status"] != "failed" \
+                        or table.sentence(bugs) not in output:
+                    wrong.append(f"{entry.name}: row {number} diagnosed as {bugs}")
+            elif LIKELY_MISTAKE.search(output):
+                wrong.append(f"{entry.name}: row {number} has a line but no diagnosis")
+    assert not wrong, "\n".join(wrong)
 
 
 def test_every_row_of_tasks_1_and_2_catches_some_bug(graded: dict[str, dict[str, Any]]) -> None:
