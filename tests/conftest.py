@@ -60,6 +60,7 @@ SLOW = (
     # test_catalogue.py's test_a_named_mistake_is_the_bugs_own_and_sits_on_a_failing_row)
     "tests/test_diagnosis.py::test_graded_bugs_are_diagnosed_as_themselves_on_their_failing_rows",
     "tests/test_diagnosis.py::test_a_correct_variant_gets_no_diagnosis",
+    "tests/test_diagnosis.py::test_listed_twins_are_named_together_when_graded",
     # a plan recorded once per key across processes (test_plan_cache.py's other tests stay in make test)
     "tests/test_plan_cache.py::test_one_submission_records_the_plan_once_then_reuses_it",
 )

@@ -316,6 +316,12 @@ def test_a_named_mistake_is_the_bugs_own_and_sits_on_a_failing_row(graded: dict[
     assert not wrong, "\n".join(wrong)
 
 
+def test_listed_twins_are_named_together(graded: dict[str, dict[str, Any]]) -> None:
+    """Two bugs that answer every case of row 2.1 alike (listed as twins) are both named, whichever was made."""
+    for bug in ("hardcoded_cuda", "no_autocast"):
+        assert graded[bug]["extra_data"]["diagnosis"].get("2.1") == ["hardcoded_cuda", "no_autocast"], bug
+
+
 def test_every_row_of_tasks_1_and_2_catches_some_bug(graded: dict[str, dict[str, Any]]) -> None:
     """Coverage on the actual verdicts: each Task-1/2 row fails at least one catalogue bug."""
     uncaught = []
