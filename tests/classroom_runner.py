@@ -7,7 +7,8 @@ What each kind of step does here is what it does on GitHub, as far as grading go
   grader's pins hold on, 3.10 to 3.13);
 * ``run:``: ``bash --noprofile --norc -eo pipefail`` in the workspace, as GitHub's runners do, with pip kept
   off every index (``PIP_NO_INDEX``): the template's requirements must already be what this environment holds;
-  ``timeout-minutes`` applies; after a step fails, only steps with ``if: always()`` run;
+  ``timeout-minutes`` applies; after a step fails, only steps with ``if: always()`` run; the ``key=value`` lines
+  it appends to the file ``$GITHUB_OUTPUT`` names are its outputs (``steps.<id>.outputs.<key>``);
 * ``classroom-resources/autograding-command-grader``: its ``src/main.js`` (v1, commit 7712c71) in Python: the
   setup command, then the command, in ``/bin/sh`` with only PATH, HOME and its fixed variables, the timeout in
   minutes; exit 0 gives ``max-score`` (``parseInt``), anything else 0; the result JSON, base64, is the step's
@@ -43,9 +44,9 @@ SUPPORTED_PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 
 @dataclass
 class Run:
-    points: int = 0
-    max_points: int = 0
-    rows: dict[str, dict[str, Any]] = field(default_factory=dict)  # test-name -> the command grader's result
+    points: float = 0
+    max_points: float = 0
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)  # step name -> its result (the command grader's format)
     logs: dict[str, str] = field(default_factory=dict)  # step name -> what it printed
     order: list[str] = field(default_factory=list)  # step names as they ran
     failed: bool = False  # the reporter's verdict (some row failed or errored)
@@ -112,7 +113,9 @@ def run_workflow(workflow: Path, repository: Path, scratch: Path) -> Run:
             assert str(inputs["python-version"]) in SUPPORTED_PYTHONS, inputs
             path = f"{Path(sys.executable).parent}{os.pathsep}{path}"
         elif "run" in step:
-            env = {**os.environ, "PATH": path, "PIP_NO_INDEX": "1", "RUNNER_TEMP": str(temp)}
+            outputs = temp / f"output-{len(outcome.order)}"
+            outputs.touch()
+            env = {**os.environ, "PATH": path, "PIP_NO_INDEX": "1", "RUNNER_TEMP": str(temp), "GITHUB_OUTPUT": str(outputs)}
             timeout = float(step.get("timeout-minutes", 360)) * 60
             # Its own process group: a step cut short by its time limit loses every process it started, as on GitHub.
             process = subprocess.Popen(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
@@ -127,10 +130,15 @@ def run_workflow(workflow: Path, repository: Path, scratch: Path) -> Run:
                 failed = True
             if failed:
                 outcome.step_failed = outcome.step_failed or name
+            for line in outputs.read_text(encoding="utf-8").splitlines():
+                key, _, value = line.partition("=")
+                context[f"steps.{step.get('id')}.outputs.{key}"] = value
+                if key == "result":
+                    outcome.rows[name] = json.loads(base64.b64decode(value))
         elif uses.startswith("classroom-resources/autograding-command-grader@"):
             result, outcome.logs[name] = _command_grader(inputs, workspace, path, context)
             context[f"steps.{step['id']}.outputs.result"] = base64.b64encode(json.dumps(result).encode()).decode()
-            outcome.rows[inputs["test-name"]] = result
+            outcome.rows[name] = result
         elif uses.startswith("classroom-resources/autograding-grading-reporter@"):
             env = {key: _substitute(value, context) for key, value in (step.get("env") or {}).items()}
             for runner in str(inputs["runners"]).split(","):

@@ -6,8 +6,10 @@ template with a student's files pushed (``classroom_runner.py`` says what each k
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
+import json
 import shutil
 import subprocess
 import sys
@@ -19,12 +21,14 @@ import yaml
 from autograder.batch import inputs, roster
 from autograder.packaging import classroom
 from classroom_runner import run_workflow
-from conftest import ROOT, grade
+from conftest import ROOT, grade, load_results
 from test_isolation import outside_code_fences
 
 CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
 #: The public rows students see on every push (rubric.py: 5 of Task 1, 3 of Task 2), with their points.
 PUBLIC_ROWS = {"1.1": 3, "1.2": 3, "1.3": 3, "1.4": 3, "1.5": 4, "2.1": 4, "2.2": 3, "2.3": 3}
+#: The public rows whose test is parametrized (22 bad constructor arguments; two autocast dtypes): each case its share.
+SHARED_ROWS = {"1.1", "2.1"}
 ROSTER = '''"identifier","github_username","github_id","name"
 "ada@uni.example","AdaL","101","Ada Lovelace"
 "s-2","grace-h","102",""
@@ -60,21 +64,28 @@ def test_workflow_has_one_graded_step_per_public_row_and_runs_the_checks_once(te
     spec = yaml.safe_load((template / ".github/workflows/classroom.yml").read_text())
     assert set(spec["on"]) == {"push", "repository_dispatch"}
     steps = spec["jobs"]["run-autograding-tests"]["steps"]
-    graders = [s for s in steps if s.get("uses", "").startswith("classroom-resources/autograding-command-grader@")]
-    assert {s["with"]["test-name"].split()[0]: s["with"]["max-score"] for s in graders} == PUBLIC_ROWS
+    rows = [s for s in steps if s.get("id", "").startswith("row-")]
+    graders = [s for s in rows if s.get("uses", "").startswith("classroom-resources/autograding-command-grader@")]
+    shared = [s for s in rows if s not in graders]
+    assert {s["with"]["test-name"].split()[0]: s["with"]["max-score"] for s in graders} == {
+        number: points for number, points in PUBLIC_ROWS.items() if number not in SHARED_ROWS}
+    assert {s["name"].split()[0]: int(s["run"].rsplit("--shares ", 1)[1]) for s in shared} == {
+        number: points for number, points in PUBLIC_ROWS.items() if number in SHARED_ROWS}
+    assert [s["name"].split()[0] for s in rows] == list(PUBLIC_ROWS)  # rubric order
+    assert all(s.get("if") == "always()" and s["run"].startswith("python .github/classroom/row.py ") for s in shared)
     assert sum(PUBLIC_ROWS.values()) == 26
-    assert graders[0]["with"]["test-name"] == "1.1 Constructor rejects bad arguments"
+    assert rows[0]["name"] == "1.1 Constructor rejects bad arguments"
+    assert classroom.shared_rows() == SHARED_ROWS
     korean = yaml.safe_load(classroom.workflow("ko"))["jobs"]["run-autograding-tests"]["steps"]
-    assert [s["with"]["max-score"] for s in korean if "with" in s and "max-score" in s["with"]] == list(PUBLIC_ROWS.values())
-    assert any(s.get("name") == "1.1 생성자가 잘못된 인자를 거부함" for s in korean)
+    assert [s["name"] for s in korean if s.get("id", "").startswith("row-")][0] == "1.1 생성자가 잘못된 인자를 거부함"
     assert not any("setup-command" in s["with"] for s in graders)  # nothing per row but reading the results
     assert all("pytest" not in s["with"]["command"] for s in graders)
     pytest_runs = [s for s in steps if "python -m pytest" in s.get("run", "")]
     assert len(pytest_runs) == 1  # the grader runs once per push
     reporter = steps[-1]
     assert reporter["uses"].startswith("classroom-resources/autograding-grading-reporter@")
-    assert reporter["with"]["runners"].split(",") == [s["id"] for s in graders]
-    assert set(reporter["env"]) == {f"{s['id'].upper()}_RESULTS" for s in graders}
+    assert reporter["with"]["runners"].split(",") == [s["id"] for s in rows]
+    assert set(reporter["env"]) == {f"{s['id'].upper()}_RESULTS" for s in rows}
 
 
 def test_the_solution_gets_every_public_point_on_a_push(template: Path, tmp_path: Path) -> None:
@@ -91,6 +102,38 @@ def test_the_skeleton_gets_no_public_point_and_says_why(template: Path, tmp_path
     assert (run.points, run.max_points, run.failed) == (0, 26, True)
     log = run.logs["1.2 scale(): float32, no overflow"]
     assert "0 of" in log and "NotImplementedError" in log
+
+
+def test_a_row_whose_cases_share_its_points_writes_each_cases_share(tmp_path: Path) -> None:
+    """``row.py --shares``: the command grader's result format in ``$GITHUB_OUTPUT``, a passed case worth
+    points / cases, a failed one 0 with the command that reruns it; the step itself succeeds."""
+    row = ROOT / "autograder" / "packaging" / "classroom_row.py"
+    (tmp_path / "r.xml").write_text(
+        '<testsuites><testsuite>'
+        '<testcase classname="checks.test_public_scaler" name="test_c[a]"/>'
+        '<testcase classname="checks.test_public_scaler" name="test_c[b]"><failure message="no">trace</failure></testcase>'
+        '<testcase classname="checks.test_public_scaler" name="test_c[c]"/>'
+        '<testcase classname="checks.test_public_scaler" name="test_cx"/>'
+        '<testcase classname="checks.test_public_scaler" name="test_c[d]"/>'
+        '</testsuite></testsuites>')
+    output = tmp_path / "github-output"
+    done = subprocess.run([sys.executable, str(row), str(tmp_path / "r.xml"), "test_c", "--shares", "3"],
+                          capture_output=True, text=True, env={"GITHUB_OUTPUT": str(output)})
+    assert done.returncode == 0 and "3 of 4 case(s) of test_c passed." in done.stdout and "trace" in done.stdout
+    (line,) = output.read_text().splitlines()
+    assert line.startswith("result=")
+    result = json.loads(base64.b64decode(line[len("result="):]))
+    assert (result["version"], result["status"], result["max_score"]) == (1, "fail", 3.0)
+    assert [(t["name"], t["status"], t["score"]) for t in result["tests"]] == [
+        ("test_c[a]", "pass", 0.75), ("test_c[b]", "fail", 0), ("test_c[c]", "pass", 0.75), ("test_c[d]", "pass", 0.75)]
+    assert result["tests"][1]["test_code"] == 'python -m pytest "checks/test_public_scaler.py::test_c[b]"'
+    assert result["tests"][1]["message"] == "failure: no\ntrace"
+    output.unlink()
+    done = subprocess.run([sys.executable, str(row), str(tmp_path / "none.xml"), "test_c", "--shares", "3"],
+                          capture_output=True, text=True, env={"GITHUB_OUTPUT": str(output)})
+    result = json.loads(base64.b64decode(output.read_text().split("=", 1)[1]))
+    assert done.returncode == 0 and "left no results" in done.stdout
+    assert (result["status"], result["max_score"], sum(t["score"] for t in result["tests"])) == ("fail", 3.0, 0)
 
 
 def test_row_script_fails_a_row_whose_checks_left_no_results(tmp_path: Path) -> None:
@@ -170,3 +213,22 @@ def test_checks_cut_short_still_report_every_row_at_zero(template: Path, tmp_pat
     assert run.step_failed.startswith("Run the public checks")
     assert (run.points, run.max_points, run.failed) == (0, 26, True) and len(run.rows) == 8
     assert "left no results" in run.logs["1.1 Constructor rejects bad arguments"]
+
+
+def test_a_row_whose_cases_partly_pass_gets_its_share_as_in_the_batch(template: Path, tmp_path: Path) -> None:
+    """A constructor that accepts growth_factor == 1 fails 1 of row 1.1's 22 cases: 3 * 21 / 22 points on every
+    push, as the TA batch gives it, instead of the command grader's all or nothing."""
+    from autograder.diagnosis.table import load_catalogue
+
+    entry = next(e for e in load_catalogue().BUGS if e.name == "constructor_accepts_growth_factor_one")
+    submission = load_catalogue().materialize(entry, tmp_path / "bug")
+    repository = push(template, submission, tmp_path / "repo")
+    run = run_workflow(repository / ".github/workflows/classroom.yml", repository, tmp_path / "runner")
+    assert run.points == pytest.approx(23 + 3 * 21 / 22) and run.max_points == 26 and run.failed
+    row = run.rows["1.1 Constructor rejects bad arguments"]
+    assert [t["status"] for t in row["tests"]].count("fail") == 1 and len(row["tests"]) == 22
+    done = grade([submission], tmp_path / "batch")
+    assert done.returncode == 0, done.stderr[-3000:]
+    batch = {t["number"]: t["score"] for t in load_results(tmp_path / "batch", "bug")["tests"]
+             if t.get("number") in PUBLIC_ROWS}
+    assert batch["1.1"] == 2.8636 and round(run.points, 4) == round(sum(batch.values()), 4)

@@ -8,19 +8,23 @@ the checks' packages, pinned as in ``pyproject.toml``), ``.github/classroom/row.
 * the public checks run **once** per push (``python -m pytest --junitxml ...``);
 * one ``classroom-resources/autograding-command-grader`` step per public rubric row, with the row's points as
   ``max-score``, reads that run's results (``row.py``): the row passes when every case of its test passed;
+* but a row whose cases share its points (a parametrized test: the grader gives a case that fails its share
+  only) gets a step of its own instead, ``row.py ... --shares POINTS``, which writes the command grader's
+  result format with one entry per case (the command grader gives all or nothing);
 * ``classroom-resources/autograding-grading-reporter`` totals them for the student and for GitHub Classroom.
 
 The row steps and the reporter run ``if: always()``: a run of the checks that is cut short (its time limit)
 still reports every row, at 0 where there is no result.
 
 Nothing of the hidden suite is in the template: final grades come from the TA batch over the cloned
-repositories (``python -m autograder grade REPOS --roster classroom_roster.csv``).  GitHub's command grader
-gives a row all of its points or none, so a row whose cases partly pass counts 0 here and its share in the batch.
+repositories (``python -m autograder grade REPOS --roster classroom_roster.csv``).  A row counts here what it
+counts in the batch: all or nothing for a single test, each passed case's share for a parametrized one.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import sys
 from pathlib import Path
@@ -46,6 +50,19 @@ CHECKS_TIMEOUT_MINUTES = 30
 def public_rows() -> list[rubric.Item]:
     """The rubric rows students see at once: the workflow's rows, in rubric order."""
     return [item for item in rubric.ITEMS if item.suite == rubric.PUBLIC]
+
+
+def shared_rows() -> set[str]:
+    """The public rows whose test is parametrized in ``assignment/checks`` (read from the source, not imported): its
+    cases share the row's points."""
+    shared = set()
+    tests = {item.test: item.number for item in public_rows()}
+    for path in sorted((ROOT / "assignment" / "checks").glob("test_public_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and node.name in tests and any(
+                    "parametrize" in ast.unparse(decorator) for decorator in node.decorator_list):
+                shared.add(tests[node.name])
+    return shared
 
 
 def step_id(item: rubric.Item) -> str:
@@ -106,6 +123,7 @@ def workflow(language: str = strings.DEFAULT) -> str:
         f"          rm -f \"{RESULTS_XML}\"",
         f"          python -m pytest --junitxml=\"{RESULTS_XML}\" || true",
     ]
+    shared = shared_rows()
     for item in rows:
         name = row_name(item, language)
         command = f'python {ROW_SCRIPT} "{RESULTS_XML}" {item.test}'
@@ -113,6 +131,12 @@ def workflow(language: str = strings.DEFAULT) -> str:
             f"      - name: {_q(name)}",
             f"        id: {step_id(item)}",
             "        if: always()",
+        ]
+        if item.number in shared:  # each case its share: the step writes the command grader's result itself
+            lines += [f"        timeout-minutes: {ROW_TIMEOUT_MINUTES}",
+                      f"        run: {_q(f'{command} --shares {_max_score(item)}')}"]
+            continue
+        lines += [
             f"        uses: {COMMAND_GRADER}",
             "        with:",
             f"          test-name: {_q(name)}",
