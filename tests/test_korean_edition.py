@@ -21,7 +21,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import string
 import sys
 from pathlib import Path
@@ -78,27 +77,24 @@ def _catalogue() -> Any:
     return module
 
 
-def _reaching_outside(folder: Path) -> Path:
+#: The solution's constructor check, before which the submission below reads a file outside itself.
+CONSTRUCTOR_CHECK = "        if not (isinstance(init_scale, (int, float)) and math.isfinite(init_scale) and init_scale > 0):\n"
+
+
+def _reaching_outside() -> Any:
     """The solution, but its constructor first reads a file outside the submission (the sandbox refuses it)."""
-    folder.mkdir(parents=True)
-    for source in (ROOT / "solutions").glob("*.py"):
-        shutil.copy(source, folder / source.name)
-    scaler = folder / "loss_scaler.py"
-    text = scaler.read_text(encoding="utf-8")
-    start = text.index("# BEGIN SOLUTION\n", text.index("    def __init__")) + len("# BEGIN SOLUTION\n")
-    scaler.write_text(text[:start] + "        open('/opt/grades.csv').read()\n" + text[start:], encoding="utf-8")
-    return folder
+    catalogue = _catalogue()
+    patch = catalogue.Patch("loss_scaler.py", CONSTRUCTOR_CHECK,
+                            "        open('/opt/grades.csv').read()\n" + CONSTRUCTOR_CHECK)
+    return catalogue.Entry("reaches_outside", "Reads a file outside the submission.", "bug", patches=(patch,))
 
 
-def _grade_korean(factory: pytest.TempPathFactory, name: str, entries: list[Any], refused: bool = False) -> Path:
-    """The Korean batch of ``entries`` and the solution (graded once per run), and with ``refused`` a submission
-    whose call the sandbox refuses: its output folder."""
+def _grade_korean(factory: pytest.TempPathFactory, name: str, entries: list[Any]) -> Path:
+    """The Korean batch of ``entries`` and the solution (graded once per run): its output folder."""
     catalogue = _catalogue()
 
     def build(out: Path) -> None:
         paths = [catalogue.materialize(entry, out / "submissions" / entry.folder_name) for entry in entries]
-        if refused:
-            paths.append(_reaching_outside(out / "submissions" / "reaches_outside"))
         done = grade([*paths, EXAMPLES["solutions"]], out / "grades", "--language", "ko", timeout=3600,
                      env={"AMP_DIAGNOSIS": ""})  # the committed table: the "Likely mistake" lines in Korean
         assert done.returncode == 0, done.stderr[-3000:]
@@ -132,7 +128,7 @@ def korean_problems(out: Path) -> list[str]:
 def korean_batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     entries = [entry for entry in _catalogue().BUGS if entry.name in REPRESENTATIVE_BUGS]
     assert len(entries) == len(REPRESENTATIVE_BUGS)
-    return _grade_korean(tmp_path_factory, "korean-batch", entries, refused=True)
+    return _grade_korean(tmp_path_factory, "korean-batch", [*entries, _reaching_outside()])
 
 
 # --------------------------------------------------------------------------- the prose measure itself
@@ -170,10 +166,10 @@ def test_korean_batch_frames_and_pointers(korean_batch: Path) -> None:
     summary = (grades / "summary.md").read_text(encoding="utf-8")
     assert "| 1.8 | update(): inf로 성장하지 않음 |" in summary  # the language's row titles, as in report.html
     # the sandbox refuses in English inside the student's process; the feedback and the summary say it in Korean
-    outside = (grades / "reaches_outside" / "feedback.md").read_text(encoding="utf-8")
+    outside = (grades / "bug-reaches_outside" / "feedback.md").read_text(encoding="utf-8")
     assert "'/opt/grades.csv' 열기: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 않습니다" in outside
     assert "is not allowed" not in outside
-    assert "| 거부된 호출 | 1 | reaches_outside |" in summary
+    assert "| 거부된 호출 | 1 | bug-reaches_outside |" in summary
 
 
 def test_every_catalogue_bug_speaks_korean(tmp_path_factory: pytest.TempPathFactory) -> None:
