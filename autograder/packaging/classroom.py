@@ -83,7 +83,7 @@ def _q(text: str) -> str:
 
 def row_name(item: rubric.Item, language: str = strings.DEFAULT) -> str:
     """The row's name in the workflow (students see it in the run): its number and title in ``language``."""
-    return f"{item.number} {strings.TITLES.get(strings.check_language(language), {}).get(item.number, item.title)}"
+    return f"{item.number} {strings.title(item, strings.check_language(language))}"
 
 
 def workflow(language: str = strings.DEFAULT) -> str:

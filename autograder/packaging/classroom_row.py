@@ -67,10 +67,9 @@ def main(argv: list[str]) -> int:
     shares = None
     if len(argv) == 4 and argv[2] == "--shares":
         try:
-            shares = float(argv[3])
+            shares, argv = float(argv[3]), argv[:2]
         except ValueError:
-            shares = None
-        argv = argv[:2] if shares is not None else argv
+            pass  # told by the usage line below
     if len(argv) != 2:
         print(USAGE, file=sys.stderr)
         return 2

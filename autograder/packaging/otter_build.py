@@ -201,8 +201,9 @@ WORDS_PREFIX = "otter."
 
 def bridge_texts(language: str) -> dict[str, str]:
     """The words a test file hands its bridge (``otter_bridge.Texts``) in ``language``: the ``otter.*`` messages of
-    ``checks/words.py``, the language's code and its setting's name, and how the judge's notes open and say that files are missing (the
-    grader's own table, :mod:`autograder.engine.strings`), to tell a missing file once per question."""
+    ``checks/words.py``, the language's code and its setting's name, and how the judge's notes open and say that
+    files are missing (the grader's own table, :mod:`autograder.engine.strings`), to tell a missing file once per
+    question."""
     table = words.TABLES[language]
     texts = {key[len(WORDS_PREFIX):]: text for key, text in table.items() if key.startswith(WORDS_PREFIX)}
     return {**texts, "language": language, "setting": settings.LANGUAGE.env,
