@@ -88,7 +88,7 @@ def test_the_probe_measures_the_weaker_levels(missing: str, level: str) -> None:
         skip_unless_ci("needs root (the probe drops to nobody) and the seccomp binding")
     code = (f"import sys; sys.path[:0] = [{str(ROOT)!r}]\n"
             "from autograder.engine import confine\n"
-            "confine.enter_namespaces = lambda libc, is_root: False  # as without CAP_SYS_ADMIN\n"
+            "confine.enter_namespaces = lambda libc, is_root, tell=None: False  # as without CAP_SYS_ADMIN\n"
             + "".join(f"confine.{name} = None\n" for name in missing.split())
             + "print(confine.probe_level())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

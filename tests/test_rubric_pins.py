@@ -274,17 +274,20 @@ def test_the_sandbox_limits_ship_their_numbers(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_one_call_gets_20_seconds_unless_its_test_asks_for_more(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The sandbox's cut of one call (20 s; a longer one asked for, up to 120 s; never past the budget left)."""
+    """The sandbox's cut of one call: 20 s of CPU time (a longer one asked for, up to 120 s), twice that on
+    the clock, never past the budget left."""
     monkeypatch.delenv("AMP_SANDBOX_LIMITS", raising=False)
 
-    def call_limit(timeout: float | None, left: float = 300.0) -> tuple[float, bool]:
+    def call_limit(timeout: float | None, left: float = 300.0) -> tuple[float, float, bool]:
         runner = SimpleNamespace(limits=zygote.default_limits(), _budget_left=lambda: left)
+        runner._wall_bound = lambda limit: sandbox.SandboxRunner._wall_bound(runner, limit)  # type: ignore[arg-type]
         return sandbox.SandboxRunner._call_limit(runner, timeout)  # type: ignore[arg-type]
 
-    assert call_limit(None) == (20, False)
-    assert call_limit(60) == (60, False)
-    assert call_limit(500) == (120, False)
-    assert call_limit(None, left=5) == (5, True)
+    assert call_limit(None) == (20, 40, False)
+    assert call_limit(60) == (60, 120, False)
+    assert call_limit(500) == (120, 240, False)
+    assert call_limit(None, left=5) == (20, 5, True)
+    assert call_limit(None, left=39) == (20, 39, True)
 
 
 def test_the_shipped_limits_without_any_override(shipped: dict[str, Any]) -> None:

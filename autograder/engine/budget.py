@@ -8,6 +8,9 @@ and the batch's watchdog all read their numbers from here, so they cannot disagr
   to what is left of it; once it is spent, every remaining test fails at once with
   "time budget used up" and the submission is **graded** (its finished tests keep their
   points), never "errored".
+* :data:`IMPORT_SECONDS` and :data:`CALL_SECONDS` are CPU time of the student's process, with a
+  wall-clock bound of ``WALL_FACTOR`` times as much for a process that waits instead of computing
+  (:mod:`autograder.engine.student_processes`): a busy machine is never charged to a submission.
 * The batch watchdog (:func:`watchdog_seconds`) only catches a worker whose limits failed:
   the budget plus a fixed grace for the judge's bookkeeping after the budget is spent.
 """

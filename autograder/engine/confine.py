@@ -113,12 +113,13 @@ def die_with_parent(signum: int = signal.SIGKILL, parent: int | None = None) -> 
         os._exit(1)
 
 
-def enter_namespaces(libc: Any, is_root: bool) -> bool:
+def enter_namespaces(libc: Any, is_root: bool, tell: Callable[[int], None] | None = None) -> bool:
     """Unshare mount, network, IPC and PID namespaces (plus user when not root); True if it worked.
 
     On success the caller continues as PID 1 of a new PID namespace with a fresh ``/proc``
-    (a fork happens here: the original process waits for it and exits with its status),
-    and ``/`` is a private mount tree, so nothing mounted later leaks out.
+    (a fork happens here: the original process waits for it and exits with its status, after
+    calling ``tell`` with the new process's pid as seen from outside, the one whose CPU time the
+    judge then measures), and ``/`` is a private mount tree, so nothing mounted later leaks out.
     """
     uid, gid, parent = os.geteuid(), os.getegid(), os.getppid()
     flags = _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWPID | (0 if is_root else _CLONE_NEWUSER)
@@ -134,6 +135,8 @@ def enter_namespaces(libc: Any, is_root: bool) -> bool:
     libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None)
     child = os.fork()
     if child:  # the original process: stay until the namespace's init ends, then end alike
+        if tell is not None:
+            tell(child)
         for fd in range(3, 1024):  # hold none of the pipes: the judge must see EOF when the child ends
             try:
                 os.close(fd)

@@ -38,7 +38,7 @@ from checks.student import serve
 from autograder import settings
 from autograder.engine import budget, confine, replies, rubric, strings
 from autograder.engine.files import kill_uid
-from autograder.engine.student_processes import OutputLog, StudentProcess
+from autograder.engine.student_processes import WALL_FACTOR, OutputLog, StudentProcess
 from autograder.engine.zygote import (PRIVATE_TOPS, REPO_ROOT, SHARED_TMP, DeviceAccess, Limits,  # noqa: F401
                                SpawnRequest, Zygote, default_limits, start_zygote)
 
@@ -48,6 +48,15 @@ __all__ = ["SandboxRunner", "Limits", "DeviceAccess", "default_limits", "start_z
 IMPORT_ORDER, SCENARIO_NEEDS = serve.IMPORT_ORDER, serve.SCENARIO_NEEDS
 SCRATCH_FAULT = (f"wrote more than {confine.SCRATCH_BYTES // 2**20} MiB (or {confine.SCRATCH_ENTRIES} files) "
                  "to its scratch folder; it was stopped")
+
+
+#: Wall seconds a new student process may take for the grader's own set-up (namespaces, covers, Landlock,
+#: seccomp), before any student code runs: not charged to the submission; past it the grader is at fault.
+SETUP_SECONDS = 60.0
+
+
+class SetupFailed(RuntimeError):
+    """A student process did not finish the grader's set-up: the grader's failure, never the submission's."""
 
 
 def canonical(value: Any) -> str:
@@ -141,17 +150,35 @@ class SandboxRunner:
         return StudentProcess(pid, request_w, reply_r, output_r, self._test)
 
     def _start(self, wanted: tuple[str, ...]) -> StudentProcess:
-        """A process that imported ``wanted`` (minus faulty files); import faults are recorded per file."""
+        """A process that imported ``wanted`` (minus faulty files); import faults are recorded per file.
+
+        Raises:
+            SetupFailed: the process did not finish the grader's own set-up (isolation), before any student code.
+        """
         modules = tuple(name for name in IMPORT_ORDER if name in wanted and name not in self.import_faults)
         process = self._starting = self._spawn(modules)  # _kill_all reaches it from now on
+        started = process.read(SETUP_SECONDS, self.output.drain, wall=SETUP_SECONDS)
+        if started and isinstance(started.get("measure"), int):  # namespaces forked: the new process computes
+            process.measure(started["measure"])
+            started = process.read(SETUP_SECONDS, self.output.drain, wall=SETUP_SECONDS)
+        if not (started and started.get("started")):  # the grader's time, never charged to the submission
+            self._kill_all()
+            raise SetupFailed(f"a student process did not finish its set-up within {SETUP_SECONDS:g} s "
+                              f"({'still running' if process.pid is not None else 'it ended'}): {started}")
         for name in modules:
-            message = process.read(max(0.1, min(self.limits.import_seconds, self._budget_left())), self.output.drain)
+            message = process.read(self.limits.import_seconds, self.output.drain, wall=self._wall_bound(
+                self.limits.import_seconds))
             if message is None:
-                alive = process.pid is not None
+                alive, file = process.pid is not None, harness.CONTRACT_FILES[name]
                 self._import_limit[name] = budget.TIME_LIMIT if alive else budget.CRASH_LIMIT
-                self.import_faults[name] = (
-                    strings.text("import_timeout", file=harness.CONTRACT_FILES[name], seconds=self.limits.import_seconds)
-                    if alive else strings.text("import_crash", file=harness.CONTRACT_FILES[name]))
+                if not alive:
+                    self.import_faults[name] = strings.text("import_crash", file=file)
+                elif process.stopped_by == "limit":
+                    self.import_faults[name] = strings.text("import_timeout", file=file,
+                                                            seconds=self.limits.import_seconds)
+                else:
+                    self.import_faults[name] = strings.text("import_waited", file=file,
+                                                            seconds=WALL_FACTOR * self.limits.import_seconds)
                 self._kill_all()
                 return self._start(wanted)
             if message.get("imported") == name and message.get("fault"):
@@ -164,7 +191,8 @@ class SandboxRunner:
                 self._kill_all()
                 confine.wipe_folder(self._scratch)
                 return self._start(wanted)
-        ready = process.read(max(0.1, min(self.limits.import_seconds, self._budget_left())), self.output.drain)
+        ready = process.read(self.limits.import_seconds, self.output.drain,
+                             wall=self._wall_bound(self.limits.import_seconds))
         if not (ready and ready.get("ready")):
             self._kill_all()
             # Deterministic, as an import fault: every later call needing these files fails at once (instead of
@@ -265,11 +293,15 @@ class SandboxRunner:
                 self._fail(*blocked)
         return process
 
-    def _call_limit(self, timeout: float | None) -> tuple[float, bool]:
-        """Seconds one call may take, and whether what is left of the budget cut it."""
+    def _wall_bound(self, limit: float) -> float:
+        """Wall seconds a wait with a CPU-time ``limit`` may last: WALL_FACTOR times it, within the budget left."""
+        return max(0.1, min(WALL_FACTOR * limit, self._budget_left()))
+
+    def _call_limit(self, timeout: float | None) -> tuple[float, float, bool]:
+        """CPU seconds one call may take, its wall-clock bound, and whether what is left of the budget cut that."""
         limit = min(timeout, self.limits.max_call_seconds) if timeout else self.limits.call_seconds
-        left = self._budget_left()
-        return max(0.1, min(limit, left)), left < limit
+        wall = self._wall_bound(limit)
+        return limit, wall, wall < WALL_FACTOR * limit
 
     def _send_calls(self, process: StudentProcess, calls: list[dict[str, Any]]) -> int | None:
         """Send one request holding ``calls``; the id of the first reply, or None (then every process is gone)."""
@@ -288,13 +320,15 @@ class SandboxRunner:
 
     def _receive(self, process: StudentProcess, expected_id: int, timeout: float | None) -> dict[str, Any]:
         """The reply with ``expected_id``, or a marker: ``{"lost": hung?, ...}`` or ``{"unexpected": why}``."""
-        limit, cut_by_budget = self._call_limit(timeout)  # a call may use only what is left of the budget
-        reply = process.read(limit, self.output.drain)
+        limit, wall, cut_by_budget = self._call_limit(timeout)  # a call may use only what is left of the budget
+        reply = process.read(limit, self.output.drain, wall=wall)
         if reply is None:
             hung = process.pid is not None
+            waited = process.stopped_by == "wall"
             self._kill_all()
             scratch_full = bool(not hung and self._scratch_guard is not None and self._scratch_guard.exceeded)
-            return {"lost": hung, "limit": limit, "cut": cut_by_budget and hung, "scratch": scratch_full}
+            return {"lost": hung, "limit": limit, "cut": cut_by_budget and hung and waited, "waited": waited,
+                    "scratch": scratch_full}
         if reply.get("id") != expected_id or ("ok" not in reply and "fault" not in reply):
             self._kill_all()
             return {"unexpected": str(reply.get("fault") or "the submission's process sent an unexpected reply")}
@@ -309,7 +343,8 @@ class SandboxRunner:
             elif hung:
                 for name in needed:
                     self.hangs[name] = self.hangs.get(name, 0) + 1
-                self._test_fault = strings.text("call_timeout", seconds=reply["limit"])
+                self._test_fault = (strings.text("call_waited", seconds=WALL_FACTOR * reply["limit"]) if reply["waited"]
+                                    else strings.text("call_timeout", seconds=reply["limit"]))
             elif reply["scratch"]:
                 self._test_fault = f"your code {SCRATCH_FAULT}"
             else:

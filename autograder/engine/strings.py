@@ -46,12 +46,16 @@ MESSAGES: dict[str, dict[str, str]] = {
         "budget_used_up": "time budget used up: all tests of a submission share {seconds:.0f} s, and your code spent "
                           "them (slow calls?); this test was not run (it scores 0)",
         "import_timeout": "importing {file} did not finish within {seconds:.0f} s (an infinite loop at module level?)",
+        "import_waited": "importing {file} did not finish within {seconds:.0f} s (waiting for something: sleep, input(), "
+                         "a lock, a child process?)",
         "import_crash": "importing {file} ended the process (sys.exit/os._exit/a crash at module level?)",
         "import_broke_protocol": "importing {file} wrote to the grader's pipes, so its process could not start "
                                  "(does it write to file descriptors it did not open?)",
         "hung_too_often": "your code hung {count} times in earlier tests that use {file}; the remaining ones are not "
                           "run (they score 0)",
         "call_timeout": "your code did not finish within {seconds:.0f} s (an infinite loop?); it was stopped",
+        "call_waited": "your code did not finish within {seconds:.0f} s (waiting for something: sleep, input(), a lock, "
+                       "a child process?); it was stopped",
         "call_crash": "your code ended the process while it ran (sys.exit, os._exit, a crash or a memory limit)",
         "isolation_refused": "The autograder refused to grade here because this machine cannot isolate student code "
                              "well enough (not your fault). Staff have been told.",
@@ -193,11 +197,15 @@ MESSAGES: dict[str, dict[str, str]] = {
         "budget_used_up": "시간 예산 소진: 제출물 하나의 모든 테스트가 {seconds:.0f}초를 나눠 쓰는데, 여러분의 코드가 그 시간을 다 "
                           "썼습니다(느린 호출?). 이 테스트는 실행되지 않았습니다(0점).",
         "import_timeout": "{file}의 import가 {seconds:.0f}초 안에 끝나지 않았습니다(모듈 최상위의 무한 루프?).",
+        "import_waited": "{file}의 import가 {seconds:.0f}초 안에 끝나지 않았습니다(sleep, input(), 잠금, 자식 프로세스 등을 "
+                         "기다리고 있나요?).",
         "import_crash": "{file}의 import가 프로세스를 끝냈습니다(모듈 최상위의 sys.exit/os._exit/충돌?).",
         "import_broke_protocol": "{file}의 import가 채점기의 파이프에 써서 프로세스를 시작할 수 없었습니다"
                                  "(직접 열지 않은 파일 디스크립터에 쓰고 있나요?).",
         "hung_too_often": "{file}를 쓰는 앞선 테스트들에서 코드가 {count}번 멈췄습니다. 나머지 테스트는 실행하지 않습니다(0점).",
         "call_timeout": "코드가 {seconds:.0f}초 안에 끝나지 않아(무한 루프?) 중지했습니다.",
+        "call_waited": "코드가 {seconds:.0f}초 안에 끝나지 않아(sleep, input(), 잠금, 자식 프로세스 등을 기다리고 있나요?) "
+                       "중지했습니다.",
         "call_crash": "코드가 실행 중에 프로세스를 끝냈습니다(sys.exit, os._exit, 충돌 또는 메모리 한도).",
         "isolation_refused": "이 컴퓨터가 학생 코드를 충분히 격리할 수 없어 자동 채점기가 채점을 거부했습니다(여러분의 잘못이 "
                              "아닙니다). 조교에게 알렸습니다.",

@@ -1,7 +1,12 @@
 """One student process as the judge sees it (three pipes and a pid), and the output it printed, per test.
 
 :class:`StudentProcess` reads reply lines with a deadline and notices a process that ended
-(through a pidfd, even while a child of it still holds the reply pipe open).  :class:`OutputLog`
+(through a pidfd, even while a child of it still holds the reply pipe open).  A deadline counts
+the **CPU time** the process spends (all its threads, and the children it waited for), not the
+wall clock: a correct submission graded on a busy machine (a batch on every core, a loaded CI
+runner, a laptop swapping) waits for the processor without being charged for it.  A process that
+waits instead of computing (a sleep, a lock, a child it waits on) is stopped by a wall-clock bound
+of :data:`WALL_FACTOR` times the limit.  :class:`OutputLog`
 files every byte a process prints under the test that process last served (its ``owner``),
 whoever drains it and whenever: output a process serving a hidden test prints late cannot reach a
 visible row.  :class:`autograder.engine.sandbox.SandboxRunner` starts the processes and speaks the
@@ -19,6 +24,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 MAX_REPLY_BYTES = 16 * 2**20
+#: A limit of N seconds of CPU time lets a process wait up to WALL_FACTOR * N seconds of wall time.
+WALL_FACTOR = 2.0
+_POLL_SECONDS = 0.05  # the shortest wait between two looks at the CPU time of a starved process
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 OUTPUT_KEEP_BYTES = 7 * 1024  # with the "more bytes not shown" notice, within results.OUTPUT_LIMIT
 
 
@@ -37,16 +46,42 @@ class StudentProcess:
         except (AttributeError, OSError):  # before Linux 5.3, or the process is gone already
             self.pidfd = -1
         self.buffer = b""
+        self.stat_fd = -1
+        self.measure(pid)
+        #: Why the last :meth:`read` returned None with the process alive: "limit" (it computed for the whole
+        #: limit; wall time where CPU time cannot be read) or "wall" (it reached the wall-clock bound first).
+        self.stopped_by = ""
 
     def close(self) -> None:
         self.gone()
-        for fd in (self.request_fd, self.reply_fd, self.pidfd, self.output_fd):
+        for fd in (self.request_fd, self.reply_fd, self.pidfd, self.output_fd, self.stat_fd):
             if fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-        self.request_fd, self.reply_fd, self.pidfd, self.output_fd = -1, -1, -1, -1
+        self.request_fd, self.reply_fd, self.pidfd, self.output_fd, self.stat_fd = -1, -1, -1, -1, -1
+
+    def measure(self, pid: int) -> None:
+        """Count the CPU time of ``pid`` from now on (the process that runs the student's code)."""
+        if self.stat_fd >= 0:
+            os.close(self.stat_fd)
+        try:  # kept open: once the process ends, reads fail instead of reaching a process that reused its pid
+            self.stat_fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+        except OSError:  # no /proc: limits fall back to the wall clock
+            self.stat_fd = -1
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time the process used so far (user + system, every thread, children it waited for), or None."""
+        if self.stat_fd < 0:
+            return None
+        try:
+            data = os.pread(self.stat_fd, 4096, 0)
+            # after the command name, which may hold spaces and parentheses: state is field 3, utime 14 ... cstime 17
+            fields = data[data.rindex(b")") + 2:].split()
+            return sum(int(field) for field in fields[11:15]) / _TICKS
+        except (OSError, ValueError, IndexError):
+            return None
 
     def gone(self) -> None:
         """Kill the process group (if not done yet) and forget the pid: ``pid is None`` means it ended."""
@@ -57,19 +92,32 @@ class StudentProcess:
             except ProcessLookupError:
                 pass
 
-    def read(self, timeout: float, drain: Callable[["StudentProcess"], None]) -> dict[str, Any] | None:
-        """Next reply line, or None on timeout / end of stream (then :attr:`pid` tells which).
+    def read(self, timeout: float, drain: Callable[["StudentProcess"], None], *,
+             wall: float | None = None) -> dict[str, Any] | None:
+        """Next reply line, or None on timeout / end of stream (then :attr:`pid` tells which, and
+        :attr:`stopped_by` why a live process was given up on).
 
-        ``drain`` moves the process's output away at every wake-up: the process flushes it before
-        each reply, so what a call printed is filed under the test that made the call.
+        ``timeout`` is CPU time the process may spend from now; ``wall`` bounds the wall time
+        (default ``WALL_FACTOR * timeout``).  Where the CPU time cannot be read, ``timeout`` is
+        wall time.  ``drain`` moves the process's output away at every wake-up: the process
+        flushes it before each reply, so what a call printed is filed under the test that made
+        the call.
         """
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + (WALL_FACTOR * timeout if wall is None else wall)
+        cpu_start = self.cpu_seconds()
+        self.stopped_by = ""
         while b"\n" not in self.buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            now = time.monotonic()
+            cpu_now = self.cpu_seconds() if cpu_start is not None else None
+            used = now - started if cpu_now is None or cpu_start is None else cpu_now - cpu_start
+            if used >= timeout or now >= deadline:
+                self.stopped_by = "limit" if used >= timeout else "wall"
                 return None
+            # one thread's CPU time grows no faster than the clock: no look is needed before timeout - used
+            wait = min(deadline - now, max(timeout - used, _POLL_SECONDS))
             watched = [self.reply_fd] + [fd for fd in (self.pidfd, self.output_fd) if fd >= 0]
-            ready, _, _ = select.select(watched, [], [], remaining)
+            ready, _, _ = select.select(watched, [], [], wait)
             drain(self)
             if not ready or ready == [self.output_fd]:
                 continue

@@ -207,12 +207,13 @@ def _restore_links(links: list[tuple[str, str]]) -> None:
             pass  # best effort, as every covering step: the process then reports what it cannot import
 
 
-def _isolate(request: SpawnRequest, parent: int, hidden: list[str]) -> bool:
+def _isolate(request: SpawnRequest, parent: int, hidden: list[str], reply_fd: int) -> bool:
     """Namespaces, hidden folders and files, rlimits and the unprivileged uid (best effort); True if namespaces
-    worked."""
+    worked.  The judge is told on ``reply_fd`` which process to measure, when namespaces fork a new one."""
     libc = _libc()
     is_root = os.geteuid() == 0
-    namespaces = confine.enter_namespaces(libc, is_root)  # mount, net, IPC, PID (+user); see autograder.engine.confine
+    namespaces = confine.enter_namespaces(  # mount, net, IPC, PID (+user); see autograder.engine.confine
+        libc, is_root, tell=lambda child: serve.send(reply_fd, {"measure": child}))
     if namespaces:
         links = _interpreter_links()
         keep = [os.path.realpath(p) for p in (request.submission, request.scratch, sys.prefix, sys.base_prefix,
@@ -271,7 +272,7 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
         os.dup2(output_fd, 2)
         os.close(output_fd)
         hidden = TASK1_HIDDEN if serve.loses_reference_scaler(request.modules) else []
-        namespaces = _isolate(request, zygote, hidden)
+        namespaces = _isolate(request, zygote, hidden, reply_fd)
         os.chdir(request.scratch)
         device = request.device
         isolation = confine.confine(request.submission, request.scratch, namespaces,  # also a clean environment
@@ -288,6 +289,7 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
         if request.runtime_guard:
             guard.install(request.submission, request.scratch, device.keep if device else (), tuple(hidden))
         submission = harness.Submission(Path(request.submission))
+        serve.send(reply_fd, {"started": True})  # the limits on the submission's time count from here
         for name in request.modules:
             try:
                 submission.module(name)
