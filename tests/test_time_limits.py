@@ -92,11 +92,10 @@ def test_a_starved_process_is_not_charged_for_the_wait(student) -> None:  # type
 
 def test_a_process_that_computes_without_end_is_stopped_at_its_limit(student) -> None:  # type: ignore[no-untyped-def]
     process, _child = student(LOOP)
-    time.sleep(0.3)  # the interpreter has started: what it costs is not part of the measure below
     started = time.monotonic()
-    assert process.read(0.5, _ignore) is None
+    assert process.read(0.5, _ignore, wall=60) is None  # a wall bound that a loaded machine cannot reach first
     assert process.stopped_by == "limit" and process.pid is not None
-    assert 0.45 < time.monotonic() - started < 0.5 * WALL_FACTOR
+    assert time.monotonic() - started > 0.45
 
 
 def test_a_process_that_waits_without_end_is_stopped_by_the_wall_clock(student) -> None:  # type: ignore[no-untyped-def]
@@ -113,19 +112,20 @@ def test_without_a_readable_cpu_time_the_limit_is_wall_time(student) -> None:  #
     process.stat_fd = -1
     started = time.monotonic()
     assert process.read(0.5, _ignore) is None
-    assert process.stopped_by == "limit"
-    assert time.monotonic() - started < 0.5 + 0.4
+    assert process.stopped_by == "limit"  # the limit itself, not the wall bound of twice it
+    assert time.monotonic() - started > 0.45
 
 
 def test_a_process_name_with_parentheses_does_not_fool_the_cpu_clock(student) -> None:  # type: ignore[no-untyped-def]
     """The command name sits between parentheses in /proc/PID/stat, and a process may rename itself."""
     process, child = student('import ctypes\nctypes.CDLL(None).prctl(15, b"x) R 1 1 1 (", 0, 0, 0)\n' + LOOP)
     time.sleep(0.5)
-    first = process.cpu_seconds()
+    first, since = process.cpu_seconds(), time.monotonic()
     time.sleep(0.5)
     second = process.cpu_seconds()
     assert Path(f"/proc/{child.pid}/comm").read_text().startswith("x) R 1")
-    assert first is not None and second is not None and 0.2 < second - first < 0.8
+    assert first is not None and second is not None
+    assert 0 < second - first <= time.monotonic() - since + 0.02  # one thread: no faster than the clock
 
 
 def test_the_cpu_clock_stops_reading_once_the_process_is_gone(student) -> None:  # type: ignore[no-untyped-def]
@@ -167,11 +167,19 @@ class ToyLossScaler:
 '''
 
 
+def _loops_may_take_their_time(monkeypatch: pytest.MonkeyPatch, code: str) -> None:
+    """A loop on a loaded machine may get less than half a processor: a wall bound it cannot reach first."""
+    if "while True" in code:
+        monkeypatch.setattr(sandbox, "WALL_FACTOR", 60.0)
+
+
 @pytest.mark.parametrize("code, words", [
     (LOOP, "importing loss_scaler.py did not finish within 1 s (an infinite loop at module level?)"),
     (SLEEP, f"importing loss_scaler.py did not finish within {WALL_FACTOR:.0f} s (waiting for something: sleep"),
 ])
-def test_an_import_that_does_not_finish_is_told_apart(grading, code: str, words: str) -> None:  # type: ignore[no-untyped-def]
+def test_an_import_that_does_not_finish_is_told_apart(grading, code: str, words: str,  # type: ignore[no-untyped-def]
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    _loops_may_take_their_time(monkeypatch, code)
     runner = grading(code)
     with pytest.raises(SubmissionFault) as failure:
         runner.run("scaler_ops", CONSTRUCT)
@@ -184,7 +192,9 @@ def test_an_import_that_does_not_finish_is_told_apart(grading, code: str, words:
      f"your code did not finish within {WALL_FACTOR:.0f} s (waiting for something: sleep, input(), a lock, "
      "a child process?); it was stopped"),
 ])
-def test_a_call_that_does_not_finish_is_told_apart(grading, body: str, words: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_call_that_does_not_finish_is_told_apart(grading, body: str, words: str,  # type: ignore[no-untyped-def]
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    _loops_may_take_their_time(monkeypatch, body)
     runner = grading(SCALER.format(body=body))
     with pytest.raises(SubmissionFault) as failure:
         runner.run("scaler_ops", CONSTRUCT)
@@ -212,17 +222,27 @@ class ToyLossScaler:
 
 
 def test_a_correct_call_on_a_starved_machine_keeps_its_result(grading) -> None:  # type: ignore[no-untyped-def]
-    """The student process is stopped for 2.5 s during a call that computes 0.3 s, under a 2 s limit (its wall
-    bound: 4 s)."""
-    runner = grading(WORKS_SLOWLY, call_seconds=2)
+    """The student process is stopped for 4 s when a call that computes 0.3 s comes, under a 3 s limit (its
+    wall bound: 6 s)."""
+    runner = grading(WORKS_SLOWLY, call_seconds=3)
     warm = {**CONSTRUCT, "ops": [{"op": "new", "kwargs": {"init_scale": 1.0}}, {"op": "observe"}]}
     runner.run("scaler_ops", warm)  # the process is started and has imported the file
     (process,) = runner._processes.values()
     assert process.pid is not None
-    stopper = subprocess.Popen(["sh", "-c", f"sleep 0.05; kill -STOP -{process.pid}; sleep 2.5; kill -CONT -{process.pid}"])
+    os.killpg(process.pid, signal.SIGSTOP)
+    stopper = subprocess.Popen(["sh", "-c", f"sleep 4; kill -CONT -{process.pid}"])
     started = time.monotonic()
     slow = {**CONSTRUCT, "ops": [{"op": "new", "kwargs": {"init_scale": 2.0}}, {"op": "observe"}]}
     replies = runner.run("scaler_ops", slow)
     stopper.wait()
     assert replies[-1]["ok"]["scale"] == 2.0
-    assert time.monotonic() - started > 2.0 and not runner.limits_hit  # on the wall clock, the limit was spent
+    assert time.monotonic() - started > 3.0 and not runner.limits_hit  # on the wall clock, the limit was spent
+
+
+def test_a_set_up_that_does_not_finish_is_the_graders_failure(grading, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """No "started" in time: the grader's own failure (the submission is not graded), nothing charged to the file."""
+    monkeypatch.setattr(sandbox, "SETUP_SECONDS", 0.0)
+    runner = grading(WORKS_SLOWLY)
+    with pytest.raises(sandbox.SetupFailed):
+        runner.run("scaler_ops", CONSTRUCT)
+    assert not runner.import_faults and not runner.limits_hit and not runner.hangs

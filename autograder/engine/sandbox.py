@@ -13,11 +13,15 @@
   owns) and the next call gets fresh ones.  Import faults are
   remembered per file, so tests that do not need a broken file still run; hangs are
   budgeted per file (deterministic) and the submission's wall budget bounds the rest.
+* **Time.**  Import and call limits are CPU time of the process running the student's code
+  (a busy machine is never charged), counted from its "started" message: the grader's own
+  set-up of the process comes before it and is not the submission's (:class:`SetupFailed`).
 
 :class:`SandboxRunner` holds the protocol (starting processes, faults, batches fetched ahead for the
 call plan), which shares the process table and the per-test state; one process's pipes and the
-output log are :mod:`autograder.engine.student_processes`.  The child side's names that callers use with a runner (:class:`Limits`, :func:`start_zygote`...)
-are re-exported here, so that "the sandbox" is one import for the rest of the grader.
+output log are :mod:`autograder.engine.student_processes`.  The child side's names that callers use
+with a runner (:class:`Limits`, :func:`start_zygote`...) are re-exported here, so that "the sandbox" is
+one import for the rest of the grader.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from checks.student import serve
 from autograder import settings
 from autograder.engine import budget, confine, replies, rubric, strings
 from autograder.engine.files import kill_uid
+from autograder.engine.file_faults import FileFaults
 from autograder.engine.student_processes import WALL_FACTOR, OutputLog, StudentProcess
 from autograder.engine.zygote import (PRIVATE_TOPS, REPO_ROOT, SHARED_TMP, DeviceAccess, Limits,  # noqa: F401
                                SpawnRequest, Zygote, default_limits, start_zygote)
@@ -92,7 +97,8 @@ class SandboxRunner:
         self.uid = uid if uid is not None or os.geteuid() != 0 else 61000 + os.getpid() % 4000
         # Off only to test the OS layers by themselves (a test hook: tests/test_hostile.py, tests/test_isolation.py).
         self.runtime_guard = settings.runtime_guard()
-        self.import_faults: dict[str, str] = {}
+        self.files = FileFaults(self.limits.import_seconds, self.limits.hangs_per_module)
+        self.import_faults, self.hangs = self.files.messages, self.files.hangs  # read by the judge and the plan
         self.output = OutputLog()
         self.started = time.monotonic()
         self._scratch = Path(tempfile.mkdtemp(prefix="amp-scratch-"))
@@ -113,9 +119,7 @@ class SandboxRunner:
         #: The sandbox's own record of the limits hit: test case -> kind (budget.LIMIT_KINDS); reports
         #: classify by this, never by message text (which student code can imitate).
         self.limits_hit: dict[str, str] = {}
-        self._import_limit: dict[str, str] = {}  # contract module -> kind, for imports that hit a limit
         self._test_fault_kind = ""
-        self.hangs: dict[str, int] = {}  # contract module -> calls that timed out while needing it
 
     def begin_test(self, name: str) -> None:
         """A new test starts: forget the previous test's hang or crash (see :meth:`run`), and pick the
@@ -169,25 +173,16 @@ class SandboxRunner:
             message = process.read(self.limits.import_seconds, self.output.drain, wall=self._wall_bound(
                 self.limits.import_seconds))
             if message is None:
-                alive, file = process.pid is not None, harness.CONTRACT_FILES[name]
-                self._import_limit[name] = budget.TIME_LIMIT if alive else budget.CRASH_LIMIT
-                if not alive:
-                    self.import_faults[name] = strings.text("import_crash", file=file)
-                elif process.stopped_by == "limit":
-                    self.import_faults[name] = strings.text("import_timeout", file=file,
-                                                            seconds=self.limits.import_seconds)
-                else:
-                    self.import_faults[name] = strings.text("import_waited", file=file,
-                                                            seconds=WALL_FACTOR * self.limits.import_seconds)
+                self.files.import_stopped(name, process)
                 self._kill_all()
                 return self._start(wanted)
             if message.get("imported") == name and message.get("fault"):
-                self.import_faults[name] = str(message["fault"])[:4000]
+                self.files.import_failed(name, str(message["fault"]))
             # Where scratch is no capped tmpfs, the guard's thread starts too late for an import that fills it.  (With
             # one, the student processes write to their own tmpfs and this side sees an empty folder.)
             elif confine.scratch_over(self._scratch):
-                self._import_limit[name] = budget.CRASH_LIMIT
-                self.import_faults[name] = f"importing {harness.CONTRACT_FILES[name]} {SCRATCH_FAULT}"
+                self.files.import_failed(name, f"importing {harness.CONTRACT_FILES[name]} {SCRATCH_FAULT}",
+                                         budget.CRASH_LIMIT)
                 self._kill_all()
                 confine.wipe_folder(self._scratch)
                 return self._start(wanted)
@@ -241,8 +236,6 @@ class SandboxRunner:
         self._kill_all()
         shutil.rmtree(self._scratch, ignore_errors=True)
 
-    # -- protocol
-
     # -- the runner API used by the tests
 
     @staticmethod
@@ -254,10 +247,6 @@ class SandboxRunner:
     def needs(self, scenario: str, args: dict[str, Any]) -> tuple[str, ...]:
         return serve.files_needed(scenario, args)
 
-    def _file_fault(self, module: str) -> str | None:
-        """Why a call needing ``module`` cannot run: its import fault, if any."""
-        return self.import_faults.get(module)
-
     def _blocked(self, needed: tuple[str, ...]) -> tuple[str, str] | None:
         """(limit kind or "", message) when a call needing ``needed`` fails before it runs, else None:
         this test's earlier hang or crash, the budget used up, a file that may not run or hung too often."""
@@ -265,14 +254,7 @@ class SandboxRunner:
             return self._test_fault_kind, self._test_fault
         if self._budget_left() <= 0:
             return budget.TIME_LIMIT, budget.used_up_message(self.limits.submission_seconds)
-        for name in needed:
-            fault = self._file_fault(name)
-            if fault:
-                return self._import_limit.get(name, ""), fault
-            if self.hangs.get(name, 0) >= self.limits.hangs_per_module:
-                return budget.TIME_LIMIT, strings.text("hung_too_often", count=self.hangs[name],
-                                                       file=harness.CONTRACT_FILES[name])
-        return None
+        return self.files.blocking(needed)
 
     def _fail(self, kind: str, message: str) -> NoReturn:
         if kind:
@@ -341,8 +323,7 @@ class SandboxRunner:
             if reply["cut"]:
                 self._test_fault = budget.used_up_message(self.limits.submission_seconds)
             elif hung:
-                for name in needed:
-                    self.hangs[name] = self.hangs.get(name, 0) + 1
+                self.files.hung(needed)
                 self._test_fault = (strings.text("call_waited", seconds=WALL_FACTOR * reply["limit"]) if reply["waited"]
                                     else strings.text("call_timeout", seconds=reply["limit"]))
             elif reply["scratch"]:
