@@ -29,8 +29,11 @@ CHECKOUT_DEFAULT = {"AMP_DIAGNOSIS": ""}
 
 def test_the_graders_table_is_committed_and_current() -> None:
     assert SHIPPED.is_file(), "autograder/hidden/diagnosis.json is missing: run `make diagnosis` and commit it"
-    table = Table.from_json(SHIPPED.read_text(encoding="utf-8"))
+    text = SHIPPED.read_text(encoding="utf-8")
+    table = Table.from_json(text)
     assert not table.public_only and set(table.rows) >= set(BUGS)
+    assert '"scenario"' not in text and '"args"' not in text  # digests only: no recorded inputs, no answers
+    assert all(case.calls is None for case in table.cases.values())  # the grader's table: no calls either
     assert table.source == source_fingerprint(public=False), \
         "autograder/hidden/diagnosis.json is stale: run `make diagnosis` and commit the result"
 
