@@ -26,6 +26,7 @@ import pytest
 from autograder.engine import intake, sandbox
 from autograder.engine.student_processes import WALL_FACTOR, StudentProcess
 from checks.runners.harness import SubmissionFault
+from conftest import skip_unless_ci
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc and pidfds")
 
@@ -246,3 +247,40 @@ def test_a_set_up_that_does_not_finish_is_the_graders_failure(grading, monkeypat
     with pytest.raises(sandbox.SetupFailed):
         runner.run("scaler_ops", CONSTRUCT)
     assert not runner.import_faults and not runner.limits_hit and not runner.hangs
+
+
+TOLD_FIRST = """
+import ctypes, os, sys, time
+from autograder.engine import confine
+read_fd, write_fd = os.pipe()
+pid = os.fork()
+if pid == 0:
+    def tell(child):
+        time.sleep(0.5)  # a slow parent: the child must not run ahead of what it tells the judge
+        os.write(write_fd, b"measure %d\\n" % child)
+    if confine.enter_namespaces(ctypes.CDLL(None, use_errno=True), os.geteuid() == 0, tell=tell):
+        os.write(write_fd, b"child %d\\n" % os.getpid())
+    else:
+        os.write(write_fd, b"no namespaces\\n")
+    os._exit(0)
+os.close(write_fd)
+text = b""
+while True:
+    chunk = os.read(read_fd, 4096)
+    if not chunk:
+        break
+    text += chunk
+print(text.decode(), end="")
+"""
+
+
+def test_the_process_to_measure_is_told_before_it_runs_anything() -> None:
+    """Namespaces fork the process that runs the student's code; its pid reaches the judge before that process
+    can send a word (else a late "measure" would be read as an import's reply)."""
+    done = subprocess.run([sys.executable, "-c", TOLD_FIRST], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    if lines == ["no namespaces"]:
+        skip_unless_ci("no namespaces on this machine (not root, no unprivileged user namespaces)")
+    assert [line.split()[0] for line in lines] == ["measure", "child"], lines
+    assert lines[1] == "child 1"  # PID 1 of its namespace, which the outside knows by the pid it was told
