@@ -122,8 +122,10 @@ def test_a_process_name_with_parentheses_does_not_fool_the_cpu_clock(student) ->
     process, child = student('import ctypes\nctypes.CDLL(None).prctl(15, b"x) R 1 1 1 (", 0, 0, 0)\n' + LOOP)
     time.sleep(0.5)
     first, since = process.cpu_seconds(), time.monotonic()
-    time.sleep(0.5)
-    second = process.cpu_seconds()
+    second = first
+    while second == first and time.monotonic() - since < 10:  # a loaded machine may give it little at first
+        time.sleep(0.2)
+        second = process.cpu_seconds()
     assert Path(f"/proc/{child.pid}/comm").read_text().startswith("x) R 1")
     assert first is not None and second is not None
     assert 0 < second - first <= time.monotonic() - since + 0.02  # one thread: no faster than the clock
@@ -223,21 +225,21 @@ class ToyLossScaler:
 
 
 def test_a_correct_call_on_a_starved_machine_keeps_its_result(grading) -> None:  # type: ignore[no-untyped-def]
-    """The student process is stopped for 4 s when a call that computes 0.3 s comes, under a 3 s limit (its
-    wall bound: 6 s)."""
-    runner = grading(WORKS_SLOWLY, call_seconds=3)
+    """The student process is stopped for 4.5 s when a call that computes 0.3 s comes, under a 4 s limit (its
+    wall bound: 8 s)."""
+    runner = grading(WORKS_SLOWLY, call_seconds=4)
     warm = {**CONSTRUCT, "ops": [{"op": "new", "kwargs": {"init_scale": 1.0}}, {"op": "observe"}]}
     runner.run("scaler_ops", warm)  # the process is started and has imported the file
     (process,) = runner._processes.values()
     assert process.pid is not None
     os.killpg(process.pid, signal.SIGSTOP)
-    stopper = subprocess.Popen(["sh", "-c", f"sleep 4; kill -CONT -{process.pid}"])
+    stopper = subprocess.Popen(["sh", "-c", f"sleep 4.5; kill -CONT -{process.pid}"])
     started = time.monotonic()
     slow = {**CONSTRUCT, "ops": [{"op": "new", "kwargs": {"init_scale": 2.0}}, {"op": "observe"}]}
     replies = runner.run("scaler_ops", slow)
     stopper.wait()
     assert replies[-1]["ok"]["scale"] == 2.0
-    assert time.monotonic() - started > 3.0 and not runner.limits_hit  # on the wall clock, the limit was spent
+    assert time.monotonic() - started > 4.0 and not runner.limits_hit  # on the wall clock, the limit was spent
 
 
 def test_a_set_up_that_does_not_finish_is_the_graders_failure(grading, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
