@@ -103,8 +103,23 @@ def test_a_process_that_waits_without_end_is_stopped_by_the_wall_clock(student) 
     process, _child = student(SLEEP)
     started = time.monotonic()
     assert process.read(0.5, _ignore) is None
-    assert process.stopped_by == "wall" and process.pid is not None
+    assert process.stopped_by == "wall" and not process.computing and process.pid is not None
     assert 0.5 * WALL_FACTOR - 0.05 < time.monotonic() - started < 0.5 * WALL_FACTOR + 1.0
+
+
+def test_a_loop_on_a_throttled_processor_is_told_as_computing(student) -> None:  # type: ignore[no-untyped-def]
+    """Half a processor (Gradescope's default, here: stopped and continued every 0.1 s): a loop reaches the wall
+    bound before its limit, and is still told as a loop, not as a wait."""
+    process, child = student(LOOP)
+    throttle = subprocess.Popen(["sh", "-c", f"while kill -STOP {child.pid} 2>/dev/null; do sleep 0.1; "
+                                             f"kill -CONT {child.pid}; sleep 0.1; done"])
+    try:
+        assert process.read(10.0, _ignore, wall=2.0) is None
+    finally:
+        throttle.kill()
+        throttle.wait()
+        os.kill(child.pid, signal.SIGCONT)
+    assert process.stopped_by == "wall" and process.computing
 
 
 def test_without_a_readable_cpu_time_the_limit_is_wall_time(student) -> None:  # type: ignore[no-untyped-def]

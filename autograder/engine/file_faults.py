@@ -32,11 +32,12 @@ class FileFaults:
             self.kinds[name] = kind
 
     def import_stopped(self, name: str, process: StudentProcess) -> None:
-        """``process`` sent no word while importing ``name``: it ended, computed for the whole limit, or waited."""
+        """``process`` sent no word while importing ``name``: it ended, computed (for the whole limit, or slowly on a
+        shared processor until the wall bound), or waited."""
         file = harness.CONTRACT_FILES[name]
         if process.pid is None:
             self.import_failed(name, strings.text("import_crash", file=file), budget.CRASH_LIMIT)
-        elif process.stopped_by == "limit":
+        elif process.computing:
             self.import_failed(name, strings.text("import_timeout", file=file, seconds=self.import_seconds),
                                budget.TIME_LIMIT)
         else:

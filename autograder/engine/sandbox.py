@@ -306,11 +306,11 @@ class SandboxRunner:
         reply = process.read(limit, self.output.drain, wall=wall)
         if reply is None:
             hung = process.pid is not None
-            waited = process.stopped_by == "wall"
+            at_wall, computing = process.stopped_by == "wall", process.computing
             self._kill_all()
             scratch_full = bool(not hung and self._scratch_guard is not None and self._scratch_guard.exceeded)
-            return {"lost": hung, "limit": limit, "cut": cut_by_budget and hung and waited, "waited": waited,
-                    "scratch": scratch_full}
+            return {"lost": hung, "limit": limit, "cut": cut_by_budget and hung and at_wall,
+                    "waited": not computing, "scratch": scratch_full}
         if reply.get("id") != expected_id or ("ok" not in reply and "fault" not in reply):
             self._kill_all()
             return {"unexpected": str(reply.get("fault") or "the submission's process sent an unexpected reply")}

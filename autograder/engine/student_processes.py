@@ -26,6 +26,9 @@ from typing import Any, Callable
 MAX_REPLY_BYTES = 16 * 2**20
 #: A limit of N seconds of CPU time lets a process wait up to WALL_FACTOR * N seconds of wall time.
 WALL_FACTOR = 2.0
+#: A process stopped at the wall bound that had the processor at least this share of the wait was computing
+#: (a loop on a throttled or shared processor: Gradescope gives half a CPU), not waiting.
+COMPUTING_SHARE = 0.25
 _POLL_SECONDS = 0.05  # the shortest wait between two looks at the CPU time of a starved process
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 OUTPUT_KEEP_BYTES = 7 * 1024  # with the "more bytes not shown" notice, within results.OUTPUT_LIMIT
@@ -49,8 +52,10 @@ class StudentProcess:
         self.stat_fd = -1
         self.measure(pid)
         #: Why the last :meth:`read` returned None with the process alive: "limit" (it computed for the whole
-        #: limit; wall time where CPU time cannot be read) or "wall" (it reached the wall-clock bound first).
+        #: limit; wall time where CPU time cannot be read) or "wall" (it reached the wall-clock bound first)...
         self.stopped_by = ""
+        #: ...and whether it was computing all along (limit), or for at least COMPUTING_SHARE of the wait.
+        self.computing = False
 
     def close(self) -> None:
         self.gone()
@@ -106,13 +111,14 @@ class StudentProcess:
         started = time.monotonic()
         deadline = started + (WALL_FACTOR * timeout if wall is None else wall)
         cpu_start = self.cpu_seconds()
-        self.stopped_by = ""
+        self.stopped_by, self.computing = "", False
         while b"\n" not in self.buffer:
             now = time.monotonic()
             cpu_now = self.cpu_seconds() if cpu_start is not None else None
             used = now - started if cpu_now is None or cpu_start is None else cpu_now - cpu_start
             if used >= timeout or now >= deadline:
                 self.stopped_by = "limit" if used >= timeout else "wall"
+                self.computing = used >= timeout or used >= COMPUTING_SHARE * (now - started)
                 return None
             # one thread's CPU time grows no faster than the clock: no look is needed before timeout - used
             wait = min(deadline - now, max(timeout - used, _POLL_SECONDS))
