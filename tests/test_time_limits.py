@@ -23,8 +23,9 @@ from typing import Iterator
 
 import pytest
 
-from autograder.engine import intake, sandbox
-from autograder.engine.student_processes import WALL_FACTOR, StudentProcess
+from autograder.engine import budget, intake, sandbox
+from autograder.engine.budget import WALL_FACTOR
+from autograder.engine.student_processes import StudentProcess
 from checks.runners.harness import SubmissionFault
 from conftest import skip_unless_ci
 
@@ -47,34 +48,27 @@ def _ignore(_process: StudentProcess) -> None:
     pass
 
 
-def _student(code: str, tmp_path: Path) -> Iterator[tuple[StudentProcess, subprocess.Popen[bytes]]]:
-    reply_r, reply_w = os.pipe()
-    request_r, request_w = os.pipe()
-    output_r, output_w = os.pipe()
-    child = subprocess.Popen([sys.executable, "-c", code.format(fd=reply_w)], pass_fds=(reply_w,),
-                             stdin=request_r, stdout=output_w, stderr=output_w,
-                             start_new_session=True)  # its own group: gone() kills that group, never ours
-    for fd in (reply_w, request_r, output_w):
-        os.close(fd)
-    process = StudentProcess(child.pid, request_w, reply_r, output_r, "test")
-    try:
-        yield process, child
-    finally:
-        process.close()
-        child.wait()
-
-
 @pytest.fixture()
-def student(tmp_path: Path) -> Iterator[object]:
-    made: list[Iterator[tuple[StudentProcess, subprocess.Popen[bytes]]]] = []
+def student() -> Iterator[object]:
+    """Starts a Python running ``code`` (``{fd}``: its reply pipe) as a StudentProcess; ends it after the test."""
+    started: list[tuple[StudentProcess, subprocess.Popen[bytes]]] = []
 
     def start(code: str) -> tuple[StudentProcess, subprocess.Popen[bytes]]:
-        made.append(_student(code, tmp_path))
-        return next(made[-1])
+        reply_r, reply_w = os.pipe()
+        request_r, request_w = os.pipe()
+        output_r, output_w = os.pipe()
+        child = subprocess.Popen([sys.executable, "-c", code.format(fd=reply_w)], pass_fds=(reply_w,),
+                                 stdin=request_r, stdout=output_w, stderr=output_w,
+                                 start_new_session=True)  # its own group: gone() kills that group, never ours
+        for fd in (reply_w, request_r, output_w):
+            os.close(fd)
+        started.append((StudentProcess(child.pid, request_w, reply_r, output_r, "test"), child))
+        return started[-1]
 
     yield start
-    for generator in made:
-        generator.close()
+    for process, child in started:
+        process.close()
+        child.wait()
 
 
 def test_a_starved_process_is_not_charged_for_the_wait(student) -> None:  # type: ignore[no-untyped-def]
@@ -188,7 +182,7 @@ class ToyLossScaler:
 def _loops_may_take_their_time(monkeypatch: pytest.MonkeyPatch, code: str) -> None:
     """A loop on a loaded machine may get less than half a processor: a wall bound it cannot reach first."""
     if "while True" in code:
-        monkeypatch.setattr(sandbox, "WALL_FACTOR", 60.0)
+        monkeypatch.setattr(budget, "WALL_FACTOR", 60.0)
 
 
 @pytest.mark.parametrize("code, words", [

@@ -9,8 +9,9 @@ and the batch's watchdog all read their numbers from here, so they cannot disagr
   "time budget used up" and the submission is **graded** (its finished tests keep their
   points), never "errored".
 * :data:`IMPORT_SECONDS` and :data:`CALL_SECONDS` are CPU time of the student's process, with a
-  wall-clock bound of ``WALL_FACTOR`` times as much for a process that waits instead of computing
-  (:mod:`autograder.engine.student_processes`): a busy machine is never charged to a submission.
+  wall-clock bound of :data:`WALL_FACTOR` times as much for a process that waits instead of computing
+  (measured in :mod:`autograder.engine.student_processes`): a busy machine is never charged to a
+  submission.
 * The batch watchdog (:func:`watchdog_seconds`) only catches a worker whose limits failed:
   the budget plus a fixed grace for the judge's bookkeeping after the budget is spent.
 """
@@ -23,6 +24,8 @@ SUBMISSION_SECONDS = 300.0
 CALL_SECONDS = 20.0
 IMPORT_SECONDS = 10.0
 MAX_CALL_SECONDS = 120.0  # a test may ask for a longer call, never past this (nor past the budget)
+#: An import or call limit of N seconds of CPU time lets a process wait up to WALL_FACTOR * N seconds of wall time.
+WALL_FACTOR = 2.0
 WATCHDOG_GRACE_SECONDS = 90.0
 
 #: Kinds of limits the sandbox records per test (summary.PROBLEMS uses the same names).
@@ -40,3 +43,11 @@ def watchdog_seconds(submission_seconds: float = SUBMISSION_SECONDS) -> float:
 def used_up_message(submission_seconds: float) -> str:
     """The failure of every test that runs after the budget is spent."""
     return strings.text("budget_used_up", seconds=submission_seconds)
+
+
+def not_finished_message(step: str, computing: bool, limit: float, **fields: str) -> str:
+    """Why an import or a call (``step``: "import" or "call") with a CPU-time ``limit`` was stopped: a process that was
+    computing (a loop) by that limit, one that was waiting by its wall bound, WALL_FACTOR times it."""
+    if computing:
+        return strings.text(f"{step}_timeout", seconds=limit, **fields)
+    return strings.text(f"{step}_waited", seconds=WALL_FACTOR * limit, **fields)

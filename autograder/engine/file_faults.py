@@ -12,7 +12,7 @@ from __future__ import annotations
 from checks.runners import harness
 
 from autograder.engine import budget, strings
-from autograder.engine.student_processes import WALL_FACTOR, StudentProcess
+from autograder.engine.student_processes import StudentProcess
 
 
 class FileFaults:
@@ -37,12 +37,9 @@ class FileFaults:
         file = harness.CONTRACT_FILES[name]
         if process.pid is None:
             self.import_failed(name, strings.text("import_crash", file=file), budget.CRASH_LIMIT)
-        elif process.computing:
-            self.import_failed(name, strings.text("import_timeout", file=file, seconds=self.import_seconds),
-                               budget.TIME_LIMIT)
         else:
-            self.import_failed(name, strings.text("import_waited", file=file,
-                                                  seconds=WALL_FACTOR * self.import_seconds), budget.TIME_LIMIT)
+            self.import_failed(name, budget.not_finished_message("import", process.computing, self.import_seconds,
+                                                                 file=file), budget.TIME_LIMIT)
 
     def hung(self, needed: tuple[str, ...]) -> None:
         for name in needed:

@@ -43,7 +43,7 @@ from autograder import settings
 from autograder.engine import budget, confine, replies, rubric, strings
 from autograder.engine.files import kill_uid
 from autograder.engine.file_faults import FileFaults
-from autograder.engine.student_processes import WALL_FACTOR, OutputLog, StudentProcess
+from autograder.engine.student_processes import OutputLog, StudentProcess
 from autograder.engine.zygote import (PRIVATE_TOPS, REPO_ROOT, SHARED_TMP, DeviceAccess, Limits,  # noqa: F401
                                SpawnRequest, Zygote, default_limits, start_zygote)
 
@@ -98,7 +98,6 @@ class SandboxRunner:
         # Off only to test the OS layers by themselves (a test hook: tests/test_hostile.py, tests/test_isolation.py).
         self.runtime_guard = settings.runtime_guard()
         self.files = FileFaults(self.limits.import_seconds, self.limits.hangs_per_module)
-        self.import_faults, self.hangs = self.files.messages, self.files.hangs  # read by the judge and the plan
         self.output = OutputLog()
         self.started = time.monotonic()
         self._scratch = Path(tempfile.mkdtemp(prefix="amp-scratch-"))
@@ -120,6 +119,16 @@ class SandboxRunner:
         #: classify by this, never by message text (which student code can imitate).
         self.limits_hit: dict[str, str] = {}
         self._test_fault_kind = ""
+
+    @property
+    def import_faults(self) -> dict[str, str]:
+        """Contract module -> why tests needing it fail at once (read by the judge's feedback and the plan)."""
+        return self.files.messages
+
+    @property
+    def hangs(self) -> dict[str, int]:
+        """Contract module -> calls that timed out while needing it."""
+        return self.files.hangs
 
     def begin_test(self, name: str) -> None:
         """A new test starts: forget the previous test's hang or crash (see :meth:`run`), and pick the
@@ -277,13 +286,13 @@ class SandboxRunner:
 
     def _wall_bound(self, limit: float) -> float:
         """Wall seconds a wait with a CPU-time ``limit`` may last: WALL_FACTOR times it, within the budget left."""
-        return max(0.1, min(WALL_FACTOR * limit, self._budget_left()))
+        return max(0.1, min(budget.WALL_FACTOR * limit, self._budget_left()))
 
     def _call_limit(self, timeout: float | None) -> tuple[float, float, bool]:
         """CPU seconds one call may take, its wall-clock bound, and whether what is left of the budget cut that."""
         limit = min(timeout, self.limits.max_call_seconds) if timeout else self.limits.call_seconds
         wall = self._wall_bound(limit)
-        return limit, wall, wall < WALL_FACTOR * limit
+        return limit, wall, wall < budget.WALL_FACTOR * limit
 
     def _send_calls(self, process: StudentProcess, calls: list[dict[str, Any]]) -> int | None:
         """Send one request holding ``calls``; the id of the first reply, or None (then every process is gone)."""
@@ -310,7 +319,7 @@ class SandboxRunner:
             self._kill_all()
             scratch_full = bool(not hung and self._scratch_guard is not None and self._scratch_guard.exceeded)
             return {"lost": hung, "limit": limit, "cut": cut_by_budget and hung and at_wall,
-                    "waited": not computing, "scratch": scratch_full}
+                    "computing": computing, "scratch": scratch_full}
         if reply.get("id") != expected_id or ("ok" not in reply and "fault" not in reply):
             self._kill_all()
             return {"unexpected": str(reply.get("fault") or "the submission's process sent an unexpected reply")}
@@ -324,8 +333,7 @@ class SandboxRunner:
                 self._test_fault = budget.used_up_message(self.limits.submission_seconds)
             elif hung:
                 self.files.hung(needed)
-                self._test_fault = (strings.text("call_waited", seconds=WALL_FACTOR * reply["limit"]) if reply["waited"]
-                                    else strings.text("call_timeout", seconds=reply["limit"]))
+                self._test_fault = budget.not_finished_message("call", reply["computing"], reply["limit"])
             elif reply["scratch"]:
                 self._test_fault = f"your code {SCRATCH_FAULT}"
             else:

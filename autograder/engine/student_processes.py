@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from autograder.engine.budget import WALL_FACTOR
+
 MAX_REPLY_BYTES = 16 * 2**20
-#: A limit of N seconds of CPU time lets a process wait up to WALL_FACTOR * N seconds of wall time.
-WALL_FACTOR = 2.0
 #: A process stopped at the wall bound that had the processor at least this share of the wait was computing
 #: (a loop on a throttled or shared processor: Gradescope gives half a CPU), not waiting.
 COMPUTING_SHARE = 0.25
@@ -114,8 +114,8 @@ class StudentProcess:
         self.stopped_by, self.computing = "", False
         while b"\n" not in self.buffer:
             now = time.monotonic()
-            cpu_now = self.cpu_seconds() if cpu_start is not None else None
-            used = now - started if cpu_now is None or cpu_start is None else cpu_now - cpu_start
+            cpu_now = None if cpu_start is None else self.cpu_seconds()
+            used = now - started if cpu_start is None or cpu_now is None else cpu_now - cpu_start
             if used >= timeout or now >= deadline:
                 self.stopped_by = "limit" if used >= timeout else "wall"
                 self.computing = used >= timeout or used >= COMPUTING_SHARE * (now - started)
