@@ -143,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--min-isolation", choices=confine.LEVELS, default=None,
                        help="refuse to grade (exit 2) if student code would run less isolated than this here "
                             f"(weakest first: {', '.join(confine.LEVELS)}; default: ${settings.MIN_ISOLATION.env} "
-                            "or no minimum)")
+                            f"or {confine.SEALED}, the weakest level that seals student processes from each other; "
+                            "a lower level graded by name is reported as unsealed)")
     grade.add_argument("--max-per-worker", type=_positive_int, default=200, help=argparse.SUPPRESS)
     slurm = grade.add_argument_group("Slurm (--executor slurm)")
     slurm.add_argument("--slurm-partition", help="partition to submit to")

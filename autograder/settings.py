@@ -47,7 +47,7 @@ LANGUAGE = Setting("AMP_LANGUAGE", "language.json beside the engine's strings, e
                    "feedback language (en, ko); the CLI's --language sets it for the processes it starts; the "
                    "checks' words read it, the grader through them (checks.words.requested)", "instructor, TA, students",
                    "checks.words")
-MIN_ISOLATION = Setting("AMP_MIN_ISOLATION", "no minimum", "refuse to grade below this isolation level "
+MIN_ISOLATION = Setting("AMP_MIN_ISOLATION", "landlock+seccomp (confine.SEALED)", "refuse to grade below this isolation level "
                         "(autograder.engine.confine.LEVELS); --min-isolation comes first", "TA, Gradescope",
                         "autograder.engine.confine")
 HIDDEN_VISIBILITY = Setting("AMP_HIDDEN_VISIBILITY", "after_due_date", "Gradescope visibility of the hidden rows "

@@ -31,7 +31,7 @@ from autograder import ROOT, settings
 from autograder.engine.files import kill_uid
 from autograder.batch.inputs import Submission
 from autograder.batch.worker import CANARY_EXIT, CANARY_MARK, reference_folder
-from autograder.engine.uids import claim_uid
+from autograder.engine.uids import block, claim_uid
 
 #: A worker that will grade at least this many submissions replays a cached call plan (autograder/engine/plan.py)
 #: against the reference before its first (the canary a fresh recording is; about a third of a grading).
@@ -91,7 +91,7 @@ class _Job:
 class _Worker:
     def __init__(self, slot: int, config: str, logs: Path) -> None:
         self.slot = slot
-        claim = claim_uid(slot)  # its student processes' uid: this worker's alone, machine-wide
+        claim = claim_uid(slot)  # its student processes' block of uids: this worker's alone, machine-wide
         self.uid, self._uid_lock = claim if claim else (None, None)
         logs.mkdir(parents=True, exist_ok=True)
         log = open(logs / f"worker-{slot}.log", "ab")
@@ -170,7 +170,7 @@ class _Worker:
         except (ProcessLookupError, PermissionError):
             pass
         if self.uid is not None:
-            kill_uid(self.uid)
+            kill_uid(*block(self.uid))
         if self._uid_lock is not None:
             self._uid_lock.close()  # every process of the uid is gone: another worker may have it
             self._uid_lock = None

@@ -61,7 +61,7 @@ class Options:
     similarity_threshold: float | None = None  # None: chosen from the pair scores
     similarity_reference: Sequence[Path] = ()  # earlier submissions to compare against
     similarity_solution: bool = True  # also compare with the reference solution (solutions/), flagging matches
-    min_isolation: str | None = None  # refuse below this confine level (None: $AMP_MIN_ISOLATION, else no minimum)
+    min_isolation: str | None = None  # refuse below this confine level (None: $AMP_MIN_ISOLATION, else confine.SEALED)
     roster: Path | None = None  # GitHub Classroom's roster CSV: names for cloned repositories (autograder.batch.roster)
 
 

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 from checks import words
 
 from autograder.diagnosis import report as class_report
-from autograder.engine import budget, rubric, strings
+from autograder.engine import budget, confine, rubric, strings
 from autograder.engine.escape import console, markdown_inline, strip_controls
 from autograder.engine.files import csv_text, write_bytes_atomic
 from autograder.batch.inputs import Submission
@@ -296,6 +296,10 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     lines += ["", strings.text("summary.isolation"), ""]
     lines += [strings.text("summary.isolation_line", level=markdown_inline(level), count=count)
               for level, count in sorted(levels.items())] or [strings.text("summary.not_recorded")]
+    unsealed = [level for level in sorted(levels) if level in confine.LEVELS
+                and confine.level_rank(level) < confine.level_rank(confine.SEALED)]
+    if unsealed:
+        lines += ["", strings.text("summary.unsealed", levels=", ".join(unsealed), sealed=confine.SEALED)]
     return "\n".join(lines) + "\n"
 
 

@@ -13,10 +13,13 @@ student process and before any student code is imported, every layer the platfor
 * **Landlock** (unprivileged; allowed by Docker's default seccomp profile): reads only
   from the interpreter, the system folders, the submission and the scratch folder;
   writes only to the scratch folder (and ``/dev/null``).  Binding: ``landlock`` (PyPI).
-* **seccomp** (``pyseccomp`` over libseccomp; sets no-new-privs): ``socket()`` only for
-  ``AF_UNIX``, no ``execve``/``execveat`` (no other program), no ``ptrace``/``process_vm_*``, ``mount``/``unshare``/``setns``/namespace
-  flags of ``clone``, SysV IPC, POSIX message queues, ``keyctl``, ``bpf``,
-  ``perf_event_open``, ``io_uring``, ``userfaultfd``, module loading.
+* **seccomp** (``pyseccomp`` over libseccomp; sets no-new-privs): no ``socket()`` at all (a GPU
+  process keeps ``AF_UNIX`` for CUDA's MPS pipe), so no network and no abstract socket between two
+  student processes; signals only to the process itself (``kill``/``tgkill``/``rt_*sigqueueinfo``
+  with its own pid, no ``pidfd_*``); no ``execve``/``execveat`` (no other program), no
+  ``ptrace``/``process_vm_*``/``kcmp``, ``mount``/``unshare``/``setns``/namespace flags of ``clone``,
+  SysV IPC, POSIX message queues, ``keyctl``, ``bpf``, ``perf_event_open``, ``io_uring``,
+  ``userfaultfd``, module loading.
 * a **clean environment**: only the variables in :func:`clean_environment`.
 
 The level reached is one of :data:`LEVELS`, weakest first: ``"none"``, ``"seccomp"``,
@@ -77,7 +80,11 @@ DENIED_SYSCALLS = (
     "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr",
     # No new program: a fresh interpreter would have torch's scaler kernels, which Task 1's processes lack.
     "execve", "execveat",
+    # Nothing that reaches another process by pid (signals are allowed to the process itself below).
+    "tkill", "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "process_madvise", "kcmp",
 )
+#: Syscalls that send a signal to the pid in their first argument: allowed only with the process's own pid.
+SIGNAL_SYSCALLS = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 
 
 def level_rank(level: str) -> int:
@@ -254,13 +261,22 @@ def apply_landlock(submission: str, scratch: str, extra_read: Sequence[str] = ()
         return False
 
 
-def apply_seccomp() -> bool:
-    """Load the seccomp filter described in the module docstring (also sets no-new-privs)."""
+def apply_seccomp(unix_sockets: bool = False) -> bool:
+    """Load the seccomp filter described in the module docstring (also sets no-new-privs).
+
+    ``unix_sockets``: keep ``socket(AF_UNIX)`` (a GPU process: CUDA's MPS client); otherwise no socket at all.
+    """
     if seccomp is None:
         return False
     try:
         rules = seccomp.SyscallFilter(seccomp.ALLOW)
-        rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket", seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
+        if unix_sockets:
+            rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket", seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
+        else:
+            rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket")
+        own = os.getpid()  # in a PID namespace, 1: the filter is loaded after entering it
+        for name in SIGNAL_SYSCALLS:  # a signal is a byte too: none reaches another process
+            rules.add_rule(seccomp.ERRNO(errno.EPERM), name, seccomp.Arg(0, seccomp.NE, own))
         for name in DENIED_SYSCALLS:
             try:
                 rules.add_rule(seccomp.ERRNO(errno.EPERM), name)
@@ -292,7 +308,7 @@ def confine(submission: str, scratch: str, namespaces: bool, extra_read: Sequenc
     earlier, before the uid switch).  Call after the uid switch, before student code.
     """
     landlocked = apply_landlock(submission, scratch, extra_read, devices, hidden)
-    filtered = apply_seccomp()
+    filtered = apply_seccomp(unix_sockets=bool(devices))
     os.environ.clear()
     os.environ.update(clean_environment(scratch))
     if namespaces:
@@ -336,20 +352,41 @@ def probe_level() -> str:
     return text if text in LEVELS else "none"
 
 
-def required_level(cli_value: str | None = None) -> str | None:
-    """The minimum level asked for (the CLI's value first, then ``$AMP_MIN_ISOLATION``); None if none."""
+#: The weakest level at which the OS itself keeps every student process sealed from every other one (no file,
+#: socket, IPC object or signal passes between them) and the grader's files unreadable, whatever the code does
+#: in its own process (tests/test_seal.py measures it).  The default minimum: below it a run is refused unless
+#: the operator asks for a lower level by name.
+SEALED = "landlock+seccomp"
+#: What a machine lacks to reach the next level up, for the refusal's one line.
+_LACKS = {"none": "libseccomp and Landlock", "seccomp": "Landlock (Linux 5.13 or newer, enabled)",
+          "landlock+seccomp": "namespaces (CAP_SYS_ADMIN, or unprivileged user namespaces)"}
+
+
+def required_level(cli_value: str | None = None) -> str:
+    """The minimum level asked for (the CLI's value first, then ``$AMP_MIN_ISOLATION``), else :data:`SEALED`."""
     value = cli_value or settings.min_isolation()
-    return parse_level(value) if value else None
+    return parse_level(value) if value else SEALED
 
 
 def refusal(reached: str, required: str) -> str | None:
-    """The message refusing to grade when ``reached`` is below ``required``; None when it is enough."""
+    """The one-line message refusing to grade when ``reached`` is below ``required``; None when it is enough."""
     if level_rank(reached) >= level_rank(required):
         return None
-    return (f"Refusing to grade: student code would run with isolation level {reached!r} here, below the required "
-            f"{required!r} (levels, weakest first: {', '.join(LEVELS)}). Run as root with CAP_SYS_ADMIN for "
-            f"namespaces, or on a kernel with Landlock and libseccomp for landlock+seccomp; or lower "
-            f"--min-isolation / ${settings.MIN_ISOLATION.env}.")
+    sealed = (" (where each student process is sealed from the others and from the grader's files)"
+              if required == SEALED else "")
+    return (f"Refusing to grade: student code would run at isolation level {reached!r} here, below the required "
+            f"{required!r}{sealed}: this machine lacks {_LACKS[reached]}. Run as root, or in a container with "
+            f"Docker's default capabilities, or pass --min-isolation {reached} (${settings.MIN_ISOLATION.env}) "
+            f"knowingly.")
+
+
+def unsealed_warning(reached: str) -> str | None:
+    """The warning for a run allowed below :data:`SEALED` by name; None at or above it."""
+    if level_rank(reached) >= level_rank(SEALED):
+        return None
+    return (f"WARNING: student code runs at isolation level {reached!r}, below {SEALED!r}, because "
+            f"--min-isolation / ${settings.MIN_ISOLATION.env} allowed it: this machine lacks {_LACKS[reached]}, so "
+            f"one student's processes may pass data to another's and read files the grader's user can read.")
 
 
 # --------------------------------------------------------------------------- cleanup (the judge's side)

@@ -74,22 +74,25 @@ def csv_text(header: list[str], rows: list[list[Any]]) -> str:
     return buffer.getvalue()
 
 
-def kill_uid(uid: int) -> None:
-    """Kill every process owned by ``uid`` and remove its SysV IPC objects (root only).
+def kill_uid(*uids: int) -> None:
+    """Kill every process owned by each of ``uids`` and remove their SysV IPC objects (root only).
 
-    Catches escapes from a process group, and shared memory that would outlive every process.
+    Catches escapes from a process group, and shared memory that would outlive every process.  One
+    short-lived child per uid: ``kill(-1)`` as that uid alone reaches exactly its processes (a child
+    that kept root as its real uid would reach the grader's own).
     """
     if os.geteuid() != 0:
         return
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgid(uid)
-            os.setuid(uid)
-            os.kill(-1, signal.SIGKILL)
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
     from autograder.engine.confine import remove_ipc_objects  # light: standard library only
 
-    remove_ipc_objects(uid)
+    for uid in uids:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setgid(uid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        remove_ipc_objects(uid)

@@ -40,7 +40,7 @@ from checks.runners import harness
 from checks.student import serve
 
 from autograder import settings
-from autograder.engine import budget, confine, replies, rubric, strings
+from autograder.engine import budget, confine, replies, rubric, strings, uids
 from autograder.engine.files import kill_uid
 from autograder.engine.file_faults import FileFaults
 from autograder.engine.student_processes import OutputLog, StudentProcess
@@ -94,13 +94,20 @@ class SandboxRunner:
         self.limits = limits or default_limits()
         self.hide = hide
         self.zygote = zygote or start_zygote()
-        self.uid = uid if uid is not None or os.geteuid() != 0 else 61000 + os.getpid() % 4000
+        #: The first uid of this runner's block (autograder.engine.uids): the group that may read the submission;
+        #: each student process runs as a uid of its own from the block (None: not root, no switch).
+        self.uid = uid if uid is not None or os.geteuid() != 0 else uids.default_base(os.getpid())
+        self._uids_used: set[int] = set()
         # Off only to test the OS layers by themselves (a test hook: tests/test_hostile.py, tests/test_isolation.py).
         self.runtime_guard = settings.runtime_guard()
         self.files = FileFaults(self.limits.import_seconds, self.limits.hangs_per_module)
         self.output = OutputLog()
         self.started = time.monotonic()
+        #: Holds one private scratch folder per student process (``p<slot>``, 0700, the process's uid): no two
+        #: processes share a writable folder.  Traversable by the sandbox uids, listable by the grader only.
         self._scratch = Path(tempfile.mkdtemp(prefix="amp-scratch-"))
+        if self.uid is not None:
+            self._scratch.chmod(0o711)
         #: (files imported, serves visible tests?) -> process.  A test whose row students see at once never runs
         #: in a process that served a hidden test: whatever that process kept of hidden inputs stays there.
         self._processes: dict[tuple[tuple[str, ...], bool], StudentProcess] = {}
@@ -149,18 +156,29 @@ class SandboxRunner:
     # -- lifecycle
 
     def _spawn(self, modules: tuple[str, ...]) -> StudentProcess:
-        if self.uid is not None:
-            os.chown(self._scratch, self.uid, self.uid)
+        """A new student process in the lowest free slot: its own uid of the block and its own fresh scratch
+        folder, so nothing another process of this submission left anywhere is within its reach."""
+        taken = {process.slot for process in self._live()}
+        slot = next(k for k in range(uids.BLOCK) if k not in taken)  # at most 4 file sets x 3 kinds of test
+        uid = uids.process_uid(self.uid, slot) if self.uid is not None else None
+        scratch = self._scratch / f"p{slot}"
+        shutil.rmtree(scratch, ignore_errors=True)  # what the slot's previous process left
+        scratch.mkdir(mode=0o700)
+        if uid is not None:
+            os.chown(scratch, uid, uid)
+            self._uids_used.add(uid)
         confine.grant_submission(self.submission, self.uid)
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
         output_r, output_w = os.pipe()
-        request = SpawnRequest(str(self.submission), str(self._scratch), modules, self.uid, self.hide, self.limits,
-                               self.device_access, self.runtime_guard)
+        request = SpawnRequest(str(self.submission), str(scratch), modules, uid, self.hide, self.limits,
+                               self.device_access, self.runtime_guard, group=self.uid)
         pid = self.zygote.spawn(request, [request_r, reply_w, output_w])
         for fd in (request_r, reply_w, output_w):
             os.close(fd)
-        return StudentProcess(pid, request_w, reply_r, output_r, self._test)
+        process = StudentProcess(pid, request_w, reply_r, output_r, self._test)
+        process.slot = slot
+        return process
 
     def _start(self, wanted: tuple[str, ...]) -> StudentProcess:
         """A process that imported ``wanted`` (minus faulty files); import faults are recorded per file.
@@ -226,14 +244,14 @@ class SandboxRunner:
         return [*self._processes.values(), *([self._starting] if self._starting is not None else [])]
 
     def _kill_all(self) -> None:
-        """End every student process of this submission (they share a uid: killing one kills all)."""
+        """End every student process of this submission, and whatever their uids still run."""
         for process in self._live():
             self.output.drain(process)
             process.close()
         self._processes.clear()
         self._starting = None
-        if self.uid is not None and os.geteuid() == 0:  # even when a process ended by itself: its
-            kill_uid(self.uid)  # daemons (setsid, double fork) outlive it
+        if self._uids_used and os.geteuid() == 0:  # even when a process ended by itself: its
+            kill_uid(*sorted(self._uids_used))  # daemons (setsid, double fork) outlive it
 
     def release(self) -> None:
         """End the student processes now (their CUDA contexts with them); the next call starts fresh ones."""

@@ -133,6 +133,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "summary.not_graded": "## Could not be graded",
         "summary.isolation": "## Isolation of student code",
         "summary.isolation_line": "- {level}: {count} submission(s)",
+        "summary.unsealed": "**Not sealed**: {levels} is below {sealed}, allowed by --min-isolation: one student's "
+                            "processes may have passed data to another's, and read files the grader's user can read.",
         "summary.not_recorded": "Not recorded.",
         "console.title": "Grades (CPU part, out of {top}; GPU part graded separately)",
         "console.title_some": ": the {shown} with problems of {total}; all are in gradebook.csv",
@@ -277,6 +279,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "summary.not_graded": "## 채점할 수 없었던 제출물",
         "summary.isolation": "## 학생 코드의 격리 수준",
         "summary.isolation_line": "- {level}: 제출물 {count}개",
+        "summary.unsealed": "**격리되지 않음**: {levels} 수준은 {sealed}보다 낮으며 --min-isolation으로 허용되었습니다. "
+                            "한 학생의 프로세스가 다른 학생의 프로세스에 데이터를 넘기거나 채점기 사용자가 읽을 수 있는 "
+                            "파일을 읽었을 수 있습니다.",
         "summary.not_recorded": "기록되지 않음.",
         "console.title": "점수 (CPU 파트, {top}점 만점. GPU 파트는 따로 채점)",
         "console.title_some": ": 전체 {total}개 중 문제가 있는 {shown}개. 모두 gradebook.csv에 있습니다",

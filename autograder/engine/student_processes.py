@@ -42,6 +42,7 @@ class StudentProcess:
         #: The test whose output this process's output is filed under: the last one it served (set before each
         #: request), so what it prints late, or what is drained when another test ends it, stays with that test.
         self.owner = owner
+        self.slot = -1  # its place in the runner's block of uids and scratch folders (SandboxRunner._spawn)
         self.request_fd, self.reply_fd, self.output_fd = request_fd, reply_fd, output_fd
         os.set_blocking(output_fd, False)
         try:  # readable once the process ends, even while a child of it still holds the reply pipe open

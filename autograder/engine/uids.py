@@ -1,9 +1,12 @@
 """Sandbox uids claimed machine-wide: no two graders on one machine ever share a student uid.
 
-The sandbox runs each student process as an unprivileged uid (when the grader is root);
-cleaning up after a submission kills everything that uid owns.  Two grading runs on one
-node (a batch and a ``grade-gpu`` job, two Slurm array tasks) must therefore never use the
-same uid: each claims one here, with a lock held as long as it grades.
+The sandbox runs each student process as an unprivileged uid of its own (when the grader is root): a
+grader holds a *block* of :data:`BLOCK` uids, the first of which is the group that may read the staged
+submission, the others one per student process alive at once (:func:`process_uid`), so that the
+kernel itself keeps two processes of one submission apart (files, signals, ``/proc``).  Cleaning up
+after a submission kills everything those uids own.  Two grading runs on one node (a batch and a
+``grade-gpu`` job, two Slurm array tasks) must therefore never use the same block: each claims one
+here, with a lock held as long as it grades.
 """
 
 from __future__ import annotations
@@ -14,27 +17,49 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
-#: Student processes of batch workers run as one of these uids, each claimed machine-wide with a lock
-#: (concurrent batch runs never share one; the sandbox's own default range is 61000-64999).
-UID_BASE, UID_COUNT = 65000, 500
+#: uids in one grader's block: the submission's group, then one per student process alive at once (a
+#: submission has at most one process per file set and kind of test: 4 x 3 today, with room to spare).
+BLOCK = 16
+#: Blocks claimed by batch workers machine-wide, each with a lock: 63000-64535, below nobody (65534), in
+#: the range Debian leaves to no user.  (An unclaimed runner's default block lies in 61000-62999.)
+UID_BASE, BLOCKS = 63000, 96
+DEFAULT_BASE, DEFAULT_BLOCKS = 61000, 125
+
+
+def process_uid(base: int, slot: int) -> int:
+    """The uid of the student process in ``slot`` (0 .. BLOCK-2) of the block starting at ``base``."""
+    if not 0 <= slot < BLOCK - 1:
+        raise ValueError(f"a block has {BLOCK - 1} process slots, not {slot + 1}")
+    return base + 1 + slot
+
+
+def block(base: int) -> range:
+    """Every uid of the block starting at ``base``."""
+    return range(base, base + BLOCK)
+
+
+def default_base(pid: int) -> int:
+    """The block of a runner that was handed none (one grader per process: picked by its pid)."""
+    return DEFAULT_BASE + (pid % DEFAULT_BLOCKS) * BLOCK
 
 
 def claim_uid(hint: int = 0) -> tuple[int, IO[str]] | None:
-    """A sandbox uid nobody else on this machine is using, and the lock that holds it (root only).
+    """A block of sandbox uids nobody else on this machine is using (its first uid), and the lock that
+    holds it (root only).
 
-    The uid stays ours while the returned file stays open; close it only once every
-    process of that uid is dead.
+    The block stays ours while the returned file stays open; close it only once every
+    process of its uids is dead.
     """
     if os.geteuid() != 0:
         return None
     folder = lock_folder()
     folder.mkdir(mode=0o700, exist_ok=True)
-    for k in range(UID_COUNT):
-        uid = UID_BASE + (hint + k) % UID_COUNT
+    for k in range(BLOCKS):
+        uid = UID_BASE + ((hint + k) % BLOCKS) * BLOCK
         handle = _take_lock(folder, uid)
         if handle is not None:
             return uid, handle
-    raise RuntimeError(f"all {UID_COUNT} sandbox uids from {UID_BASE} are in use")
+    raise RuntimeError(f"all {BLOCKS} blocks of sandbox uids from {UID_BASE} are in use")
 
 
 def lock_folder() -> Path:

@@ -115,6 +115,7 @@ class SpawnRequest:
     limits: Limits = field(default_factory=Limits)
     device: DeviceAccess | None = None  # a GPU student process (see DeviceAccess)
     runtime_guard: bool = True  # off only to test the OS layers alone (settings.runtime_guard)
+    group: int | None = None  # a supplementary group that may read the staged submission (the block's first uid)
 
 
 # --------------------------------------------------------------------------- inside the child
@@ -244,7 +245,8 @@ def _isolate(request: SpawnRequest, parent: int, hidden: list[str], reply_fd: in
         if value is not None:
             resource.setrlimit(name, (value, value))
     if request.uid is not None:
-        os.setgroups(list(request.device.groups) if request.device else [])  # GPU: keep /dev/nvidia*'s group
+        groups = [request.group] if request.group is not None else []  # reads the staged submission
+        os.setgroups(groups + (list(request.device.groups) if request.device else []))  # GPU: /dev/nvidia*'s group
         os.setgid(request.uid)
         os.setuid(request.uid)
     # Armed again after the last change of credentials.  In a PID namespace the parent (outside it) reads as 0.
@@ -268,6 +270,7 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
+        os.close(devnull)
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
         os.close(output_fd)

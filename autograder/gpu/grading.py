@@ -249,7 +249,7 @@ def cmd_grade_gpu(args: argparse.Namespace) -> int:
     from autograder.engine.grader import private_paths
     from autograder.engine.files import kill_uid
     from autograder.gpu.preflight import PreflightFailed, preflight
-    from autograder.engine.uids import claim_uid
+    from autograder.engine.uids import block, claim_uid
 
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -312,7 +312,7 @@ def cmd_grade_gpu(args: argparse.Namespace) -> int:
             if reference is not None:
                 reference.close()
             if claimed:
-                kill_uid(claimed[0])
+                kill_uid(*block(claimed[0]))
                 claimed[1].close()
     gradebook = collect(out)
     print(f"Wrote {gradebook}" + (" (dry mode: CPU, no speed check; not real GPU grades)" if dry else ""))

@@ -29,7 +29,7 @@ def run(root: Path) -> int:
                 if private.exists():
                     private.chmod(0o700)
         try:
-            grader.check_isolation(None)  # $AMP_MIN_ISOLATION, if set
+            grader.check_isolation(None)  # $AMP_MIN_ISOLATION, else the sealed level
         except grader.IsolationRefused as refused:
             from autograder.engine.files import write_json_atomic
             from autograder.engine.results import error_results

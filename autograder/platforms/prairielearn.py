@@ -93,7 +93,7 @@ def run(root: Path) -> int:
             _write(root, not_gradable(strings.text("nothing_uploaded")))
             return 0
         try:
-            grader.check_isolation(None)  # $AMP_MIN_ISOLATION, if set
+            grader.check_isolation(None)  # $AMP_MIN_ISOLATION, else the sealed level
         except grader.IsolationRefused as refused:
             print(refused)  # the grading job's log: staff only
             _write(root, not_gradable(strings.text("isolation_refused")))

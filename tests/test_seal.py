@@ -1,0 +1,121 @@
+"""Sealed student processes: no byte passes from one student process to another, at every level the grader accepts.
+
+Two submissions whose files each append :data:`seal_probe.CHANNEL_CODE` are graded in one batch on two workers,
+as root (``namespaces``), as root with Docker's capabilities (``landlock+seccomp``: Gradescope) and as an
+ordinary user.  Every student process of both (one per file set and kind of test) sends its own token through
+every channel the probe knows and listens on all of them; none may hear another's, none may signal another, and
+no two may hold the same pipe or socket.  The weaker levels, which cannot seal (a world-writable ``/tmp`` is
+shared), are refused unless asked for by name, with a line that says what the machine lacks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, shown, skip_unless_ci
+from seal_probe import CHANNEL_CODE
+from test_isolation import (MODES, _expected_level, grade_as, needs, nobody_python, nobody_root,  # noqa: F401
+                            results_of, submission, workspace)
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
+
+
+def _reports(results: dict[str, Any]) -> list[dict[str, Any]]:
+    return [json.loads(line[len("SEAL "):]) for line in shown(results).splitlines() if line.startswith("SEAL {")]
+
+
+def _inodes(report: dict[str, Any]) -> set[str]:
+    """The pipes and sockets a process held (``pipe:[123]``), its standard output's aside (shared with stderr)."""
+    fds = report.get("fds", {})
+    return {link for fd, link in fds.items() if link.startswith(("pipe:", "socket:")) and fd not in ("1", "2")}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_no_byte_passes_between_student_processes(mode: str, workspace: Path, request: pytest.FixtureRequest) -> None:
+    needs(mode)
+    python = request.getfixturevalue("nobody_python") if mode == "unprivileged" else sys.executable
+    root = request.getfixturevalue("nobody_root") if mode == "unprivileged" else ROOT
+    patches = {"loss_scaler.py": CHANNEL_CODE, "amp_step.py": CHANNEL_CODE}
+    folders = [submission(workspace / name, patches) for name in ("alice", "bob")]
+    done = grade_as(mode, folders, workspace / "out", "--jobs", "2", "--no-progress", python=python, root=root,
+                    timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    first: list[dict[str, Any]] = []
+    for name in ("alice", "bob"):
+        results = results_of(workspace / "out", name)
+        assert results["score"] == 90, results["output"][-2000:]  # the probe broke nothing graded
+        assert results["extra_data"]["isolation"] == _expected_level(mode, python)
+        reports = _reports(results)
+        first += [report for report in reports if not report.get("late")]
+        for report in reports:
+            assert report["got"] == {}, f"{name}: a byte passed between student processes: {report}"
+    tokens = {report["token"] for report in first}
+    assert len(tokens) >= 8, first  # both submissions, each with a process per file set and kind of test
+    for report in first:
+        assert report["signalled"] == [], f"a student process may signal others: {report}"
+    held: dict[str, str] = {}
+    for report in first:
+        for inode in _inodes(report):
+            assert inode not in held, f"{inode} held by {held.get(inode)} and {report['token']}"
+            held[inode] = report["token"]
+    if os.geteuid() == 0 and mode != "unprivileged":  # a uid of its own for each process
+        assert len({report["uid"] for report in first}) == len(first), first
+
+
+WEAKER = """
+import sys
+sys.path[:0] = [{root!r}]
+from autograder.engine import confine, grader
+confine.enter_namespaces = lambda libc, is_root, tell=None: False  # as without CAP_SYS_ADMIN
+confine.landlock = None  # as on a kernel without Landlock: the level is seccomp
+try:
+    grader.check_isolation({asked!r})
+    print("graded")
+except grader.IsolationRefused as refused:
+    print("REFUSED " + str(refused))
+"""
+
+
+def _check_weaker(asked: str | None) -> subprocess.CompletedProcess[str]:
+    code = WEAKER.format(root=str(ROOT), asked=asked)
+    env = {key: value for key, value in os.environ.items() if key != "AMP_MIN_ISOLATION"}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_a_level_that_cannot_seal_is_refused_unless_asked_for_by_name() -> None:
+    """``seccomp`` (no Landlock) is below the sealed level: refused by default in one line naming what is missing
+    and what to do; graded when asked for by name, with a warning on stderr."""
+    if os.geteuid() != 0:
+        skip_unless_ci("needs root (the probe drops to nobody)")
+    done = _check_weaker(None)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = done.stdout.strip()
+    assert line.startswith("REFUSED Refusing to grade") and "\n" not in line, line
+    assert "'seccomp'" in line and "'landlock+seccomp'" in line and "lacks Landlock" in line, line
+    assert "--min-isolation seccomp" in line and "Run as root" in line, line
+    done = _check_weaker("seccomp")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "graded"
+    assert "WARNING" in done.stderr and "below 'landlock+seccomp'" in done.stderr
+
+
+def test_the_sealed_level_is_the_default_minimum() -> None:
+    from autograder.engine import confine
+
+    env = os.environ.pop("AMP_MIN_ISOLATION", None)
+    try:
+        assert confine.SEALED == "landlock+seccomp"
+        assert confine.required_level(None) == "landlock+seccomp"
+        assert confine.required_level("none") == "none"
+        assert confine.refusal("landlock+seccomp", confine.required_level(None)) is None
+        assert confine.refusal("none", confine.required_level(None)) is not None
+    finally:
+        if env is not None:
+            os.environ["AMP_MIN_ISOLATION"] = env
