@@ -465,17 +465,31 @@ class ScratchGuard(threading.Thread):
         super().__init__(daemon=True, name="scratch-guard")
         self.folder, self.stop, self.interval = folder, stop, interval
         self.exceeded = False
+        self.fired = 0  # how often it stopped the processes: an import that it cut short is judged by this
         self._done = threading.Event()
 
     def run(self) -> None:
         while not self._done.wait(self.interval):
             if scratch_over(self.folder):
                 self.exceeded = True
+                self.fired += 1
                 self.stop()
-                wipe_folder(self.folder)
+                wipe_scratch(self.folder)
 
     def cancel(self) -> None:
         self._done.set()
+
+
+def wipe_scratch(folder: Path) -> None:
+    """Empty every student process's scratch folder inside ``folder`` (one per process), keeping the folders:
+    a process still importing keeps a working folder, and what it writes after this is still counted."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            wipe_folder(Path(entry.path))
 
 
 def wipe_folder(folder: Path) -> None:

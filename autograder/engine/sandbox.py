@@ -188,6 +188,7 @@ class SandboxRunner:
         """
         modules = tuple(name for name in IMPORT_ORDER if name in wanted and name not in self.import_faults)
         process = self._starting = self._spawn(modules)  # _kill_all reaches it from now on
+        fired = self._scratch_guard.fired if self._scratch_guard is not None else 0
         started = process.read(SETUP_SECONDS, self.output.drain, wall=SETUP_SECONDS)
         if started and isinstance(started.get("measure"), int):  # namespaces forked: the new process computes
             process.measure(started["measure"])
@@ -207,11 +208,12 @@ class SandboxRunner:
                 self.files.import_failed(name, str(message["fault"]))
             # Where scratch is no capped tmpfs, the guard's thread starts too late for an import that fills it.  (With
             # one, the student processes write to their own tmpfs and this side sees an empty folder.)
-            elif confine.scratch_over(self._scratch):
+            elif confine.scratch_over(self._scratch) or (
+                    self._scratch_guard is not None and self._scratch_guard.fired > fired):  # cut short by the guard
                 self.files.import_failed(name, f"importing {harness.CONTRACT_FILES[name]} {SCRATCH_FAULT}",
                                          budget.CRASH_LIMIT)
                 self._kill_all()
-                confine.wipe_folder(self._scratch)
+                confine.wipe_scratch(self._scratch)
                 return self._start(wanted)
         ready = process.read(self.limits.import_seconds, self.output.drain,
                              wall=self._wall_bound(self.limits.import_seconds))
