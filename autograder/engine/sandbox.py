@@ -97,7 +97,7 @@ class SandboxRunner:
         #: The first uid of this runner's block (autograder.engine.uids): the group that may read the submission;
         #: each student process runs as a uid of its own from the block (None: not root, no switch).
         self.uid = uid if uid is not None or os.geteuid() != 0 else uids.default_base(os.getpid())
-        self._uids_used: set[int] = set()
+        self._uids_dirty: set[int] = set()  # uids given to a process since the last _kill_all: what it must kill
         # Off only to test the OS layers by themselves (a test hook: tests/test_hostile.py, tests/test_isolation.py).
         self.runtime_guard = settings.runtime_guard()
         self.files = FileFaults(self.limits.import_seconds, self.limits.hangs_per_module)
@@ -166,7 +166,7 @@ class SandboxRunner:
         scratch.mkdir(mode=0o700)
         if uid is not None:
             os.chown(scratch, uid, uid)
-            self._uids_used.add(uid)
+            self._uids_dirty.add(uid)
         confine.grant_submission(self.submission, self.uid)
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
@@ -252,8 +252,9 @@ class SandboxRunner:
             process.close()
         self._processes.clear()
         self._starting = None
-        if self._uids_used and os.geteuid() == 0:  # even when a process ended by itself: its
-            kill_uid(*sorted(self._uids_used))  # daemons (setsid, double fork) outlive it
+        if self._uids_dirty and os.geteuid() == 0:  # even when a process ended by itself: its
+            kill_uid(*sorted(self._uids_dirty))  # daemons (setsid, double fork) outlive it
+        self._uids_dirty.clear()  # one short-lived child per uid: only those that ran something since
 
     def release(self) -> None:
         """End the student processes now (their CUDA contexts with them); the next call starts fresh ones."""
