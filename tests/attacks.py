@@ -9,6 +9,9 @@ threads, subprocesses), so an attack fails only because what it reaches for is n
 
 from __future__ import annotations
 
+import inspect
+import math
+
 from conftest import ROOT
 
 SKELETON = {name: (ROOT / "assignment" / name).read_text() for name in ("loss_scaler.py", "amp_step.py")}
@@ -341,19 +344,18 @@ PRINT_LATE_INIT = '''
         self._real_init(init_scale, growth_factor, backoff_factor, growth_interval)
 '''
 
-#: Tells hidden inputs apart as a student can: the public checks (assignment/checks) build scalers whose initial
-#: scale and factors are powers of two, bar row 1.7's example; any other scaler a process builds is a hidden input.
-TELL_HIDDEN = '''
-import math as _math
-
-_HIDDEN_SEEN = []
 
 
-def _hidden(kwargs):
-    values = [kwargs["init_scale"], kwargs["growth_factor"], kwargs["backoff_factor"]]
-    powers = all(v > 0 and _math.frexp(v)[0] == 0.5 for v in values)
+def is_hidden_input(init_scale: float, growth_factor: float, backoff_factor: float) -> bool:
+    """Tells hidden inputs apart as a student can: the public checks (assignment/checks) build scalers whose initial
+    scale and factors are powers of two, bar row 1.7's example; any other scaler built is a hidden test's."""
+    values = [init_scale, growth_factor, backoff_factor]
+    powers = all(value > 0 and math.frexp(value)[0] == 0.5 for value in values)
     return not powers and values != [0.1, 1.1, 0.3]
-'''
+
+
+#: The same, in a submission (which remembers what it saw in ``_HIDDEN_SEEN``).
+TELL_HIDDEN = "import math\n\n_HIDDEN_SEEN = []\n\n\n" + inspect.getsource(is_hidden_input)
 #: A solution whose load_state_dict() fails with the hidden inputs its process has seen; its state_dict() is one
 #: tracker off, so that row 1.16's restore calls (built from it) are not the call plan's and are made live.
 TELL_IN_MESSAGE = '''
@@ -362,7 +364,7 @@ TELL_IN_MESSAGE = '''
         self._real_init(init_scale, growth_factor, backoff_factor, growth_interval)
         kwargs = {"init_scale": init_scale, "growth_factor": growth_factor, "backoff_factor": backoff_factor,
                   "growth_interval": growth_interval}
-        if _hidden(kwargs):
+        if is_hidden_input(init_scale, growth_factor, backoff_factor):
             _HIDDEN_SEEN.append(kwargs)
 
     def state_dict(self):
@@ -380,7 +382,7 @@ TELL_IN_NOTE = '''
         self._real_init(init_scale, growth_factor, backoff_factor, growth_interval)  # bad arguments: ValueError
         kwargs = {"init_scale": init_scale, "growth_factor": growth_factor, "backoff_factor": backoff_factor,
                   "growth_interval": growth_interval}
-        if _hidden(kwargs):
+        if is_hidden_input(init_scale, growth_factor, backoff_factor):
             spelt = "_".join(repr(v).replace("-", "m").replace("+", "p") for v in kwargs.values())
             raise NotImplementedError(f"SECRET_{spelt} is not implemented yet: see Task 1 in README.md")
 '''

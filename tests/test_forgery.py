@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from attacks import ANSWERS, ATTACKS, BASELINES, PRINTERS, SKELETON, SKELETON_WITH_ANSWERS, TELLERS, appended
+from attacks import (ANSWERS, ATTACKS, BASELINES, PRINTERS, SKELETON, SKELETON_WITH_ANSWERS, TELLERS, appended,
+                     is_hidden_input)
 from autograder import settings
 from conftest import ROOT, load_results, skip_unless_ci
 from test_isolation import DOCKER_CAPS
@@ -123,15 +124,19 @@ def test_hidden_inputs_never_reach_what_students_see_at_once(graded_printers: di
                                                              marker: str) -> None:
     """What a process that served hidden tests prints (at once, or late from a thread while another process
     crashes) is shown only in hidden rows, never in a visible row or in the output shown before the due date.
-    Each line carries its process's token: no token may be both in a hidden row and where students look at once."""
+    Each line carries its process's token and the scaler's arguments: no process that printed a hidden input may
+    have its token where students look at once.  (A hidden row shows public processes' tokens too: its public
+    example's output is filed under the row.)"""
     results = graded_printers[name]
+    # lines the code printed (its source may be quoted too): token, init_scale, growth_factor, backoff_factor
+    printed = re.compile(rf"^\s*{marker} (\S+) (\S+) (\S+) (\S+)", re.M)
 
-    def tokens(texts: list[str]) -> set[str]:
-        printed = re.compile(rf"^\s*{marker} (\S+)", re.M)  # lines the code printed (its source may be quoted too)
-        return {token for text in texts for token in printed.findall(text)}
+    def tokens(texts: list[str], hidden_inputs_only: bool = False) -> set[str]:
+        return {token for text in texts for token, *values in printed.findall(text)
+                if not hidden_inputs_only or is_hidden_input(*map(float, values))}
 
     rows = list(_rows(results).values())
-    hidden = tokens([row["output"] for row in rows if row["visibility"] != "visible"])
+    hidden = tokens([row["output"] for row in rows if row["visibility"] != "visible"], hidden_inputs_only=True)
     visible = tokens(shown_at_once(results))
     assert hidden and visible, (hidden, visible)
     assert not hidden & visible
