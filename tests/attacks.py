@@ -9,6 +9,9 @@ threads, subprocesses), so an attack fails only because what it reaches for is n
 
 from __future__ import annotations
 
+import inspect
+import math
+
 from conftest import ROOT
 
 SKELETON = {name: (ROOT / "assignment" / name).read_text() for name in ("loss_scaler.py", "amp_step.py")}
@@ -342,6 +345,49 @@ PRINT_LATE_INIT = '''
 '''
 
 
+
+def is_hidden_input(init_scale: float, growth_factor: float, backoff_factor: float) -> bool:
+    """Tells hidden inputs apart as a student can: the public checks (assignment/checks) build scalers whose initial
+    scale and factors are powers of two, bar row 1.7's example; any other scaler built is a hidden test's."""
+    values = [init_scale, growth_factor, backoff_factor]
+    powers = all(value > 0 and math.frexp(value)[0] == 0.5 for value in values)
+    return not powers and values != [0.1, 1.1, 0.3]
+
+
+#: The same, in a submission (which remembers what it saw in ``_HIDDEN_SEEN``).
+TELL_HIDDEN = "import math\n\n_HIDDEN_SEEN = []\n\n\n" + inspect.getsource(is_hidden_input)
+#: A solution whose load_state_dict() fails with the hidden inputs its process has seen; its state_dict() is one
+#: tracker off, so that row 1.16's restore calls (built from it) are not the call plan's and are made live.
+TELL_IN_MESSAGE = '''
+    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000) -> None:
+        self._real_init(init_scale, growth_factor, backoff_factor, growth_interval)
+        kwargs = {"init_scale": init_scale, "growth_factor": growth_factor, "backoff_factor": backoff_factor,
+                  "growth_interval": growth_interval}
+        if is_hidden_input(init_scale, growth_factor, backoff_factor):
+            _HIDDEN_SEEN.append(kwargs)
+
+    def state_dict(self):
+        return {**self._real_state_dict(), "_growth_tracker": self._growth_tracker + 1000}
+
+    def load_state_dict(self, state_dict):
+        if _HIDDEN_SEEN:
+            raise RuntimeError(f"HIDDEN-INPUTS: {len(_HIDDEN_SEEN)} seen, the last {_HIDDEN_SEEN[-3:]}")
+        self._real_load_state_dict(state_dict)
+'''
+#: A solution that, given a hidden input, raises the skeleton's NotImplementedError naming a "method" spelt from it.
+TELL_IN_NOTE = '''
+    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000) -> None:
+        self._real_init(init_scale, growth_factor, backoff_factor, growth_interval)  # bad arguments: ValueError
+        kwargs = {"init_scale": init_scale, "growth_factor": growth_factor, "backoff_factor": backoff_factor,
+                  "growth_interval": growth_interval}
+        if is_hidden_input(init_scale, growth_factor, backoff_factor):
+            spelt = "_".join(repr(v).replace("-", "m").replace("+", "p") for v in kwargs.values())
+            raise NotImplementedError(f"SECRET_{spelt} is not implemented yet: see Task 1 in README.md")
+'''
+
+
 def appended(text: str, code: str) -> str:
     """``code`` appended at module level of ``text``."""
     return text + "\n\n" + code
@@ -421,4 +467,16 @@ PRINTERS: dict[str, dict[str, str]] = {
     "late_printing_solution": {**SOLUTION, "loss_scaler.py": appended(method_added(
         SOLUTION["loss_scaler.py"].replace("    def __init__(\n", "    def _real_init(\n", 1), PRINT_LATE_INIT),
         PRINT_LATE)},
+}
+
+_RENAMED = SOLUTION["loss_scaler.py"].replace("    def __init__(\n", "    def _real_init(\n", 1)
+#: Solutions that tell (in a failure's text, not a print) the hidden inputs their process saw: each text carries
+#: the marker, and only a call served after a hidden input writes one, so it may appear in hidden rows only.
+TELLERS: dict[str, tuple[dict[str, str], str]] = {
+    "tells_in_a_public_example": ({**SOLUTION, "loss_scaler.py": appended(method_added(_RENAMED.replace(
+        "    def state_dict(self)", "    def _real_state_dict(self)", 1).replace(
+        "    def load_state_dict(self,", "    def _real_load_state_dict(self,", 1), TELL_IN_MESSAGE), TELL_HIDDEN)},
+        "HIDDEN-INPUTS"),
+    "tells_in_the_not_implemented_note": ({**SOLUTION, "loss_scaler.py": appended(method_added(
+        _RENAMED, TELL_IN_NOTE), TELL_HIDDEN)}, "SECRET_"),
 }

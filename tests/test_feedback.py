@@ -36,7 +36,9 @@ def _runner(folder: Path, files: tuple[str, ...], faults: dict[str, str]) -> Sim
 
 
 def _failing(items: tuple[rubric.Item, ...], message: str, cases: int = 3) -> list[judge.Outcome]:
-    return [judge.Outcome(item.test, f"{item.test}[{k}]", False, message) for item in items for k in range(cases)]
+    """Failed cases of ``items``' tests: the public checks' for a visible row, the hidden suite's otherwise."""
+    return [judge.Outcome(item.test, f"{item.test}[{k}]", False, message, public=item.suite == rubric.PUBLIC)
+            for item in items for k in range(cases)]
 
 
 def test_a_file_that_does_not_import_is_told_once_at_the_top(tmp_path: Path) -> None:
@@ -79,6 +81,19 @@ def test_a_stub_not_implemented_is_one_line_per_row_and_one_note(tmp_path: Path)
     assert [row.message for row in report.rows] == [
         "ToyLossScaler.__init__ is not implemented yet (see Task 1 in README.md)."] * 2 + [""]
     assert report.notes == ["Not implemented yet: ToyLossScaler.__init__ (Task 1). The tests that use them score 0."]
+
+
+def test_the_note_is_built_from_public_tests_texts_only(tmp_path: Path) -> None:
+    """The note is shown at once: a hidden test's failure text, which student code writes after it saw hidden inputs
+    (here a "method" spelt from one), stays in its row, shown when the row is."""
+    runner = _runner(tmp_path / "sub", ("loss_scaler.py", "amp_step.py", "answers.py"), {})
+    (row,) = [item for item in SCALER_ROWS if item.number == "1.16"]  # hidden, with a public example
+    told = STUB.replace("ToyLossScaler.__init__", "SECRET_1.5_0.3_3", 1)
+    outcomes = _failing((row,), told, cases=1) + [judge.Outcome(row.test, row.test, False, STUB, public=True)]
+    report = judge.build_report(runner, (row,), outcomes, "", [], time.monotonic())
+    assert report.notes == ["Not implemented yet: ToyLossScaler.__init__ (Task 1). The tests that use them score 0."]
+    assert "SECRET_1.5_0.3_3 is not implemented yet" in report.rows[0].message
+    assert "SECRET" not in report.rows[0].public_failures
 
 
 def test_the_short_lines_are_korean_in_korean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

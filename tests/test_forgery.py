@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from attacks import ANSWERS, ATTACKS, BASELINES, PRINTERS, SKELETON, SKELETON_WITH_ANSWERS, appended
+from attacks import (ANSWERS, ATTACKS, BASELINES, PRINTERS, SKELETON, SKELETON_WITH_ANSWERS, TELLERS, appended,
+                     is_hidden_input)
 from autograder import settings
 from conftest import ROOT, load_results, skip_unless_ci
 from test_isolation import DOCKER_CAPS
@@ -101,7 +102,21 @@ def test_delegation_fails_with_a_message_that_says_why(graded: dict[str, dict[st
 
 @pytest.fixture(scope="module", params=["namespaces", "namespaces, audit hook off"])
 def graded_printers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _grade_all(tmp_path_factory.mktemp("printers"), PRINTERS, request.param)
+    tellers = {name: files for name, (files, _) in TELLERS.items()}
+    return _grade_all(tmp_path_factory.mktemp("printers"), {**PRINTERS, **tellers}, request.param)
+
+
+def shown_at_once(results: dict[str, Any]) -> list[str]:
+    """Every text students see before the due date: on Gradescope the visible rows (a hidden row's public-example
+    companion among them) and the output; on PrairieLearn every message (hidden rows withheld but their public
+    examples') and the output."""
+    from autograder.engine.results import with_public_parts
+    from autograder.platforms.prairielearn import prairielearn_results
+
+    gradescope = with_public_parts(results)
+    prairielearn = prairielearn_results(results)
+    return ([test["output"] for test in gradescope["tests"] if test["visibility"] == "visible"] + [results["output"]]
+            + [test["message"] for test in prairielearn["tests"]] + [prairielearn["output"], prairielearn["message"]])
 
 
 @pytest.mark.parametrize("name, marker", [("printing_solution", "FORGERY-SEES"), ("late_printing_solution", "LATE-SEES")])
@@ -109,18 +124,36 @@ def test_hidden_inputs_never_reach_what_students_see_at_once(graded_printers: di
                                                              marker: str) -> None:
     """What a process that served hidden tests prints (at once, or late from a thread while another process
     crashes) is shown only in hidden rows, never in a visible row or in the output shown before the due date.
-    Each line carries its process's token: no token may be both in a hidden row and where students look at once."""
+    Each line carries its process's token and the scaler's arguments: no process that printed a hidden input may
+    have its token where students look at once.  (A hidden row shows public processes' tokens too: its public
+    example's output is filed under the row.)"""
     results = graded_printers[name]
+    # lines the code printed (its source may be quoted too): token, init_scale, growth_factor, backoff_factor
+    printed = re.compile(rf"^\s*{marker} (\S+) (\S+) (\S+) (\S+)", re.M)
 
-    def tokens(texts: list[str]) -> set[str]:
-        printed = re.compile(rf"^\s*{marker} (\S+)", re.M)  # lines the code printed (its source may be quoted too)
-        return {token for text in texts for token in printed.findall(text)}
+    def tokens(texts: list[str], hidden_inputs_only: bool = False) -> set[str]:
+        return {token for text in texts for token, *values in printed.findall(text)
+                if not hidden_inputs_only or is_hidden_input(*map(float, values))}
 
     rows = list(_rows(results).values())
-    hidden = tokens([row["output"] for row in rows if row["visibility"] != "visible"])
-    visible = tokens([row["output"] for row in rows if row["visibility"] == "visible"] + [results["output"]])
+    hidden = tokens([row["output"] for row in rows if row["visibility"] != "visible"], hidden_inputs_only=True)
+    visible = tokens(shown_at_once(results))
     assert hidden and visible, (hidden, visible)
     assert not hidden & visible
+
+
+@pytest.mark.parametrize("name", list(TELLERS))
+def test_hidden_inputs_never_reach_what_students_see_at_once_through_failure_texts(
+        graded_printers: dict[str, Any], name: str) -> None:
+    """What a process writes after it saw a hidden input (here: an exception's message naming the hidden inputs it
+    saw, or a "method not implemented" spelt from one) is shown only in hidden rows: never in a visible row, in a
+    hidden row's public-example companion (those examples run in processes that serve nothing hidden, their calls
+    made after the call plan's batches included), or in a note of the output (built from public tests' texts)."""
+    results, marker = graded_printers[name], TELLERS[name][1]
+    told = [row["number"] for row in _rows(results).values() if row["visibility"] != "visible" and marker in row["output"]]
+    assert told, "the attack told its hidden inputs somewhere (else this proves nothing)"
+    leaked = [text[:600] for text in shown_at_once(results) if marker in text]
+    assert not leaked, leaked
 
 
 def test_answers_file_is_read_not_run(tmp_path: Path) -> None:

@@ -118,3 +118,21 @@ def test_a_failing_public_example_shows_before_the_due_date(autograder_zip: Path
     assert results["tests"][results["tests"].index(part) - 1] == hidden[0], "right after its row"
     assert part["output"].split("\n\n", 1)[1] in hidden[0]["output"], "the part repeats the row's public messages"
     assert results["score"] == sum(t["score"] for t in results["tests"])
+
+
+def test_hidden_inputs_in_a_failure_text_stay_in_hidden_rows(autograder_zip: Path, tmp_path: Path) -> None:
+    """Row 1.16's public example fails in a call built from the student's own answer (made live, after the call
+    plan's batches) with a message naming the hidden inputs its process saw (tests/attacks.py).  Its companion row
+    shows at once, so the example runs in a process that served nothing hidden: the hidden inputs stay in 1.16."""
+    from attacks import TELLERS
+
+    files, marker = TELLERS["tells_in_a_public_example"]
+    (tmp_path / "submission").mkdir()
+    for name, text in files.items():
+        (tmp_path / "submission" / name).write_text(text)
+    (tmp_path / "root").mkdir()
+    results = simulate(autograder_zip, tmp_path / "root", tmp_path / "submission")
+    assert [t.get("number") for t in results["tests"] if marker in t["output"]] == ["1.16"]  # no companion row
+    (part,) = [t for t in results["tests"] if t["visibility"] == "visible" and t["name"].startswith("1.16 ")]
+    assert "_growth_tracker" in part["output"], "the public example failed, on its own inputs"
+    assert marker not in part["output"] and marker not in results["output"]

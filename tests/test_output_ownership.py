@@ -1,11 +1,12 @@
 """Output belongs to the process that wrote it (autograder/engine/sandbox.py), whatever the timing.
 
-A student process serves tests of one visibility only; every byte it prints is filed under the
-test it last served, however and whenever it is read: with a reply, when another process crashes,
-hangs or is killed, or when the runner closes.  So what a process that saw hidden inputs prints
-late (a thread of its own, after its last reply) never reaches a visible row or the output shown
-before the due date.  Each test drives a real sandbox (zygote, confinement) with a submission whose
-scaler prints from a daemon thread.
+A student process serves either tests of the public checks or hidden tests, never both (a hidden row's
+public example is a public test: it has the hidden test's name, but not its process); every byte it
+prints is filed under the test it last served, however and whenever it is read: with a reply, when
+another process crashes, hangs or is killed, or when the runner closes.  So what a process that saw
+hidden inputs prints late (a thread of its own, after its last reply) never reaches a visible row or
+the output shown before the due date.  Each test drives a real sandbox (zygote, confinement) with a
+submission whose scaler prints from a daemon thread, or answers with the first input its process saw.
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ from typing import Iterator
 
 import pytest
 
-from autograder.engine import intake, sandbox
+from autograder.engine import intake, plan, sandbox
 from checks.runners.harness import SubmissionFault
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
 
 HIDDEN_TEST = "test_update_rule_properties"  # row 1.6: hidden until the due date
 VISIBLE_TEST = "test_scale_returns_float32_without_overflow"  # row 1.2: students see it at once
+#: Row 1.16 (hidden): its hidden test and its public example (assignment/checks) share this name.
+SHARED_NAME = "test_state_dict_round_trip"
 
 #: A scaler whose constructor hands its arguments to a thread that prints them a little later, after the
 #: reply has gone; ``growth_interval=7`` crashes the process, ``growth_interval=8`` hangs it.
@@ -69,14 +72,41 @@ def construct(init_scale: float, growth_interval: int = 2000) -> dict[str, objec
                     {"op": "observe"}]}
 
 
-@pytest.fixture()
-def runner(tmp_path: Path) -> Iterator[sandbox.SandboxRunner]:
-    (tmp_path / "loss_scaler.py").write_text(LATE_PRINTER)
-    staged = intake.stage(tmp_path)  # as the grader does: where the student process's uid may read
+#: A scaler whose scale is the first ``init_scale`` its process was ever given: a reply that tells what the
+#: process served before.
+FIRST_SEEN = '''
+_seen = []
+
+
+class ToyLossScaler:
+    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+        _seen.append(init_scale)
+
+    def get_scale(self):
+        return float(_seen[0])
+
+    def get_growth_tracker(self):
+        return 0
+'''
+
+
+def _runner(folder: Path, code: str) -> Iterator[sandbox.SandboxRunner]:
+    (folder / "loss_scaler.py").write_text(code)
+    staged = intake.stage(folder)  # as the grader does: where the student process's uid may read
     runner = sandbox.SandboxRunner(staged.folder, limits=sandbox.Limits(call_seconds=3, import_seconds=60))
     yield runner
     runner.close()
     shutil.rmtree(staged.folder, ignore_errors=True)
+
+
+@pytest.fixture()
+def runner(tmp_path: Path) -> Iterator[sandbox.SandboxRunner]:
+    yield from _runner(tmp_path, LATE_PRINTER)
+
+
+@pytest.fixture()
+def remembering(tmp_path: Path) -> Iterator[sandbox.SandboxRunner]:
+    yield from _runner(tmp_path, FIRST_SEEN)
 
 
 def serve_hidden_then_wait(runner: sandbox.SandboxRunner) -> None:
@@ -95,7 +125,7 @@ def where_the_hidden_input_went(runner: sandbox.SandboxRunner) -> set[str]:
 def test_late_output_stays_with_the_hidden_test_when_a_visible_process_ends(
         runner: sandbox.SandboxRunner, growth_interval: int, how: str) -> None:
     serve_hidden_then_wait(runner)
-    runner.begin_test(VISIBLE_TEST)
+    runner.begin_test(VISIBLE_TEST, public=True)
     with pytest.raises(SubmissionFault):
         runner.run("scaler_ops", construct(2.0, growth_interval=growth_interval))
     assert where_the_hidden_input_went(runner) == {HIDDEN_TEST}, how
@@ -104,7 +134,7 @@ def test_late_output_stays_with_the_hidden_test_when_a_visible_process_ends(
 def test_late_output_stays_with_the_hidden_test_when_the_processes_are_released(
         runner: sandbox.SandboxRunner) -> None:
     serve_hidden_then_wait(runner)
-    runner.begin_test(VISIBLE_TEST)
+    runner.begin_test(VISIBLE_TEST, public=True)
     runner.release()
     runner.close()
     assert where_the_hidden_input_went(runner) == {HIDDEN_TEST}
@@ -112,7 +142,7 @@ def test_late_output_stays_with_the_hidden_test_when_the_processes_are_released(
 
 def test_a_visible_process_output_is_filed_under_its_own_test(runner: sandbox.SandboxRunner) -> None:
     """The other way round: a visible call's late output reaches its own row, not a hidden test that ends it."""
-    runner.begin_test(VISIBLE_TEST)
+    runner.begin_test(VISIBLE_TEST, public=True)
     runner.run("scaler_ops", construct(777.0))
     time.sleep(0.5)
     runner.begin_test(HIDDEN_TEST)
@@ -120,3 +150,36 @@ def test_a_visible_process_output_is_filed_under_its_own_test(runner: sandbox.Sa
         runner.run("scaler_ops", construct(2.0, growth_interval=7))
     shown = runner.output_by_test()
     assert "LATE-SEES 777.0" in shown.get(VISIBLE_TEST, "") and "777.0" not in shown.get(HIDDEN_TEST, "")
+
+
+def first_seen(reply: list[dict[str, object]]) -> object:
+    return reply[-1]["ok"]["scale"]  # type: ignore[index]
+
+
+def test_a_public_example_of_a_hidden_row_never_runs_where_hidden_inputs_were_served(
+        remembering: sandbox.SandboxRunner) -> None:
+    """The public example of row 1.16 has its hidden test's name: it runs in a process of its own kind all the same,
+    live, fetched ahead, and live again after the fetch (a call built from an answer the plan did not record)."""
+    remembering.begin_test(SHARED_NAME)
+    assert first_seen(remembering.run("scaler_ops", construct(12345.0))) == 12345.0  # the hidden case's process
+    remembering.begin_test(SHARED_NAME, public=True)
+    assert first_seen(remembering.run("scaler_ops", construct(2.0))) == 2.0
+    remembering.begin_test(SHARED_NAME, public=True)
+    (fetched,) = remembering.prefetch([("scaler_ops", construct(4.0), None)])
+    assert "12345" not in str(fetched) and first_seen(remembering.run("scaler_ops", construct(4.0))) == 2.0
+    assert first_seen(remembering.run("scaler_ops", construct(8.0))) == 2.0  # live, after the fetch
+    remembering.begin_test(SHARED_NAME)  # and the hidden test's own calls stay where they were
+    assert first_seen(remembering.run("scaler_ops", construct(16.0))) == 12345.0
+
+
+def test_the_call_plan_sends_a_public_examples_calls_apart(remembering: sandbox.SandboxRunner) -> None:
+    """A plan case holds the calls of a hidden test and of its public example (one name): each goes to its kind's
+    processes, and the answers come back in the recorded order."""
+    remembering.begin_test(HIDDEN_TEST)
+    remembering.run("scaler_ops", construct(12345.0))
+    case = plan.Case(SHARED_NAME, SHARED_NAME, [plan.Call("scaler_ops", construct(3.0), None, "", public=False),
+                                                plan.Call("scaler_ops", construct(2.0), None, "", public=True)])
+    hidden, public = plan.fetch_ahead(remembering, case)
+    assert '"scale": 12345.0' in str(hidden) and '"scale": 2.0' in str(public), (hidden, public)
+    remembering.begin_test(SHARED_NAME, public=True)  # the public test, run after: served what was fetched for it
+    assert first_seen(remembering.run("scaler_ops", construct(2.0))) == 2.0

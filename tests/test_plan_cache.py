@@ -121,7 +121,7 @@ class _Reference:
         self.answer = answer
         self.forgotten: list[str] = []
 
-    def begin_test(self, name: str) -> None:
+    def begin_test(self, name: str, *, public: bool = False) -> None:
         pass
 
     def prefetch(self, calls: list[Any]) -> list[str]:

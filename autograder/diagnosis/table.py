@@ -108,8 +108,7 @@ def answers_of(runner: Any, cases: Iterable[call_plan.Case]) -> dict[str, list[s
     """Send each case's recorded calls through ``runner`` (as grading does); the canonical answers, by case."""
     found = {}
     for case in cases:
-        runner.begin_test(case.name)
-        found[case.name] = runner.prefetch([(c.scenario, c.args, c.timeout) for c in case.calls])
+        found[case.name] = call_plan.fetch_ahead(runner, case)
         runner.forget_prefetched(case.name)
     return found
 

@@ -69,7 +69,10 @@ def _says_missing(file: str, why: str) -> bool:
 
 
 def not_implemented(messages: Iterable[str]) -> dict[str, str]:
-    """What the failed cases' messages say is not implemented yet -> its task ("Task 1"), by task."""
+    """What the failed cases' messages say is not implemented yet -> its task ("Task 1"), by task.
+
+    The note this makes is shown at once: pass only texts students may see at once (the public tests' failures),
+    never a hidden test's (its student text may spell a hidden input as a "method" name)."""
     found: dict[str, str] = {}
     for message in messages:
         for match in NOT_IMPLEMENTED.finditer(message):

@@ -129,20 +129,25 @@ class JudgePlugin:
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         begin = getattr(self.runner, "begin_test", None)
         if begin:
-            begin(item.name)
+            begin(item.name, public=_public(item))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         outcome = yield
         report = outcome.get_result()
         test = getattr(item, "originalname", item.name)
-        public = PUBLIC_DIR in Path(str(item.fspath)).parents
+        public = _public(item)
         if report.when == "call" or (report.failed and report.when == "setup"):
             if report.passed:
                 self.outcomes.append(Outcome(test, item.name, True, public=public))
             elif call.excinfo is not None:
                 message, internal = _student_message(call.excinfo.value)
                 self.outcomes.append(Outcome(test, item.name, False, message, internal, public))
+
+
+def _public(item: pytest.Item) -> bool:
+    """Whether ``item`` is a test of the public checks (by its file: a hidden row's public example has its name)."""
+    return PUBLIC_DIR in Path(str(item.fspath)).parents
 
 
 def run_suites(runner: Any, items: tuple[rubric.Item, ...], paths: tuple[Path, ...] | None = None,
@@ -231,7 +236,9 @@ def build_report(runner: Any, items: tuple[rubric.Item, ...], outcomes: list[Out
     file_faults, missing = faults.file_faults(runner), faults.missing_files(runner)
     rows, staff = score(outcomes, items, file_faults, missing)
     visible = route_output(rows, getattr(runner, "output_by_test", dict)())
-    causes = faults.top_notes(file_faults, missing, faults.not_implemented(o.message for o in outcomes if not o.passed))
+    # Notes are shown at once: built from the public tests' texts alone (their processes served nothing hidden).
+    told = faults.not_implemented(o.message for o in outcomes if o.public and not o.passed)
+    causes = faults.top_notes(file_faults, missing, told)
     return Report(rows, list(notes or []) + causes, visible, (staff + "\n\n" + pytest_output).strip(), time.monotonic() - started,
                   getattr(runner, "scenarios_run", 0))
 

@@ -8,7 +8,8 @@ submission, :func:`grade_with_plan`:
 
 1. sends each case's recorded calls to the student process in one batch
    (:meth:`autograder.engine.sandbox.SandboxRunner.prefetch`: one round trip per case, not
-   per call, which is what dominates grading time on a loaded machine);
+   per call, which is what dominates grading time on a loaded machine; two where a hidden
+   row's test and its public example share the case's name: :func:`fetch_ahead`);
 2. a case whose answers are byte-identical to the recorded ones passes without
    running its test: given the same answers, the same deterministic test code would
    take the same path and pass, as it did for the solution;
@@ -27,8 +28,9 @@ tests.  It is shipped next to the hidden tests (the Gradescope zip), or kept on 
 keyed by a hash of the engine, the public and hidden tests, the reference solution's
 files, the switches and the library versions: any change to one of them records a new plan.
 Recording is per process and per reference, so a runner that spreads a submission over
-several student processes (hidden and visible tests apart) records and replays the same way:
-the plan holds calls per test case, never which process answered them.
+several student processes (hidden and public tests apart) records and replays the same way:
+the plan holds calls per test case, each marked with whether a public test made it, never which
+process answered them.
 """
 
 from __future__ import annotations
@@ -56,6 +58,9 @@ class Call:
     args: dict[str, Any]
     timeout: float | None
     answer: str  # canonical({"ok": ...}) or canonical({"fault": ...}) of the solution's reply
+    #: Made by a test of the public checks: sent to processes that serve nothing hidden.  (A hidden row's test has
+    #: its public example's name, so one case holds the calls of both.)
+    public: bool = False
 
 
 @dataclass
@@ -93,10 +98,12 @@ class RecordingRunner:
         self.inner = inner
         self.cases: dict[str, Case] = {}
         self.current: Case | None = None
+        self.public = False
 
-    def begin_test(self, name: str) -> None:
-        self.inner.begin_test(name)
+    def begin_test(self, name: str, *, public: bool = False) -> None:
+        self.inner.begin_test(name, public=public)
         self.current = self.cases.setdefault(name, Case(name.split("[", 1)[0], name))
+        self.public = public
 
     def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:
         args = json.loads(json.dumps(args))  # what the student process receives
@@ -108,7 +115,7 @@ class RecordingRunner:
             raise
         finally:
             if self.current is not None:
-                self.current.calls.append(Call(scenario, args, timeout, answer))
+                self.current.calls.append(Call(scenario, args, timeout, answer, self.public))
         return value
 
     def output_by_test(self) -> dict[str, str]:
@@ -180,6 +187,24 @@ def _parsed(text: str | None, origin: str) -> Plan | None:
     return found
 
 
+def fetch_ahead(runner: Any, case: Case) -> list[str | None]:
+    """``case``'s recorded calls sent through ``runner`` ahead of its test (``prefetch``); the answers, in call order.
+
+    The public checks' calls and the hidden suite's go apart, each as its own test's would
+    (``begin_test(..., public=...)``): a public example's replies come from processes that serve nothing hidden.
+    """
+    answers: list[str | None] = [None] * len(case.calls)
+    for public in (True, False):
+        indices = [index for index, call in enumerate(case.calls) if call.public == public]
+        if indices:
+            runner.begin_test(case.name, public=public)
+            fetched = runner.prefetch([(case.calls[i].scenario, case.calls[i].args, case.calls[i].timeout)
+                                       for i in indices])
+            for index, answer in zip(indices, fetched):
+                answers[index] = answer
+    return answers
+
+
 def reference_agrees(found: Plan, runner: Any) -> bool:
     """Whether the reference, run through ``runner``, still gives every answer ``found`` recorded.
 
@@ -189,8 +214,7 @@ def reference_agrees(found: Plan, runner: Any) -> bool:
     for case in found.cases:
         if not case.calls:
             continue
-        runner.begin_test(case.name)
-        if runner.prefetch([(c.scenario, c.args, c.timeout) for c in case.calls]) != [c.answer for c in case.calls]:
+        if fetch_ahead(runner, case) != [c.answer for c in case.calls]:
             return False
         runner.forget_prefetched(case.name)
     return True
@@ -253,8 +277,7 @@ def grade_with_plan(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ..
     for case in plan.cases:
         if case.test not in wanted:
             continue
-        runner.begin_test(case.name)
-        answers = answered[case.name] = runner.prefetch([(c.scenario, c.args, c.timeout) for c in case.calls])
+        answers = answered[case.name] = fetch_ahead(runner, case)
         # A case with no call of its own got its data from a shared fixture (the Quick Check answers): run it.
         if case.answers_only and case.calls and answers == [c.answer for c in case.calls]:
             passed.append(judge.Outcome(case.test, case.name, True))

@@ -40,7 +40,7 @@ from checks.runners import harness
 from checks.student import serve
 
 from autograder import settings
-from autograder.engine import budget, confine, replies, rubric, strings, uids
+from autograder.engine import budget, confine, replies, strings, uids
 from autograder.engine.files import kill_uid
 from autograder.engine.file_faults import FileFaults
 from autograder.engine.student_processes import OutputLog, StudentProcess
@@ -108,16 +108,18 @@ class SandboxRunner:
         self._scratch = Path(tempfile.mkdtemp(prefix="amp-scratch-"))
         if self.uid is not None:
             self._scratch.chmod(0o711)
-        #: (files imported, serves visible tests?) -> process.  A test whose row students see at once never runs
-        #: in a process that served a hidden test: whatever that process kept of hidden inputs stays there.
+        #: (files imported, serves public tests?) -> process.  A test of the public checks (any row's: a hidden
+        #: row's public example too) never runs in a process that served a hidden test, so whatever that process
+        #: kept of hidden inputs never reaches a text students see at once (see :meth:`begin_test`).
         self._processes: dict[tuple[tuple[str, ...], bool], StudentProcess] = {}
         self._starting: StudentProcess | None = None  # spawned, still importing: not in _processes yet
-        self._visible = True
+        self._public = False
         self._next_id = 0
         self._test = ""
         self._test_fault: str | None = None
-        #: test case -> canonical [scenario, args] -> replies fetched ahead (see :meth:`prefetch`), used once each
-        self._prefetched: dict[str, dict[str, deque[dict[str, Any]]]] = {}
+        #: (test case, public?) -> canonical [scenario, args] -> replies fetched ahead (see :meth:`prefetch`), used
+        #: once each: a public test and a hidden one of the same name never share a reply
+        self._prefetched: dict[tuple[str, bool], dict[str, deque[dict[str, Any]]]] = {}
         self._prefetch_off = False
         self.scenarios_run = 0  # scenario calls sent to student processes (reported to staff)
         self.isolation: str | None = None  # the level the last student process reached (autograder.engine.confine)
@@ -137,12 +139,15 @@ class SandboxRunner:
         """Contract module -> calls that timed out while needing it."""
         return self.files.hangs
 
-    def begin_test(self, name: str) -> None:
-        """A new test starts: forget the previous test's hang or crash (see :meth:`run`), and pick the
-        processes of its visibility (see :attr:`_processes`)."""
-        self._test = name
-        item = rubric.BY_TEST.get(name.split("[", 1)[0])
-        self._visible = item is None or item.visibility == "visible"
+    def begin_test(self, name: str, *, public: bool = False) -> None:
+        """A new test case starts: forget the previous test's hang or crash (see :meth:`run`), and pick the
+        processes of its kind (see :attr:`_processes`).
+
+        ``public``: the test comes from the public checks (``assignment/checks``), whose texts students may see at
+        once (a visible row, a hidden row's public-example companion, the notes).  Decided by the test's file,
+        never by its row: a hidden row's test has the same name as its public example.
+        """
+        self._test, self._public = name, public
         self._test_fault, self._test_fault_kind = None, ""
 
     def _budget_left(self) -> float:
@@ -228,7 +233,7 @@ class SandboxRunner:
         if self.isolation != "namespaces" and self._scratch_guard is None:  # no size-capped tmpfs there
             self._scratch_guard = confine.ScratchGuard(self._scratch, self._stop_processes)
             self._scratch_guard.start()
-        self._processes[(wanted, self._visible)], self._starting = process, None
+        self._processes[(wanted, self._public)], self._starting = process, None
         return process
 
     def _stop_processes(self) -> None:
@@ -293,7 +298,7 @@ class SandboxRunner:
 
     def _process_for(self, needed: tuple[str, ...]) -> StudentProcess:
         """The live process that imported ``needed``, started if need be (a start failure fails the test)."""
-        process = self._processes.get((needed, self._visible))
+        process = self._processes.get((needed, self._public))
         if process is None:
             try:
                 process = self._start(needed)
@@ -380,7 +385,7 @@ class SandboxRunner:
         blocked = self._blocked(needed)
         if blocked:
             self._fail(*blocked)
-        waiting = self._prefetched.get(self._test, {}).get(_call_key(scenario, args))
+        waiting = self._prefetched.get((self._test, self._public), {}).get(_call_key(scenario, args))
         if waiting:
             return self._accept(scenario, args, needed, waiting.popleft())
         process = self._process_for(needed)
@@ -392,6 +397,7 @@ class SandboxRunner:
     def prefetch(self, calls: list[tuple[str, dict[str, Any], float | None]]) -> list[str | None]:
         """Run ``calls`` for the current test case ahead of time, one request per process.
 
+        The calls go to the processes of the current test's kind (:meth:`begin_test`), as its live calls do.
         Each reply is kept for the first :meth:`run` of the same call in this test case
         (and used once); the canonical text of each reply is returned for comparison
         (None where a call was not made: a file that cannot run, a hang or crash before it).
@@ -401,7 +407,7 @@ class SandboxRunner:
         answers: list[str | None] = [None] * len(calls)
         if self._prefetch_off:
             return answers
-        store = self._prefetched.setdefault(self._test, {})
+        store = self._prefetched.setdefault((self._test, self._public), {})
         groups: dict[tuple[str, ...], list[int]] = {}
         for index, (scenario, args, _timeout) in enumerate(calls):
             if scenario == "answers":  # read here, not run: a fault (not UTF-8) is the test's to report
@@ -437,8 +443,9 @@ class SandboxRunner:
         return answers
 
     def forget_prefetched(self, case: str) -> None:
-        """Drop what :meth:`prefetch` kept for ``case`` (it passed without running its test)."""
-        self._prefetched.pop(case, None)
+        """Drop what :meth:`prefetch` kept for ``case``, public and hidden (it passed without running its test)."""
+        for public in (True, False):
+            self._prefetched.pop((case, public), None)
 
     def source(self, module: str) -> str | None:
         """The text of one contract file (read by the judge, never executed), or None."""
