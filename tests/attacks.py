@@ -9,6 +9,10 @@ threads, subprocesses), so an attack fails only because what it reaches for is n
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import torch
+
 from conftest import ROOT
 
 SKELETON = {name: (ROOT / "assignment" / name).read_text() for name in ("loss_scaler.py", "amp_step.py")}
@@ -236,6 +240,65 @@ for _obj in gc.get_objects():
         ctypes.pythonapi.Py_DecRef(ctypes.py_object(_obj))
 '''
 
+#: Raw memory without ctypes: numpy's array interface over any address (no audit event), a scan of
+#: /proc/self/maps for every live dispatcher registration (pybind's ``_DispatchModule``, found by its type pointer),
+#: validated by pybind's instance layout, each given a Python reference again (its address written into a list's
+#: slot) and reset.  ``_reset`` counts them.
+RAW_MEMORY_RESET = '''
+import numpy as _np
+import torch
+
+
+class _Raw:
+    def __init__(self, address, count):
+        self.__array_interface__ = {"shape": (count,), "typestr": "<u8", "data": (address, False), "version": 3}
+
+
+def _words(address, count):
+    return _np.asarray(_Raw(address, count))
+
+
+def _object_at(address):
+    holder = [None]
+    slots = int(_words(id(holder) + 24, 1)[0])  # the list's ob_item
+    _words(address, 1)[0] += 1  # the list's reference
+    _words(slots, 1)[0] = address
+    return holder[0]
+
+
+_TYPE = id(torch._C._DispatchModule)
+_regions = []
+with open("/proc/self/maps") as _maps:
+    for _line in _maps:
+        _fields = _line.split()
+        if _fields[1] == "rw-p" and (len(_fields) == 5 or _fields[5] == "[heap]"):
+            _start, _end = (int(_x, 16) for _x in _fields[0].split("-"))
+            _regions.append((_start, (_end - _start) // 8))
+_found_handles = []
+for _start, _count in _regions:
+    _memory = _words(_start, _count)
+    for _index in _np.nonzero(_memory[1:_count - 6] == _TYPE)[0]:
+        # pybind's instance: reference count, type, [value, holder (the same pointer), spare], weak references, flags
+        _refs, _, _value, _holder, _, _, _flags = (int(_w) for _w in _memory[_index:_index + 7])
+        if 0 < _refs < 1 << 20 and _value == _holder != 0 and _flags & 0x2:  # a live, simple-layout instance
+            _found_handles.append(_start + 8 * int(_index))
+_reset = 0
+for _address in _found_handles:
+    _handle = _object_at(_address)
+    if type(_handle) is torch._C._DispatchModule:
+        try:
+            _handle.reset()
+            _reset += 1
+        except Exception:
+            pass
+    del _handle
+'''
+
+#: torch's own grad_scaler.py, pasted into the submission (what the grader hides from Task 1's processes as a file).
+TORCH_SCALER_SOURCE = (Path(torch.__file__).parent / "amp" / "grad_scaler.py").read_text().replace(
+    "from __future__ import annotations\n", "")
+PASTED_TORCH_SCALER = TORCH_SCALER_SOURCE + "\n_found = GradScaler\n" + USE_FOUND
+
 #: Replaces the harness's scenario runner (reached through gc) with one that answers with torch's scaler.
 HARNESS_PATCHED = '''
 import gc
@@ -392,6 +455,7 @@ ATTACKS: dict[str, tuple[dict[str, str], str]] = {
     "aten_kernels": ({**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": ATEN_KERNELS}, "aten_kernels_twin"),
     "subprocess_oracle": ({**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": SUBPROCESS_ORACLE}, "skeleton"),
     "ctypes_free_handle": (task1(CTYPES_FREE_HANDLE + REBUILT_FROM_SOURCE), "skeleton"),
+    "raw_memory_reset": (task1(RAW_MEMORY_RESET + PASTED_TORCH_SCALER), "skeleton"),
     "harness_patched": (task1(HARNESS_PATCHED), "skeleton"),
     "frame_walk": (task1(FRAME_WALK), "skeleton"),
     "amp_step_harness_patched": (task2(HARNESS_PATCHED), "skeleton"),

@@ -105,6 +105,26 @@ def test_a_raw_walk_from_everything_nameable_finds_no_scaler_and_no_handle() -> 
     assert result == {"found": [], "kernel": "refused", "walked": True}
 
 
+def test_raw_memory_finds_no_registration_that_brings_the_kernels_back() -> None:
+    """Raw memory without ctypes (numpy's array interface over any address, tests/attacks.py): a scan of the
+    process's memory finds every live dispatcher registration and resets it; the scan works (it finds each of
+    torch's own ``torch.library`` handles), yet the kernels still refuse: no object owns the replacement."""
+    from attacks import RAW_MEMORY_RESET
+
+    result = run_after_removal(
+        "known = {id(lib.m) for lib in gc.get_objects() if type(lib).__name__ == 'Library' and lib.m is not None}\n"
+        + RAW_MEMORY_RESET + """
+try:
+    torch._amp_update_scale_(torch.ones(()), torch.zeros((), dtype=torch.int32), torch.zeros(()), 2.0, 0.5, 1)
+    kernel = "worked"
+except absence.NotAvailableInTask1:
+    kernel = "refused"
+result = {"kernel": kernel, "torch's handles found": len(known) > 3 and known <= set(_found_handles),
+          "reset": _reset >= len(known)}
+""")
+    assert result == {"kernel": "refused", "torch's handles found": True, "reset": True}
+
+
 def test_every_route_to_the_kernels_is_refused() -> None:
     """The kernels refuse by every overload and route, and a GradScaler rebuilt from torch's own source
     file meets them."""
