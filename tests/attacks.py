@@ -299,6 +299,43 @@ TORCH_SCALER_SOURCE = (Path(torch.__file__).parent / "amp" / "grad_scaler.py").r
     "from __future__ import annotations\n", "")
 PASTED_TORCH_SCALER = TORCH_SCALER_SOURCE + "\n_found = GradScaler\n" + USE_FOUND
 
+#: The audit hook disarmed: gc finds its function (a closure of autograder.engine.guard.install) and its code is
+#: swapped for one that refuses nothing (assigning ``__code__`` is an audited event the hook does not refuse).
+HOOK_SWAPPED = '''
+import gc
+
+
+def _refusing_nothing(free):
+    names = [f"_v{i}" for i in range(free)]  # the replacement needs as many free variables as the closure has
+    source = ("def _outer():\\n" + "".join(f"    {n} = None\\n" for n in names)
+              + "    def hook(event, args):\\n        return (" + "".join(f"{n}, " for n in names) + ")\\n"
+              + "    return hook\\n")
+    space = {}
+    exec(source, space)
+    return space["_outer"]().__code__
+
+
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "function" and _obj.__qualname__ == "install.<locals>.hook":
+        _obj.__code__ = _refusing_nothing(len(_obj.__closure__ or ()))
+'''
+
+#: Then the reference solution's file of the same name, read from the grader's checkout (found from the harness's
+#: path) and run in place of the skeleton's code.
+SOLUTION_FROM_DISK = '''
+import os
+
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "module" and getattr(_obj, "__name__", "") == "checks.runners.harness":
+        _root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(_obj.__file__))))
+        try:
+            with open(os.path.join(_root, "solutions", os.path.basename(__file__))) as _file:
+                exec(_file.read())
+        except Exception:
+            pass
+        break
+'''
+
 #: Replaces the harness's scenario runner (reached through gc) with one that answers with torch's scaler.
 HARNESS_PATCHED = '''
 import gc
@@ -456,6 +493,9 @@ ATTACKS: dict[str, tuple[dict[str, str], str]] = {
     "subprocess_oracle": ({**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": SUBPROCESS_ORACLE}, "skeleton"),
     "ctypes_free_handle": (task1(CTYPES_FREE_HANDLE + REBUILT_FROM_SOURCE), "skeleton"),
     "raw_memory_reset": (task1(RAW_MEMORY_RESET + PASTED_TORCH_SCALER), "skeleton"),
+    "hook_swapped_reads_solutions": ({**SKELETON, "answers.py": ANSWERS, **{
+        name: appended(SKELETON[name], HOOK_SWAPPED + SOLUTION_FROM_DISK) for name in ("loss_scaler.py", "amp_step.py")}},
+        "skeleton"),
     "harness_patched": (task1(HARNESS_PATCHED), "skeleton"),
     "frame_walk": (task1(FRAME_WALK), "skeleton"),
     "amp_step_harness_patched": (task2(HARNESS_PATCHED), "skeleton"),
