@@ -492,7 +492,7 @@ ATTACKS: dict[str, tuple[dict[str, str], str]] = {
     "aten_kernels": ({**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": ATEN_KERNELS}, "aten_kernels_twin"),
     "subprocess_oracle": ({**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": SUBPROCESS_ORACLE}, "skeleton"),
     "ctypes_free_handle": (task1(CTYPES_FREE_HANDLE + REBUILT_FROM_SOURCE), "skeleton"),
-    "raw_memory_reset": (task1(RAW_MEMORY_RESET + PASTED_TORCH_SCALER), "skeleton"),
+    "raw_memory_reset": (task1(RAW_MEMORY_RESET + PASTED_TORCH_SCALER), "pasted_torch_scaler"),
     "hook_swapped_reads_solutions": ({**SKELETON, "answers.py": ANSWERS, **{
         name: appended(SKELETON[name], HOOK_SWAPPED + SOLUTION_FROM_DISK) for name in ("loss_scaler.py", "amp_step.py")}},
         "skeleton"),
@@ -509,6 +509,8 @@ ATTACKS: dict[str, tuple[dict[str, str], str]] = {
 }
 #: Honest baselines graded beside the attacks (the skeleton's is a constant: 10 points for the answers).
 BASELINES: dict[str, dict[str, str]] = {
+    # torch's scaler pasted in (flagged by the similarity report, not refused): what its Python parts earn alone
+    "pasted_torch_scaler": task1(PASTED_TORCH_SCALER),
     "bug_no_zero_grad": {**SOLUTION, "amp_step.py": NO_ZERO_GRAD},
     # the kernels' scaler with what it leaves to them not done at all: its own code (scale(), defaults) earns alike
     "aten_kernels_twin": {**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": ATEN_KERNELS.replace(
