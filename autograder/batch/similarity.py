@@ -334,7 +334,7 @@ def markdown_section(report: Report, link: str = HTML_NAME) -> str:
     for rank, cluster in enumerate(report.clusters, 1):
         lines.append(strings.text("sim.identical", link=f"{link}#cluster-{rank}", labels=markdown_inline(cluster.label)))
     for pair in report.matches_solution():
-        who, source = (pair.a, pair.b) if pair.b.solution else (pair.b, pair.a)
+        who, source = pair.copier_and_source
         lines.append(strings.text(f"sim.matches_{source.source}", score=f"{pair.score:.2f}",
                                   label=markdown_inline(who.label)))
     if report.markers:

@@ -64,12 +64,12 @@ class Party:
     label: str  # what a TA reads: students' names when known, else the key
     reference: bool = False
     solution: bool = False  # a source no submission may copy: the reference solution (solutions/), torch's scaler
+    members: tuple["Party", ...] = ()  # a cluster of identical submissions: every member (this one's key first)
 
     @property
     def source(self) -> str:
         """Which source a solution party is, as the words name it (``matches_<source>``)."""
         return "torch" if self.key == TORCH_KEY else "solution"
-    members: tuple["Party", ...] = ()  # a cluster of identical submissions: every member (this one's key first)
 
 
 @dataclass
@@ -94,6 +94,11 @@ class Pair:
     @property
     def title(self) -> str:
         return f"{self.a.key} ~ {self.b.key}"
+
+    @property
+    def copier_and_source(self) -> tuple[Party, Party]:
+        """For a pair with a source no submission may copy: the submission's side, then the source's."""
+        return (self.a, self.b) if self.b.solution else (self.b, self.a)
 
 
 @dataclass

@@ -68,10 +68,10 @@ def _flags(report: Report) -> list[str]:
         heading = word("sim.cluster", count=len(cluster.members))
         parts.append(f"<section class='cluster' id='cluster-{rank}'><h2>{heading}</h2><p>{word('sim.cluster_text')}</p>"
                      f"<ul>{names}</ul></section>")
-    matches = [(pair, *((pair.a, pair.b) if pair.b.solution else (pair.b, pair.a))) for pair in report.matches_solution()]
     for source in ("solution", "torch"):  # the reference solution, torch's own scaler: a section each
-        items = "".join("<li>" + word(f"sim.matches_{source}", score=f"{pair.score:.2f}", label=html_text(who.label))
-                        + "</li>" for pair, who, known in matches if known.source == source)
+        items = "".join("<li>" + word(f"sim.matches_{source}", score=f"{pair.score:.2f}", label=html_text(
+            pair.copier_and_source[0].label)) + "</li>" for pair in report.matches_solution()
+            if pair.copier_and_source[1].source == source)
         if items:
             parts.append(f"<section id='{source}'><h2>{word(f'sim.{source}')}</h2><ul>{items}</ul></section>")
     if report.markers:
