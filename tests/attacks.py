@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import inspect
 import math
+from pathlib import Path
+
+import torch
 
 from conftest import ROOT
 
@@ -239,6 +242,102 @@ for _obj in gc.get_objects():
         ctypes.pythonapi.Py_DecRef(ctypes.py_object(_obj))
 '''
 
+#: Raw memory without ctypes: numpy's array interface over any address (no audit event), a scan of
+#: /proc/self/maps for every live dispatcher registration (pybind's ``_DispatchModule``, found by its type pointer),
+#: validated by pybind's instance layout, each given a Python reference again (its address written into a list's
+#: slot) and reset.  ``_reset`` counts them.
+RAW_MEMORY_RESET = '''
+import numpy as _np
+import torch
+
+
+class _Raw:
+    def __init__(self, address, count):
+        self.__array_interface__ = {"shape": (count,), "typestr": "<u8", "data": (address, False), "version": 3}
+
+
+def _words(address, count):
+    return _np.asarray(_Raw(address, count))
+
+
+def _object_at(address):
+    holder = [None]
+    slots = int(_words(id(holder) + 24, 1)[0])  # the list's ob_item
+    _words(address, 1)[0] += 1  # the list's reference
+    _words(slots, 1)[0] = address
+    return holder[0]
+
+
+_TYPE = id(torch._C._DispatchModule)
+_regions = []
+with open("/proc/self/maps") as _maps:
+    for _line in _maps:
+        _fields = _line.split()
+        if _fields[1] == "rw-p" and (len(_fields) == 5 or _fields[5] == "[heap]"):
+            _start, _end = (int(_x, 16) for _x in _fields[0].split("-"))
+            _regions.append((_start, (_end - _start) // 8))
+_found_handles = []
+for _start, _count in _regions:
+    _memory = _words(_start, _count)
+    for _index in _np.nonzero(_memory[1:_count - 6] == _TYPE)[0]:
+        # pybind's instance: reference count, type, [value, holder (the same pointer), spare], weak references, flags
+        _refs, _, _value, _holder, _, _, _flags = (int(_w) for _w in _memory[_index:_index + 7])
+        if 0 < _refs < 1 << 20 and _value == _holder != 0 and _flags & 0x2:  # a live, simple-layout instance
+            _found_handles.append(_start + 8 * int(_index))
+_reset = 0
+for _address in _found_handles:
+    _handle = _object_at(_address)
+    if type(_handle) is torch._C._DispatchModule:
+        try:
+            _handle.reset()
+            _reset += 1
+        except Exception:
+            pass
+    del _handle
+'''
+
+#: torch's own grad_scaler.py, pasted into the submission (what the grader hides from Task 1's processes as a file).
+TORCH_SCALER_SOURCE = (Path(torch.__file__).parent / "amp" / "grad_scaler.py").read_text().replace(
+    "from __future__ import annotations\n", "")
+PASTED_TORCH_SCALER = TORCH_SCALER_SOURCE + "\n_found = GradScaler\n" + USE_FOUND
+
+#: The audit hook disarmed: gc finds its function (a closure of autograder.engine.guard.install) and its code is
+#: swapped for one that refuses nothing (assigning ``__code__`` is an audited event the hook does not refuse).
+HOOK_SWAPPED = '''
+import gc
+
+
+def _refusing_nothing(free):
+    names = [f"_v{i}" for i in range(free)]  # the replacement needs as many free variables as the closure has
+    source = ("def _outer():\\n" + "".join(f"    {n} = None\\n" for n in names)
+              + "    def hook(event, args):\\n        return (" + "".join(f"{n}, " for n in names) + ")\\n"
+              + "    return hook\\n")
+    space = {}
+    exec(source, space)
+    return space["_outer"]().__code__
+
+
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "function" and _obj.__qualname__ == "install.<locals>.hook":
+        _obj.__code__ = _refusing_nothing(len(_obj.__closure__ or ()))
+'''
+
+#: Then the reference solution's file of the same name, read from the grader's checkout (found from the harness's
+#: path) and run in place of the skeleton's code.
+SOLUTION_FROM_DISK = '''
+import os
+
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "module" and getattr(_obj, "__name__", "") == "checks.runners.harness":
+        _root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(_obj.__file__))))
+        try:
+            with open(os.path.join(_root, "solutions", os.path.basename(__file__))) as _file:
+                exec(_file.read())
+        except Exception:
+            pass
+        break
+'''
+
 #: Replaces the harness's scenario runner (reached through gc) with one that answers with torch's scaler.
 HARNESS_PATCHED = '''
 import gc
@@ -438,6 +537,10 @@ ATTACKS: dict[str, tuple[dict[str, str], str]] = {
     "aten_kernels": ({**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": ATEN_KERNELS}, "aten_kernels_twin"),
     "subprocess_oracle": ({**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": SUBPROCESS_ORACLE}, "skeleton"),
     "ctypes_free_handle": (task1(CTYPES_FREE_HANDLE + REBUILT_FROM_SOURCE), "skeleton"),
+    "raw_memory_reset": (task1(RAW_MEMORY_RESET + PASTED_TORCH_SCALER), "pasted_torch_scaler"),
+    "hook_swapped_reads_solutions": ({**SKELETON, "answers.py": ANSWERS, **{
+        name: appended(SKELETON[name], HOOK_SWAPPED + SOLUTION_FROM_DISK) for name in ("loss_scaler.py", "amp_step.py")}},
+        "skeleton"),
     "harness_patched": (task1(HARNESS_PATCHED), "skeleton"),
     "frame_walk": (task1(FRAME_WALK), "skeleton"),
     "amp_step_harness_patched": (task2(HARNESS_PATCHED), "skeleton"),
@@ -451,6 +554,8 @@ ATTACKS: dict[str, tuple[dict[str, str], str]] = {
 }
 #: Honest baselines graded beside the attacks (the skeleton's is a constant: 10 points for the answers).
 BASELINES: dict[str, dict[str, str]] = {
+    # torch's scaler pasted in (flagged by the similarity report, not refused): what its Python parts earn alone
+    "pasted_torch_scaler": task1(PASTED_TORCH_SCALER),
     "bug_no_zero_grad": {**SOLUTION, "amp_step.py": NO_ZERO_GRAD},
     # the kernels' scaler with what it leaves to them not done at all: its own code (scale(), defaults) earns alike
     "aten_kernels_twin": {**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": ATEN_KERNELS.replace(

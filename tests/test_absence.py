@@ -105,6 +105,75 @@ def test_a_raw_walk_from_everything_nameable_finds_no_scaler_and_no_handle() -> 
     assert result == {"found": [], "kernel": "refused", "walked": True}
 
 
+def test_raw_memory_finds_no_registration_that_brings_the_kernels_back() -> None:
+    """Raw memory without ctypes (numpy's array interface over any address, tests/attacks.py): a scan of the
+    process's memory finds every live dispatcher registration and resets it; the scan works (it finds each of
+    torch's own ``torch.library`` handles), yet the kernels still refuse: no object owns the replacement."""
+    from attacks import RAW_MEMORY_RESET
+
+    result = run_after_removal(
+        "known = {id(lib.m) for lib in gc.get_objects() if type(lib).__name__ == 'Library' and lib.m is not None}\n"
+        + RAW_MEMORY_RESET + """
+try:
+    torch._amp_update_scale_(torch.ones(()), torch.zeros((), dtype=torch.int32), torch.zeros(()), 2.0, 0.5, 1)
+    kernel = "worked"
+except absence.NotAvailableInTask1:
+    kernel = "refused"
+result = {"kernel": kernel, "torch's handles found": len(known) > 3 and known <= set(_found_handles),
+          "reset": _reset >= len(known)}
+""")
+    assert result == {"kernel": "refused", "torch's handles found": True, "reset": True}
+
+
+def test_the_replacement_is_permanent_on_the_pinned_torch() -> None:
+    """On the torch the grader pins, the refusing kernels are kept by no handle (not a leaked one)."""
+    assert run_after_removal("result = {'kept': absence.kept}") == {"kept": "permanent"}
+
+
+def test_a_permanent_registration_survives_its_reset_and_its_wrapper() -> None:
+    """What makes it permanent, on its own: a registration left as it is comes undone by ``reset()``; one made
+    permanent stays after ``reset()`` and after its wrapper is freed; a count that does not match writes nothing."""
+    code = (f"import sys; sys.path.insert(0, {str(ROOT / 'assignment')!r})\n" + textwrap.dedent("""
+        import gc, json, torch, warnings
+        from checks.student import absence
+
+        def refused(*args, **kwargs):
+            raise absence.NotAvailableInTask1("refused")
+
+        def kernel():
+            try:
+                torch._amp_update_scale_(torch.ones(()), torch.zeros((), dtype=torch.int32), torch.zeros(()), 2.0,
+                                         0.5, 1)
+                return "worked"
+            except absence.NotAvailableInTask1:
+                return "refused"
+
+        def registered():
+            library = torch._C._dispatch_library("IMPL", "aten", "")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                library.impl("_amp_update_scale_", "CPU", refused)
+            return library
+
+        result = {}
+        library = registered()
+        result["wrong count"] = [absence._make_permanent(library, 2), kernel()]
+        library.reset()
+        result["its reset"] = kernel()
+        library = registered()
+        result["permanent"] = [absence._make_permanent(library, 1), kernel()]
+        library.reset()
+        del library
+        gc.collect()
+        result["after reset and free"] = kernel()
+        print(json.dumps(result))
+    """))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == {"wrong count": [False, "refused"], "its reset": "worked",
+                                       "permanent": [True, "refused"], "after reset and free": "refused"}
+
+
 def test_every_route_to_the_kernels_is_refused() -> None:
     """The kernels refuse by every overload and route, and a GradScaler rebuilt from torch's own source
     file meets them."""

@@ -280,6 +280,14 @@ def test_hostile_names_sids_notes_and_labels_stay_text_in_the_page(tmp_path: Pat
                                                         "similarity.html"}
 
 
+def test_the_batch_compares_every_submission_with_torchs_own_scaler(batch: Path) -> None:
+    """torch's grad_scaler.py (of the installed torch) is a party of the batch's similarity report, as solutions/ is:
+    erin's (the reference solution) shares some fingerprints with it, listed in similarity.csv, under the threshold."""
+    rows = [row for row in _csv(batch / "similarity.csv") if row["submission_b"] == "torch/amp/grad_scaler.py"]
+    assert {row["submission_a"] for row in rows} >= {"erin"}
+    assert all(float(row["similarity"]) < 0.5 for row in rows)
+
+
 def test_report_command_needs_a_batch_folder(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "autograder", "report", str(tmp_path)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)

@@ -218,6 +218,37 @@ def test_verbatim_copies_form_one_cluster_that_matches_the_reference_solution(tm
     assert not any(p.a.solution or p.b.solution for p in alone.pairs)
 
 
+def test_torch_scaler_pasted_in_is_flagged_like_a_copy_of_the_solution(tmp_path: Path) -> None:
+    """torch's own GradScaler class (read from the installed torch), renamed and pasted into loss_scaler.py, is
+    flagged in summary.md, similarity.html and report.html as a copy of solutions/ is; the reference solution and an
+    independent scaler, graded beside it, are not (torch's file is no submission: no pair of its own is counted)."""
+    from autograder.diagnosis import report_html
+
+    source = similarity.torch_scaler_source()
+    assert source is not None and source.parts[-3:] == ("torch", "amp", "grad_scaler.py")
+    text = source.read_text()
+    skeleton = (ROOT / "assignment" / SCALER).read_text()
+    pasted = skeleton.split("class ToyLossScaler")[0] + text[text.index("class GradScaler:"):].replace(
+        "class GradScaler:", "class ToyLossScaler:", 1)
+    subs = [_submission(tmp_path / "pasted", {SCALER: pasted}),
+            _submission(tmp_path / "solution", {SCALER: INDEPENDENT["solution"].read_text()}),
+            _submission(tmp_path / "plain_style", {SCALER: INDEPENDENT["plain_style"].read_text()})]
+    report = similarity.analyse(subs, torch_scaler=source)
+    (match,) = report.matches_solution()
+    assert (match.a.key, match.b.key) == ("pasted", similarity.TORCH_KEY) and match.score > 0.9
+    others = {key: score for key, score in (((p.a.key, p.score) for p in report.pairs if p.b.key == similarity.TORCH_KEY))}
+    assert others["solution"] < 0.3 and others["plain_style"] < 0.3  # measured 0.22 and 0.10
+    section = similarity.markdown_section(report)
+    assert f"**Matches torch's own GradScaler** ({match.score:.2f}): pasted." in section
+    assert "Matches the reference solution" not in section
+    page = similarity_html.render(report)
+    assert "<section id='torch'>" in page and "<section id='solution'>" not in page
+    assert "matches torch's own GradScaler</span> (" in page
+    flags = report_html.similarity_flags(similarity.report_json(report))
+    assert not any("matches" in line for key in ("solution", "plain_style") for line in flags.get(key, [])), flags
+    assert flags["pasted"][0].startswith('<span class="flag">matches torch\'s own GradScaler</span> ('), flags
+
+
 def test_solution_markers_are_the_releases_and_never_in_the_skeleton() -> None:
     from autograder.packaging import release
 
@@ -244,6 +275,7 @@ def test_cli_compares_with_the_reference_solution_unless_told_not_to(tmp_path: P
         assert ("Matches the reference solution" in done.stdout) is expected, done.stdout
         data = json.loads((out / "similarity.json").read_text())
         assert data["solution_compared"] is expected
+        assert similarity.TORCH_KEY in (out / similarity.CSV_NAME).read_text()  # torch's scaler: compared either way
         matched = {side["key"] for pair in data["pairs"] if pair["flagged"] for side in (pair["a"], pair["b"])
                    if any(s["solution"] for s in (pair["a"], pair["b"]))}
         assert matched == ({"submission_1", "submission_2", "solutions/"} if expected else set())

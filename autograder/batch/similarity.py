@@ -43,8 +43,8 @@ import numpy as np
 
 from autograder.engine.files import csv_text
 from autograder.batch.inputs import Submission
-from autograder.batch.similarity_data import (FILES, NOISE, SOLUTION_KEY, Fingerprint, Pair,  # noqa: F401 - API
-                                              PairFile, Party, Report)
+from autograder.batch.similarity_data import (FILES, NOISE, SOLUTION_KEY, TORCH_KEY, Fingerprint,  # noqa: F401 - API
+                                              Pair, PairFile, Party, Report)
 from autograder.batch.similarity_groups import (SOLUTION_MARKER, clusters_of, group_pairs,  # noqa: F401 - API
                                                 solution_markers)
 from autograder.engine import strings
@@ -227,10 +227,22 @@ def fingerprint_all(codes: dict[str, str], boilerplate: np.ndarray) -> dict[str,
         return {key: made for part, prints in zip(parts, done) for key, made in zip(part, prints)}
 
 
+def torch_scaler_source() -> Path | None:
+    """torch's own ``grad_scaler.py`` in the torch installed beside the grader (found without importing torch)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    folders = list(spec.submodule_search_locations or ()) if spec else []
+    found = [Path(folder) / "amp" / "grad_scaler.py" for folder in folders]
+    return next((path for path in found if path.is_file()), None)
+
+
 def analyse(submissions: Sequence[Submission], references: Sequence[Submission] = (),
-            threshold: float | None = None, skeleton: Path = SKELETON, solution: Path | None = None) -> Report:
-    """Compare every pair of ``submissions`` and each of them with every one of ``references`` and with the
-    reference ``solution`` folder (when given and present); group identical submissions; find solution markers."""
+            threshold: float | None = None, skeleton: Path = SKELETON, solution: Path | None = None,
+            torch_scaler: Path | None = None) -> Report:
+    """Compare every pair of ``submissions`` and each of them with every one of ``references``, with the
+    reference ``solution`` folder (when given and present) and with ``torch_scaler`` (torch's ``grad_scaler.py``,
+    as a ``loss_scaler.py``, when given); group identical submissions; find solution markers."""
     import time
 
     started = time.perf_counter()
@@ -250,6 +262,9 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
     with tempfile.TemporaryDirectory(prefix="amp-similarity-") as scratch:
         for party, path in zip(parties, paths):
             texts[party.key] = read_contract_files(path, Path(scratch))
+    if torch_scaler is not None:  # flagged like the reference solution: a copy of either is not the student's work
+        parties.append(Party(TORCH_KEY, strings.text("sim.torch_label"), True, True))
+        texts[TORCH_KEY] = {"loss_scaler.py": torch_scaler.read_text(encoding="utf-8")}
     markers = {party.key: found for party in parties if not party.reference
                and (found := solution_markers(texts[party.key]))}
     prints: dict[tuple[str, str], Fingerprint] = {}
@@ -319,8 +334,9 @@ def markdown_section(report: Report, link: str = HTML_NAME) -> str:
     for rank, cluster in enumerate(report.clusters, 1):
         lines.append(strings.text("sim.identical", link=f"{link}#cluster-{rank}", labels=markdown_inline(cluster.label)))
     for pair in report.matches_solution():
-        who = pair.a if pair.b.solution else pair.b
-        lines.append(strings.text("sim.matches_solution", score=f"{pair.score:.2f}", label=markdown_inline(who.label)))
+        who, source = pair.copier_and_source
+        lines.append(strings.text(f"sim.matches_{source.source}", score=f"{pair.score:.2f}",
+                                  label=markdown_inline(who.label)))
     if report.markers:
         lines.append(strings.text("sim.markers", link=f"{link}#markers", found="; ".join(
             f"{markdown_inline(label_for(report, key))} ({', '.join(files)})"
@@ -351,7 +367,7 @@ def report_json(report: Report) -> dict[str, Any]:
     """similarity.json: what the class report (report.html) shows of this report, with similarity.html's anchors."""
     def side(party: Party) -> dict[str, Any]:
         return {"key": party.key, "label": party.label, "members": [m.key for m in party.members],
-                "solution": party.solution}
+                "solution": party.solution, **({"source": party.source} if party.solution else {})}
 
     listed = report.listed
     return {
@@ -384,6 +400,6 @@ def run_for_batch(out: Path, submissions: Sequence[Submission], references: Iter
                   threshold: float | None, solution: Path | None = REFERENCE_SOLUTION) -> str:
     """Batch hook: analyse (with the reference ``solution`` unless None), write the files, return the summary.md
     section."""
-    report = analyse(submissions, list(references), threshold, solution=solution)
+    report = analyse(submissions, list(references), threshold, solution=solution, torch_scaler=torch_scaler_source())
     write_outputs(out, report)
     return markdown_section(report)

@@ -67,7 +67,8 @@ def cmd_similarity(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     try:
         report = similarity.analyse(found.submissions, references.submissions, args.similarity_threshold,
-                                    solution=similarity.REFERENCE_SOLUTION if args.similarity_solution else None)
+                                    solution=similarity.REFERENCE_SOLUTION if args.similarity_solution else None,
+                                    torch_scaler=similarity.torch_scaler_source())
         out.mkdir(parents=True, exist_ok=True)
         similarity.write_outputs(out, report)
     except OSError as exc:

@@ -21,6 +21,9 @@ MAX_REPORTED = 50
 CLOSEST_WHEN_NONE = 3
 #: the reference solution's key among the parties (submission names never hold a "/")
 SOLUTION_KEY = "solutions/"
+#: torch's own scaler (torch/amp/grad_scaler.py of the installed torch), compared as a loss_scaler.py: Task 1 asks for
+#: a scaler written by hand, so a copy of torch's is flagged as a copy of the reference solution is
+TORCH_KEY = "torch/amp/grad_scaler.py"
 
 
 @dataclass
@@ -60,8 +63,13 @@ class Party:
     key: str  # unique: the submission name, "reference/<name>", or SOLUTION_KEY
     label: str  # what a TA reads: students' names when known, else the key
     reference: bool = False
-    solution: bool = False  # the reference solution (solutions/) itself
+    solution: bool = False  # a source no submission may copy: the reference solution (solutions/), torch's scaler
     members: tuple["Party", ...] = ()  # a cluster of identical submissions: every member (this one's key first)
+
+    @property
+    def source(self) -> str:
+        """Which source a solution party is, as the words name it (``matches_<source>``)."""
+        return "torch" if self.key == TORCH_KEY else "solution"
 
 
 @dataclass
@@ -86,6 +94,11 @@ class Pair:
     @property
     def title(self) -> str:
         return f"{self.a.key} ~ {self.b.key}"
+
+    @property
+    def copier_and_source(self) -> tuple[Party, Party]:
+        """For a pair with a source no submission may copy: the submission's side, then the source's."""
+        return (self.a, self.b) if self.b.solution else (self.b, self.a)
 
 
 @dataclass
@@ -118,5 +131,5 @@ class Report:
         return flagged[:MAX_REPORTED] if flagged else self.grouped[:CLOSEST_WHEN_NONE]
 
     def matches_solution(self) -> list[Pair]:
-        """Flagged pairs with the reference solution."""
+        """Flagged pairs with a source no submission may copy (the reference solution, torch's scaler)."""
         return [pair for pair in self.flagged if pair.b.solution or pair.a.solution]

@@ -61,18 +61,19 @@ def _overview(report: Report) -> str:
 
 
 def _flags(report: Report) -> list[str]:
-    """Clusters of identical submissions, matches with the reference solution, leaked solution markers."""
+    """Clusters of identical submissions, matches with the reference solution or torch's scaler, leaked markers."""
     parts = []
     for rank, cluster in enumerate(report.clusters, 1):
         names = "".join(f"<li>{html_text(member.label)}</li>" for member in cluster.members)
         heading = word("sim.cluster", count=len(cluster.members))
         parts.append(f"<section class='cluster' id='cluster-{rank}'><h2>{heading}</h2><p>{word('sim.cluster_text')}</p>"
                      f"<ul>{names}</ul></section>")
-    matches = report.matches_solution()
-    if matches:
-        items = "".join("<li>" + word("sim.matches_solution", score=f"{pair.score:.2f}", label=html_text(
-            (pair.a if pair.b.solution else pair.b).label)) + "</li>" for pair in matches)
-        parts.append(f"<section id='solution'><h2>{word('sim.solution')}</h2><ul>{items}</ul></section>")
+    for source in ("solution", "torch"):  # the reference solution, torch's own scaler: a section each
+        items = "".join("<li>" + word(f"sim.matches_{source}", score=f"{pair.score:.2f}", label=html_text(
+            pair.copier_and_source[0].label)) + "</li>" for pair in report.matches_solution()
+            if pair.copier_and_source[1].source == source)
+        if items:
+            parts.append(f"<section id='{source}'><h2>{word(f'sim.{source}')}</h2><ul>{items}</ul></section>")
     if report.markers:
         labels = {party.key: party.label for party in report.parties}
         items = "".join(f"<li>{html_text(labels.get(key, key))}: {html_text(', '.join(files))}</li>"

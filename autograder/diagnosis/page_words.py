@@ -34,6 +34,7 @@ WORDS: dict[str, dict[str, str]] = {
         "identical": '<span class="flag">identical</span> to {others} other(s): {link}',
         "cluster": "cluster",
         "matches_solution": '<span class="flag">matches the reference solution</span>',
+        "matches_torch": '<span class="flag">matches torch\'s own GradScaler</span>',
         "similar_to": "similar to {label}",
         "more_pairs": "and {count} more flagged pair(s) ({link})",
         "markers_flag": '<span class="flag">solution markers</span> in {files} ({link})',
@@ -85,6 +86,8 @@ WORDS: dict[str, dict[str, str]] = {
                             "each pair below stands for all of them.",
         "sim.solution": "Matches the reference solution",
         "sim.matches_solution": "<span class='flag'>matches the reference solution</span> ({score}): {label}",
+        "sim.torch": "Matches torch's own GradScaler (torch/amp/grad_scaler.py)",
+        "sim.matches_torch": "<span class='flag'>matches torch's own GradScaler</span> ({score}): {label}",
         "sim.markers": "Solution markers left in",
         "sim.markers_text": "These files still hold the reference solution's markers (<code># BEGIN SOLUTION</code>, "
                             "<code># END SOLUTION</code>, <code># SOLUTION</code>), which the released skeleton never "
@@ -113,6 +116,7 @@ WORDS: dict[str, dict[str, str]] = {
         "identical": '다른 {others}개와 <span class="flag">똑같음</span>: {link}',
         "cluster": "묶음",
         "matches_solution": '<span class="flag">참조 답안과 일치</span>',
+        "matches_torch": '<span class="flag">torch의 GradScaler 원본과 일치</span>',
         "similar_to": "{label}와 비슷함",
         "more_pairs": "표시된 쌍 {count}개 더({link})",
         "markers_flag": '{files}에 <span class="flag">답안 표시</span>가 남아 있음({link})',
@@ -162,6 +166,8 @@ WORDS: dict[str, dict[str, str]] = {
                             "대표합니다.",
         "sim.solution": "참조 답안과 일치",
         "sim.matches_solution": "<span class='flag'>참조 답안과 일치</span> ({score}): {label}",
+        "sim.torch": "torch의 GradScaler 원본과 일치(torch/amp/grad_scaler.py)",
+        "sim.matches_torch": "<span class='flag'>torch의 GradScaler 원본과 일치</span> ({score}): {label}",
         "sim.markers": "답안 표시가 남은 제출물",
         "sim.markers_text": "이 파일들에는 참조 답안의 표시(<code># BEGIN SOLUTION</code>, <code># END SOLUTION</code>, "
                             "<code># SOLUTION</code>)가 아직 있습니다. 배포한 뼈대 코드에는 없는 표시입니다.",

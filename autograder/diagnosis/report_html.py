@@ -137,7 +137,7 @@ def similarity_flags(similar: dict[str, Any]) -> dict[str, list[str]]:
         for me, other in (sides, sides[::-1]):
             if me.get("solution"):
                 continue
-            what = (word("matches_solution") if other.get("solution")
+            what = (word("matches_" + str(other.get("source") or "solution")) if other.get("solution")
                     else SIMILAR_MARK + word("similar_to", label=html_text(other.get("label", ""))))
             for key in me.get("members") or [me.get("key")]:
                 flags.setdefault(str(key), []).append(

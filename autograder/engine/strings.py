@@ -170,6 +170,7 @@ MESSAGES: dict[str, dict[str, str]] = {
                      "kept within [{floor}, {ceiling}]",
         "sim.identical": "- [Identical files]({link}): {labels}.",
         "sim.matches_solution": "- **Matches the reference solution** ({score}): {label}.",
+        "sim.matches_torch": "- **Matches torch's own GradScaler** ({score}): {label}.",
         "sim.markers": "- [Solution markers]({link}) (`# BEGIN SOLUTION`, `# END SOLUTION`, `# SOLUTION`) left in: "
                        "{found}.",
         "sim.no_pair": "No pair reaches it.",
@@ -182,6 +183,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "sim.solution_has_none": "{solution} has none of {files}",
         "sim.reference_label": "reference: {label}",
         "sim.solution_label": "the reference solution (solutions/)",
+        "sim.torch_label": "torch's own GradScaler (torch/amp/grad_scaler.py)",
         "sim.cluster_label": "{count} identical submissions: {labels}",
     },
     "ko": {
@@ -315,6 +317,7 @@ MESSAGES: dict[str, dict[str, str]] = {
                      "[{floor}, {ceiling}] 안으로 제한",
         "sim.identical": "- [똑같은 파일]({link}): {labels}.",
         "sim.matches_solution": "- **참조 답안과 일치** ({score}): {label}.",
+        "sim.matches_torch": "- **torch의 GradScaler 원본과 일치** ({score}): {label}.",
         "sim.markers": "- [답안 표시]({link})(`# BEGIN SOLUTION`, `# END SOLUTION`, `# SOLUTION`)가 남은 제출물: "
                        "{found}.",
         "sim.no_pair": "기준값에 이르는 쌍이 없습니다.",
@@ -327,6 +330,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "sim.solution_has_none": "{solution}에 {files} 중 어느 것도 없음",
         "sim.reference_label": "참고용: {label}",
         "sim.solution_label": "참조 답안(solutions/)",
+        "sim.torch_label": "torch의 GradScaler 원본(torch/amp/grad_scaler.py)",
         "sim.cluster_label": "똑같은 제출물 {count}개: {labels}",
     },
 }

@@ -9,9 +9,12 @@ before the first student line runs:
   ``aten::_amp_foreach_non_finite_check_and_unscale_``, which every overload and every route
   — ``torch._amp_*``, ``torch.ops.aten``, ``redispatch``, functionalization — ends in) are
   replaced in torch's dispatcher, for the CPU and CUDA backends, by kernels that raise
-  :class:`NotAvailableInTask1`.  The registration's handle is leaked on purpose: no Python
-  object refers to it (it is not tracked by the garbage collector either), so nothing in the
-  process can unregister the replacement and bring the real kernels back.
+  :class:`NotAvailableInTask1`.  The registration is made permanent: its list of handles is
+  emptied in place (:func:`_make_permanent`), so no object in the process (not its Python wrapper,
+  which is freed, nor the C++ ``torch::Library``, whose ``reset()`` and destructor now undo
+  nothing) can unregister the replacement and bring the real kernels back, whoever finds it
+  (``gc``, a scan of raw memory).  On a torch whose layout is not the known one, the wrapper is
+  leaked instead (a reference nobody owns), which a raw-memory scan can find again.
 * the ``GradScaler`` classes (``torch.amp.GradScaler``, ``torch.GradScaler``,
   ``torch.cuda.amp.GradScaler``, ``torch.cpu.amp.GradScaler`` and their modules
   ``torch.*.amp.grad_scaler``) are replaced by :class:`GradScaler`, a stand-in that raises on
@@ -82,15 +85,59 @@ def _kernel(name: str) -> Any:
     return refused
 
 
+def _library_address(wrapper: Any) -> int | None:
+    """The address of the ``torch::Library`` that pybind's ``wrapper`` owns, if its layout is the one known.
+
+    pybind11's instance (pybind11/detail/common.h): the object's head, then the value pointer and its
+    holder (a ``std::unique_ptr``: the same pointer) in three words, the weak-reference list, and a byte of
+    flags (owned, simple layout, holder constructed, registered: 0x0f for a wrapper made by its constructor)."""
+    head = object.__basicsize__
+    if type(wrapper).__basicsize__ != head + 5 * 8:
+        return None
+    value, holder, _, _, flags = (ctypes.c_uint64 * 5).from_address(id(wrapper) + head)
+    return value if value and value == holder and flags & 0x1F == 0x0F else None
+
+
+def _make_permanent(wrapper: Any, registrations: int) -> bool:
+    """Empty the registration list of ``wrapper``'s ``torch::Library`` without destroying its handles, so that
+    nothing (its ``reset()``, its destruction, raw memory finding it later) can undo the registrations.
+
+    ``torch::Library`` (torch/library.h): ``kind_`` at 0, ``ns_`` (a ``std::string``: pointer, length) at 8,
+    ``registrars_`` (a ``std::vector`` of handles, each one ``std::function``: begin, end, capacity) at 96.  Every
+    field is checked first: on another layout nothing is written and False says so."""
+    library = _library_address(wrapper)
+    if library is None:
+        return False
+    kind, name, length = (ctypes.c_uint64 * 3).from_address(library)
+    registrars = (ctypes.c_uint64 * 3).from_address(library + 96)
+    begin, end, capacity = registrars
+    if (kind & 0xFFFFFFFF != 1 or length != 4 or ctypes.string_at(name, 4) != b"aten"  # IMPL, "aten"
+            or not begin or end - begin != registrations * 32 or capacity < end):
+        return False
+    registrars[1] = begin  # empty: the handles (and the undoing they would do when destroyed) are never run
+    return True
+
+
+#: How the refusing kernels are kept: "permanent" (no handle anywhere can remove them), else "leaked" (the
+#: registration's Python wrapper is kept alive by a reference nobody owns), on a torch whose layout is not known.
+kept = ""
+
+
 def _replace_kernels() -> None:
+    global kept
     library = torch._C._dispatch_library("IMPL", "aten", "")
+    keys = ("CPU", "CUDA")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "overriding a previously registered kernel": that is the point
         for name in REFUSED_KERNELS:
-            for key in ("CPU", "CUDA"):
+            for key in keys:
                 library.impl(name, key, _kernel(name))
-    # Dropping the last reference would unregister the kernels; one reference owned by nobody keeps them.
-    ctypes.pythonapi.Py_IncRef(ctypes.py_object(library))
+    if _make_permanent(library, len(REFUSED_KERNELS) * len(keys)):
+        kept = "permanent"  # the wrapper now owns an empty registration: freeing it changes nothing
+    else:
+        # Dropping the last reference would unregister the kernels; one reference owned by nobody keeps them.
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(library))
+        kept = "leaked"
 
 
 def _replace_classes() -> None:
