@@ -131,6 +131,7 @@ def record() -> dict[str, Any]:
 
 
 def write(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record(), sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
 
 
