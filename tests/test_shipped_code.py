@@ -23,7 +23,6 @@ import hashlib
 import json
 from pathlib import Path
 
-import pytest
 
 from autograder.packaging import classroom
 from conftest import ROOT, grade, load_results
@@ -118,7 +117,6 @@ def test_the_shapes_are_found_in_a_reference_and_a_scaler() -> None:
                                    ("loss_scaler.py", "Wrapper")]
 
 
-@pytest.mark.slow
 def test_no_code_students_get_earns_a_point_copied_into_a_submission(tmp_path: Path) -> None:
     texts = distribution(tmp_path / "template")
     assert "assignment/amp_step.py" not in texts and "amp_step.py" in texts and "checks/plugin.py" in texts
