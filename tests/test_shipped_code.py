@@ -67,7 +67,9 @@ def bindings(text: str) -> list[tuple[str, str]]:
                       and node.value.func.id in classes for target in node.targets if isinstance(target, ast.Name)]
     found = []
     for top in tree.body:
-        if isinstance(top, ast.ClassDef) and SCALER_METHODS <= {n.name for n in top.body if isinstance(n, ast.FunctionDef)}:
+        methods = {node.name for node in top.body if isinstance(node, ast.FunctionDef)} \
+            if isinstance(top, ast.ClassDef) else set()
+        if SCALER_METHODS <= methods:
             found.append(("loss_scaler.py", top.name))
         if not isinstance(top, ast.FunctionDef):
             continue
@@ -86,7 +88,8 @@ def copied(text: str) -> str:
     for node in reversed(ast.parse(text).body):
         if isinstance(node, (ast.Import, ast.ImportFrom)) and getattr(node, "module", None) != "__future__":
             start, end = node.lineno - 1, node.end_lineno or node.lineno
-            lines[start:end] = ["try:", *("    " + line for line in lines[start:end]), "except ImportError:", "    pass"]
+            tried = ["    " + line for line in lines[start:end]]
+            lines[start:end] = ["try:", *tried, "except ImportError:", "    pass"]
     return "\n".join(lines) + "\n"
 
 
