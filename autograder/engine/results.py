@@ -115,6 +115,14 @@ def informational_rows() -> list[dict[str, Any]]:
     }]
 
 
+def on_gradescope(data: dict[str, Any]) -> dict[str, Any]:
+    """results.json as Gradescope's runtime writes it: the GPU row names Gradescope (the batch's and other
+    platforms' feedback speaks of "this grader", which may be a machine with a GPU)."""
+    tests = [{**row, "output": strings.text("gpu_row_output_gradescope")}
+             if row.get("number") == "4" and not row.get("max_score") else row for row in data.get("tests", [])]
+    return {**data, "tests": tests}
+
+
 def error_results(message: str) -> dict[str, Any]:
     """results.json for a submission that could not be graded at all."""
     rows = [{"name": strings.row_name(item), "number": item.number, "score": 0.0, "max_score": item.points,

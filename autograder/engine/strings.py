@@ -37,9 +37,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "printed_in_test": "Output printed by your code during this test:",
         "graded": "Graded {name}.",
         "gpu_row_name": "GPU part ({points:g} points): graded by staff on a GPU",
-        "gpu_row_output": "Gradescope has no GPU. Staff run the GPU tests (AMP faster than fp32, underflow on CUDA) "
+        "gpu_row_output": "This grader has no GPU. Staff run the GPU tests (AMP faster than fp32, underflow on CUDA) "
                           "with your amp_step and add these points later. Check your code locally with the CPU tests "
                           "meanwhile.",
+        "gpu_row_output_gradescope": "Gradescope has no GPU. Staff run the GPU tests (AMP faster than fp32, underflow "
+                                     "on CUDA) with your amp_step and add these points later. Check your code locally "
+                                     "with the CPU tests meanwhile.",
         "internal": "The grader hit an internal problem in this test (not your fault); staff can see the details.",
         "flaky": "Your code gave different results for the same calls on different runs (randomness or state "
                  "shared between objects?).",
@@ -61,8 +64,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                              "well enough (not your fault). Staff have been told.",
         "grader_failed": "The autograder failed while grading this submission (not your fault). Staff have the "
                          "details; please let them know.",
-        "hidden_row_withheld": "A hidden test: its points count now; what it tried and why it failed stay with the "
-                               "course staff until the due date (they would show the hidden inputs).",
+        "hidden_row_withheld": "A hidden test: its points count now; what it tried and why it failed are not shown "
+                               "here (they would show the hidden inputs). Ask the course staff about it.",
         "no_gpu_here": "This grader has no GPU. Staff run the GPU tests (AMP faster than fp32, underflow on CUDA) "
                        "with your amp_step and add these points later.",
         "nothing_uploaded": "Nothing was uploaded: upload loss_scaler.py, amp_step.py and answers.py.",
@@ -193,9 +196,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "printed_in_test": "이 테스트 중에 여러분의 코드가 출력한 내용:",
         "graded": "{name} 채점을 마쳤습니다.",
         "gpu_row_name": "GPU 파트 ({points:g}점): 조교가 GPU에서 채점",
-        "gpu_row_output": "Gradescope에는 GPU가 없습니다. 조교가 여러분의 amp_step으로 GPU 테스트(AMP가 fp32보다 빠른지, "
+        "gpu_row_output": "이 채점기에는 GPU가 없습니다. 조교가 여러분의 amp_step으로 GPU 테스트(AMP가 fp32보다 빠른지, "
                           "CUDA에서의 언더플로)를 실행한 뒤 이 점수를 나중에 더합니다. 그동안 CPU 테스트로 코드를 로컬에서 "
                           "확인하세요.",
+        "gpu_row_output_gradescope": "Gradescope에는 GPU가 없습니다. 조교가 여러분의 amp_step으로 GPU 테스트(AMP가 "
+                                     "fp32보다 빠른지, CUDA에서의 언더플로)를 실행한 뒤 이 점수를 나중에 더합니다. 그동안 "
+                                     "CPU 테스트로 코드를 로컬에서 확인하세요.",
         "internal": "이 테스트에서 채점기에 내부 문제가 생겼습니다(여러분의 잘못이 아닙니다). 조교가 자세한 내용을 볼 수 있습니다.",
         "flaky": "같은 호출에 대해 실행할 때마다 코드가 다른 결과를 냈습니다(무작위성, 또는 객체 사이에 공유된 상태?).",
         "budget_used_up": "시간 예산 소진: 제출물 하나의 모든 테스트가 {seconds:.0f}초를 나눠 쓰는데, 여러분의 코드가 그 시간을 다 "
@@ -215,8 +221,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                              "아닙니다). 조교에게 알렸습니다.",
         "grader_failed": "이 제출물을 채점하는 중에 자동 채점기가 실패했습니다(여러분의 잘못이 아닙니다). 조교가 자세한 내용을 "
                          "가지고 있으니 알려 주세요.",
-        "hidden_row_withheld": "숨겨진 테스트입니다. 점수는 지금 반영되지만, 무엇을 시험했고 왜 실패했는지는 마감일까지 "
-                               "조교만 봅니다(숨겨진 입력이 드러나기 때문입니다).",
+        "hidden_row_withheld": "숨겨진 테스트입니다. 점수는 지금 반영되지만, 무엇을 시험했고 왜 실패했는지는 여기에 "
+                               "보이지 않습니다(숨겨진 입력이 드러나기 때문입니다). 궁금하면 조교에게 물어보세요.",
         "no_gpu_here": "이 채점기에는 GPU가 없습니다. 조교가 여러분의 amp_step으로 GPU 테스트(fp32보다 빠른 AMP, CUDA의 "
                        "언더플로)를 실행하고 이 점수를 나중에 더합니다.",
         "nothing_uploaded": "업로드된 파일이 없습니다. loss_scaler.py, amp_step.py, answers.py를 업로드하세요.",
