@@ -50,7 +50,8 @@ def gradescope_results(report: Report, name: str = "", lines: Mapping[str, str] 
         "tests": tests,
         # staff only: how many scenarios graded this, the public part of each hidden row that failed (for
         # with_public_parts) and what the layers above add
-        "extra_data": {"scenarios_run": report.scenarios, **_public_parts(report), **(extra_data or {})},
+        "extra_data": {"scenarios_run": report.scenarios, rubric.CASES: {row.item.number: list(row.cases) for row in report.rows},
+                       **_public_parts(report), **(extra_data or {})},
     }
 
 
