@@ -85,7 +85,12 @@ MESSAGES: dict[str, dict[str, str]] = {
                  "staff have the details and will regrade it.",
         # intake (engine.intake): notes on how the submission's files were found, and why it could not be read
         "intake.too_slow": "Reading your submission took longer than the whole time budget; it was stopped.",
-        "intake.too_large": "{shown} was skipped: larger than {kib} KiB.",
+        "intake.too_large": "{shown} was skipped: larger than {mib:g} MiB.",
+        "intake.found_instead": "Found {files}, not graded: if one of them is your {missing}, rename it {missing}.",
+        "batch.renamed": "{source} is graded as {name}: another submission is already named {base}.",
+        "batch.no_submission": "no submission found in {path}: it holds no .py file, notebook or zip (expected "
+                               "loss_scaler.py, amp_step.py and answers.py, or folders or zips of submissions)",
+        "feedback.renamed": "Graded as **{name}** ({source}): another submission in this batch is also named {base}.",
         "intake.renamed": "Used {shown} as {name}; please name the file exactly {name}.",
         "intake.in_folder": "Found {name} inside a folder ({shown}); upload it at the top level next time.",
         "intake.several": "Several files could be {name}; graded {shown}, ignored {others}.",
@@ -158,6 +163,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "problem.interfered with the grader": "interfered with the grader",
         "problem.import error": "import error",
         "problem.missing file": "missing file",
+        "problem.file too large": "file skipped: too large",
         "problem.grader fault": "grader fault",
         "problem.not graded": "not graded",
         "problem.refused call": "refused call",
@@ -241,7 +247,13 @@ MESSAGES: dict[str, dict[str, str]] = {
         "fault": "내부 문제로 채점기가 이 제출물을 채점하지 못했습니다(여러분의 잘못이 아닙니다). 조교가 자세한 내용을 "
                  "가지고 있으며 다시 채점할 것입니다.",
         "intake.too_slow": "제출물을 읽는 데 전체 시간 예산보다 오래 걸려 중지했습니다.",
-        "intake.too_large": "{shown}는 {kib} KiB보다 커서 건너뛰었습니다.",
+        "intake.too_large": "{shown}는 {mib:g} MiB보다 커서 건너뛰었습니다.",
+        "intake.found_instead": "{files}를 찾았지만 채점하지 않았습니다. 그중 하나가 {missing}이면 이름을 {missing}로 "
+                                "바꾸세요.",
+        "batch.renamed": "{source}는 {name}(으)로 채점합니다. 이미 {base}라는 제출물이 있습니다.",
+        "batch.no_submission": "{path}에서 제출물을 찾지 못했습니다. .py 파일, 노트북, zip 파일이 없습니다(loss_scaler.py, "
+                               "amp_step.py, answers.py 또는 제출물들의 폴더나 zip이 필요합니다).",
+        "feedback.renamed": "**{name}**(으)로 채점했습니다({source}). 이 일괄 채점에 {base}라는 제출물이 또 있습니다.",
         "intake.renamed": "{shown}를 {name}로 사용했습니다. 파일 이름을 정확히 {name}로 지어 주세요.",
         "intake.in_folder": "폴더 안에서 {name}를 찾았습니다({shown}). 다음에는 최상위에 올리세요.",
         "intake.several": "{name}일 수 있는 파일이 여러 개입니다. {shown}를 채점하고 {others}는 무시했습니다.",
@@ -308,6 +320,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "problem.interfered with the grader": "채점기 방해",
         "problem.import error": "import 오류",
         "problem.missing file": "파일 없음",
+        "problem.file too large": "파일 건너뜀: 너무 큼",
         "problem.grader fault": "채점기 오류",
         "problem.not graded": "채점 안 됨",
         "problem.refused call": "거부된 호출",
