@@ -189,3 +189,48 @@ def test_renamed_duplicates_are_said_and_keep_their_source(tmp_path: Path) -> No
     assert found.notes == [f"{tmp_path / 'class'}/henry.zip is graded as henry-2: another submission is already "
                            "named henry.",
                            f"{tmp_path / 'other'}/sam is graded as sam-2: another submission is already named sam."]
+
+
+def _grade_cli(*args: object) -> "subprocess.CompletedProcess[str]":
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "autograder", "grade", *map(str, args), "--no-similarity",
+                           "--jobs", "1"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_an_empty_batch_root_exits_non_zero_with_one_line_and_grades_nobody(tmp_path: Path) -> None:
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "notes.txt").write_text("to grade\n")
+    done = _grade_cli(tmp_path / "class", "--out", tmp_path / "out")
+    said = [line for line in done.stderr.splitlines() if line.startswith("error")]
+    assert done.returncode == 2 and said == [f"error: no submission found in {tmp_path / 'class'}: it holds no .py "
+                                             "file, notebook or zip (expected loss_scaler.py, amp_step.py and "
+                                             "answers.py, or folders or zips of submissions)"], done.stderr
+    assert not (tmp_path / "out" / "gradebook.csv").exists()
+
+
+def test_a_renamed_duplicate_is_told_in_the_console_the_report_the_feedback_and_the_gradebook(tmp_path: Path) -> None:
+    import csv
+
+    henry = tmp_path / "class" / "henry"
+    henry.mkdir(parents=True)
+    for name in FILES:  # the skeleton: quick to grade
+        shutil.copy(ROOT / "assignment" / name, henry / name)
+    shutil.make_archive(str(henry), "zip", henry)
+    out = tmp_path / "out"
+    done = _grade_cli(tmp_path / "class", "--out", out)
+    assert done.returncode == 0, done.stderr[-3000:]
+    told = f"{tmp_path / 'class'}/henry.zip is graded as henry-2: another submission is already named henry."
+    assert f"note: {told}" in done.stderr
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as stream:
+        sources = {row["submission"]: row["source"] for row in csv.DictReader(stream)}
+    assert sources == {"henry": f"{tmp_path / 'class'}/henry", "henry-2": f"{tmp_path / 'class'}/henry.zip"}
+    feedback = (out / "henry-2" / "feedback.md").read_text()
+    assert (f"Graded as **henry-2** ({tmp_path / 'class'}/henry.zip): another submission in this batch is also "
+            "named henry.") in feedback
+    assert "Graded as" not in (out / "henry" / "feedback.md").read_text()
+    page = (out / "report.html").read_text()
+    row = page.split('<a href="henry-2/feedback.md">henry-2</a>', 1)[1].split("</tr>", 1)[0]
+    assert "another submission in this batch is also named henry" in row
