@@ -228,9 +228,9 @@ def test_a_renamed_duplicate_is_told_in_the_console_the_report_the_feedback_and_
         sources = {row["submission"]: row["source"] for row in csv.DictReader(stream)}
     assert sources == {"henry": f"{tmp_path / 'class'}/henry", "henry-2": f"{tmp_path / 'class'}/henry.zip"}
     feedback = (out / "henry-2" / "feedback.md").read_text()
-    assert (f"Graded as **henry-2** ({tmp_path / 'class'}/henry.zip): another submission in this batch is also "
-            "named henry.") in feedback
+    assert ("Graded as **henry-2**: another submission in this batch is also named henry (this one is "
+            f"{tmp_path / 'class'}/henry.zip).") in feedback
     assert "Graded as" not in (out / "henry" / "feedback.md").read_text()
     page = (out / "report.html").read_text()
     row = page.split('<a href="henry-2/feedback.md">henry-2</a>', 1)[1].split("</tr>", 1)[0]
-    assert "another submission in this batch is also named henry" in row
+    assert "Graded as henry-2: another submission in this batch is also named henry" in row

@@ -90,7 +90,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "batch.renamed": "{source} is graded as {name}: another submission is already named {base}.",
         "batch.no_submission": "no submission found in {path}: it holds no .py file, notebook or zip (expected "
                                "loss_scaler.py, amp_step.py and answers.py, or folders or zips of submissions)",
-        "feedback.renamed": "Graded as **{name}** ({source}): another submission in this batch is also named {base}.",
+        "feedback.renamed": "Graded as **{name}**: another submission in this batch is also named {base} (this one "
+                            "is {source}).",
         "intake.renamed": "Used {shown} as {name}; please name the file exactly {name}.",
         "intake.in_folder": "Found {name} inside a folder ({shown}); upload it at the top level next time.",
         "intake.several": "Several files could be {name}; graded {shown}, ignored {others}.",
@@ -253,7 +254,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "batch.renamed": "{source}는 {name}(으)로 채점합니다. 이미 {base}라는 제출물이 있습니다.",
         "batch.no_submission": "{path}에서 제출물을 찾지 못했습니다. .py 파일, 노트북, zip 파일이 없습니다(loss_scaler.py, "
                                "amp_step.py, answers.py 또는 제출물들의 폴더나 zip이 필요합니다).",
-        "feedback.renamed": "**{name}**(으)로 채점했습니다({source}). 이 일괄 채점에 {base}라는 제출물이 또 있습니다.",
+        "feedback.renamed": "**{name}**(으)로 채점했습니다. 이 일괄 채점에 {base}라는 제출물이 또 있습니다(이 제출물: "
+                            "{source}).",
         "intake.renamed": "{shown}를 {name}로 사용했습니다. 파일 이름을 정확히 {name}로 지어 주세요.",
         "intake.in_folder": "폴더 안에서 {name}를 찾았습니다({shown}). 다음에는 최상위에 올리세요.",
         "intake.several": "{name}일 수 있는 파일이 여러 개입니다. {shown}를 채점하고 {others}는 무시했습니다.",
