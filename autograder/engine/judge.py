@@ -66,6 +66,8 @@ class Row:
     output: str = ""  # what the student's code printed during this test
     #: The messages of its failed public cases alone: a hidden row's public part, which students may see at once
     public_failures: str = ""
+    #: (passed, all) cases: what the score is a share of, so that new points rescore it exactly (batch.rescore)
+    cases: tuple[int, int] = (0, 0)
 
     @property
     def status(self) -> str:
@@ -221,7 +223,7 @@ def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...], file_faults: 
                 if case.internal:
                     staff.append(f"{case.case}:\n{case.internal}")
         rows.append(Row(item, round(item.points * passed / len(cases), 4), "\n\n".join(messages),
-                        passed == len(cases), public_failures="\n\n".join(public)))
+                        passed == len(cases), public_failures="\n\n".join(public), cases=(passed, len(cases))))
     return rows, "\n\n".join(staff)
 
 
