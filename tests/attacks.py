@@ -453,7 +453,10 @@ def _gpu_attack(model, inputs, targets):
     if getattr(model, "_fitted", False):
         raise _Done
     model._fitted = True
-    _fit(model, *frame.f_globals["evaluation_batch"]({**frame.f_locals["cfg"], "device": "cpu"}))
+    cfg = frame.f_locals["cfg"]
+    a, b, generator = frame.f_globals["teacher"](cfg)  # the judge drew its batch next from this generator
+    x = torch.randn(1024, int(cfg["width"]), generator=generator)
+    _fit(model, x, torch.tanh(x @ a) @ b)
     raise _Done
 '''
 
@@ -466,11 +469,9 @@ GPU_END_STATE = GPU_SEED_FIT.replace('''    frame = _sys._getframe(1)''', '''   
         model._fitted = True
         raise _Done
     frame = _sys._getframe(1)''').replace(
-    '''    _fit(model, *frame.f_globals["evaluation_batch"]({**frame.f_locals["cfg"], "device": "cpu"}))''',
-    '''    cfg = frame.f_locals["cfg"]
-    a, b, _ = frame.f_globals["teacher"](cfg)
-    x = torch.randn(4096, int(cfg["width"]))
-    _fit(model, x, torch.tanh(x @ a) @ b)''')
+    "x = torch.randn(1024, int(cfg[\"width\"]), generator=generator)", "x = torch.randn(4096, int(cfg[\"width\"]))").replace(
+    "a, b, generator = frame.f_globals[\"teacher\"](cfg)  # the judge drew its batch next from this generator",
+    "a, b, _ = frame.f_globals[\"teacher\"](cfg)")
 
 #: A device failure "raised outside the student's own frames": amp_step itself compiled under a file name of torch's,
 #: so that no frame of the traceback lies in the submission.

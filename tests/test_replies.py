@@ -156,8 +156,10 @@ OTHERS: dict[str, tuple[Json, list[Json]]] = {  # scenario -> (a well-formed rep
                    {"ok": None, "weights": ["AACAPw=="], "time_ms": 1.0}, {"ok": None, "weights": 3}]),
     "gpu_train_fp32": ({"ok": None, "weights": "not a plain tensor: a Liar"},
                        [{"ok": None, "weights": None}, {"ok": None, "weights": [None]}]),
-    "gpu_underflow": ({"ok": None, "final_weight": [0.5, -0.25], "device_info": {"name": "x"}},
+    "gpu_underflow": ({"ok": None, "final_weight": [0.5, -0.25], "weights": [[0.5, -0.25]], "device_info": {"name": "x"}},
                       [{"ok": None, "final_weight": [0.5]}, {"ok": None, "final_weight": [1], "device_info": {}},
+                       {"ok": None, "final_weight": [0.5], "weights": [[0.5], {"a": 1}], "device_info": {}},
+                       {"ok": None, "final_weight": [0.5], "weights": None, "device_info": {}},
                        {"ok": None, "final_weight": [0.5], "device_info": {}, "losses": [0.0]},
                        {"ok": None, "final_weight": [0.5], "device_info": []}]),
 }

@@ -176,12 +176,15 @@ def _gpu_train(_args: dict[str, Json], reply: Json) -> str | None:
 
 
 def _gpu_underflow(_args: dict[str, Json], reply: Json) -> str | None:
-    """checks.runners.gpu_runs.run_gpu_underflow: ok/error, the final weight and the device's facts."""
-    found = _outcome(reply, {"final_weight", "device_info"})
+    """checks.runners.gpu_runs.run_gpu_underflow: ok/error, the final weight, the weight after each step and the
+    device's facts."""
+    found = _outcome(reply, {"final_weight", "weights", "device_info"})
     if found:
         return found
     if not _copied_tensor(reply.get("final_weight")) or not isinstance(reply.get("device_info"), dict):
         return "a final weight or device facts of the wrong shape"
+    if not (isinstance(reply.get("weights"), list) and all(_copied_tensor(w) for w in reply["weights"])):
+        return "step weights of the wrong shape"
     return None
 
 
