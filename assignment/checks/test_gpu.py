@@ -133,6 +133,11 @@ def fresh_seeds(count: int) -> list[int]:
     return [secrets.randbelow(2**31) for _ in range(count)]
 
 
+def judge_secret() -> int:
+    """What the evaluation batch of 4.1 is drawn from: the operating system's randomness, in this process."""
+    return secrets.randbits(62)
+
+
 def timed_series(student: Any, scenario: str, warm_up: dict[str, Any], runs: list[dict[str, Any]]
                  ) -> tuple[Any, list[tuple[Any, float]]]:
     """An untimed warm-up call, then each run's call with the wall time of its round trip, in one
@@ -201,7 +206,7 @@ def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str, reference: 
             expect.fail(say("gpu.not_parameters", what=what, weights=weights))
         if args is not warm_up:
             amp_weights.append(weights)
-    secret = secrets.randbits(62)  # drawn after every run, never sent: the evaluation batch is the judge's alone
+    secret = judge_secret()  # drawn after every run, never sent: the evaluation batch is the judge's alone
     fp32 = [(seconds, gpu_runs.evaluation_loss(args, secret, weights), gpu_runs.evaluation_loss(args, secret))
             for args, seconds, weights in zip(runs, fp32_seconds, fp32_weights)]
     for _, loss, initial in fp32:
