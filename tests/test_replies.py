@@ -178,3 +178,5 @@ def test_a_gpu_grader_fault_is_accepted_only_as_exactly_that() -> None:
     assert replies.problem("gpu_scaler_ops", ARGS, fault) is None
     assert replies.problem("scaler_ops", ARGS, fault) is not None  # not on the CPU scenarios
     assert replies.problem("gpu_scaler_ops", ARGS, {**fault, "ok": []}) is not None
+    for bad in ({}, {"type": "RuntimeError", "message": "no CUDA"}, {"type": 1, "message": "", "trace": ""}, "x"):
+        assert replies.problem("gpu_train", ARGS, {"grader_fault": bad}) is not None, bad

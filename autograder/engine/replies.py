@@ -199,11 +199,21 @@ SCENARIOS: dict[str, Callable[[dict[str, Json], Json], "str | None"]] = {
 }
 
 
+def _grader_fault(_args: dict[str, Json], reply: Json) -> str | None:
+    """A claimed device failure (checks.runners.gpu_runs.grader_fault): three strings, which the judge checks with
+    its own canary before believing any of it."""
+    fault = reply["grader_fault"]
+    if not (isinstance(fault, dict) and set(fault) == {"type", "message", "trace"}
+            and all(isinstance(value, str) for value in fault.values())):
+        return "a device-failure record of the wrong shape"
+    return None
+
+
 def problem(scenario: str, args: dict[str, Json], reply: Json) -> str | None:
     """The first way ``reply`` differs from what ``scenario``'s runner produces for ``args``, or None."""
     check = SCENARIOS.get(scenario, _plain_record)
     if scenario.startswith("gpu_") and isinstance(reply, dict) and set(reply) == {"grader_fault"}:
-        check = _plain_record  # a device failure outside the student's code (checks/runners/gpu_runs.py)
+        check = _grader_fault  # a device failure outside the student's code (checks/runners/gpu_runs.py)
     try:
         return check(args, reply)
     except (KeyError, TypeError, AttributeError):

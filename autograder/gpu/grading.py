@@ -37,9 +37,11 @@ Before anyone is graded: a preflight (:mod:`autograder.gpu.preflight`: CUDA work
 sandboxed student process, its uid can open the device nodes, the library folders are
 visible, the compute mode allows it) and a canary (``solutions/`` graded through the same
 sandbox must get full marks).  Either failing stops the run with one clear line.  A
-device failure on the grader's side (CUDA initialisation error, out of memory, "CUDA
-error" outside the student's frames) marks the submission "could not be graded" with the
-staff traceback -- never a zero.  The judge holds no CUDA context: the references run in a
+device failure the student process reports on the grader's side (CUDA initialisation
+error, out of memory, "CUDA error" outside the student's frames) is checked by the judge's
+own canary (:meth:`GpuRunner.canary`): if that fails too, the submission is marked "could
+not be graded" with the staff traceback -- never a zero; if it runs, the failure is the
+submission's.  The judge holds no CUDA context: the references run in a
 separate trusted process (:mod:`checks.judge.gpu_reference`).
 """
 
