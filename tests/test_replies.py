@@ -160,6 +160,7 @@ OTHERS: dict[str, tuple[Json, list[Json]]] = {  # scenario -> (a well-formed rep
                       [{"ok": None, "final_weight": [0.5]}, {"ok": None, "final_weight": [1], "device_info": {}},
                        {"ok": None, "final_weight": [0.5], "weights": [[0.5], {"a": 1}], "device_info": {}},
                        {"ok": None, "final_weight": [0.5], "weights": None, "device_info": {}},
+                       {"ok": None, "final_weight": [0.5], "weights": [[0.5]], "device_info": {}, "steps": 1},
                        {"ok": None, "final_weight": [0.5], "device_info": {}, "losses": [0.0]},
                        {"ok": None, "final_weight": [0.5], "device_info": []}]),
 }
