@@ -162,6 +162,9 @@ def _submission(tmp_path: Path, amp_step: str) -> harness.Submission:
 
 
 def test_the_canary_runs_the_graders_side_without_student_code(tmp_path: Path) -> None:
+    from checks.student import serve
+
+    assert serve.SCENARIO_NEEDS["gpu_canary"] == ()  # its process imports no submission file
     submission = _submission(tmp_path, "def amp_step(*args, **kwargs):\n    raise RuntimeError('CUDA error: x')\n")
     for scenario, args in (("gpu_train", gpu_runs.speed_config("cpu", steps=2)),
                            ("gpu_underflow", gpu_runs.underflow_args("cpu", steps=2)),
