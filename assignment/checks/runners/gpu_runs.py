@@ -36,7 +36,7 @@ preloads this module and forks student processes from it; a process that initial
 CUDA before forking cannot use it in the child.  Only torch and the standard library
 are imported (no pytest), as for the harness.
 
-Why one file of ~700 lines: it is everything the student process runs for the GPU part (preflight,
+Why one file of ~750 lines: it is everything the student process runs for the GPU part (preflight,
 training runs, underflow, dry mode) and the few functions the judge computes losses with, preloaded
 into the zygote as one module; splitting it would add modules the sandbox must preload and keep in step.
 """
