@@ -116,6 +116,18 @@ def test_each_underflow_step_is_replayed_as_an_amp_step() -> None:
     nudged = [list(w) for w in honest]
     nudged[60][3] += 0.01 * abs(nudged[60][3] - nudged[59][3])  # 1 % of one step's change, on one weight
     assert gpu_reference.compute("underflow_steps", {**args, "weights": nudged}) == 60
+    # Float32 steps (autocast that does not reach the device: row 2.1's bug) are gradient steps too: nothing underflows.
+    def without_autocast(model: Any, inputs: Any, targets: Any, loss_fn: Any, optimizer: Any, scaler: Any,
+                         **_: Any) -> Any:
+        optimizer.zero_grad()
+        loss = loss_fn(model(inputs), targets)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        return loss
+
+    plain = gpu_runs.run_gpu_underflow(args, without_autocast)["weights"]
+    assert gpu_reference.compute("underflow_steps", {**args, "weights": plain}) is None
     # Unscaled float16 steps are AMP steps with a scale of 1: the run stalls, which 4.2's loss check fails.
     unscaled = gpu_runs.run_gpu_underflow(args, None)["weights"]
     assert gpu_reference.compute("underflow_steps", {**args, "weights": unscaled}) is None
