@@ -197,3 +197,19 @@ def test_a_rows_words_never_make_it_the_graders_fault() -> None:
     assert judge.score([words], (item,))[0][0].internal is False
     raised = judge.Outcome(item.test, f"{item.test}", False, message=judge.INTERNAL, internal="Traceback ...")
     assert judge.score([raised], (item,))[0][0].internal is True
+
+
+def test_an_underflow_reply_without_its_steps_earns_nothing() -> None:
+    """A reply (forged in the student's process) with the answer as the final weight and no step to replay."""
+    args = gpu_runs.underflow_args("cpu")
+    x, y = probes.underflow_data(args)
+    solved = torch.linalg.lstsq(x.double(), y.double()).solution.t().float().reshape(-1).tolist()
+
+    class Forged:
+        device = "cpu"
+
+        def run(self, scenario: str, given: dict[str, Any], *, timeout: float | None = None) -> Any:
+            return {"ok": None, "final_weight": solved, "device_info": {"name": "forged"}}
+
+    with pytest.raises(AssertionError, match="did not copy out the weight after each of the 200 steps"):
+        test_gpu.test_gpu_underflow_needs_the_scaler(Forged(), "cpu", gpu_reference.InProcessReference())

@@ -262,7 +262,7 @@ def test_gpu_underflow_needs_the_scaler(student: Any, device: str, reference: An
     weights = result.get("weights") or []
     if not (len(weights) == args["steps"] and all(_weight_loss(args, w) is not None for w in weights)
             and weights[-1] == result["final_weight"]):
-        expect.fail(say("gpu.underflow_weight", what=what, weight="not one weight per step"))
+        expect.fail(say("gpu.underflow_no_steps", what=what, steps=args["steps"]))
     wrong = reference.call("underflow_steps", {**args, "weights": weights})  # trusted: replays each step
     if wrong is not None:
         expect.fail(say("gpu.underflow_not_amp", what=what, step=int(wrong) + 1))

@@ -252,6 +252,8 @@ EN: dict[str, str] = {
                              "the float16 gradients underflow to zero and the loss stalls at {unscaled}; with the "
                              "scaler's scaled backward it should fall below 1e-12. Call backward() on "
                              "scaler.scale(loss), and step through scaler.step(optimizer).",
+    "gpu.underflow_no_steps": "{what}, but your process did not copy out the weight after each of the {steps} steps "
+                              "(the harness does, unless it was changed): the grader replays every step.",
     "gpu.underflow_not_amp": "{what}, but the weight after step {step} does not follow from the one before by an AMP "
                              "step on the data amp_step was given (the grader replayed the step: the float16 "
                              "autocast gradient of the scaled loss, unscaled, one optimizer step). Each call must "
@@ -515,6 +517,9 @@ KO: dict[str, str] = {
                              "기울기가 0으로 언더플로하여 손실이 {unscaled}에서 멈추고, 스케일러로 스케일한 역전파라면 "
                              "1e-12 아래로 내려가야 합니다. backward()는 scaler.scale(loss)에 대해 호출하고, 스텝은 "
                              "scaler.step(optimizer)로 하세요.",
+    "gpu.underflow_no_steps": "{what}. 그런데 여러분의 프로세스가 {steps}스텝 각각의 뒤에 가중치를 복사해 내지 "
+                              "않았습니다(하네스를 바꾸지 않았다면 하네스가 복사합니다). 채점기는 모든 스텝을 다시 "
+                              "계산합니다.",
     "gpu.underflow_not_amp": "{what}. 그런데 스텝 {step} 뒤의 가중치가 그 전 가중치에서 amp_step이 받은 데이터로 한 AMP "
                              "스텝으로 나오지 않습니다(채점기가 그 스텝을 다시 계산했습니다: 스케일한 손실의 float16 "
                              "autocast 기울기를 언스케일하여 옵티마이저 스텝 한 번). 호출마다 그런 스텝을 한 번 "
