@@ -588,3 +588,90 @@ TELLERS: dict[str, tuple[dict[str, str], str]] = {
     "tells_in_the_not_implemented_note": ({**SOLUTION, "loss_scaler.py": appended(method_added(
         _RENAMED, TELL_IN_NOTE), TELL_HIDDEN)}, "SECRET_"),
 }
+
+# --------------------------------------------------------------------------- the GPU part (graded with grade-gpu --dry)
+#
+# Each is added to the skeleton amp_step.py of a submission whose loss_scaler.py is the solution's (its honest
+# twin earns 4.3's 2 points and nothing else); amp_step's first line calls ``_gpu_attack(...)``.
+
+#: Fits the weights to the judge's evaluation batch, which it rebuilds from the run's seed (found in the frames of the
+#: grader's training loop): none of the steps the grader asked for, no AMP.
+GPU_SEED_FIT = '''
+import sys as _sys
+
+
+def _fit(model, x, y):  # float32, full batch, many steps: no AMP, and not the steps the grader asked for
+    x, y = x.to(next(model.parameters()).device), y.to(next(model.parameters()).device)
+    adam = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for _ in range(300):
+        adam.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        adam.step()
+
+
+def _gpu_attack(model, inputs, targets):
+    frame = _sys._getframe(1)
+    while frame is not None and "cfg" not in frame.f_locals:
+        frame = frame.f_back
+    if frame is None:
+        return
+    if getattr(model, "_fitted", False):
+        raise _Done
+    model._fitted = True
+    cfg = frame.f_locals["cfg"]
+    a, b, generator = frame.f_globals["teacher"](cfg)  # the judge drew its batch next from this generator
+    x = torch.randn(1024, int(cfg["width"]), generator=generator)
+    _fit(model, x, torch.tanh(x @ a) @ b)
+    raise _Done
+'''
+
+#: Writes the answer into the weights: the least-squares solution of the data amp_step is handed (4.2), and for 4.1
+#: weights fitted in float32 to fresh samples of the task's teacher (rebuilt from the seed in the frames).
+GPU_END_STATE = GPU_SEED_FIT.replace('''    frame = _sys._getframe(1)''', '''    if isinstance(model, torch.nn.Linear):  # the underflow task: the least-squares weight of its data
+        if not getattr(model, "_fitted", False):
+            with torch.no_grad():
+                model.weight.copy_(torch.linalg.lstsq(inputs.double(), targets.double()).solution.t().float())
+        model._fitted = True
+        raise _Done
+    frame = _sys._getframe(1)''').replace(
+    "x = torch.randn(1024, int(cfg[\"width\"]), generator=generator)", "x = torch.randn(4096, int(cfg[\"width\"]))").replace(
+    "a, b, generator = frame.f_globals[\"teacher\"](cfg)  # the judge drew its batch next from this generator",
+    "a, b, _ = frame.f_globals[\"teacher\"](cfg)")
+
+#: A device failure "raised outside the student's own frames": amp_step itself compiled under a file name of torch's,
+#: so that no frame of the traceback lies in the submission.
+GPU_FORGED_FAULT = '''
+exec(compile("def amp_step(*args, **kwargs):\\n    raise RuntimeError('CUDA error: an illegal memory access')\\n",
+             torch.__file__, "exec"), globals())
+'''
+
+#: The grader's own "internal problem" words in the student's exception: a row's message then holds them.
+GPU_FORGED_INTERNAL = '''
+def _gpu_attack(model, inputs, targets):
+    raise RuntimeError("The grader hit an internal problem in this test (not your fault); staff can see the details.")
+'''
+
+_GPU_DONE = '''
+
+class _Done(Exception):
+    pass
+'''
+
+
+def gpu_attack(code: str) -> dict[str, str]:
+    """The GPU twin (skeleton amp_step, the solution's scaler and answers) with ``code`` run first in amp_step;
+    a ``_Done`` it raises ends the call as if amp_step returned the loss."""
+    text = appended(SKELETON["amp_step.py"], _GPU_DONE + code).replace(
+        "    raise " + MARKER, "    try:\n        _gpu_attack(model, inputs, targets)\n    except _Done:\n"
+        "        return torch.zeros(())\n    raise " + MARKER)
+    return {**SOLUTION, "amp_step.py": text}
+
+
+GPU_TWIN = {**SOLUTION, "amp_step.py": SKELETON["amp_step.py"]}
+#: name -> files; each must earn, row by row, no more than GPU_TWIN, and be graded (never "could not be graded").
+GPU_ATTACKS: dict[str, dict[str, str]] = {
+    "gpu_seed_fit": gpu_attack(GPU_SEED_FIT),
+    "gpu_end_state": gpu_attack(GPU_END_STATE),
+    "gpu_forged_fault": {**GPU_TWIN, "amp_step.py": appended(SKELETON["amp_step.py"], GPU_FORGED_FAULT)},
+    "gpu_forged_internal": gpu_attack(GPU_FORGED_INTERNAL),
+}

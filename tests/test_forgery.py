@@ -207,3 +207,27 @@ def test_gpu_part_cannot_be_forged_in_dry_mode(tmp_path: Path) -> None:
         assert "computed by the grader" in forged[number]["output"] or "grader computed" in forged[number]["output"]
     outputs = " ".join(test["output"] for test in forged.values())
     assert "not allowed" not in outputs and "may be imported" not in outputs  # no refusal: none is needed
+
+
+def test_gpu_judge_keeps_its_secrets_and_its_verdicts(tmp_path: Path) -> None:
+    """The GPU attacks of tests/attacks.py beside their honest twin (the skeleton amp_step with the solution's
+    scaler: 4.3's points only), in one ``grade-gpu --dry`` run: fitting the weights to an evaluation batch rebuilt
+    from the run's seed, writing the answer into the weights, and claiming a device failure (a "CUDA error" from a
+    file outside the submission, the grader's "internal problem" words) each earn no more than the twin, row by row,
+    and every one is graded: the judge's batch is drawn from its own randomness, 4.1 and 4.2 check the steps, and
+    whose fault a failure is comes from the judge's own canary."""
+    from attacks import GPU_ATTACKS, GPU_TWIN
+
+    _write(tmp_path, {**GPU_ATTACKS, "gpu_twin": GPU_TWIN})
+    names = [*GPU_ATTACKS, "gpu_twin"]
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade-gpu", *(str(tmp_path / n) for n in names),
+                           "--out", str(tmp_path / "out"), "--dry"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = {name: json.loads((tmp_path / "out" / name / "gpu_results.json").read_text()) for name in names}
+    assert {name: data["status"] for name, data in results.items()} == {name: "graded" for name in names}, done.stdout
+    twin = {test["number"]: test["score"] for test in results["gpu_twin"]["tests"]}
+    assert twin == {"4.1": 0.0, "4.2": 0.0, "4.3": 2.0}
+    for name in GPU_ATTACKS:
+        got = {test["number"]: test["score"] for test in results[name]["tests"]}
+        assert all(got[number] <= twin[number] for number in twin), (name, got, done.stdout[-1500:])

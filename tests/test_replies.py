@@ -156,8 +156,11 @@ OTHERS: dict[str, tuple[Json, list[Json]]] = {  # scenario -> (a well-formed rep
                    {"ok": None, "weights": ["AACAPw=="], "time_ms": 1.0}, {"ok": None, "weights": 3}]),
     "gpu_train_fp32": ({"ok": None, "weights": "not a plain tensor: a Liar"},
                        [{"ok": None, "weights": None}, {"ok": None, "weights": [None]}]),
-    "gpu_underflow": ({"ok": None, "final_weight": [0.5, -0.25], "device_info": {"name": "x"}},
+    "gpu_underflow": ({"ok": None, "final_weight": [0.5, -0.25], "weights": [[0.5, -0.25]], "device_info": {"name": "x"}},
                       [{"ok": None, "final_weight": [0.5]}, {"ok": None, "final_weight": [1], "device_info": {}},
+                       {"ok": None, "final_weight": [0.5], "weights": [[0.5], {"a": 1}], "device_info": {}},
+                       {"ok": None, "final_weight": [0.5], "weights": None, "device_info": {}},
+                       {"ok": None, "final_weight": [0.5], "weights": [[0.5]], "device_info": {}, "steps": 1},
                        {"ok": None, "final_weight": [0.5], "device_info": {}, "losses": [0.0]},
                        {"ok": None, "final_weight": [0.5], "device_info": []}]),
 }
@@ -176,3 +179,5 @@ def test_a_gpu_grader_fault_is_accepted_only_as_exactly_that() -> None:
     assert replies.problem("gpu_scaler_ops", ARGS, fault) is None
     assert replies.problem("scaler_ops", ARGS, fault) is not None  # not on the CPU scenarios
     assert replies.problem("gpu_scaler_ops", ARGS, {**fault, "ok": []}) is not None
+    for bad in ({}, {"type": "RuntimeError", "message": "no CUDA"}, {"type": 1, "message": "", "trace": ""}, "x"):
+        assert replies.problem("gpu_train", ARGS, {"grader_fault": bad}) is not None, bad

@@ -17,9 +17,18 @@ takes nothing that process computes, times or counts as a grade: only effects it
 
 * Losses: after each training run the process copies out the model's weights (their exact
   float32 values); this side rebuilds the model on its CPU and computes the loss itself, on an
-  evaluation batch of its own drawn from the run's seed (4.1), or over the task's data (4.2).
+  evaluation batch of its own (4.1: fresh inputs of the task, drawn after the runs from a secret
+  of this side's, which your process never sees), or over the task's data (4.2).
   The value ``amp_step`` returns is never used here (row 2.8 checks it): an ``amp_step`` that
   trains correctly gets this part's points whatever it returns.
+* Steps, not end states: 4.1's weights must lie where the float32 run of the same seed ends, up
+  to AMP's rounding (:data:`MAX_DISTANCE` of how far training moved them), and each of 4.2's steps
+  must follow from the one before by an AMP step on the task's data (replayed by the trusted
+  reference, :func:`checks.judge.gpu_reference.underflow_steps`): weights written into the model
+  some other way earn nothing.
+* Whose fault: a device failure your process reports outside your code is checked here by rerunning
+  the grader's side of the scenario without your code on the same device; only if that fails too
+  is the submission left ungraded.
 * Time (4.1): the wall time of each call's round trip, measured on this side around the call:
   one call trains ``steps`` steps from a fresh seed and copies the weights out.  The float32
   baseline is timed the same way, in a sandboxed process that imports no file of yours (and
@@ -62,6 +71,10 @@ pytestmark = pytest.mark.gpu
 MIN_SPEEDUP_ENV = "AMP_GPU_MIN_SPEEDUP"
 #: AMP's final loss may differ from fp32's by 10 % of fp32's final loss or 2 % of its initial loss.
 FINAL_REL_TOL, FINAL_TOL_OF_INITIAL = 0.10, 0.02
+#: How far 4.1's AMP weights may lie from the float32 run's (same seed, same batches), as a fraction of how far the
+#: float32 run moved them: honest AMP runs stay within ~0.25 on the dry mode's tiny model with its large step
+#: (~0.01 at the GPU's sizes); weights fitted any other way lie about 1 or more away.
+MAX_DISTANCE = 0.5
 SPEED_TIMEOUT_S = 600.0
 
 
@@ -93,19 +106,36 @@ def reference(student: Any) -> Any:
     return getattr(student, "reference", None) or gpu_reference.InProcessReference()
 
 
-def answered(got: Any) -> Any:
-    """The student process's answer; GraderFault (not the student's failure) when the grader's side of
-    the scenario failed on the device there (see checks.runners.gpu_runs)."""
-    if isinstance(got, dict) and "grader_fault" in got:
-        fault = got["grader_fault"]
-        raise gpu_runs.GraderFault(f"the grader's side of the scenario failed in the student process "
-                                        f"({fault['type']}: {fault['message']})\n{fault['trace']}")
-    return got
+def answered(student: Any, scenario: str, args: dict[str, Any], got: Any) -> Any:
+    """The student process's answer to ``scenario`` with ``args``.
+
+    When it claims a device failure outside the student's code (``{"grader_fault": ...}``, see
+    checks.runners.gpu_runs), the claim decides nothing: the runner's canary (the grader's side of the
+    scenario without student code, on the same device) does.  If the canary runs, the failure was the
+    submission's: it is answered as the student's error.  If it fails too, GraderFault (not the student's
+    failure).  A runner without a canary (a student's local run) takes the claim as it is.
+    """
+    if not (isinstance(got, dict) and "grader_fault" in got):
+        return got
+    fault = got["grader_fault"]
+    canary = getattr(student, "canary", None)
+    verdict = canary(scenario, args) if canary is not None else got
+    if isinstance(verdict, dict) and "grader_fault" in verdict:
+        raise gpu_runs.GraderFault(f"the grader's side of the scenario failed on the device without student code "
+                                   f"too ({verdict['grader_fault']['type']}: {verdict['grader_fault']['message']})\n"
+                                   f"{verdict['grader_fault']['trace']}\n\nthe student process reported:\n"
+                                   f"{fault['trace']}")
+    return {"error": {"type": str(fault["type"])[:200], "message": str(fault["message"])[:500], "trace": ""}}
 
 
 def fresh_seeds(count: int) -> list[int]:
     """Seeds drawn just before the calls that use them (see the module's docstring)."""
     return [secrets.randbelow(2**31) for _ in range(count)]
+
+
+def judge_secret() -> int:
+    """What the evaluation batch of 4.1 is drawn from: the operating system's randomness, in this process."""
+    return secrets.randbits(62)
 
 
 def timed_series(student: Any, scenario: str, warm_up: dict[str, Any], runs: list[dict[str, Any]]
@@ -114,12 +144,13 @@ def timed_series(student: Any, scenario: str, warm_up: dict[str, Any], runs: lis
     student process (the runner's ``held``, where it has one, keeps it between the calls)."""
     held = getattr(student, "held", None) or contextlib.nullcontext
     with held():
-        warm = answered(student.run(scenario, warm_up, timeout=SPEED_TIMEOUT_S))
+        warm = answered(student, scenario, warm_up, student.run(scenario, warm_up, timeout=SPEED_TIMEOUT_S))
         timed = []
         for args in runs:
             started = time.perf_counter()
-            got = answered(student.run(scenario, args, timeout=SPEED_TIMEOUT_S))
+            got = student.run(scenario, args, timeout=SPEED_TIMEOUT_S)
             timed.append((got, time.perf_counter() - started))
+        timed = [(answered(student, scenario, args, got), seconds) for args, (got, seconds) in zip(runs, timed)]
     return warm, timed
 
 
@@ -154,30 +185,36 @@ def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str, reference: 
     if release is not None:  # no process of the submission runs while the baseline is timed
         release()
     warm, timed = timed_series(student, "gpu_train_fp32", warm_up, runs)  # no student code in that process
-    fp32: list[tuple[float, float, float]] = []
-    for args, (got, seconds) in [(warm_up, (warm, 0.0)), *zip(runs, timed)]:
+    fp32_weights: list[list[torch.Tensor]] = []
+    for args, got in [(warm_up, warm), *zip(runs, (got for got, _ in timed))]:
         weights = gpu_runs.decode_weights(args, got.get("weights")) if "ok" in got else str(got)[:1000]
         if isinstance(weights, str):
             raise RuntimeError(f"the float32 baseline run failed (no student code runs in its process): {weights}")
         if args is not warm_up:
-            fp32.append((seconds, gpu_runs.evaluation_loss(args, weights), gpu_runs.evaluation_loss(args)))
-    for _, loss, initial in fp32:
-        if not loss < 0.5 * initial:
-            raise RuntimeError(f"the float32 baseline did not learn (loss {loss:.4g} from {initial:.4g}): 4.1 cannot "
-                               "compare AMP with it")
+            fp32_weights.append(weights)
     call = (f"amp_step(model, inputs, targets, F.mse_loss, adam, torch.amp.GradScaler({kind!r}), "
             f"device_type={kind!r}, dtype=torch.float16)")
     what = say("gpu.trained", depth=cfg["depth"], width=cfg["width"], batch=cfg["batch"], steps=cfg["steps"],
                repeats=cfg["repeats"], warmup=cfg["warmup"], device=device, call=call)
+    fp32_seconds = [seconds for _, seconds in timed]
     warm, timed = timed_series(student, "gpu_train", warm_up, runs)
-    amp: list[tuple[float, float]] = []
-    for args, (got, seconds) in [(warm_up, (warm, 0.0)), *zip(runs, timed)]:
+    amp_weights: list[list[torch.Tensor]] = []
+    for args, got in [(warm_up, warm), *zip(runs, (got for got, _ in timed))]:
         expect.ok_or_fail(got, what)
         weights = gpu_runs.decode_weights(args, got.get("weights"))
         if isinstance(weights, str):
             expect.fail(say("gpu.not_parameters", what=what, weights=weights))
         if args is not warm_up:
-            amp.append((seconds, gpu_runs.evaluation_loss(args, weights)))
+            amp_weights.append(weights)
+    secret = judge_secret()  # drawn after every run, never sent: the evaluation batch is the judge's alone
+    fp32 = [(seconds, gpu_runs.evaluation_loss(args, secret, weights), gpu_runs.evaluation_loss(args, secret))
+            for args, seconds, weights in zip(runs, fp32_seconds, fp32_weights)]
+    for _, loss, initial in fp32:
+        if not loss < 0.5 * initial:
+            raise RuntimeError(f"the float32 baseline did not learn (loss {loss:.4g} from {initial:.4g}): 4.1 cannot "
+                               "compare AMP with it")
+    amp = [(seconds, gpu_runs.evaluation_loss(args, secret, weights))
+           for args, (_, seconds), weights in zip(runs, timed, amp_weights)]
     summary = speed_summary(cfg, fp32, amp, dry)
     print(f"\n{summary}")
     for index, ((_, loss32, initial), (_, loss)) in enumerate(zip(fp32, amp)):
@@ -186,6 +223,11 @@ def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str, reference: 
             expect.fail(say("gpu.loss", what=what, number=index + 1, loss=f"{loss:.4g}", steps=cfg["steps"],
                             loss32=f"{loss32:.4g}", allowed=f"{loss32 + tolerance:.4g}", initial=f"{initial:.4g}",
                             summary=summary))
+    for index, (args, weights, weights32) in enumerate(zip(runs, amp_weights, fp32_weights)):
+        distance = gpu_runs.distance_from_training(args, weights, weights32)
+        if not distance <= MAX_DISTANCE:  # NaN fails too
+            expect.fail(say("gpu.not_trained", what=what, number=index + 1, distance=f"{distance:.3g}",
+                            allowed=f"{MAX_DISTANCE:g}", steps=cfg["steps"], summary=summary))
     if not dry:
         speedup = statistics.median(s for s, _, _ in fp32) / statistics.median(s for s, _ in amp)
         if speedup < min_speedup():
@@ -209,7 +251,7 @@ def test_gpu_underflow_needs_the_scaler(student: Any, device: str, reference: An
                            "the underflow check cannot tell a scaler's effect here")
     kind = gpu_runs.device_type(device)
     what = say("gpu.underflow", kind=kind, steps=args["steps"], kind_repr=repr(kind))
-    result = answered(student.run("gpu_underflow", args, timeout=120))
+    result = answered(student, "gpu_underflow", args, student.run("gpu_underflow", args, timeout=120))
     expect.ok_or_fail(result, what)
     final = _weight_loss(args, result["final_weight"])
     if final is None:
@@ -217,6 +259,13 @@ def test_gpu_underflow_needs_the_scaler(student: Any, device: str, reference: An
     if not final < 1e-12:
         expect.fail(say("gpu.underflow_stalled", what=what, n=args.get("n", 4096), final=f"{final:.3g}",
                         unscaled=f"{unscaled:.3g}"))
+    weights = result.get("weights") or []
+    if not (len(weights) == args["steps"] and all(_weight_loss(args, w) is not None for w in weights)
+            and weights[-1] == result["final_weight"]):
+        expect.fail(say("gpu.underflow_no_steps", what=what, steps=args["steps"]))
+    wrong = reference.call("underflow_steps", {**args, "weights": weights})  # trusted: replays each step
+    if wrong is not None:
+        expect.fail(say("gpu.underflow_not_amp", what=what, step=int(wrong) + 1))
 
 
 @given(powers_of_two=st.booleans(), data=st.data())
@@ -225,7 +274,7 @@ def test_gpu_toy_scaler_matches_cuda_gradscaler(student: Any, device: str, refer
     scenario = data.draw(cases.generated_scenarios(powers_of_two))
     scenario["world"]["device"] = device
     expected = reference.call("scaler_ops", scenario)  # torch's GradScaler, never in the student's process
-    got = answered(student.run("gpu_scaler_ops", scenario))
+    got = answered(student, "gpu_scaler_ops", scenario, student.run("gpu_scaler_ops", scenario))
     kind = gpu_runs.device_type(device)
     what = (f"With every parameter, gradient and scaled tensor on {kind!r} (add device={kind!r} to each tensor below), "
             f"your scaler must behave exactly like torch.amp.GradScaler({kind!r}): the same scale, tracker and skipped "

@@ -234,6 +234,10 @@ EN: dict[str, str] = {
                 "process copied out, is {loss}; the same {steps} steps in float32 reach {loss32} (allowed: up to "
                 "{allowed}; {initial} before training). Does the optimizer step through the scaler, once per call, "
                 "with the gradients zeroed first?\n\n{summary}",
+    "gpu.not_trained": "{what}and in run {number} the trained weights lie {distance} away from where the same {steps} "
+                       "steps in float32 take them (as a fraction of how far training moved them; AMP's rounding "
+                       "stays well within {allowed}): the weights must come from the steps amp_step takes on the "
+                       "batches it is given, one optimizer step per call.\n\n{summary}",
     "gpu.slow": "{what}The runs through your amp_step took {speedup}x less wall time than float32's (median round "
                 "trips, measured by the grader outside your process); at least {minimum}x is expected on a GPU. Are "
                 "the forward pass and the loss under torch.autocast(device_type='cuda', dtype=torch.float16)?  Does "
@@ -248,6 +252,13 @@ EN: dict[str, str] = {
                              "the float16 gradients underflow to zero and the loss stalls at {unscaled}; with the "
                              "scaler's scaled backward it should fall below 1e-12. Call backward() on "
                              "scaler.scale(loss), and step through scaler.step(optimizer).",
+    "gpu.underflow_no_steps": "{what}, but your process did not copy out the weight after each of the {steps} steps "
+                              "(the harness does, unless it was changed): the grader replays every step.",
+    "gpu.underflow_not_amp": "{what}, but the weight after step {step} does not follow from the one before by an AMP "
+                             "step on the data amp_step was given (the grader replayed the step: the float16 "
+                             "autocast gradient of the scaled loss, unscaled, one optimizer step). Each call must "
+                             "take one such step (or skip it when a gradient overflows); writing weights into the "
+                             "model earns nothing.",
     "gpu.scaler": "With every parameter, gradient and scaled tensor on {kind} (add device={kind} to each tensor "
                   "below), your scaler must behave exactly like torch.amp.GradScaler({kind}): the same scale, tracker "
                   "and skipped steps (exactly for power-of-two factors, to 1e-6 otherwise), parameters to 1e-6.",
@@ -489,6 +500,10 @@ KO: dict[str, str] = {
                 "{loss}입니다. 같은 {steps}스텝을 float32로 학습하면 {loss32}에 도달합니다(허용: {allowed}까지. 학습 "
                 "전 {initial}). 옵티마이저가 호출마다 한 번, 기울기를 먼저 초기화한 뒤 스케일러를 통해 스텝하나요?"
                 "\n\n{summary}",
+    "gpu.not_trained": "{what}실행 {number}에서 학습된 가중치가 같은 {steps}스텝을 float32로 학습했을 때의 가중치에서 "
+                       "{distance}만큼 떨어져 있습니다(학습이 가중치를 옮긴 거리에 대한 비율. AMP의 반올림 차이는 "
+                       "{allowed}보다 훨씬 작습니다). 가중치는 amp_step이 받은 배치로 호출마다 옵티마이저 스텝을 한 번씩 "
+                       "해서 나와야 합니다.\n\n{summary}",
     "gpu.slow": "{what}여러분의 amp_step으로 한 실행이 float32보다 {speedup}배 적은 실제 시간이 걸렸습니다(채점기가 "
                 "여러분의 프로세스 밖에서 잰 왕복 시간의 중앙값). GPU에서는 {minimum}배 이상이어야 합니다. 순전파와 "
                 "손실이 torch.autocast(device_type='cuda', dtype=torch.float16) 안에 있나요? amp_step이 호출마다 "
@@ -502,6 +517,14 @@ KO: dict[str, str] = {
                              "기울기가 0으로 언더플로하여 손실이 {unscaled}에서 멈추고, 스케일러로 스케일한 역전파라면 "
                              "1e-12 아래로 내려가야 합니다. backward()는 scaler.scale(loss)에 대해 호출하고, 스텝은 "
                              "scaler.step(optimizer)로 하세요.",
+    "gpu.underflow_no_steps": "{what}. 그런데 여러분의 프로세스가 {steps}스텝 각각의 뒤에 가중치를 복사해 내지 "
+                              "않았습니다(하네스를 바꾸지 않았다면 하네스가 복사합니다). 채점기는 모든 스텝을 다시 "
+                              "계산합니다.",
+    "gpu.underflow_not_amp": "{what}. 그런데 스텝 {step} 뒤의 가중치가 그 전 가중치에서 amp_step이 받은 데이터로 한 AMP "
+                             "스텝으로 나오지 않습니다(채점기가 그 스텝을 다시 계산했습니다: 스케일한 손실의 float16 "
+                             "autocast 기울기를 언스케일하여 옵티마이저 스텝 한 번). 호출마다 그런 스텝을 한 번 "
+                             "해야 하며(기울기가 오버플로하면 건너뜀), 가중치를 모델에 직접 써 넣으면 점수를 얻지 "
+                             "못합니다.",
     "gpu.scaler": "모든 파라미터, 기울기, 스케일한 텐서가 {kind}에 있을 때(아래의 각 텐서에 device={kind}를 더하세요) "
                   "여러분의 스케일러는 torch.amp.GradScaler({kind})와 똑같이 동작해야 합니다. 스케일, 추적기, 건너뛴 "
                   "스텝이 같아야 하고(2의 거듭제곱 계수에서는 정확히, 그 밖에는 1e-6까지), 파라미터는 1e-6까지 같아야 "

@@ -64,6 +64,8 @@ class Row:
     message: str
     passed: bool
     output: str = ""  # what the student's code printed during this test
+    #: The judge's own code failed in one of its cases (an exception of the judge's, never a message's words)
+    internal: bool = False
     #: The messages of its failed public cases alone: a hidden row's public part, which students may see at once
     public_failures: str = ""
     #: (passed, all) cases: what the score is a share of, so that new points rescore it exactly (batch.rescore)
@@ -208,7 +210,7 @@ def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...], file_faults: 
     for item in items:
         cases = [o for o in outcomes if o.test == item.test]
         if not cases:
-            rows.append(Row(item, 0.0, strings.text("internal"), False))
+            rows.append(Row(item, 0.0, strings.text("internal"), False, internal=True))
             staff.append(f"{item.test}: not collected")
             continue
         passed = sum(case.passed for case in cases)
@@ -223,7 +225,8 @@ def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...], file_faults: 
                 if case.internal:
                     staff.append(f"{case.case}:\n{case.internal}")
         rows.append(Row(item, round(item.points * passed / len(cases), 4), "\n\n".join(messages),
-                        passed == len(cases), public_failures="\n\n".join(public), cases=(passed, len(cases))))
+                        passed == len(cases), public_failures="\n\n".join(public), cases=(passed, len(cases)),
+                        internal=any(case.internal for case in cases if not case.passed)))
     return rows, "\n\n".join(staff)
 
 

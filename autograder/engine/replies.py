@@ -176,12 +176,15 @@ def _gpu_train(_args: dict[str, Json], reply: Json) -> str | None:
 
 
 def _gpu_underflow(_args: dict[str, Json], reply: Json) -> str | None:
-    """checks.runners.gpu_runs.run_gpu_underflow: ok/error, the final weight and the device's facts."""
-    found = _outcome(reply, {"final_weight", "device_info"})
+    """checks.runners.gpu_runs.run_gpu_underflow: ok/error, the final weight, the weight after each step and the
+    device's facts."""
+    found = _outcome(reply, {"final_weight", "weights", "device_info"})
     if found:
         return found
     if not _copied_tensor(reply.get("final_weight")) or not isinstance(reply.get("device_info"), dict):
         return "a final weight or device facts of the wrong shape"
+    if "weights" in reply and not (isinstance(reply["weights"], list) and all(_copied_tensor(w) for w in reply["weights"])):
+        return "step weights of the wrong shape"  # (missing, the judge fails the row: no step to replay)
     return None
 
 
@@ -196,11 +199,21 @@ SCENARIOS: dict[str, Callable[[dict[str, Json], Json], "str | None"]] = {
 }
 
 
+def _grader_fault(_args: dict[str, Json], reply: Json) -> str | None:
+    """A claimed device failure (checks.runners.gpu_runs.grader_fault): three strings, which the judge checks with
+    its own canary before believing any of it."""
+    fault = reply["grader_fault"]
+    if not (isinstance(fault, dict) and set(fault) == {"type", "message", "trace"}
+            and all(isinstance(value, str) for value in fault.values())):
+        return "a device-failure record of the wrong shape"
+    return None
+
+
 def problem(scenario: str, args: dict[str, Json], reply: Json) -> str | None:
     """The first way ``reply`` differs from what ``scenario``'s runner produces for ``args``, or None."""
     check = SCENARIOS.get(scenario, _plain_record)
     if scenario.startswith("gpu_") and isinstance(reply, dict) and set(reply) == {"grader_fault"}:
-        check = _plain_record  # a device failure outside the student's code (checks/runners/gpu_runs.py)
+        check = _grader_fault  # a device failure outside the student's code (checks/runners/gpu_runs.py)
     try:
         return check(args, reply)
     except (KeyError, TypeError, AttributeError):

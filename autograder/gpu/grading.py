@@ -37,9 +37,11 @@ Before anyone is graded: a preflight (:mod:`autograder.gpu.preflight`: CUDA work
 sandboxed student process, its uid can open the device nodes, the library folders are
 visible, the compute mode allows it) and a canary (``solutions/`` graded through the same
 sandbox must get full marks).  Either failing stops the run with one clear line.  A
-device failure on the grader's side (CUDA initialisation error, out of memory, "CUDA
-error" outside the student's frames) marks the submission "could not be graded" with the
-staff traceback -- never a zero.  The judge holds no CUDA context: the references run in a
+device failure the student process reports on the grader's side (CUDA initialisation
+error, out of memory, "CUDA error" outside the student's frames) is checked by the judge's
+own canary (:meth:`GpuRunner.canary`): if that fails too, the submission is marked "could
+not be graded" with the staff traceback -- never a zero; if it runs, the failure is the
+submission's.  The judge holds no CUDA context: the references run in a
 separate trusted process (:mod:`checks.judge.gpu_reference`).
 """
 
@@ -133,6 +135,23 @@ class GpuRunner:
             if self.exclusive:
                 self.inner.release()
 
+    def canary(self, scenario: str, args: dict[str, Any]) -> Any:
+        """The judge's own evidence after a student process claimed a device failure in ``scenario``: the
+        grader's side of it rerun now, on the same device, in a process that imports no submission file
+        (``gpu_canary``); ``{"ok": None}`` when it ran (the failure was the submission's), else
+        ``{"grader_fault": ...}``.  The submission's processes are stopped first (an exclusive compute mode
+        lets one process hold the GPU)."""
+        from checks.runners.harness import SubmissionFault
+
+        self.inner.release()
+        try:
+            return self.inner.run("gpu_canary", {"scenario": scenario, "args": args})
+        except SubmissionFault as exc:  # no submission code runs there: a crash is the grader's
+            return {"grader_fault": {"type": "SubmissionFault", "message": str(exc)[:2000], "trace": ""}}
+        finally:
+            if self.exclusive:
+                self.inner.release()
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
@@ -196,8 +215,10 @@ def grade_gpu_submission(name: str, path: Path, hide: Sequence[str], limits: Any
         inner = SandboxRunner(staged.folder, limits=limits, hide=tuple(hide), uid=uid, device=setup.access)
         runner = GpuRunner(inner, setup.device, reference, setup.exclusive)
         report = judge.grade_staged(runner, items=rubric.GPU_ITEMS, notes=staged.notes)
-        internal = [row.item.number for row in report.rows if strings.text("internal") in row.message]
-        if internal:  # the grader's side failed (device, reference process...): not the student's zero
+        # Rows the judge's own code failed in (a GraderFault confirmed by the canary, the reference process...): not
+        # the student's zero.  Decided by where the exception came from, never by a message's words.
+        internal = [row.item.number for row in report.rows if row.internal]
+        if internal:
             return _errored(f"grader fault in test {', '.join(internal)} (see {STAFF_FILE})", dry, report.staff_log,
                             started)
         data = gpu_results(report, setup, name)

@@ -1,7 +1,8 @@
 """The trusted references of the GPU checks, computed apart from the student's process.
 
 The GPU checks compare the student's runs with torch's own: the unscaled float16 baseline
-that must stall (4.2), and ``torch.amp.GradScaler("cuda")`` on the same ops as the student's
+that must stall (4.2), each step of the student's 4.2 run replayed as an AMP step
+(:func:`underflow_steps`), and ``torch.amp.GradScaler("cuda")`` on the same ops as the student's
 ``ToyLossScaler`` (4.3).  (4.1's float32 baseline is timed, so it runs as the AMP run does: in
 a sandboxed student process, one that imports no submission file; see ``checks/test_gpu.py``.)  None of them may run in the student's process (whatever it patched would
 change the reference, and the grader disables GradScaler there), and in the grader
@@ -36,11 +37,75 @@ CHECKS_PARENT = Path(__file__).resolve().parents[2]
 CACHED_KINDS = ("underflow_baseline",)
 
 
+#: The steps of 4.2 the judge accepts: the float16 autocast gradient with every power-of-two loss scale a float32
+#: scale can hold, then the float32 gradient (an amp_step without autocast, or one whose autocast does not reach this
+#: device: row 2.1's bug, not this row's; nothing underflows in float32, so this row has nothing to tell there).
+STEPS = tuple((2.0 ** k, True) for k in range(0, 64)) + ((1.0, False),)
+#: How far a weight may lie from the AMP step's, as a fraction of that step's size (largest component).
+STEP_TOLERANCE = 1e-3
+
+
+def _amp_update(args: dict[str, Json], x: Any, y: Any, weight: Any, scale: float, autocast: bool) -> Any:
+    """The weight after one SGD step of 4.2's task from ``weight`` with the gradient of the loss (in float16
+    autocast, or not) scaled by ``scale`` and unscaled, as torch's GradScaler and the harness's SGD compute it;
+    None when that gradient overflows (GradScaler skips the step)."""
+    import torch
+
+    model = torch.nn.Linear(x.shape[1], 1, bias=False).to(x.device)
+    with torch.no_grad():
+        model.weight.copy_(weight)
+    with torch.autocast(device_type=x.device.type, dtype=torch.float16, enabled=autocast):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+    (loss * torch.tensor(scale, device=x.device)).backward()
+    grad = model.weight.grad * torch.tensor(scale, dtype=torch.float64).reciprocal().float().to(x.device)
+    if not bool(torch.isfinite(grad).all()):
+        return None
+    with torch.no_grad():
+        return model.weight.detach().clone().add_(grad, alpha=-float(args.get("lr", 0.25)))
+
+
+def underflow_steps(args: dict[str, Json]) -> Json:
+    """The first of 4.2's steps (``args["weights"]``: the weight after each, copied out by the student's process)
+    whose weight does not follow from the one before by an AMP step, or None when every one does.
+
+    A step follows when its weight is the one before (a skipped step) or what one SGD step with the scaled, then
+    unscaled float16 autocast gradient gives for some power-of-two scale (or the float32 gradient, see
+    :data:`STEPS`), to :data:`STEP_TOLERANCE` of the step, starting from the zero weight the task starts from.
+    Which scale is the scaler's business (rows 1.x and 2.x): here only that each step is a gradient step on the
+    task's data, so weights written another way earn nothing.
+    """
+    import torch
+
+    from checks.runners import probes
+
+    device = args.get("device", "cpu")
+    x, y = (t.to(device) for t in probes.underflow_data(args))
+    before = torch.zeros(1, x.shape[1], device=device)
+    order = list(range(len(STEPS)))
+    for index, values in enumerate(args["weights"]):
+        after = torch.tensor(values, dtype=torch.float32, device=device).reshape(before.shape)
+        if torch.equal(after, before):
+            continue
+        for k in order:
+            expected = _amp_update(args, x, y, before, *STEPS[k])
+            if expected is None:
+                continue
+            size = float((expected - before).abs().max())
+            if float((after - expected).abs().max()) <= STEP_TOLERANCE * size:
+                order.remove(k)
+                order.insert(0, k)  # the next step most likely used the same scale
+                break
+        else:
+            return index
+        before = after
+    return None
+
+
 def _kinds() -> dict[str, Callable[[dict[str, Json]], Json]]:
     from checks.runners import gpu_runs as g
 
     return {"underflow_baseline": lambda args: g.run_gpu_underflow(args, None),
-            "scaler_ops": g.torch_scaler_ops}
+            "underflow_steps": underflow_steps, "scaler_ops": g.torch_scaler_ops}
 
 
 def compute(kind: str, args: dict[str, Json]) -> Json:

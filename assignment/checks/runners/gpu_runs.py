@@ -24,16 +24,19 @@ sizes (CPU autocast, float16 or bfloat16) and without any speed claim.
 
 Grader faults: a device failure (CUDA could not start, out of memory, "CUDA error") raised
 outside the student's own frames -- building the synthetic task, moving data to the GPU,
-reading the device's properties -- is the grader machine's failure, not the student's:
-:func:`run_scenario` answers ``{"grader_fault": ...}`` with the full traceback, and the
-judge marks the submission "could not be graded" (see ``autograder.gpu.grading``).
+reading the device's properties -- is probably the grader machine's failure, not the student's:
+:func:`run_scenario` answers ``{"grader_fault": ...}`` with the full traceback.  That is a claim
+made in the student's process (whose code can raise any message from any file name), so the
+judge decides it itself: it reruns the grader's side of the scenario without student code on the
+same device (``gpu_canary``, :func:`run_canary`); only if that fails too is the submission marked
+"could not be graded" (see ``checks/test_gpu.py`` and ``autograder.gpu.grading``).
 
 Fork safety: nothing here touches CUDA at import time.  The sandbox's zygote
 preloads this module and forks student processes from it; a process that initialised
 CUDA before forking cannot use it in the child.  Only torch and the standard library
 are imported (no pytest), as for the harness.
 
-Why one file of ~700 lines: it is everything the student process runs for the GPU part (preflight,
+Why one file of ~750 lines: it is everything the student process runs for the GPU part (preflight,
 training runs, underflow, dry mode) and the few functions the judge computes losses with, preloaded
 into the zygote as one module; splitting it would add modules the sandbox must preload and keep in step.
 """
@@ -76,7 +79,8 @@ SPEED_DRY: dict[str, Json] = {
     **SPEED_CUDA, "width": 64, "depth": 2, "d_out": 8, "teacher_width": 8, "batch": 64, "pool": 4,
     "steps": 40, "warmup": 2, "repeats": 2, "lr": 2e-3,
 }
-#: Rows of the judge's own evaluation batch (drawn on the CPU from the seed, never sent to the student).
+#: Rows of the judge's own evaluation batch: fresh inputs of the task's distribution, drawn on the judge's CPU from
+#: a secret of the judge's (:func:`evaluation_batch`); never sent to, nor computable in, the student's process.
 EVAL_ROWS = 1024
 
 
@@ -202,7 +206,7 @@ def torch_scaler_factory(device: str, enabled: bool = True) -> Callable[..., tor
 
 
 def _teacher_generator(seed: int) -> torch.Generator:
-    """The CPU generator of the teacher, the target scale and the judge's evaluation batch.
+    """The CPU generator of the teacher and the target scale.
 
     Apart from the device generator that draws the training inputs (another stream even on the CPU),
     so that the judge can rebuild the teacher on its CPU without CUDA, whatever the device.
@@ -514,19 +518,37 @@ def run_train(args: dict[str, Json], amp_step: Callable[..., Any] | None, root: 
 _EVAL_CACHE: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
 
 
-def _model_key(cfg: dict[str, Json]) -> str:
-    return json.dumps({k: cfg[k] for k in ("width", "depth", "d_out", "teacher_width", "seed")}, sort_keys=True)
+def _model_key(cfg: dict[str, Json], secret: int) -> str:
+    return json.dumps({**{k: cfg[k] for k in ("width", "depth", "d_out", "teacher_width", "seed")}, "secret": secret},
+                      sort_keys=True)
 
 
-def evaluation_batch(cfg: dict[str, Json]) -> tuple[torch.Tensor, torch.Tensor]:
-    """The judge's own evaluation batch for ``cfg``'s seed, on the CPU: fresh inputs, the teacher's targets."""
-    key = _model_key(cfg)
+def evaluation_batch(cfg: dict[str, Json], secret: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The judge's own evaluation batch, on the CPU: :data:`EVAL_ROWS` fresh inputs drawn from ``secret`` (the judge
+    draws it with :mod:`secrets` after the runs, and never sends it), and the teacher's targets for ``cfg``'s seed.
+
+    Why a secret and not the seed: the student's process holds the seed (it builds the training data from it), so a
+    batch drawn from the seed is one it can fit its weights to.  The inputs follow the task's distribution, so a
+    model's loss on them is an estimate of its loss on the task, whatever the draw: 4.1 compares the AMP and the
+    float32 weights on the same batch, with a margin (10 %) far above the draw's noise (~1 % at 1024 rows).
+    """
+    key = _model_key(cfg, secret)
     if key not in _EVAL_CACHE:
-        a, b, generator = teacher(cfg)
-        x = torch.randn(EVAL_ROWS, int(cfg["width"]), generator=generator)
-        _EVAL_CACHE.clear()  # one seed at a time: each timed run has its own
+        a, b, _ = teacher(cfg)
+        x = torch.randn(EVAL_ROWS, int(cfg["width"]), generator=torch.Generator().manual_seed(int(secret)))
+        _EVAL_CACHE.clear()  # one run at a time: each timed run has its own seed
         _EVAL_CACHE[key] = (x, torch.tanh(x @ a) @ b)
     return _EVAL_CACHE[key]
+
+
+def distance_from_training(cfg: dict[str, Json], weights: list[torch.Tensor], fp32: list[torch.Tensor]) -> float:
+    """How far ``weights`` lie from the float32 run's weights on the same seed, as a fraction of how far training
+    moved those from the initial weights (the judge's check that the weights come from training on the task's
+    batches: an AMP run from the same start on the same batches stays close, weights written another way do not)."""
+    start = torch.cat([w.reshape(-1) for w in initial_weights(cfg)])
+    ours, theirs = (torch.cat([w.reshape(-1) for w in ws]).double() for ws in (weights, fp32))
+    moved = float((theirs - start.double()).norm())
+    return float((ours - theirs).norm()) / moved if moved > 0 else math.inf
 
 
 def decode_weights(cfg: dict[str, Json], copied: Json) -> "list[torch.Tensor] | str":
@@ -548,15 +570,20 @@ def decode_weights(cfg: dict[str, Json], copied: Json) -> "list[torch.Tensor] | 
     return out
 
 
-def evaluation_loss(cfg: dict[str, Json], weights: "list[torch.Tensor] | None" = None) -> float:
-    """The float32 mean squared error on the judge's evaluation batch of the model with ``weights``
-    (None: the model as the seed initialises it), computed on the CPU in the judge."""
+def initial_weights(cfg: dict[str, Json]) -> list[torch.Tensor]:
+    """The model's parameters as ``cfg``'s seed initialises them, on the CPU."""
+    return [param.detach() for param in build_model({**cfg, "device": "cpu"}).parameters()]
+
+
+def evaluation_loss(cfg: dict[str, Json], secret: int, weights: "list[torch.Tensor] | None" = None) -> float:
+    """The float32 mean squared error on the judge's evaluation batch (drawn from ``secret``) of the model with
+    ``weights`` (None: the model as the seed initialises it), computed on the CPU in the judge."""
     model = build_model({**cfg, "device": "cpu"})
     if weights is not None:
         with torch.no_grad():
             for param, value in zip(model.parameters(), weights):
                 param.copy_(value)
-    x, y = evaluation_batch(cfg)
+    x, y = evaluation_batch(cfg, secret)
     with torch.no_grad():
         return float(torch.nn.functional.mse_loss(model(x), y))
 
@@ -575,9 +602,11 @@ def run_gpu_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None
     """The underflow task (:func:`checks.runners.probes.underflow_data`) on ``args["device"]``: with ``amp_step``
     through ``GradScaler(device)``, without it the unscaled float16 baseline.
 
-    Returns ``ok``/``error`` and ``final_weight``, the model's weight after training copied out as plain
-    data: the judge measures the final loss from it (:func:`checks.runners.probes.underflow_loss`).  What
-    ``amp_step`` returns is not read (it is row 2.8's, not this part's).
+    Returns ``ok``/``error``, ``final_weight``, the model's weight after training copied out as plain
+    data: the judge measures the final loss from it (:func:`checks.runners.probes.underflow_loss`), and
+    ``weights``, the weight after each step: the judge checks that each follows from the one before by an
+    AMP step (:func:`checks.judge.gpu_reference.underflow_steps`).  What ``amp_step`` returns is not read
+    (it is row 2.8's, not this part's).
     """
     device = args.get("device", "cuda")
     kind = device_type(device)
@@ -589,6 +618,7 @@ def run_gpu_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None
     optimizer = PlainSGD(model.parameters(), lr=float(args.get("lr", 0.25)))
     scaler = torch_scaler_factory(device)(**args.get("scaler_kwargs", {})) if amp_step is not None else None
     loss_fn = torch.nn.functional.mse_loss
+    weights: list[Json] = []
 
     def train() -> None:
         for _ in range(int(args.get("steps", 200))):
@@ -600,10 +630,12 @@ def run_gpu_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None
                 optimizer.step()
             else:
                 amp_step(model, x, y, loss_fn, optimizer, scaler, device_type=kind, dtype=torch.float16)
+            weights.append(harness.copy_out_tensor(weight))
         synchronize(device)
 
     outcome = harness.guarded(train, root)
-    return {**outcome, "final_weight": harness.copy_out_tensor(weight), "device_info": device_info(device)}
+    return {**outcome, "final_weight": harness.copy_out_tensor(weight), "weights": weights,
+            "device_info": device_info(device)}
 
 
 def torch_scaler_ops(args: dict[str, Json]) -> list[Json]:
@@ -656,6 +688,28 @@ def run_preflight(args: dict[str, Json]) -> dict[str, Json]:
 # --------------------------------------------------------------------------- dispatch
 
 
+def run_canary(args: dict[str, Json]) -> dict[str, Json]:
+    """The grader's side of scenario ``args["scenario"]`` with ``args["args"]``, and no student code: in a process
+    that imports no submission file, after a student process claimed a device failure (``{"grader_fault": ...}``).
+    ``{"ok": None}`` when it ran: the device works, and the failure was the submission's.  The judge decides from
+    this, never from the claim (see ``checks/test_gpu.py``)."""
+    name, given = args["scenario"], args["args"]
+    try:
+        if name in ("gpu_train", "gpu_train_fp32"):
+            done = run_train(given, None)
+        elif name == "gpu_underflow":
+            done = run_gpu_underflow(given, None)
+        elif name == "gpu_scaler_ops":
+            done = {"ok": torch_scaler_ops(given)}
+        else:
+            raise ValueError(f"no canary for scenario {name!r}")
+        if "ok" not in done:
+            raise RuntimeError(f"the grader's side failed without student code: {str(done)[:1000]}")
+    except Exception as exc:  # noqa: BLE001 - no student code ran: any failure here is the grader's
+        return grader_fault(exc)
+    return {"ok": None}
+
+
 def grader_fault(exc: BaseException) -> dict[str, Json]:
     """The reply for a failure of the grader's side: the full traceback, for staff only."""
     trace = "".join(traceback.format_exception(exc))[-8000:]
@@ -666,12 +720,15 @@ def run_scenario(name: str, args: dict[str, Json], submission: harness.Submissio
     """Run GPU scenario ``name`` against ``submission`` (registered with :mod:`checks.runners.registry`).
 
     A device failure outside the student's frames answers ``{"grader_fault": ...}`` (see the
-    module's docstring); the student's own exceptions are data, as everywhere else.
+    module's docstring): a claim the judge checks with ``gpu_canary`` (:func:`run_canary`), never a verdict;
+    the student's own exceptions are data, as everywhere else.
     """
     root = submission.root
     try:
         if name == "gpu_preflight":
             return run_preflight(args)
+        if name == "gpu_canary":  # its process imports no submission file
+            return run_canary(args)
         if name == "gpu_scaler_ops":
             return harness.run_scaler_ops(args, submission.attribute("loss_scaler"), root)
         if name == "gpu_train_fp32":  # the fp32 baseline: its process imports no submission file

@@ -38,6 +38,7 @@ SCENARIO_NEEDS = {
     "gpu_underflow": ("amp_step",),
     "gpu_scaler_ops": ("loss_scaler",),
     "gpu_preflight": (),
+    "gpu_canary": (),  # the grader's side of a scenario, after a claimed device failure (checks/runners/gpu_runs.py)
 }
 TORCH_SCALERS = ("torch", "contract")
 
