@@ -111,7 +111,7 @@ def test_feedback_md_tells_rows_with_the_same_text_once() -> None:
     tests.append({"name": "2.1 Other", "number": "2.1", "score": 0, "max_score": 1, "status": "failed",
                   "output": "something else"})
     entry = SimpleNamespace(results={"score": 0, "output": "Graded x.", "tests": tests}, status="graded", reason="")
-    text = summary.feedback_markdown(SimpleNamespace(name="x", submitters=[]), entry)
+    text = summary.feedback_markdown(SimpleNamespace(name="x", submitters=[], renamed_from=""), entry)
     wrong = text.split("## What went wrong\n", 1)[1]
     assert wrong == ("\n### 1.1, 1.2, 1.3 (3 tests)\n\n```text\nNot run: loss_scaler.py is missing (see the top of "
                      "this feedback).\n```\n\n### 2.1 Other\n\n```text\nsomething else\n```\n")
@@ -123,8 +123,8 @@ def test_a_syntax_error_is_told_once_and_reads_in_a_minute(tmp_path: Path) -> No
     for name in ("loss_scaler.py", "amp_step.py", "answers.py"):
         shutil.copy(ROOT / "solutions" / name, broken / name)
     (broken / "loss_scaler.py").write_text("class ToyLossScaler(:\n    pass\n")
-    (tmp_path / "subs" / "empty").mkdir()
-    done = grade([broken, tmp_path / "subs" / "empty"], tmp_path / "out", "--jobs", "1")
+    (tmp_path / "subs" / "empty").mkdir()  # a student folder with nothing in it, inside the batch (named alone on
+    done = grade([tmp_path / "subs"], tmp_path / "out", "--jobs", "1")  # the command line, it stops the run)
     assert done.returncode == 0, done.stderr[-3000:]
     results = load_results(tmp_path / "out", "syntax")
     assert results["score"] == 40  # Task 2 and the Quick Check do not need loss_scaler.py
