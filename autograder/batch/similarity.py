@@ -17,8 +17,10 @@ so reordering whole methods does not either.  Every fingerprint of the released 
 (``assignment/<file>``) is removed as boilerplate first: two untouched skeletons score 0.
 
 A file's similarity to another is copydetect's: the fraction of its fingerprinted tokens
-that are covered by fingerprints the other file shares.  A pair's score is the larger of
-the two files' similarities, taken over both contract files.  copydetect compares one pair
+that are covered by fingerprints the other file shares (shown per file).  A pair's score is how
+much distinctive code the two share, by size, over both contract files
+(:mod:`autograder.batch.similarity_score`: code half the class writes alike does not count, short
+work cannot reach 1).  copydetect compares one pair
 at a time (about a millisecond each: minutes for 500 submissions), so :func:`all_pairs`
 computes the same numbers for all pairs at once with numpy; a test checks that both agree.
 k-gram hashes are a fixed polynomial hash (Python's ``hash`` is salted per process), so the
@@ -45,6 +47,7 @@ from autograder.engine.files import csv_text
 from autograder.batch.inputs import Submission
 from autograder.batch.similarity_data import (FILES, NOISE, SOLUTION_KEY, TORCH_KEY, Fingerprint,  # noqa: F401 - API
                                               Pair, PairFile, Party, Report)
+from autograder.batch import similarity_score
 from autograder.batch.similarity_groups import (SOLUTION_MARKER, clusters_of, group_pairs,  # noqa: F401 - API
                                                 solution_markers)
 from autograder.engine import strings
@@ -268,7 +271,6 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
     markers = {party.key: found for party in parties if not party.reference
                and (found := solution_markers(texts[party.key]))}
     prints: dict[tuple[str, str], Fingerprint] = {}
-    pairs: dict[tuple[str, str], Pair] = {}
     for file in FILES:
         holders = [party for party in parties if file in texts[party.key]]
         digests = {party.key: hashlib.sha256(texts[party.key][file].encode("utf-8", "surrogatepass")).hexdigest()
@@ -277,7 +279,19 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
         made = fingerprint_all(distinct, boilerplate_for(file, skeleton))
         for party in holders:
             prints[(party.key, file)] = made[digests[party.key]]
+    found_clusters = clusters_of(parties, texts, prints)
+    group = {member.key: members[0].key for members in found_clusters for member in members}
+    pairs: dict[tuple[str, str], Pair] = {}
+    own: dict[str, float] = {}  # party key -> its distinctive tokens over every compared file
+    for file in FILES:
+        holders = [party for party in parties if (party.key, file) in prints]
+        common = similarity_score.common_values((group.get(party.key, party.key), prints[(party.key, file)])
+                                                for party in holders if not party.reference)
+        lean = [similarity_score.discounted(prints[(party.key, file)], common) for party in holders]
+        for party, made in zip(holders, lean):
+            own[party.key] = own.get(party.key, 0.0) + made.token_coverage
         overlap, similarity = all_pairs([prints[(party.key, file)] for party in holders])
+        distinct_overlap, _ = all_pairs(lean)
         for i, a in enumerate(holders):
             for j in range(i + 1, len(holders)):
                 b = holders[j]
@@ -287,8 +301,13 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
                 if shared == 0:
                     continue
                 entry = PairFile(file, round(float(max(similarity[i, j], similarity[j, i])), 4),
-                                 round(float(similarity[i, j]), 4), round(float(similarity[j, i]), 4), shared)
+                                 round(float(similarity[i, j]), 4), round(float(similarity[j, i]), 4), shared,
+                                 int(distinct_overlap[i, j]), int(distinct_overlap[j, i]))
                 pairs.setdefault((a.key, b.key), Pair(a, b, {})).files[file] = entry
+    for pair in pairs.values():
+        entries = pair.files.values()
+        pair.score = round(max(similarity_score.side_score([e.distinct_a for e in entries], [own[pair.a.key]]),
+                               similarity_score.side_score([e.distinct_b for e in entries], [own[pair.b.key]])), 4)
     ordered = sorted(pairs.values(), key=lambda pair: (-pair.score, pair.a.key, pair.b.key))
     if threshold is None:
         among = [pair.score for pair in ordered if not pair.b.reference]
@@ -297,7 +316,9 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
         threshold, reason = default_threshold(among)
     else:
         reason = strings.text("sim.set")
-    clusters, grouped = group_pairs(ordered, clusters_of(parties, texts, prints))
+    worth = [members for members in found_clusters
+             if similarity_score.worth_a_cluster(own.get(members[0].key, 0.0), threshold)]
+    clusters, grouped = group_pairs(ordered, worth)
     return Report(parties, ordered, threshold, reason, prints, round(time.perf_counter() - started, 3), clusters,
                   grouped, markers, solution_note)
 
@@ -305,7 +326,7 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
 # --------------------------------------------------------------------------- outputs
 
 CSV_HEADER = ["pair", "submission_a", "name_a", "submission_b", "name_b", "file", "similarity", "similarity_a",
-              "similarity_b", "overlapping_tokens"]
+              "similarity_b", "overlapping_tokens", "pair_score"]
 
 
 def csv_rows(report: Report) -> list[list[Any]]:
@@ -315,8 +336,8 @@ def csv_rows(report: Report) -> list[list[Any]]:
             if file in pair.files:
                 entry = pair.files[file]
                 rows.append([pair.title, pair.a.key, pair.a.label, pair.b.key, pair.b.label, file, entry.similarity,
-                             entry.similarity_a, entry.similarity_b, entry.overlap])
-    rows.sort(key=lambda row: (-row[6], row[0], row[5]))
+                             entry.similarity_a, entry.similarity_b, entry.overlap, pair.score])
+    rows.sort(key=lambda row: (-row[10], -row[6], row[0], row[5]))  # the pairs as ranked, then their files
     return [[*map(csv_cell, row[:5]), *row[5:]] for row in rows]
 
 
@@ -369,16 +390,24 @@ def report_json(report: Report) -> dict[str, Any]:
         return {"key": party.key, "label": party.label, "members": [m.key for m in party.members],
                 "solution": party.solution, **({"source": party.source} if party.solution else {})}
 
+    def files(pair: Pair) -> dict[str, dict[str, Any]]:
+        return {file: {"similarity": entry.similarity, "tokens": entry.overlap} for file, entry in pair.files.items()}
+
     listed = report.listed
+    anchors = {id(pair): f"pair-{rank}" for rank, pair in enumerate(listed, 1)}
     return {
         "threshold": report.threshold, "threshold_reason": report.threshold_reason,
-        "compared": sum(1 for party in report.parties if not party.reference),
+        "compared": sum(1 for party in report.parties if not party.reference), "files": list(FILES),
         "solution_compared": not report.solution_note, "solution_note": report.solution_note,
         "flagged": len(report.flagged), "in_page": len(listed) if report.flagged else 0,
         "pairs": [{"anchor": f"pair-{rank}", "a": side(pair.a), "b": side(pair.b), "score": pair.score,
-                   "flagged": pair.score >= report.threshold,
-                   "files": {file: entry.similarity for file, entry in pair.files.items()}}
+                   "flagged": pair.score >= report.threshold, "files": files(pair)}
                   for rank, pair in enumerate(listed, 1)],
+        # every flagged match with a source no submission may copy, however many pairs are flagged (the page's
+        # pairs stop at MAX_REPORTED; a copy of solutions/ must never fall off the end)
+        "sources": [{"anchor": anchors.get(id(pair), pair.copier_and_source[1].source),
+                     "submission": side(pair.copier_and_source[0]), "source": pair.copier_and_source[1].source,
+                     "score": pair.score, "files": files(pair)} for pair in report.matches_solution()],
         "clusters": [{"anchor": f"cluster-{rank}", "keys": [m.key for m in cluster.members],
                       "labels": [m.label for m in cluster.members]} for rank, cluster in enumerate(report.clusters, 1)],
         "markers": [{"key": key, "label": label_for(report, key), "files": files}

@@ -130,15 +130,19 @@ def similarity_flags(similar: dict[str, Any]) -> dict[str, list[str]]:
         for key in keys:
             flags.setdefault(key, []).append(word("identical", others=len(keys) - 1, link=_link(
                 f"{SIMILARITY_PAGE}#{cluster.get('anchor')}", word("cluster"))))
+    sources = _sources(similar)
+    for match in sources:  # every one, not only those among the pairs the similarity page shows
+        me = match.get("submission") or {}
+        for key in me.get("members") or [me.get("key")]:
+            flags.setdefault(str(key), []).append(
+                f"{word('matches_' + str(match.get('source') or 'solution'))} ({float(match.get('score', 0)):.2f}, "
+                + _link(f"{SIMILARITY_PAGE}#{match.get('anchor')}", str(match.get("anchor"))) + ")")
     for pair in similar.get("pairs") or []:
-        if not pair.get("flagged"):
-            continue
         sides = [pair.get("a") or {}, pair.get("b") or {}]
+        if not pair.get("flagged") or any(side.get("solution") for side in sides):
+            continue  # a match with a source: told above
         for me, other in (sides, sides[::-1]):
-            if me.get("solution"):
-                continue
-            what = (word("matches_" + str(other.get("source") or "solution")) if other.get("solution")
-                    else SIMILAR_MARK + word("similar_to", label=html_text(other.get("label", ""))))
+            what = SIMILAR_MARK + word("similar_to", label=html_text(other.get("label", "")))
             for key in me.get("members") or [me.get("key")]:
                 flags.setdefault(str(key), []).append(
                     f"{what} ({float(pair.get('score', 0)):.2f}, "
@@ -217,6 +221,33 @@ def mistakes_section(found: Sequence[Mistake], diagnosis_off: str) -> str:
 # --------------------------------------------------------------------------- similarity and regrade
 
 
+def _sources(similar: dict[str, Any]) -> list[dict[str, Any]]:
+    """The flagged matches with a source no submission may copy (solutions/, torch's scaler): similarity.json's
+    ``sources`` (every one); a folder written before it had them: those among the listed pairs."""
+    if "sources" in similar:
+        return [match for match in similar.get("sources") or [] if isinstance(match, dict)]
+    found = []
+    for pair in similar.get("pairs") or []:
+        a, b = pair.get("a") or {}, pair.get("b") or {}
+        if pair.get("flagged") and (a.get("solution") or b.get("solution")):
+            me, source = (a, b) if b.get("solution") else (b, a)
+            found.append({**pair, "submission": me, "source": source.get("source") or "solution"})
+    return found
+
+
+def _file_cells(files: Sequence[str], scores: dict[str, Any]) -> list[str]:
+    """One cell per compared file: its similarity and the tokens the two share ("-" where they share none)."""
+    cells = []
+    for file in files:
+        entry = scores.get(file)
+        if isinstance(entry, dict):
+            cells.append(f'<span class="nowrap">{float(entry.get("similarity", 0)):.2f} '
+                         f'({html_text(word("tokens", count=entry.get("tokens", 0)))})</span>')
+        else:
+            cells.append(f"{float(entry):.2f}" if isinstance(entry, (int, float)) else "-")
+    return cells
+
+
 def similarity_section(similar: dict[str, Any]) -> str:
     if not similar:
         return (f'<section id="similarity"><h2>{html_text(word("similarity"))}</h2>'
@@ -225,7 +256,7 @@ def similarity_section(similar: dict[str, Any]) -> str:
              + (html_text(word("with_solution")) if similar.get("solution_compared") else "")
              + word("threshold", threshold=f"{float(similar.get('threshold', 0)):g}",
                     reason=html_text(similar.get("threshold_reason", "")), link=_link(SIMILARITY_PAGE, SIMILARITY_PAGE))
-             + "</p>"]
+             + "</p>", f'<p class="note">{html_text(word("score_text"))}</p>']
     for cluster in similar.get("clusters") or []:
         labels = [str(label) for label in cluster.get("labels") or []]
         parts.append("<p>" + word("identical_files", count=len(labels), labels=html_text(", ".join(labels)),
@@ -235,6 +266,15 @@ def similarity_section(similar: dict[str, Any]) -> str:
         found = html_text("; ".join(f"{m.get('label')} ({', '.join(m.get('files') or [])})" for m in markers))
         parts.append("<p>" + word("markers_left", link=_link(f"{SIMILARITY_PAGE}#markers", word("see")), found=found)
                      + "</p>")
+    files = [str(f) for f in similar.get("files") or []]
+    sources = _sources(similar)
+    if sources:  # its own part, every match: a copy of solutions/ is told apart from the pairs of students
+        rows = [[_link(f"{SIMILARITY_PAGE}#{m.get('anchor')}", str(m.get("anchor"))),
+                 html_text((m.get("submission") or {}).get("label", "")),
+                 word("matches_" + str(m.get("source") or "solution")), f"{float(m.get('score', 0)):.2f}",
+                 *_file_cells(files, m.get("files") or {})] for m in sources]
+        parts.append(f'<h3 id="sources-heading">{html_text(word("sources"))}</h3>'
+                     + _table(heads("sources_head") + files, rows, "sources"))
     flagged = int(similar.get("flagged") or 0)
     pairs = [p for p in similar.get("pairs") or [] if p.get("flagged")]
     shown = pairs[:SHOWN_PAIRS]
@@ -247,8 +287,8 @@ def similarity_section(similar: dict[str, Any]) -> str:
                                                              where=where)) + "</p>")
         rows = [[_link(f"{SIMILARITY_PAGE}#{p.get('anchor')}", str(p.get("anchor"))),
                  html_text((p.get("a") or {}).get("label", "")), html_text((p.get("b") or {}).get("label", "")),
-                 f"{float(p.get('score', 0)):.2f}"] for p in shown]
-        parts.append(_table(heads("pairs_head"), rows, "pairs"))
+                 f"{float(p.get('score', 0)):.2f}", *_file_cells(files, p.get("files") or {})] for p in shown]
+        parts.append(_table(heads("pairs_head") + files, rows, "pairs"))
     return f'<section id="similarity"><h2>{html_text(word("similarity"))}</h2>' + "".join(parts) + "</section>"
 
 
