@@ -31,6 +31,11 @@ WORDS: dict[str, dict[str, str]] = {
                          "grader's notes on the submission (first line; the whole note is in feedback.md).",
         "students_head": "submission|student|SID|score|failed rows|problems|similarity|diagnosed mistakes",
         "not_graded": "not graded: {reason}",
+        "not_graded_heading": "Could not be graded",
+        "not_graded_text": "{count} submission(s) could not be graded: no score (not a zero; their cells in "
+                           "gradebook.csv are empty and its status column says why), and in no mean, histogram or row "
+                           "statistic of this page.",
+        "not_graded_head": "submission|student|SID|why",
         "identical": '<span class="flag">identical</span> to {others} other(s): {link}',
         "cluster": "cluster",
         "matches_solution": '<span class="flag">matches the reference solution</span>',
@@ -120,6 +125,11 @@ WORDS: dict[str, dict[str, str]] = {
                          "(첫 줄만. 전체 안내는 feedback.md에 있음).",
         "students_head": "제출물|학생|학번|점수|실패한 항목|문제|유사도|진단된 실수",
         "not_graded": "채점 안 됨: {reason}",
+        "not_graded_heading": "채점할 수 없었던 제출물",
+        "not_graded_text": "제출물 {count}개를 채점할 수 없었습니다. 점수가 없으며(0점이 아님. gradebook.csv의 칸은 비어 "
+                           "있고 status 열에 이유가 있음), 이 페이지의 평균, 히스토그램, 항목 통계 어디에도 들어가지 "
+                           "않습니다.",
+        "not_graded_head": "제출물|학생|학번|이유",
         "identical": '다른 {others}개와 <span class="flag">똑같음</span>: {link}',
         "cluster": "묶음",
         "matches_solution": '<span class="flag">참조 답안과 일치</span>',

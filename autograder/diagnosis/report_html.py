@@ -79,7 +79,7 @@ def histogram_img(out: Path, summary: dict[str, Any] | None = None) -> str:
              f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">')
     if strings.language() in HISTOGRAM_LABEL_LANGUAGES or not summary:
         return image
-    axes = word("histogram_axes", top=f"{float(summary.get('max_score', 0)):g}", count=summary.get("submissions"))
+    axes = word("histogram_axes", top=f"{float(summary.get('max_score', 0)):g}", count=summary.get("graded"))
     return f'{image}<p class="note" id="histogram-axes">{html_text(axes)}</p>'
 
 
@@ -165,7 +165,7 @@ def students_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any
     problems = _problems_by_submission(summary)
     flags = similarity_flags(similar)
     rows = []
-    for g in graded:  # gradebook.csv's order: by submission name
+    for g in (g for g in graded if not g.ungraded):  # gradebook.csv's order: by submission name
         feedback = out / g.name / "feedback.md"
         name = (_link(f"{quote(g.name)}/feedback.md", g.name) if feedback.is_file() else html_text(g.name))
         failed = [number for number, row in g.rows.items() if row.get("max_score") and not row_passed(row)]
@@ -177,6 +177,24 @@ def students_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any
                      _lines(mistakes)])
     return (f'<section id="students"><h2>{html_text(word("students"))}</h2><p>{html_text(word("students_text"))}'
             "</p>" + _table(heads("students_head"), rows, "student-table") + "</section>")
+
+
+def not_graded_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any]) -> str:
+    """The submissions that could not be graded, apart from the students table: no score (not a zero), and in
+    no statistic of the page; "" when there is none."""
+    missing = [g for g in graded if g.ungraded]
+    if not missing:
+        return ""
+    reasons = {str(row.get("submission")): str(row.get("reason", "")) for row in summary.get("not_graded") or []}
+    rows = []
+    for g in missing:
+        feedback = out / g.name / "feedback.md"
+        name = _link(f"{quote(g.name)}/feedback.md", g.name) if feedback.is_file() else html_text(g.name)
+        reason = reasons.get(g.name) or g.ungraded
+        rows.append([name, html_text(g.student) or "-", html_text(g.sid) or "-", html_text(reason)])
+    return (f'<section id="not-graded"><h2>{html_text(word("not_graded_heading"))}</h2>'
+            f'<p>{html_text(word("not_graded_text", count=len(missing)))}</p>'
+            + _table(heads("not_graded_head"), rows, "not-graded-table") + "</section>")
 
 
 # --------------------------------------------------------------------------- rows and mistakes
@@ -317,7 +335,8 @@ def render(out: Path, graded: Sequence[Graded], stats: Sequence[ItemStats], foun
         f'<section id="scores"><h2>{html_text(word("scores"))}</h2>{counts_sentence(summary, graded, top)}'
         f"{histogram_img(out, summary)}</section>",
         students_section(out, graded, summary, similar, top),
-        rows_section(stats, len(graded)),
+        not_graded_section(out, graded, summary),
+        rows_section(stats, sum(1 for g in graded if not g.ungraded)),
         mistakes_section(found, diagnosis_off),
         similarity_section(similar),
         changes_section(read_csv(out / CHANGES_NAME)),
@@ -340,7 +359,7 @@ def write(out: Path) -> None:
     from autograder.diagnosis.table import state
 
     columns, graded = read_batch(out)
-    stats = item_stats(columns, graded)
+    stats = item_stats(columns, graded)  # the graded submissions only
     found = mistakes(graded)
     write_bytes_atomic(out / ITEMS_NAME, items_csv(stats).encode("utf-8"))
     write_bytes_atomic(out / MISTAKES_NAME, mistakes_csv(found).encode("utf-8"))
