@@ -14,7 +14,7 @@ from autograder.diagnosis.page_words import heads, word
 from autograder.engine.escape import html_text
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; word-break: keep-all; }
 table.pairs { border-collapse: collapse; }
 table.pairs td, table.pairs th { border: 1px solid #ccc; padding: 0.2em 0.6em; }
 .nowrap { white-space: nowrap; }

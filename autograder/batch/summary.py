@@ -345,7 +345,7 @@ def histogram_png(path: Path, summary: dict[str, Any]) -> None:
     if strings.language() in class_report.HISTOGRAM_LABEL_LANGUAGES:  # else numbers only: report.html says the rest
         axes.set_xlabel(f"score (out of {_fmt(summary['max_score'])})")
         axes.set_ylabel("submissions")
-        axes.set_title(f"{summary['graded']} graded submissions")
+        axes.set_title(f"{summary.get('graded', summary['submissions'])} submissions")  # those with a score
     axes.yaxis.get_major_locator().set_params(integer=True)
     figure.tight_layout()
     buffer = io.BytesIO()

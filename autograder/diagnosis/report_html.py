@@ -40,9 +40,13 @@ NOTE_CHARACTERS = 160  # a note's first line, at most, in the students table (th
 
 #: No script, no request: whatever a submission's name smuggled in could neither run nor reach the network.
 POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-STYLE = """body{font-family:sans-serif;margin:2em;max-width:90em}table{border-collapse:collapse;margin:1em 0}
+#: Hangul breaks between words, never inside one (word-break:keep-all: 학생 and 점수 stay whole in a narrow column, as
+#: English words do); a score ("77 / 90") and a file's similarity never wrap; a long token with no space still
+#: wraps rather than widening the table (overflow-wrap:break-word does not shrink a column below its longest word).
+STYLE = """body{font-family:sans-serif;margin:2em;max-width:90em;word-break:keep-all;overflow-wrap:break-word}
+table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #bbb;padding:.25em .6em;text-align:left;vertical-align:top}th{background:#eee}
-.low{background:#fde2e2}.flag{color:#a00000;font-weight:bold}.note{color:#555}
+.nowrap{white-space:nowrap}.low{background:#fde2e2}.flag{color:#a00000;font-weight:bold}.note{color:#555}
 section{margin-bottom:2em}img{max-width:100%;height:auto}"""
 
 
@@ -79,7 +83,7 @@ def histogram_img(out: Path, summary: dict[str, Any] | None = None) -> str:
              f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">')
     if strings.language() in HISTOGRAM_LABEL_LANGUAGES or not summary:
         return image
-    axes = word("histogram_axes", top=f"{float(summary.get('max_score', 0)):g}", count=summary.get("graded"))
+    axes = word("histogram_axes", top=f"{float(summary.get('max_score', 0)):g}", count=summary.get("graded", summary.get("submissions")))
     return f'{image}<p class="note" id="histogram-axes">{html_text(axes)}</p>'
 
 
@@ -135,8 +139,9 @@ def similarity_flags(similar: dict[str, Any]) -> dict[str, list[str]]:
         me = match.get("submission") or {}
         for key in me.get("members") or [me.get("key")]:
             flags.setdefault(str(key), []).append(
-                f"{word('matches_' + str(match.get('source') or 'solution'))} ({float(match.get('score', 0)):.2f}, "
-                + _link(f"{SIMILARITY_PAGE}#{match.get('anchor')}", str(match.get("anchor"))) + ")")
+                f"{word('matches_' + str(match.get('source') or 'solution'))} <span class=\"nowrap\">("
+                f"{float(match.get('score', 0)):.2f}, "
+                + _link(f"{SIMILARITY_PAGE}#{match.get('anchor')}", str(match.get("anchor"))) + ")</span>")
     for pair in similar.get("pairs") or []:
         sides = [pair.get("a") or {}, pair.get("b") or {}]
         if not pair.get("flagged") or any(side.get("solution") for side in sides):
@@ -145,8 +150,8 @@ def similarity_flags(similar: dict[str, Any]) -> dict[str, list[str]]:
             what = SIMILAR_MARK + word("similar_to", label=html_text(other.get("label", "")))
             for key in me.get("members") or [me.get("key")]:
                 flags.setdefault(str(key), []).append(
-                    f"{what} ({float(pair.get('score', 0)):.2f}, "
-                    + _link(f"{SIMILARITY_PAGE}#{pair.get('anchor')}", str(pair.get("anchor"))) + ")")
+                    f"{what} <span class=\"nowrap\">({float(pair.get('score', 0)):.2f}, "
+                    + _link(f"{SIMILARITY_PAGE}#{pair.get('anchor')}", str(pair.get("anchor"))) + ")</span>")
     for key, said in flags.items():  # the strongest flags first, then at most SIMILAR_SHOWN other pairs
         similar_to = [line for line in said if line.startswith(SIMILAR_MARK)]
         rest = len(similar_to) - SIMILAR_SHOWN
@@ -172,7 +177,7 @@ def students_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any
         said = [html_text(p) for p in problems.get(g.name, [])]
         said += [f'<span class="note">{html_text(_first_line(note))}</span>' for note in g.notes if note.strip()]
         mistakes = [f"{html_text(number)}: {html_text('+'.join(bugs))}" for number, bugs in sorted(g.diagnosis.items())]
-        rows.append([name, html_text(g.student) or "-", html_text(g.sid) or "-", f"{g.score:g} / {top:g}",
+        rows.append([name, html_text(g.student) or "-", html_text(g.sid) or "-", f'<span class="nowrap">{g.score:g} / {top:g}</span>',
                      html_text(", ".join(failed)) or "-", _lines(said), _lines(flags.get(g.name, [])),
                      _lines(mistakes)])
     return (f'<section id="students"><h2>{html_text(word("students"))}</h2><p>{html_text(word("students_text"))}'
