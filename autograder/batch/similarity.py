@@ -50,6 +50,7 @@ from autograder.batch.similarity_data import (FILES, NOISE, SOLUTION_KEY, TORCH_
 from autograder.batch import similarity_score
 from autograder.batch.similarity_groups import (SOLUTION_MARKER, clusters_of, group_pairs,  # noqa: F401 - API
                                                 solution_markers)
+from autograder.diagnosis.page_words import word
 from autograder.engine import strings
 from autograder.engine.escape import csv_cell, markdown_inline
 from autograder import ROOT
@@ -351,7 +352,8 @@ def markdown_section(report: Report, link: str = HTML_NAME) -> str:
     lines = ["", f"## {strings.text('sim.heading')}", "",
              strings.text("sim.compared", count=len(current), files=strings.text("sim.joiner").join(FILES), solution=solution, csv=CSV_NAME,
                           link=link),
-             "", strings.text("sim.threshold", threshold=f"{report.threshold:g}", reason=report.threshold_reason), ""]
+             "", strings.text("sim.threshold", threshold=f"{report.threshold:g}", reason=report.threshold_reason),
+             "", word("score_text"), ""]
     for rank, cluster in enumerate(report.clusters, 1):
         lines.append(strings.text("sim.identical", link=f"{link}#cluster-{rank}", labels=markdown_inline(cluster.label)))
     for pair in report.matches_solution():
