@@ -13,7 +13,7 @@ AMP_LANGUAGE ?= en
 export AMP_LANGUAGE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test test-all student diagnosis check demo grade autograder prairielearn classroom bench profile bench-batch
+.PHONY: help setup test test-all test-busy student diagnosis check demo grade autograder prairielearn classroom bench profile bench-batch
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -77,6 +77,9 @@ profile: setup ## where one submission's grading time goes (correct and buggy): 
 
 bench-batch: setup ## time batch grading (synthetic submissions, --jobs 2) against a naive baseline
 	$(PY) benchmarks/batch_speed.py
+
+test-busy: setup $(OTTER_STAMP) ## make test beside a batch grading that runs in a loop (a busy machine)
+	$(PY) benchmarks/busy_test.py make test
 
 .PHONY: grade-gpu bench-gpu gpu-check
 # DRY=1/true/yes: the CPU dry run; DRY=0/false/no: the real GPU run; unset: $$AMP_GPU_DRY decides (real if unset).

@@ -644,9 +644,9 @@ def test_pathological_zip_names_are_read_in_linear_time(tmp_path: Path) -> None:
         for k in range(2_000):
             bundle.writestr(f"d/{'n' * 200}{k}_{k}.py", b"x")
         bundle.writestr("loss_scaler.py", (SOLUTIONS / "loss_scaler.py").read_bytes())
-    started = time.monotonic()
+    started = time.process_time()  # CPU time: a busy machine slows the clock, not the work
     staged = intake.stage(archive, workdir=tmp_path)
-    elapsed = time.monotonic() - started
+    elapsed = time.process_time() - started
     try:
         assert elapsed < 5
         assert staged.found == ["loss_scaler.py"]

@@ -106,9 +106,11 @@ def load_catalogue() -> Any:
 
 def answers_of(runner: Any, cases: Iterable[call_plan.Case]) -> dict[str, list[str | None]]:
     """Send each case's recorded calls through ``runner`` (as grading does); the canonical answers, by case."""
+    from autograder.engine.plan import fetch_ahead  # the judge's module: loaded only when a table is built
+
     found = {}
     for case in cases:
-        found[case.name] = call_plan.fetch_ahead(runner, case)
+        found[case.name] = fetch_ahead(runner, case)
         runner.forget_prefetched(case.name)
     return found
 

@@ -26,10 +26,12 @@ from typing import Any, Callable
 from autograder.engine.budget import WALL_FACTOR
 
 MAX_REPLY_BYTES = 16 * 2**20
-#: A process stopped at the wall bound that had the processor at least this share of the wait was computing
-#: (a loop on a throttled or shared processor: Gradescope gives half a CPU), not waiting.
+#: A process stopped at the wall bound that had the processor, or was ready for it (state R: a busy machine
+#: gives it no core), for at least this share of the wait was computing (a loop on a throttled or shared
+#: processor: Gradescope gives half a CPU), not waiting (state S or D: a sleep, a lock, a child at work).
 COMPUTING_SHARE = 0.25
 _POLL_SECONDS = 0.05  # the shortest wait between two looks at the CPU time of a starved process
+_SAMPLE_SECONDS = 0.25  # the longest: the process's state is sampled this often while it has not answered
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 OUTPUT_KEEP_BYTES = 7 * 1024  # with the "more bytes not shown" notice, within results.OUTPUT_LIMIT
 
@@ -79,15 +81,20 @@ class StudentProcess:
 
     def cpu_seconds(self) -> float | None:
         """CPU time the process used so far (user + system, every thread, children it waited for), or None."""
+        return self.sample()[0]
+
+    def sample(self) -> tuple[float | None, bytes]:
+        """(:meth:`cpu_seconds`, the process's state letter: b"R" running or ready, b"S" sleeping, ...); (None, b"")
+        where /proc cannot be read."""
         if self.stat_fd < 0:
-            return None
+            return None, b""
         try:
             data = os.pread(self.stat_fd, 4096, 0)
             # after the command name, which may hold spaces and parentheses: state is field 3, utime 14 ... cstime 17
             fields = data[data.rindex(b")") + 2:].split()
-            return sum(int(field) for field in fields[11:15]) / _TICKS
+            return sum(int(field) for field in fields[11:15]) / _TICKS, fields[0]
         except (OSError, ValueError, IndexError):
-            return None
+            return None, b""
 
     def gone(self) -> None:
         """Kill the process group (if not done yet) and forget the pid: ``pid is None`` means it ended."""
@@ -113,16 +120,20 @@ class StudentProcess:
         deadline = started + (WALL_FACTOR * timeout if wall is None else wall)
         cpu_start = self.cpu_seconds()
         self.stopped_by, self.computing = "", False
+        samples = ready_samples = 0
         while b"\n" not in self.buffer:
             now = time.monotonic()
-            cpu_now = None if cpu_start is None else self.cpu_seconds()
+            cpu_now, state = (None, b"") if cpu_start is None else self.sample()
+            samples, ready_samples = samples + 1, ready_samples + (state == b"R")
             used = now - started if cpu_start is None or cpu_now is None else cpu_now - cpu_start
             if used >= timeout or now >= deadline:
                 self.stopped_by = "limit" if used >= timeout else "wall"
-                self.computing = used >= timeout or used >= COMPUTING_SHARE * (now - started)
+                self.computing = (used >= timeout or used >= COMPUTING_SHARE * (now - started)
+                                  or ready_samples >= COMPUTING_SHARE * samples > 0)
                 return None
-            # one thread's CPU time grows no faster than the clock: no look is needed before timeout - used
-            wait = min(deadline - now, max(timeout - used, _POLL_SECONDS))
+            # one thread's CPU time grows no faster than the clock: no look is needed before timeout - used; the
+            # state is looked at every _SAMPLE_SECONDS all the same (a reply ends the wait at once)
+            wait = min(deadline - now, max(timeout - used, _POLL_SECONDS), _SAMPLE_SECONDS)
             watched = [self.reply_fd] + [fd for fd in (self.pidfd, self.output_fd) if fd >= 0]
             ready, _, _ = select.select(watched, [], [], wait)
             drain(self)
