@@ -40,6 +40,13 @@ COMMON_MIN = 5
 MIN_TOKENS = 400
 
 
+def union_length(positions: np.ndarray, k: int) -> int:
+    """Characters covered by the windows ``[p, p + k)`` (``positions`` increasing)."""
+    if len(positions) == 0:
+        return 0
+    return int(np.minimum(np.diff(positions), k).sum()) + k
+
+
 def common_values(holders: Iterable[tuple[str, Fingerprint]]) -> np.ndarray:
     """The fingerprints held by at least :data:`COMMON_SHARE` (and :data:`COMMON_MIN`) of ``holders``: (group, print)
     of the class's submissions holding one file, a group being a submission or a cluster of identical ones."""
@@ -57,8 +64,6 @@ def common_values(holders: Iterable[tuple[str, Fingerprint]]) -> np.ndarray:
 
 def discounted(made: Fingerprint, common: np.ndarray) -> Fingerprint:
     """``made`` without the ``common`` fingerprints (its token coverage counted again over what is left)."""
-    from autograder.batch.similarity import union_length
-
     if not len(common) or not len(made.values):
         return made
     keep = ~np.isin(made.values, common)
