@@ -84,3 +84,19 @@ def test_report_html_lists_it_apart(batch: tuple[Path, str]) -> None:
     apart = page.split('<section id="not-graded">', 1)[1].split("</section>", 1)[0]
     assert '<a href="damaged/feedback.md">damaged</a>' in apart and "damaged.zip" in apart
     assert f"mean {TOP / 2:g}, median {TOP / 2:g}" in page
+
+
+def test_the_merged_gradebook_gives_it_no_total(batch: tuple[Path, str], tmp_path: Path) -> None:
+    """The CPU + GPU merge: a GPU score does not make a total of a CPU part that has none."""
+    from autograder.gpu import gradebook
+
+    out, _ = batch
+    gpu = tmp_path / "gpu.csv"
+    with gpu.open("w", newline="") as handle:
+        csv.writer(handle).writerows([["submission", "gpu_score", "gpu_max", "gpu_status"],
+                                      *([name, 5, 10, "graded"] for name in ("damaged", "skeleton", "solved"))])
+    warnings = gradebook.merge_gradebooks(out / "gradebook.csv", gpu, tmp_path / "merged.csv")
+    merged = {row["submission"]: row for row in _csv(tmp_path / "merged.csv")}
+    assert merged["damaged"]["total"] == "" and merged["damaged"]["status"].startswith("could not be graded")
+    assert float(merged["solved"]["total"]) == TOP + 5 and float(merged["skeleton"]["total"]) == 5
+    assert any(line.startswith("damaged: CPU part could not be graded") for line in warnings), warnings
