@@ -41,12 +41,14 @@ NOTE_CHARACTERS = 160  # a note's first line, at most, in the students table (th
 #: No script, no request: whatever a submission's name smuggled in could neither run nor reach the network.
 POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 #: Hangul breaks between words, never inside one (word-break:keep-all: 학생 and 점수 stay whole in a narrow column, as
-#: English words do); a score ("77 / 90") and a file's similarity never wrap; a long token with no space still
-#: wraps rather than widening the table (overflow-wrap:break-word does not shrink a column below its longest word).
+#: English words do); a score ("77 / 90", the students table's 4th column) and a file's similarity never wrap; a
+#: long token with no space still wraps rather than widening the table (overflow-wrap:break-word does not shrink a
+#: column below its longest word, as anywhere would).
 STYLE = """body{font-family:sans-serif;margin:2em;max-width:90em;word-break:keep-all;overflow-wrap:break-word}
 table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #bbb;padding:.25em .6em;text-align:left;vertical-align:top}th{background:#eee}
-.nowrap{white-space:nowrap}.low{background:#fde2e2}.flag{color:#a00000;font-weight:bold}.note{color:#555}
+.nowrap,#student-table td:nth-child(4){white-space:nowrap}
+.low{background:#fde2e2}.flag{color:#a00000;font-weight:bold}.note{color:#555}
 section{margin-bottom:2em}img{max-width:100%;height:auto}"""
 
 
@@ -177,7 +179,7 @@ def students_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any
         said = [html_text(p) for p in problems.get(g.name, [])]
         said += [f'<span class="note">{html_text(_first_line(note))}</span>' for note in g.notes if note.strip()]
         mistakes = [f"{html_text(number)}: {html_text('+'.join(bugs))}" for number, bugs in sorted(g.diagnosis.items())]
-        rows.append([name, html_text(g.student) or "-", html_text(g.sid) or "-", f'<span class="nowrap">{g.score:g} / {top:g}</span>',
+        rows.append([name, html_text(g.student) or "-", html_text(g.sid) or "-", f"{g.score:g} / {top:g}",
                      html_text(", ".join(failed)) or "-", _lines(said), _lines(flags.get(g.name, [])),
                      _lines(mistakes)])
     return (f'<section id="students"><h2>{html_text(word("students"))}</h2><p>{html_text(word("students_text"))}'
