@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -73,3 +74,10 @@ def test_hangul_headers_names_and_scores_are_not_broken_up(tmp_path: Path, headl
     for cells in rows:
         assert cells[1:4] == [1, 1, 1], cells  # the name, the SID and "77 / 90"
         assert max(cells) > 1  # the wide columns did wrap: the page was narrow enough to squeeze the others
+    shot = tmp_path / "report-ko.png"  # kept for a human to look at: out/test-screenshots/report-ko.png
+    done = subprocess.run([headless_browser, *flags, "--hide-scrollbars", f"--screenshot={shot}",
+                           (out / "report.html").as_uri()], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
+    keep = Path(__file__).resolve().parents[1] / "out" / "test-screenshots"
+    keep.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, keep / "report-ko.png")
