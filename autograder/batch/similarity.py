@@ -273,21 +273,23 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
         for party in holders:
             prints[(party.key, file)] = made[digests[party.key]]
     found_clusters = clusters_of(parties, texts, prints)
-    group = {member.key: members[0].key for members in found_clusters for member in members}
+    holders = {file: [party for party in parties if (party.key, file) in prints] for file in FILES}
+    raw = {file: all_pairs([prints[(party.key, file)] for party in holders[file]]) for file in FILES}
+    group = similarity_score.copy_groups(parties, holders, {file: raw[file][0] for file in FILES}, prints)
     pairs: dict[tuple[str, str], Pair] = {}
     own: dict[str, float] = {}  # party key -> its distinctive tokens over every compared file
     for file in FILES:
-        holders = [party for party in parties if (party.key, file) in prints]
-        common = similarity_score.common_values((group.get(party.key, party.key), prints[(party.key, file)])
-                                                for party in holders if not party.reference)
-        lean = [similarity_score.discounted(prints[(party.key, file)], common) for party in holders]
-        for party, made in zip(holders, lean):
+        held = holders[file]
+        common = similarity_score.common_values((group[party.key], prints[(party.key, file)])
+                                                for party in held if party.key in group)
+        lean = [similarity_score.discounted(prints[(party.key, file)], common) for party in held]
+        for party, made in zip(held, lean):
             own[party.key] = own.get(party.key, 0.0) + made.token_coverage
-        overlap, similarity = all_pairs([prints[(party.key, file)] for party in holders])
+        overlap, similarity = raw[file]
         distinct_overlap, _ = all_pairs(lean)
-        for i, a in enumerate(holders):
-            for j in range(i + 1, len(holders)):
-                b = holders[j]
+        for i, a in enumerate(held):
+            for j in range(i + 1, len(held)):
+                b = held[j]
                 if a.reference and b.reference:
                     continue
                 shared = int(max(overlap[i, j], overlap[j, i]))

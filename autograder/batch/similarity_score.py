@@ -5,12 +5,12 @@ similarity.csv and the pages show per file; it cannot rank a pair on its own.  E
 is the same ten lines (about 150 tokens), so two students who wrote everything themselves score 1.00 on that
 file, as high as a disguised copy of a 2,400-token scaler.  A pair's score therefore:
 
-* **discounts common code**: a fingerprint held by at least :data:`COMMON_SHARE` of the class's submissions that
-  hold the file (and by at least :data:`COMMON_MIN` of them) is what a correct answer looks like, not evidence
-  of copying; it counts on neither side.  Identical submissions count once (a cluster of seven copies does not
-  make its own code common), and reference parties (earlier years, ``solutions/``, torch's scaler) never count,
-  so a class whose amp_step.py all match ``solutions/`` does not flag the class, while a copy of the solution's
-  scaler, which no independent student writes alike, still is;
+* **discounts common code**: a fingerprint held by at least :data:`COMMON_SHARE` of the class's works holding the
+  file (and by at least :data:`COMMON_MIN` of them) is what a correct answer looks like, not evidence of copying;
+  it counts on neither side.  A *work* is a submission, the reference solution (a typical correct answer), or a
+  group of copies of one another (:func:`copy_groups`: exact, disguised, or of ``solutions/``), which counts once:
+  seven copies do not make their own code common, and half a class handing in the reference solution makes its
+  code a leak, not an idiom;
 * **weighs files by their size**: a side's score is the distinctive tokens the other side shares, summed over
   the compared files, divided by its distinctive tokens summed over the same files;
 * **discounts short work**: that divisor is at least :data:`MIN_TOKENS`, so a submission holding a few lines of
@@ -18,8 +18,8 @@ file, as high as a disguised copy of a 2,400-token scaler.  A pair's score there
 
 The pair's score is the larger of its two sides' (a copy padded with code of its own still covers all of the
 original).  Measured on a class built from the catalogue (tests/test_similarity_class.py): independent correct
-students 0.18-0.37, a draft with amp_step.py alone 0.00, the renamed copy, the exact copies and the copy of
-``solutions/`` 1.00.
+students 0.26-0.42 (0.19-0.32 against ``solutions/``), a draft with amp_step.py alone 0.00, the renamed copy,
+the exact copies and the copy of ``solutions/`` 1.00.
 """
 
 from __future__ import annotations
@@ -30,12 +30,14 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from autograder.batch.similarity_data import Fingerprint
+from autograder.batch.similarity_data import SOLUTION_KEY, Fingerprint, Party
 
 #: a fingerprint held by at least this share of the submissions holding the file is common code
 COMMON_SHARE = 0.5
-#: ... and by at least this many of them (in a small class no code can be called common)
-COMMON_MIN = 5
+#: ... and by at least this many of them (fewer independent works cannot tell an idiom from chance)
+COMMON_MIN = 4
+#: one side holding this much of the other's code (all of it counted) makes the two one copy
+COPIED = 0.9
 #: the least divisor of a side's score, in tokens: about a fifth of a correct loss_scaler.py's own code
 MIN_TOKENS = 400
 
@@ -60,6 +62,40 @@ def common_values(holders: Iterable[tuple[str, Fingerprint]]) -> np.ndarray:
     held = [np.unique(np.concatenate(values)) for values in by_group.values()]
     values, counts = np.unique(np.concatenate(held), return_counts=True)
     return values[counts >= needed]
+
+
+def copy_groups(parties: Sequence[Party], holders: dict[str, Sequence[Party]], overlap: dict[str, np.ndarray],
+                prints: dict[tuple[str, str], Fingerprint]) -> dict[str, str]:
+    """Who counts once towards what is common: party key -> its group's key, for the class's submissions and the
+    reference solution (a typical correct answer; torch's scaler and earlier years' submissions are not counted).
+    Two are in one group when one side holds :data:`COPIED` or more of the other's code (all of it counted, common
+    or not), and so on transitively: exact copies, disguised copies and copies of ``solutions/`` count once, so that
+    half a class handing in the reference solution makes its code a leak, not an idiom.
+
+    ``holders``: file -> the parties holding it; ``overlap``: file -> :func:`~autograder.batch.similarity.all_pairs`'s
+    overlap over those parties, in that order."""
+    counted = [party for party in parties if not party.reference or party.key == SOLUTION_KEY]
+    index = {party.key: k for k, party in enumerate(counted)}
+    shared = np.zeros((len(counted), len(counted)))
+    mine = np.zeros(len(counted))
+    for file, held in holders.items():
+        here = [k for k, party in enumerate(held) if party.key in index]
+        rows = np.array([index[held[k].key] for k in here], dtype=np.int64)
+        shared[np.ix_(rows, rows)] += overlap[file][np.ix_(here, here)]
+        mine[rows] += [prints[(held[k].key, file)].token_coverage for k in here]
+    side = shared / np.maximum(mine, MIN_TOKENS)[:, None]
+    linked = np.maximum(side, side.T) >= COPIED
+    root = list(range(len(counted)))
+
+    def find(k: int) -> int:
+        while root[k] != k:
+            root[k] = root[root[k]]
+            k = root[k]
+        return k
+
+    for a, b in zip(*np.nonzero(np.triu(linked, 1))):
+        root[find(int(a))] = find(int(b))
+    return {party.key: counted[find(k)].key for k, party in enumerate(counted)}
 
 
 def discounted(made: Fingerprint, common: np.ndarray) -> Fingerprint:
