@@ -39,7 +39,7 @@ test: setup $(OTTER_STAMP) ## the fast default (goal: 10 min on 2 cores): all bu
 test-all: setup $(OTTER_STAMP) ## every test, the slow ones included (what CI runs)
 	$(PYTEST) || [ $$? -eq 5 ]
 
-student: setup $(OTTER_STAMP) ## regenerate from solutions/: assignment/*.py, both notebooks, the students' and the grader's diagnosis tables (minutes)
+student: setup $(OTTER_STAMP) ## regenerate from solutions/: assignment/*.py, both notebooks, the recorded Task-2 effects, the students' and the grader's diagnosis tables (minutes)
 	$(PY) -m autograder.packaging.release
 	$(MAKE) notebook AMP_LANGUAGE=en
 	$(MAKE) notebook AMP_LANGUAGE=ko

@@ -142,7 +142,9 @@ def test_mixed_folder_gives_the_expected_gradebook(graded: tuple[Path, str]) -> 
                      "submission_102", "zipped"]
     header = list(rows[0])
     assert header[:7] == ["submission", "name", "sid", "email", "score", "max_score", "status"]
-    assert header[7:] == [f"{item.number} {item.test}" for item in rubric.ITEMS]
+    assert header[7:-1] == [f"{item.number} {item.test}" for item in rubric.ITEMS]
+    assert header[-1] == "source"  # where each came from (a renamed duplicate is found by it)
+    assert {row["submission"]: row["source"] for row in rows}["zipped"].endswith("/mixed/zipped.zip")
     score = {row["submission"]: float(row["score"]) if row["score"] else None for row in rows}
     assert {name: score[name] for name in ("correct", "nested", "zipped")} == {n: TOP for n in ("correct", "nested", "zipped")}
     assert score["skeleton"] == score["submission_101"] == 0
@@ -256,6 +258,7 @@ def test_report_html_lists_each_student_with_problems_and_a_link(graded: tuple[P
     assert "time limit" in hostile and "crash, exit or memory limit" in hostile
     broken = lines['<a href="broken/feedback.md">broken</a>']
     assert "import error" in broken and "loss_scaler.py" in broken  # the limit kind and the grader's note
+    assert "has a syntax error on line 1" in broken  # the note's cause, not only its announcing line
     assert "Ada Lovelace" in lines['<a href="submission_101/feedback.md">submission_101</a>']
 
 
@@ -578,6 +581,18 @@ def test_a_refused_call_is_a_problem_of_its_own() -> None:
               "output": "PermissionError: opening '/etc/shadow' is not allowed while the grader runs your code"}]
     entry = Entry("s", "d", "g", "graded", 0.0, TOP, {"score": 0.0, "tests": tests})
     assert summary.problems(entry) == [("refused call", "2.1")]
+
+
+@pytest.mark.parametrize("note", ["amp_step.py was skipped: larger than 1 MiB.",
+                                  "amp_step.py는 1 MiB보다 커서 건너뛰었습니다."])
+def test_a_file_skipped_for_its_size_is_that_problem_not_a_missing_file(note: str) -> None:
+    """Intake skipped the file, so its rows say "missing": the problem told is the skip (in either language)."""
+    tests = [{"number": "2.1", "status": "failed", "score": 0.0, "max_score": 4.0,
+              "output": "Not run: amp_step.py is missing (see the top of this feedback)."}]
+    entry = Entry("s", "d", "g", "graded", 0.0, TOP, {"score": 0.0, "tests": tests, "extra_data": {"notes": [note]}})
+    assert summary.problems(entry) == [("file too large", "")]
+    del entry.results["extra_data"]
+    assert summary.problems(entry) == [("missing file", "2.1")]
 
 
 #: A failing row's output for each kind of problem recognised by its words, as the grader writes it in each language.

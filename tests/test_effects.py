@@ -2,7 +2,7 @@
 
 These run the probe and the judge in this process (no sandbox): the "student" is an
 ``amp_step`` written here, or a probe result edited the way a student who reached the
-harness could edit it.  The judge (:func:`checks.judge.amp_reference.judge`) must then fail the
+harness could edit it.  The judge (:func:`autograder.engine.amp_reference.judge`) must then fail the
 rows the effects do not earn, whatever the log (the record of what was called) says, and
 keep the rows an honest bug elsewhere does not touch.
 """
@@ -17,10 +17,10 @@ from typing import Any, Callable
 import pytest
 import torch
 
-from checks.judge import amp_reference  # conftest puts assignment/ on sys.path
+from autograder.engine import amp_reference, replies
+from autograder.engine.amp_reference import CORRECT, Config, judge, reference_amp_step
+from checks.judge import effects  # conftest puts assignment/ on sys.path
 from checks.runners import harness, probes
-from checks.judge.amp_reference import CORRECT, Config, judge, reference_amp_step
-from autograder.engine import replies
 
 #: One scenario per row, as the public checks send them (checks/test_public_amp_step.py).
 BASE = {"dtype": "float16", "scaler": "torch", "steps": 1}
@@ -281,7 +281,7 @@ def test_configs_are_distinct_in_effects() -> None:
     """Each single bug changes the effects of its row's scenario (else its row could not see it)."""
     for config, rows in SINGLE_BUGS:
         args = ROW_ARGS[min(rows)]
-        assert amp_reference.differences(amp_reference.replay(args, CORRECT), amp_reference.replay(args, config)), \
+        assert effects.differences(amp_reference.replay(args, CORRECT), amp_reference.replay(args, config)), \
             dataclasses.asdict(config)
 
 

@@ -88,6 +88,8 @@ def test_simulated_run_grades_the_solution(autograder_zip: Path, tmp_path: Path)
     numbers = [t["number"] for t in results["tests"]]
     assert numbers[0] == "1.1" and "4" in numbers
     assert all(t["visibility"] in ("visible", "after_due_date") for t in results["tests"])
+    gpu_row = next(t for t in results["tests"] if t["number"] == "4")
+    assert gpu_row["output"].startswith("Gradescope has no GPU.")  # built for Gradescope: it may say so
 
 
 def test_simulated_run_with_empty_submission_still_writes_results(autograder_zip: Path, tmp_path: Path) -> None:

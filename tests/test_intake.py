@@ -123,3 +123,114 @@ def test_a_bare_notebook_upload_is_told_how_to_export(tmp_path: Path, stage: Cal
     # with every file there, a notebook beside them is nobody's mistake: no note
     write_solution(folder)
     assert stage(folder).notes == []
+
+
+@pytest.mark.parametrize("names", [
+    {"loss_scaler.py": "LossScaler.py", "amp_step.py": "amp-step.py", "answers.py": "answer.py"},
+    {"loss_scaler.py": "loss-scalers.py", "amp_step.py": "AmpStep.py", "answers.py": "ANSWERS.py"},
+])
+def test_case_hyphen_plural_and_camel_case_names_are_graded_with_a_note(
+        tmp_path: Path, names: dict[str, str], stage: Callable[..., Staged]) -> None:
+    write_solution(tmp_path / "s", names)
+    staged = stage(tmp_path / "s")
+    assert sorted(staged.found) == sorted(FILES)
+    for contract, given in names.items():  # each note names the file found and the name to give it
+        assert f"Used {given} as {contract}; please name the file exactly {contract}." in staged.notes
+
+
+def test_a_missing_file_names_the_python_files_found_instead(tmp_path: Path, stage: Callable[..., Staged]) -> None:
+    write_solution(tmp_path / "s", {"amp_step.py": "training_step.py"})
+    staged = stage(tmp_path / "s")
+    assert staged.notes == ["Missing: amp_step.py. The tests that need them score 0.",
+                            "Found training_step.py, not graded: if one of them is your amp_step.py, rename it "
+                            "amp_step.py."]
+
+
+def test_an_oversized_file_is_told_as_skipped_not_missing(tmp_path: Path, stage: Callable[..., Staged]) -> None:
+    folder = tmp_path / "s"
+    write_solution(folder)
+    (folder / "amp_step.py").write_bytes(b"#" * (2 * 2**20))
+    assert stage(folder).notes == ["amp_step.py was skipped: larger than 1 MiB."]
+
+
+def test_a_folder_with_no_submission_files_stops_the_batch_with_one_line(tmp_path: Path) -> None:
+    from autograder.batch import inputs
+
+    empty, notes_only, zipped = tmp_path / "empty", tmp_path / "notes", tmp_path / "notes.zip"
+    empty.mkdir()
+    notes_only.mkdir()
+    (notes_only / "notes.txt").write_text("grade these next week\n")
+    with zipfile.ZipFile(zipped, "w") as bundle:
+        bundle.writestr("notes.txt", "nothing here")
+    for path in (empty, notes_only, zipped):
+        with pytest.raises(inputs.InputError) as raised:
+            inputs.discover([path], tmp_path / "scratch")
+        message = str(raised.value)
+        assert message.startswith(f"no submission found in {path}: ") and "\n" not in message
+    write_solution(tmp_path / "alice" / "hw", {"loss_scaler.py": "LossScaler.py"})  # a near miss is a submission
+    assert [s.name for s in inputs.discover([tmp_path / "alice"], tmp_path / "scratch").submissions] == ["alice"]
+
+
+def test_renamed_duplicates_are_said_and_keep_their_source(tmp_path: Path) -> None:
+    from autograder.batch import inputs
+
+    write_solution(tmp_path / "class" / "henry")
+    shutil.make_archive(str(tmp_path / "class" / "henry"), "zip", tmp_path / "class" / "henry")
+    write_solution(tmp_path / "class" / "zoe")
+    write_solution(tmp_path / "late" / "sam")
+    write_solution(tmp_path / "late" / "tom")
+    write_solution(tmp_path / "other" / "sam")
+    write_solution(tmp_path / "other" / "uma")
+    found = inputs.discover([tmp_path / "class", tmp_path / "late", tmp_path / "other"], tmp_path / "scratch")
+    named = {s.name: (s.source, s.renamed_from) for s in found.submissions}
+    assert named["henry"] == (f"{tmp_path / 'class'}/henry", "")
+    assert named["henry-2"] == (f"{tmp_path / 'class'}/henry.zip", "henry")
+    assert named["sam-2"] == (f"{tmp_path / 'other'}/sam", "sam")
+    assert found.notes == [f"{tmp_path / 'class'}/henry.zip is graded as henry-2: another submission is already "
+                           "named henry.",
+                           f"{tmp_path / 'other'}/sam is graded as sam-2: another submission is already named sam."]
+
+
+def _grade_cli(*args: object) -> "subprocess.CompletedProcess[str]":
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "autograder", "grade", *map(str, args), "--no-similarity",
+                           "--jobs", "1"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_an_empty_batch_root_exits_non_zero_with_one_line_and_grades_nobody(tmp_path: Path) -> None:
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "notes.txt").write_text("to grade\n")
+    done = _grade_cli(tmp_path / "class", "--out", tmp_path / "out")
+    said = [line for line in done.stderr.splitlines() if line.startswith("error")]
+    assert done.returncode == 2 and said == [f"error: no submission found in {tmp_path / 'class'}: it holds no .py "
+                                             "file, notebook or zip (expected loss_scaler.py, amp_step.py and "
+                                             "answers.py, or folders or zips of submissions)"], done.stderr
+    assert not (tmp_path / "out" / "gradebook.csv").exists()
+
+
+def test_a_renamed_duplicate_is_told_in_the_console_the_report_the_feedback_and_the_gradebook(tmp_path: Path) -> None:
+    import csv
+
+    henry = tmp_path / "class" / "henry"
+    henry.mkdir(parents=True)
+    for name in FILES:  # the skeleton: quick to grade
+        shutil.copy(ROOT / "assignment" / name, henry / name)
+    shutil.make_archive(str(henry), "zip", henry)
+    out = tmp_path / "out"
+    done = _grade_cli(tmp_path / "class", "--out", out)
+    assert done.returncode == 0, done.stderr[-3000:]
+    told = f"{tmp_path / 'class'}/henry.zip is graded as henry-2: another submission is already named henry."
+    assert f"note: {told}" in done.stderr
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as stream:
+        sources = {row["submission"]: row["source"] for row in csv.DictReader(stream)}
+    assert sources == {"henry": f"{tmp_path / 'class'}/henry", "henry-2": f"{tmp_path / 'class'}/henry.zip"}
+    feedback = (out / "henry-2" / "feedback.md").read_text()
+    assert ("Graded as **henry-2**: another submission in this batch is also named henry (this one is "
+            f"{tmp_path / 'class'}/henry.zip).") in feedback
+    assert "Graded as" not in (out / "henry" / "feedback.md").read_text()
+    page = (out / "report.html").read_text()
+    row = page.split('<a href="henry-2/feedback.md">henry-2</a>', 1)[1].split("</tr>", 1)[0]
+    assert "Graded as henry-2: another submission in this batch is also named henry" in row

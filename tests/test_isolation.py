@@ -701,7 +701,7 @@ def test_stale_staging_folders_of_dead_processes_are_swept(tmp_path: Path) -> No
     ("notes.txt", (None, False)),
 ])
 def test_contract_names(name: str, expected: tuple[str | None, bool]) -> None:
-    assert intake._contract_name(name) == expected
+    assert intake.contract_name(name) == expected
 
 
 # --------------------------------------------------------------------------- escaping

@@ -1,8 +1,8 @@
 """The judge's own code, in process: each test kills mutants of it that the other fast tests let through.
 
 ``make mutation-grader`` (mutation/README.md) mutates the judge: the checks that decide a row
-(checks.judge: behaviours, cases, expect, amp_reference, diagnose, gpu_reference) and the engine and
-diagnosis code around them (results.json, the call plan, replies, the diagnosis table and report).
+(checks.judge: behaviours, cases, expect, effects, diagnose, gpu_reference; the engine's amp_reference)
+and the engine and diagnosis code around them (results.json, the call plan, replies, the diagnosis table and report).
 Each test here failed with a mutant that the rest of its fast selection let pass: a check that fails
 an honest scaler, a failure that names the wrong line, a snippet that does not run, a plan reused
 after it disagreed.  The honest student is ``torch.amp.GradScaler('cpu')`` itself (the grader's own
@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from autograder import ROOT
 from autograder.diagnosis import match, report, table
 from autograder.engine import judge, plan, plan_cache, replies, results, rubric
-from checks.judge import amp_reference, behaviours, diagnose, expect, gpu_reference, cases
+from checks.judge import behaviours, diagnose, effects, expect, gpu_reference, cases
 from checks.runners.harness import SubmissionFault
 
 Json = Any
@@ -115,26 +115,26 @@ def test_a_tensor_scale_is_shown_as_one_tensor() -> None:
 
 
 def test_long_logs_are_cut_with_a_count_of_the_rest() -> None:
-    assert amp_reference.all_lines([f"line {i}" for i in range(10)], limit=8).splitlines()[-1] == "    ... and 2 more"
-    assert "more" not in amp_reference.all_lines(["a", "b"], limit=8)
+    assert effects.all_lines([f"line {i}" for i in range(10)], limit=8).splitlines()[-1] == "    ... and 2 more"
+    assert "more" not in effects.all_lines(["a", "b"], limit=8)
 
 
 def test_row_2_7_explains_a_missing_unscale_not_the_updates() -> None:
     log = {"log": [{"event": "call"}, {"event": "backward"}, {"event": "scaler.step", "via_scaler": True},
                    {"event": "update"}]}
-    assert amp_reference.explain("2.7", log, {"max_grad_norm": 1.0}) == \
+    assert effects.explain("2.7", log, {"max_grad_norm": 1.0}) == \
         "amp_step never called scaler.unscale_(optimizer)."
-    assert amp_reference.explain("2.6", log, {}) == "Call 1 called scaler.update() 1 time(s)."
+    assert effects.explain("2.6", log, {}) == "Call 1 called scaler.update() 1 time(s)."
 
 
 def test_row_2_1_explains_in_a_sentence_before_the_hint() -> None:
     """The explanation is a sentence of its own: the hint after it ("Run the model's forward ...") starts anew."""
     log = {"log": [{"event": "call"}, {"event": "forward", "autocast": False}, {"event": "loss", "autocast": True,
                                                                                   "dtype": "bfloat16"}]}
-    assert amp_reference.explain("2.1", log, {"dtype": "float16"}) == \
+    assert effects.explain("2.1", log, {"dtype": "float16"}) == \
         "The model's forward ran without autocast; the model's loss ran under autocast bfloat16."
     right = {"log": [{"event": "call"}, {"event": "forward", "autocast": True, "dtype": "float16"}]}
-    assert amp_reference.explain("2.1", right, {"dtype": "float16"}) == ""
+    assert effects.explain("2.1", right, {"dtype": "float16"}) == ""
 
 
 def test_a_submission_fault_is_answered_with_its_own_words() -> None:

@@ -24,7 +24,7 @@ from conftest import ROOT
 REQUIRED = ("autograder/engine/grader.py", "autograder/engine/judge.ini", "autograder/hidden/test_hidden_scaler.py",
             "autograder/platforms/gradescope.py", "checks/plugin.py", "checks/runners/harness.py",
             "checks/student/serve.py", "checks/judge/behaviours.py", "checks/diagnosis.json",
-            "checks/test_public_scaler.py")
+            "checks/amp_effects.json", "autograder/engine/amp_reference.py", "checks/test_public_scaler.py")
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ SCHEMA = json.loads((Path(__file__).parent / "prairielearn_results.schema.json")
 CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
 #: externalGradingOptions' documented keys (PrairieLearn: docs/externalGrading.md and the info.json schema).
 DOCUMENTED_OPTIONS = {"image", "entrypoint", "serverFilesCourse", "timeout", "enableNetworking", "environment"}
-WITHHELD = "stay with the course staff until the due date"
+WITHHELD = "are not shown here (they would show the hidden inputs)"
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +117,7 @@ def test_results_show_points_of_every_row_and_no_detail_of_a_hidden_one() -> Non
     shown = json.dumps(results)
     assert "growth_interval=7" not in shown and "off by one" not in shown and WITHHELD in shown
     assert results["tests"][0]["message"] == "Passed." and "Gradescope" not in shown
+    assert "due date" not in shown  # PrairieLearn reveals nothing later: no row may promise it
     assert "a note" in results["output"]
 
     # A hidden row's failed public examples (inputs students already have) are shown with it; nothing else is.

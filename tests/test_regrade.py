@@ -194,3 +194,26 @@ def test_merged_gradebook_follows_a_new_cpu_gradebook_or_is_called_stale(tmp_pat
     cpu.write_text("submission,score,max_score\nbob,60,90\n")
     (warning,) = refresh_merged(tmp_path)
     assert warning.startswith(f"warning: {merged} is stale") and "merge" in warning
+
+
+def test_a_resubmission_is_a_change_and_a_retried_grading_is_not(tmp_path: Path) -> None:
+    def entry(name: str, digest: str, rows: dict[str, float]) -> Entry:
+        tests = [{"number": n, "score": s} for n, s in rows.items()]
+        return Entry(name, digest, "g1", "graded", sum(rows.values()), rubric.max_points(), {"tests": tests})
+
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        ledger.record(entry("sam", "files-v1", {"1.1": 0, "1.2": 3}))
+        ledger.record(entry("sam", "files-v2", {"1.1": 3, "1.2": 3}))  # resubmitted
+        ledger.record(entry("sam", "files-v2", {"1.1": 3, "1.2": 3}))  # the same files graded again (a retry)
+        ledger.record(entry("eve", "same", {"1.1": 3}))
+        ledger.record(entry("eve", "same", {"1.1": 3}))  # retried only: no change
+        rows = [(Submission(n, tmp_path, n), ledger.get(n)) for n in ("sam", "eve")]
+        changes = regrade.impact(ledger, rows)
+    assert [(c.submission.name, c.old.digest, c.delta, c.cause) for c in changes] == [
+        ("sam", "files-v1", 3, "resubmitted")]
+    table = list(csv.DictReader(regrade.changes_csv(changes).splitlines()))
+    assert [(r["submission"], r["test"], r["old_points"], r["new_points"], r["cause"]) for r in table] == [
+        ("sam", "1.1", "0.0", "3.0", "resubmitted")]
+    section = regrade.markdown_section(changes)
+    assert "0 by another version of the grader (tests, rubric or limits), 1 with other files (resubmitted)" in section
+    assert "| sam | 3 → 6 | +3 | 1.1 0→3 | resubmitted |" in section

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,13 @@ def test_make_student_regenerates_everything_built_from_the_solution() -> None:
     for wanted in ("-m autograder.packaging.release", "notebook_build --language en",
                    "notebook_build --language ko", "-m autograder.diagnosis build --out autograder/hidden/diagnosis.json"):
         assert wanted in commands, (wanted, commands)
+
+
+def test_the_release_records_the_task2_effects_the_public_checks_read(tmp_path: Path) -> None:
+    """``make student`` (release.py) writes checks/amp_effects.json beside the skeleton (tests/test_amp_effects.py
+    holds its content to the grader's judge)."""
+    from autograder.packaging import release
+
+    assert release.main(["--out", str(tmp_path), "--no-diagnosis"]) == 0
+    written = json.loads((tmp_path / "checks" / "amp_effects.json").read_text())
+    assert written["format"] == 1 and len(written["cases"]) == 10

@@ -2,7 +2,8 @@
 
 Each row is judged on what ``amp_step`` *does*: the parameters, gradients, scaler state and
 returned loss after every call, compared with a correct ``amp_step`` run on the same inputs
-(see ``checks/judge/amp_reference.py``).  What your code called is shown to explain a failure.
+(the grader runs one; here its effects are read from ``checks/amp_effects.json``, see
+``checks/judge/recorded.py``).  What your code called is shown to explain a failure.
 
 Every graded behaviour has a public example here; the grader's hidden test of a behaviour
 has the same name (the two share the row's points) and only tries other inputs.  The
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from checks.judge import amp_reference, expect
+from checks.judge import effects, expect, recorded
 from checks.runners import probes
 from checks.words import say
 
@@ -50,18 +51,18 @@ def check_row(student: Any, row: str, **args: Any) -> None:
     result = student.run("amp_probe", scenario)
     for step in result["steps"]:
         expect.ok_or_fail(step, described(scenario))
-    verdict = amp_reference.judge(row, scenario, result)
+    verdict = recorded.verdict(row, scenario, result)
     if verdict:
-        calls = amp_reference.calls_of(result)
-        seen = "\n".join(say("amp.seen_call", number=i + 1, order=amp_reference.call_order(result, i))
+        calls = effects.calls_of(result)
+        seen = "\n".join(say("amp.seen_call", number=i + 1, order=effects.call_order(result, i))
                          for i in range(min(len(calls), 3)))
         right = say(f"amp.right.{row}")
         if verdict.masked_by:
             head, hint = say("amp.masked_head", right=right), say("amp.masked_hint", masked=verdict.masked_by)
         else:
             head = say("amp.differ_head", right=right)
-            hint = " ".join(filter(None, [amp_reference.explain(row, result, scenario), say(f"amp.hint.{row}")]))
-        expect.fail(f"{described(scenario)}\n{head}\n{amp_reference.all_lines(verdict.lines)}\n{hint}\n\n"
+            hint = " ".join(filter(None, [effects.explain(row, result, scenario), say(f"amp.hint.{row}")]))
+        expect.fail(f"{described(scenario)}\n{head}\n{effects.all_lines(verdict.lines)}\n{hint}\n\n"
                     f"{say('amp.seen')}\n{seen}")
 
 

@@ -97,7 +97,7 @@ EN: dict[str, str] = {
     "state_source.yours": "your scaler",
     "what.defaults": "ToyLossScaler() must have torch's defaults: init_scale=2**16, growth_factor=2.0, "
                      "backoff_factor=0.5, growth_interval=2000.",
-    # ---- Task 2 (the public amp_step checks, checks.judge.amp_reference)
+    # ---- Task 2 (the public amp_step checks, checks.judge.effects)
     "amp.called": "We called\n    {call}\n{steps} time{plural} on a small MLP, SGD(lr={lr}) and {scaler}{overflow}.",
     "amp.plural": "s",
     "amp.contract_scaler": "a scaler with only the contract's methods (torch's inside)",
@@ -172,7 +172,7 @@ EN: dict[str, str] = {
     "config.step": "step: {value}",
     "config.update": "update: {value}",
     "config.correct": "correct",
-    # the values of a configuration's behaviours (checks.judge.amp_reference.Config)
+    # the values of a configuration's behaviours (the grader's autograder.engine.amp_reference.Config)
     "config.value.before": "before",
     "config.value.after_backward": "after backward",
     "config.value.after_step": "after step",

@@ -32,6 +32,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
 from autograder.engine import intake
+from autograder.engine.strings import text
 
 #: The contract's file names (``checks.runners.harness.CONTRACT_FILES``; a test keeps them equal).
 CONTRACT_FILES = intake.WANTED
@@ -58,6 +59,7 @@ class Submission:
     path: Path
     source: str
     submitters: tuple[Submitter, ...] = ()
+    renamed_from: str = ""  # the name it would have had, taken by another submission of the run ("" when not)
 
     def identity(self) -> dict[str, str]:
         """Gradebook identity columns (several students are joined with "; ")."""
@@ -98,6 +100,15 @@ def unique_name(base: str, taken: set[str]) -> str:
 
 def stem(path: Path | PurePosixPath) -> str:
     return path.stem if path.suffix.lower() == ".zip" else path.name
+
+
+def _submission(base: str, path: Path, source: str, taken: set[str], notes: list[str],
+                submitters: tuple[Submitter, ...] = ()) -> Submission:
+    """A submission named ``base``, or ``base-2``... when that is taken (said in ``notes`` and kept in it)."""
+    name = unique_name(base, taken)
+    if name != base:
+        notes.append(text("batch.renamed", source=source, name=name, base=base))
+    return Submission(name, path, source, submitters, base if name != base else "")
 
 
 # --------------------------------------------------------------------------- Gradescope metadata
@@ -207,7 +218,7 @@ def _hash_file(digest: Any, file: Path, info: os.stat_result) -> None:
 
 
 def _is_contract(name: str) -> bool:
-    return name.lower() in CONTRACT_FILES
+    return intake.contract_name(name)[0] is not None  # near misses too (LossScaler.py): intake grades them
 
 
 def _visible(name: str) -> bool:
@@ -364,10 +375,35 @@ def discover(paths: Iterable[Path], scratch: Path, exclude: Iterable[Path] = (),
                 if kind == "single":
                     root = resolved
         if kind == "single":
-            found.submissions.append(Submission(unique_name(safe_name(stem(path)), taken), resolved, str(path)))
+            if not _holds_files(resolved):
+                raise InputError(text("batch.no_submission", path=path))
+            found.submissions.append(_submission(safe_name(stem(path)), resolved, str(path), taken, found.notes))
         else:
             found.submissions.extend(_children(root, base, label, taken, skip, found.notes))
     return found
+
+
+#: What a submission holds one of at least: a contract file (or a near miss), a notebook, a zip.
+SUBMISSION_SUFFIXES = (".py", ".py.txt", ".ipynb", ".zip")
+
+
+def _holds_files(path: Path) -> bool:
+    """Whether a folder or zip given as one submission holds anything intake could grade or name.
+
+    An empty folder, or one holding only notes, is no student: the run stops with one line instead of
+    grading a "missing file" for nobody.  Bounded as intake is (depth, entries).
+    """
+    if path.is_file():
+        members = _zip_members(path)
+        return members is None or any(m.filename.lower().endswith(SUBMISSION_SUFFIXES) for m in members)
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+        depth = len(Path(dirpath).relative_to(path).parts)
+        dirnames[:] = [d for d in dirnames if d not in IGNORED] if depth < intake.MAX_DEPTH else []
+        seen += len(dirnames) + len(filenames)
+        if any(f.lower().endswith(SUBMISSION_SUFFIXES) for f in filenames) or seen > intake.MAX_MEMBERS:
+            return True  # (too many entries to look through: let intake say what it finds)
+    return False
 
 
 def _children(root: Path, base: Path, label: str, taken: set[str], skip: set[Path],
@@ -391,7 +427,7 @@ def _children(root: Path, base: Path, label: str, taken: set[str], skip: set[Pat
         submitters = people.get(child.name) or people.get(stem(child), ())
         if people and not submitters:
             notes.append(f"{child.name} is not in {METADATA}; graded without student names.")
-        found.append(Submission(unique_name(safe_name(stem(child)), taken), resolved, shown, submitters))
+        found.append(_submission(safe_name(stem(child)), resolved, shown, taken, notes, submitters))
     if not found:
         notes.append(f"{label} holds no submissions.")
     return found

@@ -1,4 +1,4 @@
-"""Regrade impact: whose scores moved when the grader changed, and on which rubric rows.
+"""Regrade impact: whose scores moved when the grader changed or a student resubmitted, and on which rubric rows.
 
 When a batch regrades submissions that the ledger holds with another grader fingerprint
 (a fixed hidden test, a changed point value, other limits), nothing is lost:
@@ -7,8 +7,9 @@ When a batch regrades submissions that the ledger holds with another grader fing
 * before the first submission is regraded, ``gradebook.csv`` is copied to
   ``gradebook.previous.csv`` (once per new grader: a resumed regrade keeps the first copy);
 * ``changes.csv`` and a ``summary.md`` section compare each submission's current verdict
-  with its latest verdict under another grader (same files): old score -> new score and the
-  rubric rows that moved, biggest change first, with counts raised / lowered / unchanged.
+  with its latest earlier verdict under another grader or of other files (a resubmission, the
+  ``cause`` column says which): old score -> new score and the rubric rows that moved, biggest
+  change first, with counts raised / lowered / unchanged.
 
 The comparison is rebuilt from the ledger on every run, so it survives interrupted and
 resumed runs and works the same with ``--executor slurm``.
@@ -31,7 +32,10 @@ CHANGES, PREVIOUS_GRADEBOOK = "changes.csv", "gradebook.previous.csv"
 #: which grader the kept previous gradebook was saved for (a resumed regrade must not overwrite it)
 MARKER = ".previous-gradebook-grader"
 MAX_IN_SUMMARY = 20
-CSV_HEADER = ["submission", "name", "old_score", "new_score", "change", "test", "title", "old_points", "new_points"]
+CSV_HEADER = ["submission", "name", "old_score", "new_score", "change", "test", "title", "old_points", "new_points",
+              "cause"]
+#: Why a verdict was replaced: the student's files changed, or the grader did (tests, rubric, limits).
+RESUBMITTED, GRADER = "resubmitted", "grader changed"
 
 
 @dataclass
@@ -52,6 +56,10 @@ class Change:
     @property
     def delta(self) -> float:
         return round(self.new.score - self.old.score, 6)
+
+    @property
+    def cause(self) -> str:
+        return RESUBMITTED if self.old.digest != self.new.digest else GRADER
 
 
 def keep_previous_gradebook(out: Path, regrading: bool, grader: str) -> None:
@@ -88,11 +96,14 @@ def compare(old: Entry, new: Entry) -> list[RowChange]:
 
 
 def impact(ledger: Ledger, rows: Sequence[tuple[Submission, Entry]]) -> list[Change]:
-    """Every submission whose files were graded before by another grader: old vs current verdict."""
+    """Every submission graded before by another grader or with other files: its latest such verdict vs the current.
+
+    A verdict recorded again for the same files and grader (a retried submission) is no change and is passed over.
+    """
     changes = []
     for submission, entry in rows:
         previous = next((old for old in ledger.replaced(submission.name)
-                         if old.digest == entry.digest and old.grader != entry.grader), None)
+                         if (old.digest, old.grader) != (entry.digest, entry.grader)), None)
         if previous is not None:
             changes.append(Change(submission, previous, entry, compare(previous, entry)))
     changes.sort(key=lambda c: (-abs(c.delta), -len(c.rows), c.submission.name))
@@ -114,9 +125,9 @@ def changes_csv(changes: Sequence[Change]) -> str:
     for change in changes:
         head = [change.submission.name, _name(change.submission), change.old.score, change.new.score, change.delta]
         for row in change.rows:
-            table.append(head + [row.number, row.title, row.old, row.new])
+            table.append(head + [row.number, row.title, row.old, row.new, change.cause])
         if not change.rows and (change.delta or change.old.status != change.new.status):
-            table.append(head + ["", f"status {change.old.status} -> {change.new.status}", "", ""])
+            table.append(head + ["", f"status {change.old.status} -> {change.new.status}", "", "", change.cause])
     return csv_text(CSV_HEADER, [[csv_cell(cell) for cell in row] for row in table])
 
 
@@ -126,20 +137,23 @@ def _fmt(value: float) -> str:
 
 def markdown_section(changes: Sequence[Change]) -> str:
     tally = counts(changes)
+    resubmitted = sum(1 for c in changes if c.cause == RESUBMITTED)
     lines = ["", "## Regrade impact", "",
-             f"{len(changes)} submission(s) were graded before by another version of the grader (tests, rubric or "
-             f"limits). Raised: **{tally['raised']}**, lowered: **{tally['lowered']}**, unchanged: "
+             f"{len(changes)} submission(s) were graded before: {len(changes) - resubmitted} by another version of "
+             f"the grader (tests, rubric or limits), {resubmitted} with other files (resubmitted). Raised: "
+             f"**{tally['raised']}**, lowered: **{tally['lowered']}**, unchanged: "
              f"**{tally['unchanged']}**. Every moved row is in [{CHANGES}]({CHANGES}); the gradebook from before is "
              f"kept as [{PREVIOUS_GRADEBOOK}]({PREVIOUS_GRADEBOOK}).", ""]
     moved = [c for c in changes if c.delta or c.rows]
     if not moved:
         return "\n".join(lines + ["No score moved."]) + "\n"
-    lines += ["| Submission | Old → new | Change | Rows that moved |", "| --- | ---: | ---: | --- |"]
+    lines += ["| Submission | Old → new | Change | Rows that moved | Cause |", "| --- | ---: | ---: | --- | --- |"]
     for change in moved[:MAX_IN_SUMMARY]:
         rows = ", ".join(f"{r.number} {_fmt(r.old)}→{_fmt(r.new)}" for r in change.rows) or "-"
         who = markdown_inline(change.submission.name) + (f" ({markdown_inline(_name(change.submission))})"
                                                        if _name(change.submission) else "")
-        lines.append(f"| {who} | {_fmt(change.old.score)} → {_fmt(change.new.score)} | {change.delta:+g} | {rows} |")
+        lines.append(f"| {who} | {_fmt(change.old.score)} → {_fmt(change.new.score)} | {change.delta:+g} | {rows} "
+                     f"| {change.cause} |")
     if len(moved) > MAX_IN_SUMMARY:
         lines.append(f"\n… and {len(moved) - MAX_IN_SUMMARY} more in {CHANGES}.")
     return "\n".join(lines) + "\n"

@@ -9,11 +9,12 @@ the students the instructor knows.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 from pathlib import Path
 from typing import Any
 
-from autograder.batch.inputs import Discovery, InputError, Submission, Submitter
+from autograder.batch.inputs import Discovery, InputError, Submitter
 
 USER_COLUMN = "github_username"
 REMOTE = re.compile(r"^\s*url\s*=\s*\S*?([^/:\s]+?)(?:\.git)?/?\s*$", re.M)
@@ -86,7 +87,7 @@ def name_submissions(found: Discovery, roster: dict[str, Submitter]) -> None:
         user = None if submission.submitters else roster_user(submission.path, roster)
         if user is not None:
             seen.add(user)
-            submission = Submission(submission.name, submission.path, submission.source, (roster[user],))
+            submission = dataclasses.replace(submission, submitters=(roster[user],))
         elif not submission.submitters:
             found.notes.append(f"{submission.source} is not the repository of anyone in the roster; "
                                "graded without a name.")

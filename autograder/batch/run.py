@@ -12,7 +12,8 @@
   ``--executor slurm`` sends chunks of submissions to a Slurm job array via submitit.
 * **Resumable** (:mod:`autograder.batch.ledger`): every finished submission is committed to
   ``OUT/ledger.sqlite`` in one transaction; a rerun of the same command grades only
-  what is missing or whose files (content hash) or grader changed; ``--force`` regrades
+  what is missing or whose files (content hash) or grader changed (a change of the rubric's points alone
+  rescores the stored verdicts, running no code: :mod:`autograder.batch.rescore`); ``--force`` regrades
   everything.  Outputs are rendered from the ledger, atomically.
 * **Robust**: a hostile submission costs only its own tests; a worker that dies (or
   overruns its watchdog) is replaced and its submission requeued once, then recorded
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from autograder.batch import inputs, regrade, roster, summary
+from autograder.batch import inputs, regrade, rescore, roster, summary
 from autograder.diagnosis import report_html as class_report
 from autograder.engine import fingerprint, grader, rubric
 from autograder import ROOT, settings
@@ -73,9 +74,14 @@ def default_jobs() -> int:
 
 
 def grader_fingerprint(limits: dict[str, Any]) -> str:
-    """Hash of everything that decides a grade: tests, judge, rubric, the worker, limits, settings."""
-    return fingerprint.digest(fingerprint.grader_files() + list(GRADER_FILES),
-                              {**fingerprint.settings(), "limits": limits})
+    """Hash of everything that decides a grade: tests, judge, rubric, the worker, limits, settings.
+
+    Two parts, ``SCORING.POINTS``: a change of the rubric's points alone leaves the first part as it was, and
+    the batch rescores the stored verdicts instead of running student code again (:mod:`.rescore`).
+    """
+    scoring = fingerprint.scoring_digest(fingerprint.grader_files() + list(GRADER_FILES),
+                                         {**fingerprint.settings(), "limits": limits})
+    return f"{scoring}.{fingerprint.points_digest()}"
 
 
 # --------------------------------------------------------------------------- progress
@@ -196,6 +202,24 @@ def report_diagnosis() -> None:
         print(line, file=sys.stderr)
 
 
+def _rescore(todo: list[tuple[Submission, str]], known: dict[str, tuple[str, str]], version: str, ledger: Ledger,
+             out: Path, errored: set[str]) -> tuple[list[tuple[Submission, str]], int]:
+    """Rescore, without running code, what only the rubric's points would change; (what is left to grade, count)."""
+    left, count = [], 0
+    for submission, digest in todo:
+        old = known.get(submission.name)
+        entry = (ledger.get(submission.name) if old and old[0] == digest and submission.name not in errored
+                 and rescore.points_only(old[1], version) else None)
+        new = rescore.rescored(entry, version) if entry is not None else None
+        if new is None:
+            left.append((submission, digest))
+            continue
+        ledger.record(new)
+        summary.write_submission_files(out, submission, new)
+        count += 1
+    return left, count
+
+
 def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
     _sweep_temporary_files(out)
     try:
@@ -215,6 +239,9 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
         errored = {e.name for e in ledger.entries() if e.status == "errored"} if options.retry_errored else set()
         todo = [(s, digests[s.name]) for s in found.submissions
                 if options.force or known.get(s.name) != (digests[s.name], version) or s.name in errored]
+        regrading = any(s.name in known and known[s.name][1] != version for s, _ in todo)
+        regrade.keep_previous_gradebook(out, regrading, version)
+        todo, rescored = (todo, 0) if options.force else _rescore(todo, known, version, ledger, out, errored)
         why = collections.Counter(
             "forced" if options.force else "new" if s.name not in known
             else "changed since their last grading" if known[s.name][0] != d
@@ -223,11 +250,10 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
         reasons = ", ".join(f"{count} {reason}" for reason, count in why.items() if reason != "new" or len(why) > 1)
         jobs = min(options.jobs or default_jobs(), max(1, len(todo)))
         where = "" if not todo else " on Slurm" if options.executor == "slurm" else f" with {jobs} worker(s)"
-        print(f"{len(found.submissions)} submission(s): {len(found.submissions) - len(todo)} already graded, "
+        print(f"{len(found.submissions)} submission(s): {len(found.submissions) - len(todo) - rescored} already "
+              f"graded, {f'{rescored} rescored (only the rubric points changed: no code run), ' if rescored else ''}"
               f"{len(todo)} to grade{f' ({reasons})' if reasons else ''}{where}.",
               flush=True)
-        regrade.keep_previous_gradebook(out, any(s.name in known and known[s.name][1] != version for s, _ in todo),
-                                        version)
         if len(found.submissions) >= summary.HISTOGRAM_MIN_SUBMISSIONS:
             summary.preload_plotting()  # overlaps with grading
         enabled = sys.stdout.isatty() if options.progress is None else options.progress

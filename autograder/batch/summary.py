@@ -44,6 +44,8 @@ RESERVED = frozenset({"gradebook.csv", "summary.md", "summary.json", HISTOGRAM, 
                       "report.html", "items.csv", "mistakes.csv"})  # the class report (autograder.diagnosis.report)
 #: judge.INTERNAL starts with this (a test keeps them in step; judge itself imports pytest and torch).
 INTERNAL_PREFIX = "The grader hit an internal problem"
+#: A contract file intake skipped for its size: the rows say "missing", the cause is this (told instead of it).
+TOO_LARGE = "file too large"
 
 #: (kind, is a limit, phrases in a failing test's message that reveal it); first match wins.  Limits are
 #: classified by the sandbox's own records (results.json's extra_data.limits_hit), never by message text,
@@ -58,6 +60,7 @@ PROBLEMS: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
                              *words.phrases("file.not_utf8"), *words.phrases("file.undefined"),
                              *strings.phrases("row_file_broken"))),
     ("missing file", False, (*words.phrases("file.missing"), *strings.phrases("row_file_missing"))),
+    (TOO_LARGE, False, ()),  # found by intake's note (results.json's extra_data.notes), not by a row's message
     ("refused call", False, (*words.phrases("refused.call"), *words.phrases("refused.open"),
                              *words.phrases("refused.write"))),
     ("grader fault", False, (INTERNAL_PREFIX, *strings.phrases("internal"))),
@@ -114,6 +117,9 @@ def problems(entry: Entry) -> list[tuple[str, str]]:
             if phrases and any(phrase in output for phrase in phrases):
                 found.append((kind, str(test.get("number", ""))))
                 break
+    notes = extra.get("notes") if isinstance(extra, dict) and isinstance(extra.get("notes"), list) else []
+    if any(phrase in str(note) for phrase in strings.phrases("intake.too_large") for note in notes):
+        found = [(TOO_LARGE, "")] + [(kind, number) for kind, number in found if kind != "missing file"]
     return found
 
 
@@ -122,7 +128,7 @@ def problems(entry: Entry) -> list[tuple[str, str]]:
 
 def gradebook_header(with_identity: bool) -> list[str]:
     return (["submission"] + (list(IDENTITY_COLUMNS) if with_identity else []) + ["score", "max_score", "status"]
-            + [f"{item.number} {item.test}" for item in rubric.ITEMS])
+            + [f"{item.number} {item.test}" for item in rubric.ITEMS] + ["source"])
 
 
 def gradebook_rows(rows: Sequence[Row], with_identity: bool) -> list[list[Any]]:
@@ -133,11 +139,11 @@ def gradebook_rows(rows: Sequence[Row], with_identity: bool) -> list[list[Any]]:
         line = [submission.name] + ([identity[key] for key in IDENTITY_COLUMNS] if with_identity else [])
         if entry.status != "graded":
             table.append(line + ["", rubric.max_points(), f"{UNGRADED}: {strip_controls(entry.reason)}"]
-                         + [""] * len(rubric.ITEMS))
+                         + [""] * len(rubric.ITEMS) + [submission.source])
             continue
         scores = {test.get("number"): test.get("score", 0.0) for test in entry.results.get("tests", [])}
         table.append(line + [entry.results.get("score", 0.0), rubric.max_points(), GRADED]
-                     + [scores.get(item.number, 0.0) for item in rubric.ITEMS])
+                     + [scores.get(item.number, 0.0) for item in rubric.ITEMS] + [submission.source])
     return table
 
 
@@ -152,6 +158,8 @@ def feedback_markdown(submission: Submission, entry: Entry) -> str:
     people = ", ".join(s.name or s.email or s.sid for s in submission.submitters)
     if people:
         lines += [strings.text("feedback.by", people=markdown_inline(people)), ""]
+    if submission.renamed_from:
+        lines += [renamed_note(submission, markdown_inline), ""]
     if entry.status == "graded":  # one that could not be graded has no score, not a zero
         lines += [strings.text("feedback.score", score=_fmt(data.get("score", 0.0)), top=_fmt(rubric.max_points()),
                                gpu=_fmt(rubric.GPU_PART_POINTS)), ""]
@@ -356,9 +364,20 @@ def histogram_png(path: Path, summary: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- writing it all
 
 
+def renamed_note(submission: Submission, escape: Any = str) -> str:
+    """What the student and the TA's report are told of a submission renamed for a name another one took."""
+    return strings.text("feedback.renamed", name=escape(submission.name), source=escape(submission.source),
+                        base=escape(submission.renamed_from))
+
+
 def write_submission_files(out: Path, submission: Submission, entry: Entry) -> None:
     folder = out / submission.name
-    write_if_changed(folder / "results.json", json.dumps(entry.results, indent=2, allow_nan=False) + "\n")
+    results = entry.results
+    if submission.renamed_from:  # the class report reads the notes: the rename is told there too
+        extra = results.get("extra_data") if isinstance(results.get("extra_data"), dict) else {}
+        notes = [*(extra.get("notes") or []), renamed_note(submission).replace("**", "")]
+        results = {**results, "extra_data": {**extra, "notes": notes}}
+    write_if_changed(folder / "results.json", json.dumps(results, indent=2, allow_nan=False) + "\n")
     write_if_changed(folder / "feedback.md", feedback_markdown(submission, entry))
     if entry.staff_log:
         write_if_changed(folder / "staff.log", entry.staff_log)

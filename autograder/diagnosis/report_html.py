@@ -124,7 +124,11 @@ def _problems_by_submission(summary: dict[str, Any]) -> dict[str, list[str]]:
 
 
 def _first_line(note: str) -> str:
-    line = note.strip().splitlines()[0] if note.strip() else ""
+    """A note's first line, with the cause when the line only announces it ("… could not be imported …:")."""
+    lines = [line.strip() for line in note.strip().splitlines() if line.strip()]
+    line = lines[0] if lines else ""
+    if line.endswith(":") and len(lines) > 1:
+        line += " " + lines[1]
     return line if len(line) <= NOTE_CHARACTERS else line[:NOTE_CHARACTERS - 1] + "…"
 
 

@@ -50,8 +50,10 @@ RELEASED_TABLE = ROOT / "assignment" / "checks" / "diagnosis.json"
 
 
 def source_files() -> list[Path]:
-    """What a table's digests depend on: the checks' scenarios, the reference, the catalogue, the words."""
+    """What a table's digests depend on: the checks' scenarios, the reference, the catalogue, the words (and the
+    reference amp_step that judges Task 2, kept in the grader)."""
     return sorted([*(ROOT / "assignment" / "checks").rglob("*.py"), *(ROOT / "solutions").glob("*.py"),
+                   locations.ENGINE / "amp_reference.py",
                    *(ROOT / "tests" / "catalogue").rglob("*.py"), ROOT / "autograder" / "diagnosis" / "words.py"])
 
 

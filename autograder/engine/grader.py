@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 #: Modules the zygote must never hold: importing any of them before :func:`start` is refused.
-JUDGE_ONLY_MODULES = ("pytest", "hypothesis", "autograder.engine.judge", "autograder.hidden")
+#: (The reference amp_step among them: a student process that could reach it would have Task 2's answer.)
+JUDGE_ONLY_MODULES = ("pytest", "hypothesis", "autograder.engine.judge", "autograder.engine.amp_reference",
+                      "autograder.hidden")
 
 _STARTED: dict[str, Any] = {}
 #: The submission being graded (its runner and staging folder), for a worker's SIGTERM handler.

@@ -39,6 +39,7 @@ MAX_NAME_CHARS = 255  # a file name longer than Linux allows is never a contract
 MAX_PATH_CHARS = 4096  # zip member paths longer than this are skipped unread
 IGNORED_PARTS = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints"}
 STAGING_PREFIX = "amp-submission-"
+MAX_OTHERS_NAMED = 5  # other .py files named in the note about a missing contract file
 
 
 class IntakeError(Exception):
@@ -53,6 +54,8 @@ class Staged:
     found: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     notebooks: list[str] = field(default_factory=list)  # .ipynb files seen (the notebook edition's students)
+    skipped: list[str] = field(default_factory=list)  # contract names whose file was found but not read (too large)
+    others: list[str] = field(default_factory=list)  # other .py files seen, named when a contract file is missing
 
 
 def _without_copy_suffix(stem: str) -> str:
@@ -70,8 +73,20 @@ def _without_copy_suffix(stem: str) -> str:
     return stem
 
 
-def _contract_name(filename: str) -> tuple[str | None, bool]:
-    """(contract name, exact?) for a file name, accepting near misses like ``Loss_Scaler (1).py``.
+def _key(stem: str) -> str:
+    """A stem's letters and digits, lower case, without one trailing "s": ``LossScaler``, ``loss-scalers`` and
+    ``loss_scaler`` alike (case, camel case, hyphens, underscores, spaces, singular and plural)."""
+    key = "".join(char for char in stem.lower() if char.isalnum())
+    return key[:-1] if key.endswith("s") else key
+
+
+#: near-miss key -> contract name
+_KEYS = {_key(name[:-3]): name for name in WANTED}
+
+
+def contract_name(filename: str) -> tuple[str | None, bool]:
+    """(contract name, exact?) for a file name, accepting near misses like ``Loss_Scaler (1).py``,
+    ``LossScaler.py``, ``amp-step.py`` or ``answer.py`` (graded with a note that names the file).
 
     Linear in the name's length (no regular expression: a backtracking one took minutes on
     long hostile names), and names over :data:`MAX_NAME_CHARS` are not looked at.
@@ -86,8 +101,8 @@ def _contract_name(filename: str) -> tuple[str | None, bool]:
         return None, False
     stem = filename[: -len(suffix)]
     for candidate in (_without_copy_suffix(stem), stem):
-        guess = candidate.strip().lower().replace(" ", "_") + ".py"
-        if guess in WANTED:
+        guess = _KEYS.get(_key(candidate))
+        if guess:
             return guess, False
     return None, False
 
@@ -112,7 +127,8 @@ def _choose(candidates: dict[str, list[tuple[int, bool, str, object]]], staged: 
         depth, exact, shown, handle = options[0]
         data = read(handle)
         if data is None:
-            staged.notes.append(text("intake.too_large", shown=shown, kib=MAX_FILE_BYTES // 1024))
+            staged.notes.append(text("intake.too_large", shown=shown, mib=MAX_FILE_BYTES / 2**20))
+            staged.skipped.append(name)
             continue
         target = staged.folder / name
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -146,7 +162,7 @@ def _from_folder(root: Path, staged: Staged, clock: _Clock) -> list[Path]:
             path = Path(dirpath) / filename
             info = path.lstat()
             shown = str(path.relative_to(root))
-            name, exact = _contract_name(filename)
+            name, exact = contract_name(filename)
             if stat.S_ISLNK(info.st_mode):
                 if name:
                     staged.notes.append(text("intake.symlink", shown=shown))
@@ -157,6 +173,8 @@ def _from_folder(root: Path, staged: Staged, clock: _Clock) -> list[Path]:
                 staged.notebooks.append(shown)
             if name and stat.S_ISREG(info.st_mode):
                 candidates.setdefault(name, []).append((depth, exact, shown, path))
+            elif filename.lower().endswith(".py") and len(staged.others) < MAX_OTHERS_NAMED:
+                staged.others.append(shown)
 
     def read(handle: object) -> bytes | None:
         path = Path(str(handle))
@@ -184,10 +202,12 @@ def _from_zip(archive: Path, staged: Staged, clock: _Clock) -> None:
                 path = PurePosixPath(member.filename.replace("\\", "/"))
                 if member.is_dir() or any(part in IGNORED_PARTS for part in path.parts):
                     continue
-                name, exact = _contract_name(path.name)
+                name, exact = contract_name(path.name)
                 if path.name.lower().endswith(".ipynb"):
                     staged.notebooks.append(member.filename)
                 if not name:
+                    if path.name.lower().endswith(".py") and len(staged.others) < MAX_OTHERS_NAMED:
+                        staged.others.append(member.filename)
                     continue
                 if stat.S_ISLNK(member.external_attr >> 16):
                     staged.notes.append(text("intake.zip_symlink", member=member.filename, archive=archive.name))
@@ -243,9 +263,11 @@ def stage(submission: Path, workdir: Path | None = None, deadline: float | None 
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)  # no staging folder left behind
         raise
-    missing = [name for name in WANTED if name not in staged.found]
+    missing = [name for name in WANTED if name not in staged.found and name not in staged.skipped]
     if missing:
         staged.notes.append(text("intake.missing", files=", ".join(missing)))
+        if staged.others:  # what was there instead: the student sees which file to rename
+            staged.notes.append(text("intake.found_instead", files=", ".join(staged.others), missing=missing[0]))
         if staged.notebooks:  # the notebook edition: its cells write the files; the notebook itself is not graded
             staged.notes.append(text("intake.notebook_not_files", notebook=staged.notebooks[0]))
     return staged

@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 import pytest
 from hypothesis import settings
 
-from autograder.engine import faults, rubric, strings
+from autograder.engine import amp_reference, faults, rubric, strings
 from autograder import ROOT
 from autograder import settings as grader_settings  # not hypothesis.settings
 
@@ -34,6 +34,7 @@ try:
 except NameError:  # Python 3.10: hypothesis depends on the backport
     from exceptiongroup import BaseExceptionGroup
 from checks import words
+from checks.judge import recorded
 from checks.runners.harness import SubmissionFault
 
 # at import, as the rubric's: the zygote forks student processes from here
@@ -65,6 +66,8 @@ class Row:
     output: str = ""  # what the student's code printed during this test
     #: The messages of its failed public cases alone: a hidden row's public part, which students may see at once
     public_failures: str = ""
+    #: (passed, all) cases: what the score is a share of, so that new points rescore it exactly (batch.rescore)
+    cases: tuple[int, int] = (0, 0)
 
     @property
     def status(self) -> str:
@@ -157,6 +160,7 @@ def run_suites(runner: Any, items: tuple[rubric.Item, ...], paths: tuple[Path, .
     With ``collect_only`` return the set of test function names pytest collects instead.
     """
     plugin = JudgePlugin(runner, {item.test for item in items})
+    recorded.install(amp_reference.judge)  # Task 2's rows replay the grader's reference, never recorded effects
     paths = paths or (PUBLIC_DIR, HIDDEN_DIR)
     args = [str(p) for p in paths] + ["-c", str(INI), "--rootdir", str(ROOT), "-p", "checks.plugin",
                                       "-p", "no:cacheprovider", "-p", "no:unraisableexception", "--capture=no", "-q", "--no-header",
@@ -219,7 +223,7 @@ def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...], file_faults: 
                 if case.internal:
                     staff.append(f"{case.case}:\n{case.internal}")
         rows.append(Row(item, round(item.points * passed / len(cases), 4), "\n\n".join(messages),
-                        passed == len(cases), public_failures="\n\n".join(public)))
+                        passed == len(cases), public_failures="\n\n".join(public), cases=(passed, len(cases))))
     return rows, "\n\n".join(staff)
 
 

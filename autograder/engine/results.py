@@ -50,7 +50,8 @@ def gradescope_results(report: Report, name: str = "", lines: Mapping[str, str] 
         "tests": tests,
         # staff only: how many scenarios graded this, the public part of each hidden row that failed (for
         # with_public_parts) and what the layers above add
-        "extra_data": {"scenarios_run": report.scenarios, **_public_parts(report), **(extra_data or {})},
+        "extra_data": {"scenarios_run": report.scenarios, rubric.CASES: {row.item.number: list(row.cases) for row in report.rows},
+                       **_public_parts(report), **(extra_data or {})},
     }
 
 
@@ -113,6 +114,14 @@ def informational_rows() -> list[dict[str, Any]]:
         "output": strings.text("gpu_row_output"),
         "visibility": "visible",
     }]
+
+
+def on_gradescope(data: dict[str, Any]) -> dict[str, Any]:
+    """results.json as Gradescope's runtime writes it: the GPU row names Gradescope (the batch's and other
+    platforms' feedback speaks of "this grader", which may be a machine with a GPU)."""
+    tests = [{**row, "output": strings.text("gpu_row_output_gradescope")}
+             if row.get("number") == "4" and not row.get("max_score") else row for row in data.get("tests", [])]
+    return {**data, "tests": tests}
 
 
 def error_results(message: str) -> dict[str, Any]:

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from autograder import settings
 
 PUBLIC, HIDDEN = "public", "hidden"
+#: results.json's extra_data key: rubric number -> [passed, all] cases of the row, what its score is a share of
+#: (a batch rescores new points from it without running the code again: autograder.batch.rescore)
+CASES = "cases"
 #: Gradescope visibility of hidden tests; public ones are always "visible".
 HIDDEN_VISIBILITY = settings.hidden_visibility()  # at import: the zygote forks student processes from here
 

@@ -37,9 +37,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "printed_in_test": "Output printed by your code during this test:",
         "graded": "Graded {name}.",
         "gpu_row_name": "GPU part ({points:g} points): graded by staff on a GPU",
-        "gpu_row_output": "Gradescope has no GPU. Staff run the GPU tests (AMP faster than fp32, underflow on CUDA) "
+        "gpu_row_output": "This grader has no GPU. Staff run the GPU tests (AMP faster than fp32, underflow on CUDA) "
                           "with your amp_step and add these points later. Check your code locally with the CPU tests "
                           "meanwhile.",
+        "gpu_row_output_gradescope": "Gradescope has no GPU. Staff run the GPU tests (AMP faster than fp32, underflow "
+                                     "on CUDA) with your amp_step and add these points later. Check your code locally "
+                                     "with the CPU tests meanwhile.",
         "internal": "The grader hit an internal problem in this test (not your fault); staff can see the details.",
         "flaky": "Your code gave different results for the same calls on different runs (randomness or state "
                  "shared between objects?).",
@@ -61,8 +64,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                              "well enough (not your fault). Staff have been told.",
         "grader_failed": "The autograder failed while grading this submission (not your fault). Staff have the "
                          "details; please let them know.",
-        "hidden_row_withheld": "A hidden test: its points count now; what it tried and why it failed stay with the "
-                               "course staff until the due date (they would show the hidden inputs).",
+        "hidden_row_withheld": "A hidden test: its points count now; what it tried and why it failed are not shown "
+                               "here (they would show the hidden inputs). Ask the course staff about it.",
         "no_gpu_here": "This grader has no GPU. Staff run the GPU tests (AMP faster than fp32, underflow on CUDA) "
                        "with your amp_step and add these points later.",
         "nothing_uploaded": "Nothing was uploaded: upload loss_scaler.py, amp_step.py and answers.py.",
@@ -82,7 +85,13 @@ MESSAGES: dict[str, dict[str, str]] = {
                  "staff have the details and will regrade it.",
         # intake (engine.intake): notes on how the submission's files were found, and why it could not be read
         "intake.too_slow": "Reading your submission took longer than the whole time budget; it was stopped.",
-        "intake.too_large": "{shown} was skipped: larger than {kib} KiB.",
+        "intake.too_large": "{shown} was skipped: larger than {mib:g} MiB.",
+        "intake.found_instead": "Found {files}, not graded: if one of them is your {missing}, rename it {missing}.",
+        "batch.renamed": "{source} is graded as {name}: another submission is already named {base}.",
+        "batch.no_submission": "no submission found in {path}: it holds no .py file, notebook or zip (expected "
+                               "loss_scaler.py, amp_step.py and answers.py, or folders or zips of submissions)",
+        "feedback.renamed": "Graded as **{name}**: another submission in this batch is also named {base} (this one "
+                            "is {source}).",
         "intake.renamed": "Used {shown} as {name}; please name the file exactly {name}.",
         "intake.in_folder": "Found {name} inside a folder ({shown}); upload it at the top level next time.",
         "intake.several": "Several files could be {name}; graded {shown}, ignored {others}.",
@@ -158,6 +167,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "problem.interfered with the grader": "interfered with the grader",
         "problem.import error": "import error",
         "problem.missing file": "missing file",
+        "problem.file too large": "file skipped: too large",
         "problem.grader fault": "grader fault",
         "problem.not graded": "not graded",
         "problem.refused call": "refused call",
@@ -196,9 +206,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "printed_in_test": "이 테스트 중에 여러분의 코드가 출력한 내용:",
         "graded": "{name} 채점을 마쳤습니다.",
         "gpu_row_name": "GPU 파트 ({points:g}점): 조교가 GPU에서 채점",
-        "gpu_row_output": "Gradescope에는 GPU가 없습니다. 조교가 여러분의 amp_step으로 GPU 테스트(AMP가 fp32보다 빠른지, "
+        "gpu_row_output": "이 채점기에는 GPU가 없습니다. 조교가 여러분의 amp_step으로 GPU 테스트(AMP가 fp32보다 빠른지, "
                           "CUDA에서의 언더플로)를 실행한 뒤 이 점수를 나중에 더합니다. 그동안 CPU 테스트로 코드를 로컬에서 "
                           "확인하세요.",
+        "gpu_row_output_gradescope": "Gradescope에는 GPU가 없습니다. 조교가 여러분의 amp_step으로 GPU 테스트(AMP가 "
+                                     "fp32보다 빠른지, CUDA에서의 언더플로)를 실행한 뒤 이 점수를 나중에 더합니다. 그동안 "
+                                     "CPU 테스트로 코드를 로컬에서 확인하세요.",
         "internal": "이 테스트에서 채점기에 내부 문제가 생겼습니다(여러분의 잘못이 아닙니다). 조교가 자세한 내용을 볼 수 있습니다.",
         "flaky": "같은 호출에 대해 실행할 때마다 코드가 다른 결과를 냈습니다(무작위성, 또는 객체 사이에 공유된 상태?).",
         "budget_used_up": "시간 예산 소진: 제출물 하나의 모든 테스트가 {seconds:.0f}초를 나눠 쓰는데, 여러분의 코드가 그 시간을 다 "
@@ -218,8 +231,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                              "아닙니다). 조교에게 알렸습니다.",
         "grader_failed": "이 제출물을 채점하는 중에 자동 채점기가 실패했습니다(여러분의 잘못이 아닙니다). 조교가 자세한 내용을 "
                          "가지고 있으니 알려 주세요.",
-        "hidden_row_withheld": "숨겨진 테스트입니다. 점수는 지금 반영되지만, 무엇을 시험했고 왜 실패했는지는 마감일까지 "
-                               "조교만 봅니다(숨겨진 입력이 드러나기 때문입니다).",
+        "hidden_row_withheld": "숨겨진 테스트입니다. 점수는 지금 반영되지만, 무엇을 시험했고 왜 실패했는지는 여기에 "
+                               "보이지 않습니다(숨겨진 입력이 드러나기 때문입니다). 궁금하면 조교에게 물어보세요.",
         "no_gpu_here": "이 채점기에는 GPU가 없습니다. 조교가 여러분의 amp_step으로 GPU 테스트(fp32보다 빠른 AMP, CUDA의 "
                        "언더플로)를 실행하고 이 점수를 나중에 더합니다.",
         "nothing_uploaded": "업로드된 파일이 없습니다. loss_scaler.py, amp_step.py, answers.py를 업로드하세요.",
@@ -238,7 +251,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "fault": "내부 문제로 채점기가 이 제출물을 채점하지 못했습니다(여러분의 잘못이 아닙니다). 조교가 자세한 내용을 "
                  "가지고 있으며 다시 채점할 것입니다.",
         "intake.too_slow": "제출물을 읽는 데 전체 시간 예산보다 오래 걸려 중지했습니다.",
-        "intake.too_large": "{shown}는 {kib} KiB보다 커서 건너뛰었습니다.",
+        "intake.too_large": "{shown}는 {mib:g} MiB보다 커서 건너뛰었습니다.",
+        "intake.found_instead": "{files}를 찾았지만 채점하지 않았습니다. 그중 하나가 {missing}이면 이름을 {missing}로 "
+                                "바꾸세요.",
+        "batch.renamed": "{source}는 {name}(으)로 채점합니다. 이미 {base}라는 제출물이 있습니다.",
+        "batch.no_submission": "{path}에서 제출물을 찾지 못했습니다. .py 파일, 노트북, zip 파일이 없습니다(loss_scaler.py, "
+                               "amp_step.py, answers.py 또는 제출물들의 폴더나 zip이 필요합니다).",
+        "feedback.renamed": "**{name}**(으)로 채점했습니다. 이 일괄 채점에 {base}라는 제출물이 또 있습니다(이 제출물: "
+                            "{source}).",
         "intake.renamed": "{shown}를 {name}로 사용했습니다. 파일 이름을 정확히 {name}로 지어 주세요.",
         "intake.in_folder": "폴더 안에서 {name}를 찾았습니다({shown}). 다음에는 최상위에 올리세요.",
         "intake.several": "{name}일 수 있는 파일이 여러 개입니다. {shown}를 채점하고 {others}는 무시했습니다.",
@@ -307,6 +327,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "problem.interfered with the grader": "채점기 방해",
         "problem.import error": "import 오류",
         "problem.missing file": "파일 없음",
+        "problem.file too large": "파일 건너뜀: 너무 큼",
         "problem.grader fault": "채점기 오류",
         "problem.not graded": "채점 안 됨",
         "problem.refused call": "거부된 호출",

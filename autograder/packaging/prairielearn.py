@@ -130,7 +130,7 @@ def question_html() -> str:
   <p>
     Upload your three files below. The autograder gives up to {cpu:g} points on the CPU
     ({public:g} of them from the public checks); the score here is that share. Hidden tests show their points
-    at once; what they tried and why they failed stays with the staff until the due date. The GPU part is
+    at once; what they tried and why they failed is not shown here (ask the course staff). The GPU part is
     graded by staff.
   </p>
   <pl-file-upload file-names="{', '.join(UPLOADED)}"></pl-file-upload>
@@ -161,6 +161,10 @@ README = f"""# The PrairieLearn question (built by `make prairielearn`)
 2. **The question.** Copy `questions/{QUESTION}/` into your course's `questions/` and add it to an assessment.
    The grader and its hidden tests sit in the question's `tests/`, which PrairieLearn never serves to students.
 3. **Check it.** Submit `solutions/`'s three files once as a student: it must get 100% (the CPU part's 90 points).
+4. **The Quick Check.** Hidden rows show their points at once, so four uploads reveal its key. Put the question in
+   an Exam assessment with `"allowRealTimeGrading": false` in `infoAssessment.json` (results only once the
+   assessment is finished); on a Homework, `"triesPerVariant"` and `"gradeRateMinutes"` only slow this down.
+   PrairieLearn takes these per assessment, not in the question's `info.json`.
 
 Students upload `loss_scaler.py`, `amp_step.py` and `answers.py`; they see one row per test with its points,
 the messages of the public rows at once, and no detail of the hidden rows (PrairieLearn shows everything at

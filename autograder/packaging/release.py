@@ -15,6 +15,10 @@ It also builds the students' diagnosis table, ``checks/diagnosis.json`` (public 
 :func:`autograder.diagnosis.table.recorded_table`), which the public checks and the notebook read
 to print a "Likely mistake" line; it is committed, and ``tests/test_release.py`` says when it is stale.
 ``--no-diagnosis`` skips it (it takes a grading of the reference and of every catalogued bug).
+
+And it records ``checks/amp_effects.json``, the grader's Task-2 verdicts in the public scenarios
+(:mod:`autograder.packaging.amp_effects`): the public Task-2 checks judge from it, since students
+get no reference ``amp_step``.  Committed too; ``tests/test_amp_effects.py`` says when it is stale.
 """
 
 from __future__ import annotations
@@ -137,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for name in write_release(args.solutions, args.out):
         print(f"wrote {args.out / name}")
+    from autograder.packaging import amp_effects
+
+    amp_effects.write(args.out / "checks" / "amp_effects.json")
+    print(f"wrote {args.out / 'checks' / 'amp_effects.json'}")
     if not args.no_diagnosis:
         write_student_table(args.out / "checks" / "diagnosis.json")
     return 0

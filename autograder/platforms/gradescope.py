@@ -32,18 +32,18 @@ def run(root: Path) -> int:
             grader.check_isolation(None)  # $AMP_MIN_ISOLATION, else the sealed level
         except grader.IsolationRefused as refused:
             from autograder.engine.files import write_json_atomic
-            from autograder.engine.results import error_results
+            from autograder.engine.results import error_results, on_gradescope
 
             print(refused)  # the staff log
             data = error_results(strings.text("isolation_refused"))
             data["extra_data"] = {"isolation": refused.reached, "refused": str(refused)}
-            write_json_atomic(results_path, data)
+            write_json_atomic(results_path, on_gradescope(data))
             return 0
         outcome = grade_upload(root / "submission", root / "results", (root / "source" / "autograder",))
         from autograder.engine.files import write_json_atomic
-        from autograder.engine.results import with_public_parts
+        from autograder.engine.results import on_gradescope, with_public_parts
 
-        data = with_public_parts(outcome["results"])  # a failing public example is seen before the due date
+        data = on_gradescope(with_public_parts(outcome["results"]))  # a failing public example is seen before the due date
         data["execution_time"] = round(time.monotonic() - started, 1)
         if outcome["staff_log"]:
             print(outcome["staff_log"])  # run_autograder's stdout: visible to staff only (stdout_visibility hidden)
@@ -52,9 +52,9 @@ def run(root: Path) -> int:
     except BaseException:  # noqa: BLE001 - results.json must exist whatever happened
         print(traceback.format_exc(), file=sys.stderr)
         from autograder.engine.files import write_json_atomic
-        from autograder.engine.results import error_results
+        from autograder.engine.results import error_results, on_gradescope
 
-        write_json_atomic(results_path, error_results(strings.fallback_text("grader_failed")))
+        write_json_atomic(results_path, on_gradescope(error_results(strings.fallback_text("grader_failed"))))
         return 0
 
 

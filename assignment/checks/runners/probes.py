@@ -59,7 +59,7 @@ class AmpProbe(torch.nn.Module):
     the autocast dtype, so computing the loss outside autocast changes the loss and the
     gradients, as running the forward outside autocast does.  What the probe records (the
     log) only explains a failure; the rows are judged on effects (parameters, gradients,
-    scaler state, returned loss), see :mod:`checks.judge.amp_reference`.
+    scaler state, returned loss), see :mod:`checks.judge.effects`.
 
     What it records lives in private attributes; code under test may read or rewrite them (nothing
     stops it), which earns nothing: the log only suggests what the judge replays.

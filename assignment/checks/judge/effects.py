@@ -1,0 +1,216 @@
+"""How Task 2's effects compare, in words: the shipped half of the judge of ``amp_step``.
+
+A row of Task 2 is judged on *effects* (see :mod:`checks.runners.probes`): the parameters, their
+gradients, the scaler's state and the returned loss after every call, copied out as plain data.  This
+module compares two such records (:func:`differences`) and says what the probe's log shows
+(:func:`call_order`, :func:`explain`).  What the effects are compared *with* is not here: the grader
+replays a reference ``amp_step`` (in the grader's own files, never shipped), and a student's local run of
+the public checks reads the effects it recorded (:mod:`checks.judge.recorded`).
+
+Everything here is plain data in, plain data out; the log is untrusted and read defensively.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Iterable
+
+from checks.runners.harness import Json
+from checks.words import say
+
+#: Tolerances, relative to the largest reference magnitude of the tensor compared: loose enough for
+#: honest differences in float order (a clip coefficient computed by hand: ~1e-7), tight enough for
+#: one rounding to float16 (backward or loss outside/inside autocast: ~1e-4).
+GRAD_TOLERANCE = 1e-5
+PARAM_TOLERANCE = 1e-6
+LOSS_TOLERANCE = 1e-5
+
+
+def calls_of(result: dict[str, Json]) -> list[list[dict[str, Json]]]:
+    """The log split into one list of events per amp_step call (entries that are not records are dropped)."""
+    calls: list[list[dict[str, Json]]] = []
+    for event in result.get("log", []):
+        if not isinstance(event, dict):
+            continue
+        if event.get("event") == "call":
+            calls.append([])
+        elif calls:
+            calls[-1].append(event)
+    return calls
+
+
+def _finite_mismatch(expected: list[float], got: list[float], tolerance: float) -> bool:
+    if len(expected) != len(got):
+        return True
+    scale = max((abs(e) for e in expected if math.isfinite(e)), default=0.0)
+    for e, g in zip(expected, got):
+        if not isinstance(g, float):
+            return True
+        if math.isfinite(e) or math.isfinite(g):
+            if not (math.isfinite(e) and math.isfinite(g) and abs(e - g) <= tolerance * scale):
+                return True
+        elif math.isnan(e) != math.isnan(g) or (not math.isnan(e) and e != g):
+            return True
+    return False
+
+
+def _values(value: Json, size: int) -> Json:
+    """A copied-out gradient: None stands for zeros (SGD treats both alike); a note stays a note."""
+    return [0.0] * size if value is None else value
+
+
+def _shown(values: Json, limit: int = 3) -> str:
+    if not isinstance(values, list):
+        return str(values)
+    head = ", ".join(f"{v:.9g}" if isinstance(v, float) else repr(v) for v in values[:limit])
+    return f"[{head}{', ...' if len(values) > limit else ''}]"
+
+
+def _mismatch(name: str, want: list[float], have: Json) -> str:
+    """One differing tensor: its first values and the element that differs most."""
+    if isinstance(have, str) or len(want) != len(have):
+        return say("effects.mismatch", name=name, want=_shown(want), have=_shown(have))
+
+    def gap(pair: tuple[float, float]) -> float:
+        e, g = pair
+        return math.inf if math.isfinite(e) != math.isfinite(g) else (abs(e - g) if math.isfinite(e) else 0.0)
+
+    worst = max(range(len(want)), key=lambda i: gap((want[i], have[i])))
+    return say("effects.mismatch_worst", name=name, want=_shown(want), have=_shown(have), worst=worst,
+               expected=f"{want[worst]:.9g}", found=f"{have[worst]:.9g}")
+
+
+STAGES = {0: "ready", 1: "unscaled", 2: "stepped"}  # torch's OptState for the optimizer
+PARAM_NAMES = ("layers.0.weight", "layers.0.bias", "layers.1.weight", "layers.1.bias")
+
+
+def _param_name(index: int) -> str:
+    return PARAM_NAMES[index] if index < len(PARAM_NAMES) else say("effects.parameter", number=index)
+
+
+def differences(expected: dict[str, Json], got: dict[str, Json], *, returned: bool = False) -> list[str]:
+    """How the effects ``got`` differ from ``expected`` (both probe results), one line per difference."""
+    lines: list[str] = []
+    want_steps, have_steps = expected["steps"], got.get("steps", [])
+    for index, want in enumerate(want_steps):
+        where = say("effects.after_call", number=index + 1)
+        if index >= len(have_steps):
+            lines.append(say("effects.none_back", where=where))
+            break
+        have = have_steps[index]
+        if "error" in have:
+            error = have["error"]
+            lines.append(say("effects.raised", number=index + 1, error=error.get("type"), message=error.get("message"),
+                             trace=error.get("trace", "")))
+            break
+        if any(len(have.get(key, [])) != len(want[key]) for key in ("params", "grads", "backward_grads")):
+            lines.append(say("effects.wrong_count", where=where))
+            break
+        for number, (w, h) in enumerate(zip(want["params"], have["params"])):
+            if isinstance(h, str) or _finite_mismatch(w, h, PARAM_TOLERANCE):
+                lines.append(f"{where}: {_mismatch(_param_name(number), w, h)}")
+        for number, (w, h) in enumerate(zip(want["grads"], have["grads"])):
+            size = len(want["params"][number])
+            w, h = _values(w, size), _values(h, size)
+            if isinstance(h, str) or _finite_mismatch(w, h, GRAD_TOLERANCE):
+                lines.append(f"{where}: {_mismatch(_param_name(number) + '.grad', w, h)}")
+        for number, (w, h) in enumerate(zip(want["backward_grads"], have.get("backward_grads", []))):
+            size = len(want["params"][number])
+            w, h = _values(w, size), _values(h, size)
+            if isinstance(h, str) or _finite_mismatch(w, h, GRAD_TOLERANCE):
+                name = say("effects.backward_grad", name=_param_name(number))
+                lines.append(f"{where}: {_mismatch(name, w, h)}")
+        if want["scaler"] != have.get("scaler"):
+            w, h = want["scaler"], have.get("scaler") or {}
+            lines.append(say("effects.scaler", where=where, want=f"{w['scale']:g}, {w['tracker']}, {STAGES[w['stage']]}",
+                             have=f"{h.get('scale')}, {h.get('tracker')}, {STAGES.get(h.get('stage'), h.get('stage'))}"))
+        if returned:
+            lines += _returned_differences(index, want["ok"], have.get("ok"))
+    return lines
+
+
+def _returned_differences(index: int, want: dict[str, Json], have: Any) -> list[str]:
+    where = say("effects.call", number=index + 1)
+    if not isinstance(have, dict) or have.get("type") != "Tensor":
+        kind = have.get("type") if isinstance(have, dict) else have
+        return [say("effects.returned_type", where=where, kind=kind)]
+    if have.get("numel") != 1:
+        return [say("effects.returned_size", where=where, numel=have.get("numel"))]
+    if have.get("requires_grad"):
+        return [say("effects.returned_attached", where=where)]
+    value, expected = have.get("value"), want["value"]
+    if not isinstance(value, float) or _finite_mismatch([expected], [value], LOSS_TOLERANCE):
+        return [say("effects.returned_value", where=where, value=repr(value), expected=f"{expected:.7g}")]
+    return []
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """Why a row fails (``lines``; none when it passes); ``masked_by`` names the behaviour that left the
+    row's own no effect to judge by, when that is why."""
+
+    lines: list[str]
+    masked_by: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.lines)
+
+
+
+def call_order(result: dict[str, Json], index: int = 0) -> str:
+    """What the probe saw during call ``index`` (for failure messages; never graded)."""
+    calls = calls_of(result)
+    if index >= len(calls):
+        return say("order.never_made")
+    words = []
+    for event in calls[index]:
+        kind = str(event.get("event"))
+        if kind in ("forward", "loss", "backward"):
+            kind = say(f"phase.{kind}") + (say("order.autocast", dtype=event.get("dtype")) if event.get("autocast") is True
+                                            else say("order.no_autocast"))
+        elif kind == "optimizer.step" and event.get("via_scaler") is not True:
+            kind = say("order.direct_step")
+        elif kind == "scaler error":
+            kind = say("order.scaler_error", call=event.get("call"), error=event.get("error"))
+        words.append(kind)
+    return " -> ".join(words) or say("order.nothing")
+
+
+def explain(row: str, result: dict[str, Json], args: dict[str, Json]) -> str:
+    """What the log says about row ``row``'s behaviour, to explain a failure (never graded; "" when it says nothing)."""
+    events = [e for call in calls_of(result)[:1] for e in call]
+    kinds = [e.get("event") for e in events]
+    given = args.get("dtype", "float16")
+    if row == "2.1":
+        wrong = [e for e in events if e.get("event") in ("forward", "loss")
+                 and (e.get("autocast") is not True or e.get("dtype") != given)]
+        said = "; ".join(say("explain.ran_under", event=say(f"phase.{e.get('event')}"), dtype=e.get("dtype"))
+                         if e.get("autocast") is True else say("explain.ran_without", event=say(f"phase.{e.get('event')}"))
+                         for e in wrong)
+        return said[:1].upper() + said[1:] + "." if said else ""  # a sentence of its own: the hint follows
+    if row == "2.2" and any(e.get("event") == "backward" and e.get("autocast") is True for e in events):
+        return say("explain.backward_inside")
+    if row == "2.3" and "backward" in kinds:
+        scale = next((e.get("scale") for e in events if e.get("event") == "scale"), None)
+        ratio = events[kinds.index("backward")].get("grad_ratio")
+        if isinstance(ratio, float):
+            return say("explain.grad_ratio", ratio=f"{ratio:.4g}", scale=scale)
+    if row == "2.5" and any(e.get("event") == "optimizer.step" and e.get("via_scaler") is not True for e in events):
+        return say("explain.direct_step")
+    if row == "2.5" and kinds.count("scaler.step") > 1:
+        return say("explain.step_twice", count=kinds.count("scaler.step"))
+    if row == "2.6":
+        said = say("explain.updates", count=kinds.count("update")) + (
+            say("explain.updates_before_step") if "update" in kinds and "scaler.step" in kinds
+            and kinds.index("update") < kinds.index("scaler.step") else say("explain.updates_end"))
+        return said + (say("explain.update_twice") if kinds.count("update") > 1 else "")
+    if row == "2.7" and args.get("max_grad_norm") is not None and "unscale_" not in kinds:
+        return say("explain.no_unscale")
+    return ""
+
+
+def all_lines(lines: Iterable[str], limit: int = 8) -> str:
+    kept = list(lines)
+    more = len(kept) - limit
+    return "\n".join(["    " + line for line in kept[:limit]] + ([say("effects.more", more=more)] if more > 0 else []))
