@@ -100,3 +100,17 @@ def test_the_merged_gradebook_gives_it_no_total(batch: tuple[Path, str], tmp_pat
     assert merged["damaged"]["total"] == "" and merged["damaged"]["status"].startswith("could not be graded")
     assert float(merged["solved"]["total"]) == TOP + 5 and float(merged["skeleton"]["total"]) == 5
     assert any(line.startswith("damaged: CPU part could not be graded") for line in warnings), warnings
+
+
+def test_a_resubmission_after_a_damaged_upload_moves_from_no_score_not_from_zero(tmp_path: Path) -> None:
+    """changes.csv and summary.md's regrade section: the damaged upload had no score, so the move has none either."""
+    from autograder.batch import inputs, regrade
+    from autograder.batch.ledger import Entry
+
+    before = Entry("dana", "old-files", "g", "errored", 0.0, TOP, {"score": 0.0, "tests": []}, reason="bad zip")
+    after = Entry("dana", "new-files", "g", "graded", 77.0, TOP, {"score": 77.0, "tests": []})
+    change = regrade.Change(inputs.Submission("dana", tmp_path, "dana"), before, after)
+    (row,) = list(csv.DictReader(regrade.changes_csv([change]).splitlines()))
+    assert (row["old_score"], row["new_score"], row["change"]) == ("", "77.0", "")
+    assert row["title"] == "status errored -> graded" and row["cause"] == "resubmitted"
+    assert "| dana | not graded → 77 | - |" in regrade.markdown_section([change])
