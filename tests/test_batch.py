@@ -141,14 +141,17 @@ def test_mixed_folder_gives_the_expected_gradebook(graded: tuple[Path, str]) -> 
     assert names == ["broken", "correct", "garbage", "hostile", "nested", "skeleton", "submission_101",
                      "submission_102", "zipped"]
     header = list(rows[0])
-    assert header[:6] == ["submission", "name", "sid", "email", "score", "max_score"]
-    assert header[6:-1] == [f"{item.number} {item.test}" for item in rubric.ITEMS]
+    assert header[:7] == ["submission", "name", "sid", "email", "score", "max_score", "status"]
+    assert header[7:-1] == [f"{item.number} {item.test}" for item in rubric.ITEMS]
     assert header[-1] == "source"  # where each came from (a renamed duplicate is found by it)
     assert {row["submission"]: row["source"] for row in rows}["zipped"].endswith("/mixed/zipped.zip")
-    score = {row["submission"]: float(row["score"]) for row in rows}
+    score = {row["submission"]: float(row["score"]) if row["score"] else None for row in rows}
     assert {name: score[name] for name in ("correct", "nested", "zipped")} == {n: TOP for n in ("correct", "nested", "zipped")}
     assert score["skeleton"] == score["submission_101"] == 0
-    assert score["garbage"] == 0
+    garbage = next(row for row in rows if row["submission"] == "garbage")  # could not be graded: no score, not 0
+    assert score["garbage"] is None and garbage["status"].startswith("could not be graded: ")
+    assert all(garbage[f"{item.number} {item.test}"] == "" for item in rubric.ITEMS)
+    assert {row["status"] for row in rows if row["submission"] != "garbage"} == {"graded"}
     assert score["submission_102"] == QUICK_POINTS  # only answers.py, all right
     assert score["hostile"] == QUICK_POINTS  # its exiting loss_scaler and hanging amp_step cost only their tests
     broken = next(row for row in rows if row["submission"] == "broken")
@@ -160,12 +163,14 @@ def test_mixed_folder_gives_the_expected_gradebook(graded: tuple[Path, str]) -> 
             assert float(broken[f"{item.number} {item.test}"]) == item.points
     for row in rows:
         assert float(row["max_score"]) == TOP
+        if not row["score"]:
+            continue
         tests = [float(row[f"{item.number} {item.test}"]) for item in rubric.ITEMS]
         assert sum(tests) == pytest.approx(float(row["score"]))
     # every submission has its results.json (Gradescope format) and a feedback file
     for name in names:
         data = json.loads((out / name / "results.json").read_text())
-        assert data["score"] == score[name]
+        assert data["score"] == (score[name] or 0.0)
         assert {"score", "tests", "output", "visibility"} <= set(data)
         feedback = (out / name / "feedback.md").read_text()
         assert feedback.startswith(f"# Feedback: {name}\n")
@@ -190,20 +195,20 @@ def test_summary_files_agree_with_the_gradebook(graded: tuple[Path, str]) -> Non
     out = graded[0]
     rows = read_gradebook(out / "gradebook.csv")
     data = json.loads((out / "summary.json").read_text())
-    scores = [float(row["score"]) for row in rows]
+    scores = [float(row["score"]) for row in rows if row["status"] == "graded"]  # the one not graded has none
     assert data["submissions"] == len(rows) == 9
     assert data["errored"] == 1 and data["not_graded"][0]["submission"] == "garbage"
     assert "not a readable zip" in data["not_graded"][0]["reason"]
     assert data["graded"] == 8 and data["full_marks"] == sum(s == TOP for s in scores) == 3
     assert data["score"]["mean"] == pytest.approx(sum(scores) / len(scores), abs=1e-3)
     assert data["score"]["min"] == min(scores) and data["score"]["max"] == max(scores)
-    assert sum(data["histogram"]["counts"]) == len(rows)
-    assert data["histogram"]["counts"][-1] == 3 and data["histogram"]["counts"][0] == 3  # 90s; 0s
+    assert sum(data["histogram"]["counts"]) == len(scores) == 8
+    assert data["histogram"]["counts"][-1] == 3 and data["histogram"]["counts"][0] == 2  # 90s; 0s (not garbage)
     by_number = {test["number"]: test for test in data["tests"]}
     assert set(by_number) == {item.number for item in rubric.ITEMS}
     for item in rubric.ITEMS:
         if item.points:
-            passed = sum(float(row[f"{item.number} {item.test}"]) >= item.points for row in rows)
+            passed = sum(float(row[f"{item.number} {item.test}"]) >= item.points for row in rows if row["score"])
             assert by_number[item.number]["passed"] == passed, item.number
     rates = [test["pass_rate"] for test in data["tests"]]
     assert rates == sorted(rates)  # most failed first
@@ -239,13 +244,16 @@ def test_report_html_lists_each_student_with_problems_and_a_link(graded: tuple[P
     table = page.split('<table id="student-table">', 1)[1].split("</table>", 1)[0]
     lines = {line.split("</td>", 1)[0]: line for line in table.split("<tr><td>")[1:]}
     rows = read_gradebook(out / "gradebook.csv")
-    assert len(lines) == len(rows) == 9
+    assert len(lines) == len(rows) - 1 == 8  # garbage, not graded, is listed apart
     for row in rows:
         name = row["submission"]
+        if name == "garbage":
+            continue
         line = lines[f'<a href="{name}/feedback.md">{name}</a>']
         assert f"<td>{float(row['score']):g} / {TOP:g}</td>" in line
         assert f"<td>{html_text(row['name']) or '-'}</td><td>{html_text(row['sid']) or '-'}</td>" in line
-    assert "not graded: " in lines['<a href="garbage/feedback.md">garbage</a>']
+    apart = page.split('<table id="not-graded-table">', 1)[1].split("</table>", 1)[0]
+    assert '<a href="garbage/feedback.md">garbage</a>' in apart and "not a readable zip" in apart
     hostile = lines['<a href="hostile/feedback.md">hostile</a>']
     assert "time limit" in hostile and "crash, exit or memory limit" in hostile
     broken = lines['<a href="broken/feedback.md">broken</a>']
@@ -526,7 +534,8 @@ def test_summary_of_synthetic_entries() -> None:
             entry("d", TOP - first.points, {first.number: "AssertionError: " + slow})]
     data = summary.summarize(rows)
     assert data["tests"][0]["number"] == first.number and data["tests"][0]["passed"] == 1
-    assert data["histogram"]["counts"][0] == 1 and data["histogram"]["counts"][-1] == 3
+    assert data["histogram"]["counts"][0] == 0 and data["histogram"]["counts"][-1] == 3  # c, not graded: in none
+    assert all(test["passed"] + test["failed"] == 3 for test in data["tests"])
     assert data["hit_a_limit"] == 1 and data["errored"] == 1 and data["full_marks"] == 1
     assert {p["kind"]: p["submissions"] for p in data["problems"]} == {"time limit": ["b"], "not graded": ["c"]}
     assert data["isolation"] == {"namespaces": 4}

@@ -246,7 +246,8 @@ def test_torch_scaler_pasted_in_is_flagged_like_a_copy_of_the_solution(tmp_path:
     assert "matches torch's own GradScaler</span> (" in page
     flags = report_html.similarity_flags(similarity.report_json(report))
     assert not any("matches" in line for key in ("solution", "plain_style") for line in flags.get(key, [])), flags
-    assert flags["pasted"][0].startswith('<span class="flag">matches torch\'s own GradScaler</span> ('), flags
+    assert flags["pasted"][0].startswith('<span class="flag">matches torch\'s own GradScaler</span> '
+                                         '<span class="nowrap">('), flags
 
 
 def test_solution_markers_are_the_releases_and_never_in_the_skeleton() -> None:

@@ -58,6 +58,13 @@ class Change:
         return round(self.new.score - self.old.score, 6)
 
     @property
+    def shown(self) -> tuple[float | str, float | str, float | str]:
+        """(old score, new score, change) as a TA reads them: a side that could not be graded has no score, so
+        neither has the change (never a zero)."""
+        old, new = (entry.score if entry.status == "graded" else "" for entry in (self.old, self.new))
+        return old, new, (self.delta if "" not in (old, new) else "")
+
+    @property
     def cause(self) -> str:
         return RESUBMITTED if self.old.digest != self.new.digest else GRADER
 
@@ -123,7 +130,7 @@ def changes_csv(changes: Sequence[Change]) -> str:
     """One row per (submission, rubric row) that moved; a status change without row changes gets one row."""
     table: list[list[Any]] = []
     for change in changes:
-        head = [change.submission.name, _name(change.submission), change.old.score, change.new.score, change.delta]
+        head = [change.submission.name, _name(change.submission), *change.shown]
         for row in change.rows:
             table.append(head + [row.number, row.title, row.old, row.new, change.cause])
         if not change.rows and (change.delta or change.old.status != change.new.status):
@@ -144,7 +151,7 @@ def markdown_section(changes: Sequence[Change]) -> str:
              f"**{tally['raised']}**, lowered: **{tally['lowered']}**, unchanged: "
              f"**{tally['unchanged']}**. Every moved row is in [{CHANGES}]({CHANGES}); the gradebook from before is "
              f"kept as [{PREVIOUS_GRADEBOOK}]({PREVIOUS_GRADEBOOK}).", ""]
-    moved = [c for c in changes if c.delta or c.rows]
+    moved = [c for c in changes if c.delta or c.rows or c.old.status != c.new.status]
     if not moved:
         return "\n".join(lines + ["No score moved."]) + "\n"
     lines += ["| Submission | Old → new | Change | Rows that moved | Cause |", "| --- | ---: | ---: | --- | --- |"]
@@ -152,8 +159,10 @@ def markdown_section(changes: Sequence[Change]) -> str:
         rows = ", ".join(f"{r.number} {_fmt(r.old)}→{_fmt(r.new)}" for r in change.rows) or "-"
         who = markdown_inline(change.submission.name) + (f" ({markdown_inline(_name(change.submission))})"
                                                        if _name(change.submission) else "")
-        lines.append(f"| {who} | {_fmt(change.old.score)} → {_fmt(change.new.score)} | {change.delta:+g} | {rows} "
-                     f"| {change.cause} |")
+        old, new, delta = change.shown
+        old, new = ("not graded" if value == "" else _fmt(float(value)) for value in (old, new))
+        moved_by = "-" if delta == "" else f"{float(delta):+g}"
+        lines.append(f"| {who} | {old} → {new} | {moved_by} | {rows} | {change.cause} |")
     if len(moved) > MAX_IN_SUMMARY:
         lines.append(f"\n… and {len(moved) - MAX_IN_SUMMARY} more in {CHANGES}.")
     return "\n".join(lines) + "\n"

@@ -17,8 +17,10 @@ so reordering whole methods does not either.  Every fingerprint of the released 
 (``assignment/<file>``) is removed as boilerplate first: two untouched skeletons score 0.
 
 A file's similarity to another is copydetect's: the fraction of its fingerprinted tokens
-that are covered by fingerprints the other file shares.  A pair's score is the larger of
-the two files' similarities, taken over both contract files.  copydetect compares one pair
+that are covered by fingerprints the other file shares (shown per file).  A pair's score is how
+much distinctive code the two share, by size, over both contract files
+(:mod:`autograder.batch.similarity_score`: code half the class writes alike does not count, short
+work cannot reach 1).  copydetect compares one pair
 at a time (about a millisecond each: minutes for 500 submissions), so :func:`all_pairs`
 computes the same numbers for all pairs at once with numpy; a test checks that both agree.
 k-gram hashes are a fixed polynomial hash (Python's ``hash`` is salted per process), so the
@@ -37,7 +39,7 @@ import shutil
 import statistics
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -45,10 +47,14 @@ from autograder.engine.files import csv_text
 from autograder.batch.inputs import Submission
 from autograder.batch.similarity_data import (FILES, NOISE, SOLUTION_KEY, TORCH_KEY, Fingerprint,  # noqa: F401 - API
                                               Pair, PairFile, Party, Report)
+from autograder.batch import similarity_score
+from autograder.batch.similarity_score import union_length  # noqa: F401 - API
+from autograder.batch.similarity_outputs import (CSV_HEADER, CSV_NAME, HTML_NAME, JSON_NAME,  # noqa: F401 - API
+                                                 MAX_IN_SUMMARY, NOT_ASKED, csv_rows, label_for, markdown_section,
+                                                 report_json)
 from autograder.batch.similarity_groups import (SOLUTION_MARKER, clusters_of, group_pairs,  # noqa: F401 - API
                                                 solution_markers)
 from autograder.engine import strings
-from autograder.engine.escape import csv_cell, markdown_inline
 from autograder import ROOT
 from autograder.locations import REFERENCE_SOLUTION
 
@@ -57,11 +63,8 @@ SKELETON = ROOT / "assignment"
 GUARANTEE = 30
 #: the default threshold is the upper outlier fence of the class's pair scores, kept in these bounds
 THRESHOLD_FLOOR, THRESHOLD_CEILING = 0.5, 0.95
-MAX_IN_SUMMARY = 10
 #: distinct files from which fingerprinting is spread over the cores (below: a pool costs more than it saves)
 PARALLEL_FROM = 200
-CSV_NAME, HTML_NAME, JSON_NAME = "similarity.csv", "similarity.html", "similarity.json"
-NOT_ASKED = "not asked for"  # the reference solution's note when the caller left it out
 
 
 # --------------------------------------------------------------------------- fingerprints
@@ -79,13 +82,6 @@ def kgram_hashes(text: str, k: int = NOISE) -> np.ndarray:
         for offset in range(k):
             value = value * base + codes[offset:offset + count]
     return value.view(np.int64)
-
-
-def union_length(positions: np.ndarray, k: int) -> int:
-    """Characters covered by the windows ``[p, p + k)`` (``positions`` increasing)."""
-    if len(positions) == 0:
-        return 0
-    return int(np.minimum(np.diff(positions), k).sum()) + k
 
 
 def fingerprint(code: str, boilerplate: np.ndarray | None = None) -> Fingerprint:
@@ -268,7 +264,6 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
     markers = {party.key: found for party in parties if not party.reference
                and (found := solution_markers(texts[party.key]))}
     prints: dict[tuple[str, str], Fingerprint] = {}
-    pairs: dict[tuple[str, str], Pair] = {}
     for file in FILES:
         holders = [party for party in parties if file in texts[party.key]]
         digests = {party.key: hashlib.sha256(texts[party.key][file].encode("utf-8", "surrogatepass")).hexdigest()
@@ -277,18 +272,37 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
         made = fingerprint_all(distinct, boilerplate_for(file, skeleton))
         for party in holders:
             prints[(party.key, file)] = made[digests[party.key]]
-        overlap, similarity = all_pairs([prints[(party.key, file)] for party in holders])
-        for i, a in enumerate(holders):
-            for j in range(i + 1, len(holders)):
-                b = holders[j]
+    found_clusters = clusters_of(parties, texts, prints)
+    holders = {file: [party for party in parties if (party.key, file) in prints] for file in FILES}
+    raw = {file: all_pairs([prints[(party.key, file)] for party in holders[file]]) for file in FILES}
+    group = similarity_score.copy_groups(parties, holders, {file: raw[file][0] for file in FILES}, prints)
+    pairs: dict[tuple[str, str], Pair] = {}
+    own: dict[str, float] = {}  # party key -> its distinctive tokens over every compared file
+    for file in FILES:
+        held = holders[file]
+        common = similarity_score.common_values((group[party.key], prints[(party.key, file)])
+                                                for party in held if party.key in group)
+        lean = [similarity_score.discounted(prints[(party.key, file)], common) for party in held]
+        for party, made in zip(held, lean):
+            own[party.key] = own.get(party.key, 0.0) + made.token_coverage
+        overlap, similarity = raw[file]
+        distinct_overlap, _ = all_pairs(lean)
+        for i, a in enumerate(held):
+            for j in range(i + 1, len(held)):
+                b = held[j]
                 if a.reference and b.reference:
                     continue
                 shared = int(max(overlap[i, j], overlap[j, i]))
                 if shared == 0:
                     continue
                 entry = PairFile(file, round(float(max(similarity[i, j], similarity[j, i])), 4),
-                                 round(float(similarity[i, j]), 4), round(float(similarity[j, i]), 4), shared)
+                                 round(float(similarity[i, j]), 4), round(float(similarity[j, i]), 4), shared,
+                                 int(distinct_overlap[i, j]), int(distinct_overlap[j, i]))
                 pairs.setdefault((a.key, b.key), Pair(a, b, {})).files[file] = entry
+    for pair in pairs.values():
+        entries = pair.files.values()
+        pair.score = round(max(similarity_score.side_score([e.distinct_a for e in entries], [own[pair.a.key]]),
+                               similarity_score.side_score([e.distinct_b for e in entries], [own[pair.b.key]])), 4)
     ordered = sorted(pairs.values(), key=lambda pair: (-pair.score, pair.a.key, pair.b.key))
     if threshold is None:
         among = [pair.score for pair in ordered if not pair.b.reference]
@@ -297,94 +311,14 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
         threshold, reason = default_threshold(among)
     else:
         reason = strings.text("sim.set")
-    clusters, grouped = group_pairs(ordered, clusters_of(parties, texts, prints))
+    worth = [members for members in found_clusters
+             if similarity_score.worth_a_cluster(own.get(members[0].key, 0.0), threshold)]
+    clusters, grouped = group_pairs(ordered, worth)
     return Report(parties, ordered, threshold, reason, prints, round(time.perf_counter() - started, 3), clusters,
                   grouped, markers, solution_note)
 
 
 # --------------------------------------------------------------------------- outputs
-
-CSV_HEADER = ["pair", "submission_a", "name_a", "submission_b", "name_b", "file", "similarity", "similarity_a",
-              "similarity_b", "overlapping_tokens"]
-
-
-def csv_rows(report: Report) -> list[list[Any]]:
-    rows = []
-    for pair in report.pairs:
-        for file in FILES:
-            if file in pair.files:
-                entry = pair.files[file]
-                rows.append([pair.title, pair.a.key, pair.a.label, pair.b.key, pair.b.label, file, entry.similarity,
-                             entry.similarity_a, entry.similarity_b, entry.overlap])
-    rows.sort(key=lambda row: (-row[6], row[0], row[5]))
-    return [[*map(csv_cell, row[:5]), *row[5:]] for row in rows]
-
-
-def markdown_section(report: Report, link: str = HTML_NAME) -> str:
-    """The summary.md section: threshold, what was compared, clusters, solution markers and the top pairs."""
-    flagged = report.flagged
-    current = [p for p in report.parties if not p.reference]
-    solution = (strings.text("sim.with_solution") if not report.solution_note
-                else "" if report.solution_note == NOT_ASKED
-                else strings.text("sim.without_solution", why=markdown_inline(report.solution_note)))
-    lines = ["", f"## {strings.text('sim.heading')}", "",
-             strings.text("sim.compared", count=len(current), files=strings.text("sim.joiner").join(FILES), solution=solution, csv=CSV_NAME,
-                          link=link),
-             "", strings.text("sim.threshold", threshold=f"{report.threshold:g}", reason=report.threshold_reason), ""]
-    for rank, cluster in enumerate(report.clusters, 1):
-        lines.append(strings.text("sim.identical", link=f"{link}#cluster-{rank}", labels=markdown_inline(cluster.label)))
-    for pair in report.matches_solution():
-        who, source = pair.copier_and_source
-        lines.append(strings.text(f"sim.matches_{source.source}", score=f"{pair.score:.2f}",
-                                  label=markdown_inline(who.label)))
-    if report.markers:
-        lines.append(strings.text("sim.markers", link=f"{link}#markers", found="; ".join(
-            f"{markdown_inline(label_for(report, key))} ({', '.join(files)})"
-            for key, files in sorted(report.markers.items()))))
-    if lines[-1] != "":
-        lines.append("")
-    if not flagged:
-        lines.append(strings.text("sim.no_pair"))
-        return "\n".join(lines) + "\n"
-    lines += [strings.text("sim.flagged", count=len(flagged))
-              + (strings.text("sim.top", count=MAX_IN_SUMMARY, link=link) if len(flagged) > MAX_IN_SUMMARY else ":"),
-              "", "| " + " | ".join(strings.columns("sim.columns")) + " | " + " | ".join(FILES) + " |",
-              "| ---: | --- | ---: | " + " | ".join("---:" for _ in FILES) + " |"]
-    tokens = strings.text("sim.tokens")
-    for rank, pair in enumerate(flagged[:MAX_IN_SUMMARY], 1):
-        cells = [f"{pair.files[f].similarity:.2f} ({pair.files[f].overlap} {tokens})" if f in pair.files else "-"
-                 for f in FILES]
-        lines.append(f"| {rank} | [{markdown_inline(pair.a.label)} ~ {markdown_inline(pair.b.label)}]({link}#pair-{rank}) "
-                     f"| {pair.score:.2f} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def label_for(report: Report, key: str) -> str:
-    return next((party.label for party in report.parties if party.key == key), key)
-
-
-def report_json(report: Report) -> dict[str, Any]:
-    """similarity.json: what the class report (report.html) shows of this report, with similarity.html's anchors."""
-    def side(party: Party) -> dict[str, Any]:
-        return {"key": party.key, "label": party.label, "members": [m.key for m in party.members],
-                "solution": party.solution, **({"source": party.source} if party.solution else {})}
-
-    listed = report.listed
-    return {
-        "threshold": report.threshold, "threshold_reason": report.threshold_reason,
-        "compared": sum(1 for party in report.parties if not party.reference),
-        "solution_compared": not report.solution_note, "solution_note": report.solution_note,
-        "flagged": len(report.flagged), "in_page": len(listed) if report.flagged else 0,
-        "pairs": [{"anchor": f"pair-{rank}", "a": side(pair.a), "b": side(pair.b), "score": pair.score,
-                   "flagged": pair.score >= report.threshold,
-                   "files": {file: entry.similarity for file, entry in pair.files.items()}}
-                  for rank, pair in enumerate(listed, 1)],
-        "clusters": [{"anchor": f"cluster-{rank}", "keys": [m.key for m in cluster.members],
-                      "labels": [m.label for m in cluster.members]} for rank, cluster in enumerate(report.clusters, 1)],
-        "markers": [{"key": key, "label": label_for(report, key), "files": files}
-                    for key, files in sorted(report.markers.items())],
-    }
-
 
 def write_outputs(out: Path, report: Report) -> None:
     """similarity.csv and similarity.html (atomically, only when changed)."""

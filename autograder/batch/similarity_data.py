@@ -6,7 +6,6 @@ Apart from :mod:`autograder.batch.similarity` (which computes it) so that the pa
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -79,6 +78,9 @@ class PairFile:
     similarity_a: float
     similarity_b: float
     overlap: int  # tokens covered by shared fingerprints (the larger side's count)
+    #: each side's tokens covered by shared fingerprints that are not common code (the pair score's numerators)
+    distinct_a: int = 0
+    distinct_b: int = 0
 
 
 @dataclass
@@ -86,10 +88,8 @@ class Pair:
     a: Party
     b: Party
     files: dict[str, PairFile]
-
-    @functools.cached_property
-    def score(self) -> float:  # read once all files are in
-        return max((f.similarity for f in self.files.values()), default=0.0)
+    #: how much distinctive code the two share, by size (autograder.batch.similarity_score)
+    score: float = 0.0
 
     @property
     def title(self) -> str:

@@ -70,5 +70,5 @@ def group_pairs(pairs: Sequence[Pair], clusters: Sequence[Sequence[Party]]) -> t
         a, b = stands_for.get(pair.a.key, pair.a), stands_for.get(pair.b.key, pair.b)
         if a.key == b.key or (a.key, b.key) in grouped or (b.key, a.key) in grouped:
             continue
-        grouped[(a.key, b.key)] = pair if (a, b) == (pair.a, pair.b) else Pair(a, b, pair.files)
+        grouped[(a.key, b.key)] = pair if (a, b) == (pair.a, pair.b) else Pair(a, b, pair.files, pair.score)
     return parties, list(grouped.values())

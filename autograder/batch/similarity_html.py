@@ -9,14 +9,15 @@ table (:mod:`autograder.diagnosis.page_words`, keys ``sim.*``), in the feedback'
 
 from __future__ import annotations
 
-from autograder.batch.similarity_data import Pair, Report
+from autograder.batch.similarity_data import FILES, Pair, Report
 from autograder.diagnosis.page_words import heads, word
 from autograder.engine.escape import html_text
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; word-break: keep-all; }
 table.pairs { border-collapse: collapse; }
 table.pairs td, table.pairs th { border: 1px solid #ccc; padding: 0.2em 0.6em; }
+.nowrap { white-space: nowrap; }
 section.pair { margin-top: 2em; border-top: 2px solid #888; }
 div.side-by-side { display: flex; gap: 1em; }
 div.side-by-side > div { flex: 1; min-width: 0; }
@@ -57,7 +58,7 @@ def _overview(report: Report) -> str:
             + word("sim.threshold", threshold=f"{report.threshold:g}", reason=html_text(report.threshold_reason))
             + word("sim.flagged", count=len(flagged)) + cut
             + ("" if flagged else word("sim.none", count=len(shown)))
-            + word("sim.highlighted") + "</p>")
+            + word("sim.highlighted") + "</p>" + f"<p>{html_text(word('score_text'))}</p>")
 
 
 def _flags(report: Report) -> list[str]:
@@ -91,11 +92,14 @@ def render(report: Report) -> str:
              f"<title>{title}</title>", f"<style>{STYLE}</style></head><body>",
              f"<h1>{title}</h1>", _overview(report), *_flags(report)]
     if shown:
-        head = "".join(f"<th>{html_text(name)}</th>" for name in heads("sim.pairs_head"))
+        head = "".join(f"<th>{html_text(name)}</th>" for name in [*heads("sim.pairs_head"), *FILES])
         parts += [f"<table class='pairs'><tr>{head}</tr>"]
         for rank, pair in enumerate(shown, 1):
+            files = "".join(f"<td class='nowrap'>{pair.files[file].similarity:.2f} "
+                            f"({word('tokens', count=pair.files[file].overlap)})</td>" if file in pair.files
+                            else "<td>-</td>" for file in FILES)
             parts.append(f"<tr><td><a href='#pair-{rank}'>{rank}</a></td><td>{html_text(pair.a.label)}</td>"
-                         f"<td>{html_text(pair.b.label)}</td><td>{pair.score:.2f}</td></tr>")
+                         f"<td>{html_text(pair.b.label)}</td><td>{pair.score:.2f}</td>{files}</tr>")
         parts.append("</table>")
     for rank, pair in enumerate(shown, 1):
         parts.append(f"<section class='pair' id='pair-{rank}'><h2>{rank}. {html_text(pair.a.label)} ~ "

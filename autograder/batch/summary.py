@@ -2,13 +2,15 @@
 
 * ``gradebook.csv``: one row per submission, sorted by name: ``submission``, the
   students' ``name``/``sid``/``email`` when known (Gradescope export), ``score``,
-  ``max_score``, then one column per rubric test.  No timestamps: grading the same
+  ``max_score``, ``status``, then one column per rubric test.  A submission that could not be
+  graded (an unreadable upload, the grader's own fault) has empty score cells and ``status``
+  "could not be graded: <why>": never a zero a TA would upload.  No timestamps: grading the same
   submissions twice gives the same bytes.
 * ``<submission>/results.json`` (Gradescope's format), ``<submission>/feedback.md``
   (for the student) and ``<submission>/staff.log`` (grader details, when any).
 * ``summary.json`` / ``summary.md``: score statistics and histogram, pass rate of every
   test (the most failed first), submissions that hit a limit, and those that could not
-  be graded, with the reason; ``score_histogram.png``.
+  be graded, with the reason, apart: they are in no statistic; ``score_histogram.png``.
 
 Every file is written atomically, and only when its content changes.
 """
@@ -32,6 +34,7 @@ from autograder.batch.inputs import Submission
 from autograder.batch.ledger import Entry
 
 IDENTITY_COLUMNS = ("name", "sid", "email")
+GRADED, UNGRADED = class_report.GRADED, class_report.UNGRADED  # gradebook.csv's status column
 HISTOGRAM = class_report.HISTOGRAM_NAME  # report.html inlines this very file
 HISTOGRAM_MIN_SUBMISSIONS = class_report.HISTOGRAM_MIN_SUBMISSIONS
 RESERVED = frozenset({"gradebook.csv", "summary.md", "summary.json", HISTOGRAM, "ledger.sqlite", "ledger.sqlite-wal",
@@ -124,17 +127,22 @@ def problems(entry: Entry) -> list[tuple[str, str]]:
 
 
 def gradebook_header(with_identity: bool) -> list[str]:
-    return (["submission"] + (list(IDENTITY_COLUMNS) if with_identity else []) + ["score", "max_score"]
+    return (["submission"] + (list(IDENTITY_COLUMNS) if with_identity else []) + ["score", "max_score", "status"]
             + [f"{item.number} {item.test}" for item in rubric.ITEMS] + ["source"])
 
 
 def gradebook_rows(rows: Sequence[Row], with_identity: bool) -> list[list[Any]]:
+    """One line per submission; one that could not be graded has empty score cells, never zeros."""
     table = []
     for submission, entry in sorted(rows, key=lambda row: row[0].name):
-        scores = {test.get("number"): test.get("score", 0.0) for test in entry.results.get("tests", [])}
         identity = submission.identity()
-        table.append([submission.name] + ([identity[key] for key in IDENTITY_COLUMNS] if with_identity else [])
-                     + [entry.results.get("score", 0.0), rubric.max_points()]
+        line = [submission.name] + ([identity[key] for key in IDENTITY_COLUMNS] if with_identity else [])
+        if entry.status != "graded":
+            table.append(line + ["", rubric.max_points(), f"{UNGRADED}: {strip_controls(entry.reason)}"]
+                         + [""] * len(rubric.ITEMS) + [submission.source])
+            continue
+        scores = {test.get("number"): test.get("score", 0.0) for test in entry.results.get("tests", [])}
+        table.append(line + [entry.results.get("score", 0.0), rubric.max_points(), GRADED]
                      + [scores.get(item.number, 0.0) for item in rubric.ITEMS] + [submission.source])
     return table
 
@@ -152,8 +160,9 @@ def feedback_markdown(submission: Submission, entry: Entry) -> str:
         lines += [strings.text("feedback.by", people=markdown_inline(people)), ""]
     if submission.renamed_from:
         lines += [renamed_note(submission, markdown_inline), ""]
-    lines += [strings.text("feedback.score", score=_fmt(data.get("score", 0.0)), top=_fmt(rubric.max_points()),
-                           gpu=_fmt(rubric.GPU_PART_POINTS)), ""]
+    if entry.status == "graded":  # one that could not be graded has no score, not a zero
+        lines += [strings.text("feedback.score", score=_fmt(data.get("score", 0.0)), top=_fmt(rubric.max_points()),
+                               gpu=_fmt(rubric.GPU_PART_POINTS)), ""]
     if entry.status == "errored":
         reason = markdown_inline(entry.reason or strings.text("feedback.see_below"))
         lines += [strings.text("feedback.not_graded", reason=reason), ""]
@@ -207,22 +216,23 @@ def histogram(scores: Sequence[float], top: float, bins: int = 10) -> tuple[list
 
 
 def summarize(rows: Sequence[Row]) -> dict[str, Any]:
-    """Statistics of a batch (no timings: the same batch gives the same summary)."""
+    """Statistics of a batch (no timings: the same batch gives the same summary).  Scores, histogram and tests
+    count the graded submissions only: one that could not be graded has no score (it is counted and listed apart)."""
     rows = sorted(rows, key=lambda row: row[0].name)
     top = rubric.max_points()
-    scores = [float(entry.results.get("score", 0.0)) for _, entry in rows]
     graded = [(s, e) for s, e in rows if e.status == "graded"]
+    scores = [float(entry.results.get("score", 0.0)) for _, entry in graded]
     full = [s.name for s, e in graded if float(e.results.get("score", 0.0)) >= top]
     edges, counts = histogram(scores, top)
     tests = []
     for order, item in enumerate(rubric.ITEMS):
         passed = 0
-        for _, entry in rows:
+        for _, entry in graded:
             row = next((t for t in entry.results.get("tests", []) if t.get("number") == item.number), None)
             passed += rubric.row_passed(row)  # the class report counts with the same rule
         tests.append({"number": item.number, "test": item.test, "title": strings.title(item), "points": item.points,
-                      "passed": passed, "failed": len(rows) - passed,
-                      "pass_rate": round(passed / len(rows), 4) if rows else 0.0, "_order": order})
+                      "passed": passed, "failed": len(graded) - passed,
+                      "pass_rate": round(passed / len(graded), 4) if graded else 0.0, "_order": order})
     tests.sort(key=lambda t: (t["pass_rate"], t["_order"]))
     for test in tests:
         del test["_order"]
@@ -275,7 +285,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     if score["mean"] is not None:
         lines.append(strings.text("summary.scores", top=_fmt(top), mean=_fmt(score["mean"]),
                                   median=_fmt(score["median"]), min=_fmt(score["min"]), max=_fmt(score["max"])))
-    if summary["submissions"] >= HISTOGRAM_MIN_SUBMISSIONS:
+    if summary["graded"] >= HISTOGRAM_MIN_SUBMISSIONS:
         lines += ["", f"![{strings.text('summary.histogram')}]({HISTOGRAM})"]
     lines += ["", strings.text("summary.histogram_head"), "| --- | ---: |"]
     edges, counts = summary["histogram"]["edges"], summary["histogram"]["counts"]
@@ -298,6 +308,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     else:
         lines.append(strings.text("summary.none"))
     lines += ["", strings.text("summary.not_graded"), ""]
+    if summary["not_graded"]:
+        lines += [strings.text("summary.not_graded_text"), ""]
     lines += [f"- {markdown_inline(row['submission'])}: {markdown_inline(row['reason'])}"
               for row in summary["not_graded"]] or [strings.text("summary.none")]
     levels = summary.get("isolation") or {}
@@ -341,7 +353,7 @@ def histogram_png(path: Path, summary: dict[str, Any]) -> None:
     if strings.language() in class_report.HISTOGRAM_LABEL_LANGUAGES:  # else numbers only: report.html says the rest
         axes.set_xlabel(f"score (out of {_fmt(summary['max_score'])})")
         axes.set_ylabel("submissions")
-        axes.set_title(f"{summary['submissions']} submissions")
+        axes.set_title(f"{summary.get('graded', summary['submissions'])} submissions")  # those with a score
     axes.yaxis.get_major_locator().set_params(integer=True)
     figure.tight_layout()
     buffer = io.BytesIO()
@@ -379,7 +391,7 @@ def write_outputs(out: Path, rows: Sequence[Row], with_identity: bool, sections:
     for submission, entry in rows:
         write_submission_files(out, submission, entry)
     summary = summarize(rows)
-    if summary["submissions"] >= HISTOGRAM_MIN_SUBMISSIONS:
+    if summary["graded"] >= HISTOGRAM_MIN_SUBMISSIONS:
         histogram_png(out / HISTOGRAM, summary)
     else:
         (out / HISTOGRAM).unlink(missing_ok=True)  # an earlier run's, of other submissions
@@ -406,11 +418,13 @@ def print_report(rows: Sequence[Row], summary: dict[str, Any], out: Path, max_ro
     for column in strings.columns("console.columns"):
         table.add_column(column, overflow="fold")
     for submission, entry in shown:
-        failed = [t["number"] for t in entry.results.get("tests", []) if t.get("status") == "failed"]
+        failed = [t["number"] for t in entry.results.get("tests", [])
+                  if t.get("status") == "failed" and entry.status == "graded"]  # ungraded: no row was run
         kinds = ", ".join(dict.fromkeys(strings.problem(kind) for kind, _ in problems(entry)))
         if entry.status == "errored":
             kinds = strings.text("console.not_graded", reason=entry.reason)
-        table.add_row(console(student_label(submission)), f"{_fmt(entry.results.get('score', 0.0))} / {_fmt(top)}",
+        score = f"{_fmt(entry.results.get('score', 0.0))} / {_fmt(top)}" if entry.status == "graded" else "-"
+        table.add_row(console(student_label(submission)), score,
                       console(", ".join(str(n) for n in failed) or "-"), console(kinds or "-"))
     if shown:
         screen.print(table)

@@ -31,6 +31,11 @@ WORDS: dict[str, dict[str, str]] = {
                          "grader's notes on the submission (first line; the whole note is in feedback.md).",
         "students_head": "submission|student|SID|score|failed rows|problems|similarity|diagnosed mistakes",
         "not_graded": "not graded: {reason}",
+        "not_graded_heading": "Could not be graded",
+        "not_graded_text": "{count} submission(s) could not be graded: no score (not a zero; their cells in "
+                           "gradebook.csv are empty and its status column says why), and in no mean, histogram or row "
+                           "statistic of this page.",
+        "not_graded_head": "submission|student|SID|why",
         "identical": '<span class="flag">identical</span> to {others} other(s): {link}',
         "cluster": "cluster",
         "matches_solution": '<span class="flag">matches the reference solution</span>',
@@ -66,6 +71,13 @@ WORDS: dict[str, dict[str, str]] = {
         "pairs_where_all": "all in {page}",
         "pairs_shown": "{shown} of {flagged} flagged pair(s) shown ({where}); identical submissions count once.",
         "pairs_head": "pair|first|second|score",
+        "sources": "Copies of a source no submission may copy (every match, however many pairs are flagged)",
+        "sources_head": "pair|submission|matches|score",
+        "tokens": "{count} tokens",
+        "score_text": "A pair's score is the share of one side's own code that the other side also holds: code that "
+                      "half the class writes alike (such as the ten lines of every correct amp_step.py) does not "
+                      "count, files weigh by their size, and a side with little code of its own cannot reach 1. Per "
+                      "file: its similarity (copydetect's) and the tokens the two share.",
         "changes": "Regrade changes",
         "changes_some": "{shown} of {total} changed rows shown; all in {file}.",
         "changes_all": "Every changed row ({total}); also in {file}.",
@@ -113,6 +125,11 @@ WORDS: dict[str, dict[str, str]] = {
                          "(첫 줄만. 전체 안내는 feedback.md에 있음).",
         "students_head": "제출물|학생|학번|점수|실패한 항목|문제|유사도|진단된 실수",
         "not_graded": "채점 안 됨: {reason}",
+        "not_graded_heading": "채점할 수 없었던 제출물",
+        "not_graded_text": "제출물 {count}개를 채점할 수 없었습니다. 점수가 없으며(0점이 아님. gradebook.csv의 칸은 비어 "
+                           "있고 status 열에 이유가 있음), 이 페이지의 평균, 히스토그램, 항목 통계 어디에도 들어가지 "
+                           "않습니다.",
+        "not_graded_head": "제출물|학생|학번|이유",
         "identical": '다른 {others}개와 <span class="flag">똑같음</span>: {link}',
         "cluster": "묶음",
         "matches_solution": '<span class="flag">참조 답안과 일치</span>',
@@ -147,6 +164,13 @@ WORDS: dict[str, dict[str, str]] = {
         "pairs_where_all": "모두 {page}에 있음",
         "pairs_shown": "표시된 쌍 {flagged}개 중 {shown}개를 보입니다({where}). 똑같은 제출물은 한 번만 셉니다.",
         "pairs_head": "쌍|첫째|둘째|점수",
+        "sources": "베껴서는 안 되는 원본과 일치하는 제출물(표시된 쌍이 아무리 많아도 모두)",
+        "sources_head": "쌍|제출물|일치|점수",
+        "tokens": "토큰 {count}개",
+        "score_text": "쌍의 점수는 한쪽이 직접 쓴 코드 가운데 다른 쪽도 가진 코드의 비율입니다. 반 학생 절반이 똑같이 "
+                      "쓰는 코드(올바른 amp_step.py라면 누구나 같은 열 줄 등)는 세지 않고, 파일은 크기만큼 무게를 "
+                      "두며, 직접 쓴 코드가 적은 쪽은 1에 이를 수 없습니다. 파일별 값: 그 파일의 유사도(copydetect)와 "
+                      "두 파일이 함께 가진 토큰 수.",
         "changes": "재채점으로 바뀐 점수",
         "changes_some": "바뀐 항목 {total}개 중 {shown}개를 보입니다. 모두 {file}에 있습니다.",
         "changes_all": "바뀐 항목 전부({total}개). {file}에도 있습니다.",

@@ -46,6 +46,9 @@ LOW_DISCRIMINATION = 0.10
 #: than LOW_DISCRIMINATION, and a "low" row cannot be told from chance.  (37: the least n with round(0.27 n) = 10.)
 DISCRIMINATION_MIN = 37
 SUMMARY_NAME, SIMILARITY_NAME, CHANGES_NAME = "summary.json", "similarity.json", "changes.csv"
+#: gradebook.csv's status column (autograder.batch.summary writes it, the GPU gradebook's gpu_status says the same):
+#: "graded", or UNGRADED and why (machine-read: the same words in every language)
+GRADED, UNGRADED = "graded", "could not be graded"
 HISTOGRAM_NAME = "score_histogram.png"  # drawn by autograder.batch.summary, inlined in the page
 #: The languages the histogram's own labels are written in: matplotlib's bundled font (DejaVu Sans) has no Hangul,
 #: and a TA's machine need not have a font that does, so in any other language the picture holds numbers only and
@@ -64,6 +67,8 @@ class Graded:
     student: str = ""  # the gradebook's name and sid columns (a Gradescope export's metadata), "" when unknown
     sid: str = ""
     notes: list[str] = field(default_factory=list)  # results.json's extra_data.notes: intake notes, broken files
+    #: why it could not be graded (gradebook.csv's status), "" when it was: then it has no score and is in no statistic
+    ungraded: str = ""
 
 
 @dataclass
@@ -105,9 +110,11 @@ def read_batch(out: Path) -> tuple[list[str], list[Graded]]:
         extra = data.get("extra_data") if isinstance(data.get("extra_data"), dict) else {}
         diagnosis = extra.get("diagnosis") if isinstance(extra.get("diagnosis"), dict) else {}
         notes = extra.get("notes") if isinstance(extra.get("notes"), list) else []
+        status = line.get("status") or GRADED  # a gradebook written before the column: every line was graded
         graded.append(Graded(name, float(line["score"] or 0.0), rows,
                              {str(k): [str(b) for b in v] for k, v in diagnosis.items() if isinstance(v, list)},
-                             line.get("name") or "", line.get("sid") or "", [str(note) for note in notes]))
+                             line.get("name") or "", line.get("sid") or "", [str(note) for note in notes],
+                             "" if status == GRADED else status))
     return columns, graded
 
 
@@ -128,7 +135,8 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 
 
 def item_stats(columns: Sequence[str], graded: Sequence[Graded]) -> list[ItemStats]:
-    """Pass rate and upper-lower discrimination index of every rubric column."""
+    """Pass rate and upper-lower discrimination index of every rubric column, over the graded submissions."""
+    graded = [g for g in graded if not g.ungraded]
     ranked = sorted(graded, key=lambda g: (-g.score, g.name))
     size = max(1, round(GROUP_SHARE * len(ranked)))
     upper, lower = ranked[:size], ranked[-size:]

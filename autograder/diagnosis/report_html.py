@@ -40,8 +40,14 @@ NOTE_CHARACTERS = 160  # a note's first line, at most, in the students table (th
 
 #: No script, no request: whatever a submission's name smuggled in could neither run nor reach the network.
 POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-STYLE = """body{font-family:sans-serif;margin:2em;max-width:90em}table{border-collapse:collapse;margin:1em 0}
+#: Hangul breaks between words, never inside one (word-break:keep-all: 학생 and 점수 stay whole in a narrow column, as
+#: English words do); a score ("77 / 90", the students table's 4th column) and a file's similarity never wrap; a
+#: long token with no space still wraps rather than widening the table (overflow-wrap:break-word does not shrink a
+#: column below its longest word, as anywhere would).
+STYLE = """body{font-family:sans-serif;margin:2em;max-width:90em;word-break:keep-all;overflow-wrap:break-word}
+table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #bbb;padding:.25em .6em;text-align:left;vertical-align:top}th{background:#eee}
+.nowrap,#student-table td:nth-child(4){white-space:nowrap}
 .low{background:#fde2e2}.flag{color:#a00000;font-weight:bold}.note{color:#555}
 section{margin-bottom:2em}img{max-width:100%;height:auto}"""
 
@@ -79,7 +85,7 @@ def histogram_img(out: Path, summary: dict[str, Any] | None = None) -> str:
              f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">')
     if strings.language() in HISTOGRAM_LABEL_LANGUAGES or not summary:
         return image
-    axes = word("histogram_axes", top=f"{float(summary.get('max_score', 0)):g}", count=summary.get("submissions"))
+    axes = word("histogram_axes", top=f"{float(summary.get('max_score', 0)):g}", count=summary.get("graded", summary.get("submissions")))
     return f'{image}<p class="note" id="histogram-axes">{html_text(axes)}</p>'
 
 
@@ -134,19 +140,24 @@ def similarity_flags(similar: dict[str, Any]) -> dict[str, list[str]]:
         for key in keys:
             flags.setdefault(key, []).append(word("identical", others=len(keys) - 1, link=_link(
                 f"{SIMILARITY_PAGE}#{cluster.get('anchor')}", word("cluster"))))
+    sources = _sources(similar)
+    for match in sources:  # every one, not only those among the pairs the similarity page shows
+        me = match.get("submission") or {}
+        for key in me.get("members") or [me.get("key")]:
+            flags.setdefault(str(key), []).append(
+                f"{word('matches_' + str(match.get('source') or 'solution'))} <span class=\"nowrap\">("
+                f"{float(match.get('score', 0)):.2f}, "
+                + _link(f"{SIMILARITY_PAGE}#{match.get('anchor')}", str(match.get("anchor"))) + ")</span>")
     for pair in similar.get("pairs") or []:
-        if not pair.get("flagged"):
-            continue
         sides = [pair.get("a") or {}, pair.get("b") or {}]
+        if not pair.get("flagged") or any(side.get("solution") for side in sides):
+            continue  # a match with a source: told above
         for me, other in (sides, sides[::-1]):
-            if me.get("solution"):
-                continue
-            what = (word("matches_" + str(other.get("source") or "solution")) if other.get("solution")
-                    else SIMILAR_MARK + word("similar_to", label=html_text(other.get("label", ""))))
+            what = SIMILAR_MARK + word("similar_to", label=html_text(other.get("label", "")))
             for key in me.get("members") or [me.get("key")]:
                 flags.setdefault(str(key), []).append(
-                    f"{what} ({float(pair.get('score', 0)):.2f}, "
-                    + _link(f"{SIMILARITY_PAGE}#{pair.get('anchor')}", str(pair.get("anchor"))) + ")")
+                    f"{what} <span class=\"nowrap\">({float(pair.get('score', 0)):.2f}, "
+                    + _link(f"{SIMILARITY_PAGE}#{pair.get('anchor')}", str(pair.get("anchor"))) + ")</span>")
     for key, said in flags.items():  # the strongest flags first, then at most SIMILAR_SHOWN other pairs
         similar_to = [line for line in said if line.startswith(SIMILAR_MARK)]
         rest = len(similar_to) - SIMILAR_SHOWN
@@ -165,7 +176,7 @@ def students_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any
     problems = _problems_by_submission(summary)
     flags = similarity_flags(similar)
     rows = []
-    for g in graded:  # gradebook.csv's order: by submission name
+    for g in (g for g in graded if not g.ungraded):  # gradebook.csv's order: by submission name
         feedback = out / g.name / "feedback.md"
         name = (_link(f"{quote(g.name)}/feedback.md", g.name) if feedback.is_file() else html_text(g.name))
         failed = [number for number, row in g.rows.items() if row.get("max_score") and not row_passed(row)]
@@ -177,6 +188,24 @@ def students_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any
                      _lines(mistakes)])
     return (f'<section id="students"><h2>{html_text(word("students"))}</h2><p>{html_text(word("students_text"))}'
             "</p>" + _table(heads("students_head"), rows, "student-table") + "</section>")
+
+
+def not_graded_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any]) -> str:
+    """The submissions that could not be graded, apart from the students table: no score (not a zero), and in
+    no statistic of the page; "" when there is none."""
+    missing = [g for g in graded if g.ungraded]
+    if not missing:
+        return ""
+    reasons = {str(row.get("submission")): str(row.get("reason", "")) for row in summary.get("not_graded") or []}
+    rows = []
+    for g in missing:
+        feedback = out / g.name / "feedback.md"
+        name = _link(f"{quote(g.name)}/feedback.md", g.name) if feedback.is_file() else html_text(g.name)
+        reason = reasons.get(g.name) or g.ungraded
+        rows.append([name, html_text(g.student) or "-", html_text(g.sid) or "-", html_text(reason)])
+    return (f'<section id="not-graded"><h2>{html_text(word("not_graded_heading"))}</h2>'
+            f'<p>{html_text(word("not_graded_text", count=len(missing)))}</p>'
+            + _table(heads("not_graded_head"), rows, "not-graded-table") + "</section>")
 
 
 # --------------------------------------------------------------------------- rows and mistakes
@@ -221,6 +250,33 @@ def mistakes_section(found: Sequence[Mistake], diagnosis_off: str) -> str:
 # --------------------------------------------------------------------------- similarity and regrade
 
 
+def _sources(similar: dict[str, Any]) -> list[dict[str, Any]]:
+    """The flagged matches with a source no submission may copy (solutions/, torch's scaler): similarity.json's
+    ``sources`` (every one); a folder written before it had them: those among the listed pairs."""
+    if "sources" in similar:
+        return [match for match in similar.get("sources") or [] if isinstance(match, dict)]
+    found = []
+    for pair in similar.get("pairs") or []:
+        a, b = pair.get("a") or {}, pair.get("b") or {}
+        if pair.get("flagged") and (a.get("solution") or b.get("solution")):
+            me, source = (a, b) if b.get("solution") else (b, a)
+            found.append({**pair, "submission": me, "source": source.get("source") or "solution"})
+    return found
+
+
+def _file_cells(files: Sequence[str], scores: dict[str, Any]) -> list[str]:
+    """One cell per compared file: its similarity and the tokens the two share ("-" where they share none)."""
+    cells = []
+    for file in files:
+        entry = scores.get(file)
+        if isinstance(entry, dict):
+            cells.append(f'<span class="nowrap">{float(entry.get("similarity", 0)):.2f} '
+                         f'({html_text(word("tokens", count=entry.get("tokens", 0)))})</span>')
+        else:
+            cells.append(f"{float(entry):.2f}" if isinstance(entry, (int, float)) else "-")
+    return cells
+
+
 def similarity_section(similar: dict[str, Any]) -> str:
     if not similar:
         return (f'<section id="similarity"><h2>{html_text(word("similarity"))}</h2>'
@@ -229,7 +285,7 @@ def similarity_section(similar: dict[str, Any]) -> str:
              + (html_text(word("with_solution")) if similar.get("solution_compared") else "")
              + word("threshold", threshold=f"{float(similar.get('threshold', 0)):g}",
                     reason=html_text(similar.get("threshold_reason", "")), link=_link(SIMILARITY_PAGE, SIMILARITY_PAGE))
-             + "</p>"]
+             + "</p>", f'<p class="note">{html_text(word("score_text"))}</p>']
     for cluster in similar.get("clusters") or []:
         labels = [str(label) for label in cluster.get("labels") or []]
         parts.append("<p>" + word("identical_files", count=len(labels), labels=html_text(", ".join(labels)),
@@ -239,6 +295,15 @@ def similarity_section(similar: dict[str, Any]) -> str:
         found = html_text("; ".join(f"{m.get('label')} ({', '.join(m.get('files') or [])})" for m in markers))
         parts.append("<p>" + word("markers_left", link=_link(f"{SIMILARITY_PAGE}#markers", word("see")), found=found)
                      + "</p>")
+    files = [str(f) for f in similar.get("files") or []]
+    sources = _sources(similar)
+    if sources:  # its own part, every match: a copy of solutions/ is told apart from the pairs of students
+        rows = [[_link(f"{SIMILARITY_PAGE}#{m.get('anchor')}", str(m.get("anchor"))),
+                 html_text((m.get("submission") or {}).get("label", "")),
+                 word("matches_" + str(m.get("source") or "solution")), f"{float(m.get('score', 0)):.2f}",
+                 *_file_cells(files, m.get("files") or {})] for m in sources]
+        parts.append(f'<h3 id="sources-heading">{html_text(word("sources"))}</h3>'
+                     + _table(heads("sources_head") + files, rows, "sources"))
     flagged = int(similar.get("flagged") or 0)
     pairs = [p for p in similar.get("pairs") or [] if p.get("flagged")]
     shown = pairs[:SHOWN_PAIRS]
@@ -251,8 +316,8 @@ def similarity_section(similar: dict[str, Any]) -> str:
                                                              where=where)) + "</p>")
         rows = [[_link(f"{SIMILARITY_PAGE}#{p.get('anchor')}", str(p.get("anchor"))),
                  html_text((p.get("a") or {}).get("label", "")), html_text((p.get("b") or {}).get("label", "")),
-                 f"{float(p.get('score', 0)):.2f}"] for p in shown]
-        parts.append(_table(heads("pairs_head"), rows, "pairs"))
+                 f"{float(p.get('score', 0)):.2f}", *_file_cells(files, p.get("files") or {})] for p in shown]
+        parts.append(_table(heads("pairs_head") + files, rows, "pairs"))
     return f'<section id="similarity"><h2>{html_text(word("similarity"))}</h2>' + "".join(parts) + "</section>"
 
 
@@ -281,7 +346,8 @@ def render(out: Path, graded: Sequence[Graded], stats: Sequence[ItemStats], foun
         f'<section id="scores"><h2>{html_text(word("scores"))}</h2>{counts_sentence(summary, graded, top)}'
         f"{histogram_img(out, summary)}</section>",
         students_section(out, graded, summary, similar, top),
-        rows_section(stats, len(graded)),
+        not_graded_section(out, graded, summary),
+        rows_section(stats, sum(1 for g in graded if not g.ungraded)),
         mistakes_section(found, diagnosis_off),
         similarity_section(similar),
         changes_section(read_csv(out / CHANGES_NAME)),
@@ -304,7 +370,7 @@ def write(out: Path) -> None:
     from autograder.diagnosis.table import state
 
     columns, graded = read_batch(out)
-    stats = item_stats(columns, graded)
+    stats = item_stats(columns, graded)  # the graded submissions only
     found = mistakes(graded)
     write_bytes_atomic(out / ITEMS_NAME, items_csv(stats).encode("utf-8"))
     write_bytes_atomic(out / MISTAKES_NAME, mistakes_csv(found).encode("utf-8"))

@@ -130,7 +130,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "summary.title": "# Batch grading summary",
         "summary.counts": "- Submissions: **{submissions}**; graded: {graded} ({full} with full marks, {lost} lost "
                           "points); could not be graded: **{errored}**; hit a limit: **{limit}**.",
-        "summary.scores": "- Scores out of {top}: mean {mean}, median {median}, min {min}, max {max}.",
+        "summary.scores": "- Scores out of {top} (the graded submissions only): mean {mean}, median {median}, min {min}, "
+                          "max {max}.",
         "summary.histogram": "Score histogram",
         "summary.histogram_head": "| Score | Submissions |",
         "summary.tests": "## Tests, most failed first",
@@ -140,6 +141,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "summary.more": ", … ({count} more)",
         "summary.none": "None.",
         "summary.not_graded": "## Could not be graded",
+        "summary.not_graded_text": "No score, not a zero: their score cells in gradebook.csv are empty (its status column "
+                                   "says why), and they are outside every statistic above (mean, histogram, tests).",
         "summary.isolation": "## Isolation of student code",
         "summary.isolation_line": "- {level}: {count} submission(s)",
         "summary.unsealed": "**Not sealed**: {levels} is below {sealed}, allowed by --min-isolation: one student's "
@@ -289,7 +292,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "summary.title": "# 일괄 채점 요약",
         "summary.counts": "- 제출물: **{submissions}**개. 채점됨: {graded}개(만점 {full}개, 감점 {lost}개). 채점할 수 "
                           "없음: **{errored}**개. 한도에 걸림: **{limit}**개.",
-        "summary.scores": "- 점수({top}점 만점): 평균 {mean}, 중앙값 {median}, 최저 {min}, 최고 {max}.",
+        "summary.scores": "- 점수({top}점 만점, 채점된 제출물만): 평균 {mean}, 중앙값 {median}, 최저 {min}, 최고 {max}.",
         "summary.histogram": "점수 히스토그램",
         "summary.histogram_head": "| 점수 | 제출물 |",
         "summary.tests": "## 테스트, 가장 많이 실패한 것부터",
@@ -299,6 +302,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "summary.more": ", … ({count}개 더)",
         "summary.none": "없음.",
         "summary.not_graded": "## 채점할 수 없었던 제출물",
+        "summary.not_graded_text": "0점이 아니라 점수가 없습니다. gradebook.csv의 점수 칸은 비어 있고(status 열에 이유가 "
+                                   "있음), 위의 어떤 통계(평균, 히스토그램, 테스트)에도 들어가지 않습니다.",
         "summary.isolation": "## 학생 코드의 격리 수준",
         "summary.isolation_line": "- {level}: 제출물 {count}개",
         "summary.unsealed": "**격리되지 않음**: {levels} 수준은 {sealed}보다 낮으며 --min-isolation으로 허용되었습니다. "

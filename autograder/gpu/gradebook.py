@@ -12,12 +12,12 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from autograder.diagnosis.report import UNGRADED
 from autograder.engine import rubric
 from autograder.engine.files import csv_text, write_text_atomic
 
 RESULTS_FILE, STAFF_FILE = "gpu_results.json", "gpu_staff.log"
 GRADEBOOK, MERGED = "gpu_gradebook.csv", "merged_gradebook.csv"
-UNGRADED = "could not be graded"
 
 
 def gpu_max_points() -> float:
@@ -99,6 +99,11 @@ def merge_gradebooks(cpu_csv: Path, gpu_csv: Path, out_csv: Path) -> list[str]:
     gpu_max = max((_number(row["gpu_max"]) for row in gpu_rows), default=gpu_max_points())
     for row in cpu_rows:
         gpu = by_name.pop(row["submission"], None)
+        if row.get("status", "").startswith(UNGRADED):  # no CPU score: no total either, never a zero
+            warnings.append(f"{row['submission']}: CPU part {row['status']} (no total)")
+            merged.append([row.get(c, "") for c in cpu_header] + [gpu.get(c, "") if gpu else "" for c in gpu_columns]
+                          + ["", _number(row["max_score"]) + gpu_max])
+            continue
         if gpu is None:
             warnings.append(f"{row['submission']}: no GPU grade (total is the CPU score only)")
         elif gpu.get("gpu_status", "").startswith(UNGRADED):
