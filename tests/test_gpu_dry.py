@@ -119,10 +119,11 @@ def test_the_canary_and_the_preflight_are_kept_apart_from_the_grades(graded: Pat
     assert ".gpu-canary" not in read_csv(graded / "gpu_gradebook.csv")
     preflight = json.loads((graded / "gpu_preflight.json").read_text())
     assert preflight["ok"] and preflight["mode"] == "dry" and preflight["facts"]["rlimit_as"] is None
-    if os.geteuid() == 0:  # a uid claimed as the batch workers claim theirs, not 61000 + pid % 4000
-        from autograder.engine.uids import UID_BASE, UID_COUNT
+    if os.geteuid() == 0:  # a uid of a block claimed as the batch workers claim theirs, not the default block
+        from autograder.engine.uids import BLOCK, BLOCKS, UID_BASE
 
-        assert UID_BASE <= preflight["facts"]["uid"] < UID_BASE + UID_COUNT
+        uid = preflight["facts"]["uid"]
+        assert UID_BASE <= uid < UID_BASE + BLOCKS * BLOCK and (uid - UID_BASE) % BLOCK != 0  # a process's, not the group
 
 
 def test_grading_again_resumes_and_merges(graded: Path) -> None:
