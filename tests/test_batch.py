@@ -336,8 +336,10 @@ def test_a_worker_that_dies_is_replaced_and_its_submission_recorded(small_batch:
     out = tmp_path / "out"
     done = grade(small_batch, "--out", out, "--jobs", "1", env=settings.test_hooks_env(die_on="skeleton"))
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = {r["submission"]: float(r["score"]) for r in read_gradebook(out / "gradebook.csv")}
-    assert rows == {"answers_only": QUICK_POINTS, "skeleton": 0}
+    rows = {r["submission"]: (r["score"], r["status"]) for r in read_gradebook(out / "gradebook.csv")}
+    assert float(rows["answers_only"][0]) == QUICK_POINTS
+    assert rows["skeleton"] == ("", "could not be graded: the grading worker died twice while grading it "
+                                    "(exit status 70)")  # ungraded, never a zero
     data = json.loads((out / "summary.json").read_text())
     assert data["not_graded"] == [{"submission": "skeleton",
                                    "reason": "the grading worker died twice while grading it (exit status 70)"}]

@@ -169,6 +169,9 @@ def test_a_folder_with_no_submission_files_stops_the_batch_with_one_line(tmp_pat
         assert message.startswith(f"no submission found in {path}: ") and "\n" not in message
     write_solution(tmp_path / "alice" / "hw", {"loss_scaler.py": "LossScaler.py"})  # a near miss is a submission
     assert [s.name for s in inputs.discover([tmp_path / "alice"], tmp_path / "scratch").submissions] == ["alice"]
+    # beside a real submission, an upload of notes is a student who sent nothing gradeable: graded, not a stop
+    beside = inputs.discover([tmp_path / "alice", zipped], tmp_path / "scratch").submissions
+    assert [s.name for s in beside] == ["alice", "notes"]
 
 
 def test_renamed_duplicates_are_said_and_keep_their_source(tmp_path: Path) -> None:

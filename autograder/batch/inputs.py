@@ -349,9 +349,10 @@ def discover(paths: Iterable[Path], scratch: Path, exclude: Iterable[Path] = (),
     folder) are never taken for submissions, and no submission gets a name in ``reserved``.
 
     Raises:
-        InputError: if a path does not exist or a batch zip cannot be unpacked.
+        InputError: if a path does not exist, a batch zip cannot be unpacked, or no path holds anything to grade.
     """
     found = Discovery()
+    empty: list[Path] = []  # paths given as one submission that hold nothing intake could grade or name
     taken: set[str] = set(reserved)
     seen: set[Path] = set()
     skip = {Path(p).resolve() for p in exclude}
@@ -376,10 +377,12 @@ def discover(paths: Iterable[Path], scratch: Path, exclude: Iterable[Path] = (),
                     root = resolved
         if kind == "single":
             if not _holds_files(resolved):
-                raise InputError(text("batch.no_submission", path=path))
+                empty.append(path)
             found.submissions.append(_submission(safe_name(stem(path)), resolved, str(path), taken, found.notes))
         else:
             found.submissions.extend(_children(root, base, label, taken, skip, found.notes))
+    if empty and len(empty) == len(found.submissions):  # only nobodies: a wrong path, not a class of empty uploads
+        raise InputError(text("batch.no_submission", path=", ".join(map(str, empty))))
     return found
 
 
@@ -390,8 +393,9 @@ SUBMISSION_SUFFIXES = (".py", ".py.txt", ".ipynb", ".zip")
 def _holds_files(path: Path) -> bool:
     """Whether a folder or zip given as one submission holds anything intake could grade or name.
 
-    An empty folder, or one holding only notes, is no student: the run stops with one line instead of
-    grading a "missing file" for nobody.  Bounded as intake is (depth, entries).
+    A run whose every path is such a folder (empty, or holding only notes) grades nobody: it stops with one line
+    instead of grading a "missing file" for nobody; beside real submissions it is a student's empty upload.
+    Bounded as intake is (depth, entries).
     """
     if path.is_file():
         members = _zip_members(path)
