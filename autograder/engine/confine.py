@@ -483,17 +483,11 @@ class ScratchGuard(threading.Thread):
 def wipe_scratch(folder: Path) -> None:
     """Empty every student process's scratch folder inside ``folder`` (one per process), keeping the folders:
     a process still importing keeps a working folder, and what it writes after this is still counted."""
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            wipe_folder(Path(entry.path))
+    wipe_folder(folder, keep_folders=True)
 
 
-def wipe_folder(folder: Path) -> None:
-    """Delete everything inside ``folder`` (kept itself)."""
+def wipe_folder(folder: Path, keep_folders: bool = False) -> None:
+    """Delete everything inside ``folder`` (kept itself); ``keep_folders``: empty the folders in it, keep them."""
     import shutil
 
     try:
@@ -502,7 +496,10 @@ def wipe_folder(folder: Path) -> None:
         return
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
+            if keep_folders:
+                wipe_folder(Path(entry.path))
+            else:
+                shutil.rmtree(entry.path, ignore_errors=True)
         else:
             try:
                 os.unlink(entry.path)
@@ -511,7 +508,8 @@ def wipe_folder(folder: Path) -> None:
 
 
 def grant_submission(folder: Path, uid: int | None) -> None:
-    """Make a staged submission readable by the student process's uid only (group ``uid``, 0750/0640).
+    """Make a staged submission readable by its student processes only (group ``uid``, the first of their block:
+    0750/0640).
 
     Without a uid switch the folder stays 0700 (the student process runs as the grader).
     """
