@@ -225,6 +225,17 @@ def _read_rules(path: str, hidden: Sequence[str], read: Any) -> list[tuple[str, 
     return rules
 
 
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, 0 where there is none (or no binding)."""
+    if landlock is None:
+        return 0
+    try:
+        ctypes.set_errno(0)  # the binding reads errno to detect failures: a stale one from earlier code reads as one
+        return int(landlock.landlock_abi_version())
+    except OSError:
+        return 0
+
+
 def apply_landlock(submission: str, scratch: str, extra_read: Sequence[str] = (), devices: Sequence[str] = (),
                    hidden: Sequence[str] = ()) -> bool:
     """Restrict file access to reading the system, interpreter and submission, and writing scratch.
@@ -233,12 +244,10 @@ def apply_landlock(submission: str, scratch: str, extra_read: Sequence[str] = ()
     and opens ``devices`` (``/dev/nvidia*``) read-write.  The files of ``hidden`` (real paths) stay
     unreadable even where their folder is readable.
     """
-    if landlock is None:
+    abi = landlock_abi()
+    if abi < 1:
         return False
     try:
-        ctypes.set_errno(0)  # the binding reads errno to detect failures; start clean
-        if landlock.landlock_abi_version() < 1:
-            return False
         ruleset = landlock.Ruleset()
         roots = [*_readable_roots(submission), *(p for p in extra_read if os.path.exists(p))]
         for path, rules in dict.fromkeys(rule for root in roots for rule in read_rules(root, tuple(hidden))):
@@ -248,7 +257,7 @@ def apply_landlock(submission: str, scratch: str, extra_read: Sequence[str] = ()
         ruleset.allow(scratch)  # every right, below scratch only
         ctypes.set_errno(0)
         null_rights = FSAccess.READ_FILE | FSAccess.WRITE_FILE
-        if landlock.landlock_abi_version() >= 3:
+        if abi >= 3:
             null_rights |= FSAccess.TRUNCATE
         ruleset.allow("/dev/null", rules=null_rights)
         for node in devices:
