@@ -107,7 +107,7 @@ otter: $(OTTER_STAMP) ## build dist/otter-autograder.zip (otter-grader; otter ru
 notebook: $(OTTER_STAMP) ## rebuild assignment/amp_homework.ipynb with otter assign (after make student; AMP_LANGUAGE=ko: amp_homework.ko.ipynb)
 	$(PY) -m autograder.packaging.notebook_build --language $(AMP_LANGUAGE)
 
-.PHONY: mutation mutation-grader
+.PHONY: mutation mutation-grader example-counts
 MUTATION_STAMP := $(VENV)/.mutation-installed
 $(MUTATION_STAMP): $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[mutation]"
@@ -119,3 +119,6 @@ mutation: $(MUTATION_STAMP) ## mutation score of the hidden suite over solutions
 # PER_FILE=N: mutants sampled from each judge file (default: mutation/grader.toml's); PER_FILE=0: all of them.
 mutation-grader: $(MUTATION_STAMP) ## mutation score of the tests over the judge (the grader's own code; a seeded sample; 20-35 min; not in CI)
 	$(PY) mutation/run_grader.py --out out/mutation-grader $(if $(PER_FILE),--per-file $(PER_FILE))
+
+example-counts: $(MUTATION_STAMP) ## examples each hidden property test needs to catch the catalogue and a mutant sample (about 1 h on 2 cores; not in CI)
+	$(PY) benchmarks/example_counts.py $(if $(JOBS),--jobs $(JOBS))

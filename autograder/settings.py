@@ -58,8 +58,8 @@ PUBLIC_TESTS = Setting("AMP_PUBLIC_TESTS", "the installed checks package (assign
                        "(read at import)", "test", "autograder.engine.judge")
 HIDDEN_TESTS = Setting("AMP_HIDDEN_TESTS", "autograder/hidden", "folder of the hidden tests graded "
                        "(read at import)", "test", "autograder.engine.judge")
-HIDDEN_EXAMPLES = Setting("AMP_HIDDEN_EXAMPLES", "100", "hypothesis examples per hidden property test "
-                          "(read at import)", "instructor, test", "autograder.engine.judge")
+HIDDEN_EXAMPLES = Setting("AMP_HIDDEN_EXAMPLES", "each test's measured count (autograder/engine/examples.py)",
+                          "hypothesis examples for every hidden property test", "instructor, test", "autograder.engine.judge")
 SANDBOX_LIMITS = Setting("AMP_SANDBOX_LIMITS", "{} (the budget's limits)", "a JSON object overriding fields of "
                          "autograder.engine.zygote.Limits (call_seconds, ...)", "TA, test",
                          "autograder.engine.zygote, autograder.batch.pools, autograder.gpu.grading")
@@ -141,10 +141,6 @@ def hidden_tests() -> Path:
     from autograder import locations
 
     return Path(os.environ.get(HIDDEN_TESTS.env) or locations.HIDDEN_TESTS)
-
-
-def hidden_examples() -> int:
-    return int(os.environ.get(HIDDEN_EXAMPLES.env, "100"))
 
 
 def sandbox_limits() -> dict[str, Any]:

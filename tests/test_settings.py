@@ -54,7 +54,6 @@ def test_unset_settings_give_their_defaults(monkeypatch: pytest.MonkeyPatch) -> 
         monkeypatch.delenv(setting.env, raising=False)
     assert settings.hidden_visibility() == "after_due_date"
     assert settings.gpu_points() == 10.0
-    assert settings.hidden_examples() == 100
     assert settings.public_tests() == ROOT / "assignment" / "checks"
     assert settings.hidden_tests() == ROOT / "autograder" / "hidden"
     assert settings.sandbox_limits() == {}

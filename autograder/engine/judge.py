@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 import pytest
 from hypothesis import settings
 
-from autograder.engine import amp_reference, faults, rubric, strings
+from autograder.engine import amp_reference, examples, faults, rubric, strings
 from autograder import ROOT
 from autograder import settings as grader_settings  # not hypothesis.settings
 
@@ -41,8 +41,6 @@ from checks.runners.harness import SubmissionFault
 PUBLIC_DIR = grader_settings.public_tests()
 HIDDEN_DIR = grader_settings.hidden_tests()
 INI = Path(__file__).resolve().parent / "judge.ini"
-#: Examples per hidden property test (``AMP_HIDDEN_EXAMPLES``); the public checks keep their 25.
-HIDDEN_EXAMPLES = grader_settings.hidden_examples()
 #: The English text of an internal failure (rows carry the current language's, strings.text("internal")).
 INTERNAL = strings.MESSAGES["en"]["internal"]
 
@@ -126,9 +124,9 @@ class JudgePlugin:
             function = getattr(item, "obj", None)
             current = getattr(function, "_hypothesis_internal_use_settings", None)
             # (a worker grades many submissions with the same test functions: decorate them once)
-            if current is not None and current.max_examples != HIDDEN_EXAMPLES and \
-                    HIDDEN_DIR in Path(str(item.fspath)).parents:
-                item.obj = settings(current, max_examples=HIDDEN_EXAMPLES)(function)
+            wanted = examples.count_for(getattr(item, "originalname", item.name))
+            if current is not None and current.max_examples != wanted and HIDDEN_DIR in Path(str(item.fspath)).parents:
+                item.obj = settings(current, max_examples=wanted)(function)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
