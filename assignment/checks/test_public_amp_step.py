@@ -48,8 +48,7 @@ def check_row(student: Any, row: str, **args: Any) -> None:
     """Fail unless ``amp_step``'s effects in the probe scenario ``args`` are those of a program right on ``row``."""
     scenario = {"dtype": "float16", "scaler": "torch", "steps": 1, **args}
     result = student.run("amp_probe", scenario)
-    for step in result["steps"]:
-        expect.ok_or_fail(step, described(scenario))
+    # An error is an effect like the others (the judge's replay of the same choices raises it too, or not)
     verdict = amp_reference.judge(row, scenario, result)
     if verdict:
         calls = amp_reference.calls_of(result)

@@ -50,12 +50,14 @@ class Config:
     ``model.half()`` instead.  ``scaled``: backward of ``scaler.scale(loss)`` (else of the
     loss).  ``zero_grad``: "before" the forward, "after_backward", "after_step" or "never".
     ``clipping``: "correct" (when max_grad_norm is given: unscale_, then clip),
-    "unscale_always" (unscale_ even without clipping), "clip_then_unscale", "clip_only",
-    "no_clip".  ``step``: "scaler", "twice" (scaler.step twice), "direct" (optimizer.step()) or
+    "unscale_always" (unscale_ even without clipping), "unscale_twice" (unscale_ before clipping and
+    again before the step), "after_step" (unscale_ and clip after scaler.step), "clip_then_unscale",
+    "clip_only", "no_clip".  ``step``: "scaler", "twice" (scaler.step twice), "direct" (optimizer.step()) or
     "never".  ``update``: "after_step", "twice" (after the step, twice), "before_step", "never" or
     "after_clean_step" (a loop that checks the gradients itself and, when one overflowed, returns
-    before stepping and so before ``update()`` too).  What a refused second call does is the
-    probe's (:class:`checks.runners.probes.ScalerProbe`): the replay goes through the same probe.
+    before stepping and so before ``update()`` too) or "when_clean" (steps, then updates only when
+    the gradients were finite).  A call torch's scaler refuses raises, in the replay as in the
+    probe (:class:`checks.runners.probes.ScalerProbe`): the replay makes the same calls.
     """
 
     forward: str | None = GIVEN
@@ -98,9 +100,13 @@ ROW_BREAKS: dict[str, Callable[[Config], list[Config]]] = {
     # With the gradients cleared before the step torch's scaler refuses the first step too: a second has no effect.
     "2.5": lambda c: [_R(c, step=s) for s in ("direct", "never") + (("twice",) if c.zero_grad != "after_backward"
                                                                     else ())],
-    "2.6": lambda c: [_R(c, update=u) for u in ("never", "before_step", "after_clean_step", "twice")],
-    "2.7": lambda c: [_R(c, clipping=k) for k in ("clip_then_unscale", "clip_only", "no_clip")] + [_R(c, step="never")],
-    "2.8": lambda c: [],  # the returned loss itself is compared
+    "2.6": lambda c: [_R(c, update=u) for u in ("never", "before_step", "after_clean_step", "when_clean", "twice")],
+    "2.7": lambda c: [_R(c, clipping=k) for k in ("clip_then_unscale", "clip_only", "no_clip", "unscale_twice",
+                                                  "after_step")] + [_R(c, step="never")],
+    # The returned loss itself is compared, in the calls that return: a call that ends with a refusal its other
+    # choices make returns nothing in the replay either, and that refusal costs the row of the call refused (a
+    # refusal made on purpose to hide the return costs more than this row's points).
+    "2.8": lambda c: [],
     "2.9": lambda c: [],  # no error and the same effects
 }
 
@@ -133,22 +139,34 @@ def reference_amp_step(config: Config) -> Callable[..., torch.Tensor]:
             optimizer.zero_grad(set_to_none=True)
         params = [param for group in optimizer.param_groups for param in group["params"]]
         clip = max_grad_norm is not None and config.clipping != "no_clip"
-        if config.clipping == "unscale_always" or (config.clipping == "correct" and clip):
-            scaler.unscale_(optimizer)
-        if clip:
-            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
-        if config.clipping == "clip_then_unscale" and clip:
+
+        def clip_grads() -> None:
+            if config.clipping in ("correct", "unscale_twice", "after_step") and clip:
+                scaler.unscale_(optimizer)
+            if clip:
+                torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+            if config.clipping == "clip_then_unscale" and clip:
+                scaler.unscale_(optimizer)
+
+        def finite() -> bool:
+            return all(bool(torch.isfinite(p.grad).all()) for p in params if p.grad is not None)
+
+        if config.clipping != "after_step":
+            clip_grads()
+        if config.clipping in ("unscale_always", "unscale_twice"):
             scaler.unscale_(optimizer)
         if config.update == "before_step":
             scaler.update()
-        if config.update == "after_clean_step" and not all(bool(torch.isfinite(p.grad).all())
-                                                           for p in params if p.grad is not None):
+        if config.update == "after_clean_step" and not finite():
             return loss.detach()
         for _ in range({"scaler": 1, "twice": 2}.get(config.step, 0)):
             scaler.step(optimizer)
         if config.step == "direct":
             optimizer.step()
-        for _ in range({"after_step": 1, "after_clean_step": 1, "twice": 2}.get(config.update, 0)):
+        if config.clipping == "after_step":
+            clip_grads()
+        updates = {"after_step": 1, "after_clean_step": 1, "twice": 2, "when_clean": int(finite())}
+        for _ in range(updates.get(config.update, 0)):
             scaler.update()
         if config.zero_grad == "after_step":
             optimizer.zero_grad(set_to_none=True)
@@ -222,9 +240,13 @@ def suggested_configs(result: dict[str, Json], args: dict[str, Json]) -> list[Co
     else:
         update = "twice" if kinds.count("update") > 1 else "after_step"
     updated = [any(e.get("event") == "update" for e in call) for call in calls]
-    updates = [update, "after_clean_step"] if any(updated) and not all(updated) else [update]
+    updates = [update, "after_clean_step", "when_clean"] if any(updated) and not all(updated) else [update]
     clipping_given = args.get("max_grad_norm") is not None
-    if "unscale_" in kinds:
+    if "unscale_" in kinds and "scaler.step" in kinds and kinds.index("unscale_") > kinds.index("scaler.step"):
+        clippings = ["after_step"]
+    elif kinds.count("unscale_") > 1:
+        clippings = ["unscale_twice"]
+    elif "unscale_" in kinds:
         clippings = ["correct", "clip_then_unscale"] if clipping_given else ["unscale_always"]
     else:
         clippings = ["clip_only", "no_clip"] if clipping_given else ["correct"]
@@ -307,8 +329,34 @@ def _param_name(index: int) -> str:
     return PARAM_NAMES[index] if index < len(PARAM_NAMES) else say("effects.parameter", number=index)
 
 
+def _refusal(result: dict[str, Json], index: int) -> str | None:
+    """The scaler call whose refusal ended call ``index``, as the probe's log names it (messages only)."""
+    calls = calls_of(result)
+    events = calls[index] if index < len(calls) else []
+    last = events[-1] if events else {}
+    return str(last.get("call")) if last.get("event") == "scaler error" else None
+
+
+def _error_line(result: dict[str, Json], index: int, error: dict[str, Json], *, should: bool) -> str:
+    """Call ``index``'s error in words: torch's refusal of a named scaler call, or the submission's own error."""
+    text = f"{error.get('type')}: {error.get('message')}"
+    refused = _refusal(result, index)
+    if should:
+        return say("effects.should_raise", number=index + 1, call=refused or "?", error=text)
+    if refused is not None:
+        return say("effects.refused", number=index + 1, call=refused, error=text, trace=error.get("trace", ""))
+    return say("effects.raised", number=index + 1, error=error.get("type"), message=error.get("message"),
+               trace=error.get("trace", ""))
+
+
 def differences(expected: dict[str, Json], got: dict[str, Json], *, returned: bool = False) -> list[str]:
-    """How the effects ``got`` differ from ``expected`` (both probe results), one line per difference."""
+    """How the effects ``got`` differ from ``expected`` (both probe results), one line per difference.
+
+    Only the first call whose effects differ is described: until then the submission and the replay saw
+    the same inputs and state, so every expected value shown is what the replay's ``amp_step`` does in the
+    very situation the submission's call was in.  An error is an effect like the others: a call torch's
+    scaler refuses must be refused in both, with the same error.
+    """
     lines: list[str] = []
     want_steps, have_steps = expected["steps"], got.get("steps", [])
     for index, want in enumerate(want_steps):
@@ -317,11 +365,15 @@ def differences(expected: dict[str, Json], got: dict[str, Json], *, returned: bo
             lines.append(say("effects.none_back", where=where))
             break
         have = have_steps[index]
-        if "error" in have:
-            error = have["error"]
-            lines.append(say("effects.raised", number=index + 1, error=error.get("type"), message=error.get("message"),
-                             trace=error.get("trace", "")))
+        want_error, have_error = want.get("error"), have.get("error")
+        if have_error and not want_error:
+            lines.append(_error_line(got, index, have_error, should=False))
             break
+        if want_error and (not have_error or (want_error.get("type"), want_error.get("message"))
+                           != (have_error.get("type"), have_error.get("message"))):
+            lines.append(_error_line(expected, index, want_error, should=True)
+                         + (say("effects.but_raised", error=f"{have_error.get('type')}: {have_error.get('message')}")
+                            if have_error else say("effects.but_returned")))
         if any(len(have.get(key, [])) != len(want[key]) for key in ("params", "grads", "backward_grads")):
             lines.append(say("effects.wrong_count", where=where))
             break
@@ -343,8 +395,10 @@ def differences(expected: dict[str, Json], got: dict[str, Json], *, returned: bo
             w, h = want["scaler"], have.get("scaler") or {}
             lines.append(say("effects.scaler", where=where, want=f"{w['scale']:g}, {w['tracker']}, {STAGES[w['stage']]}",
                              have=f"{h.get('scale')}, {h.get('tracker')}, {STAGES.get(h.get('stage'), h.get('stage'))}"))
-        if returned:
+        if returned and "ok" in want and "ok" in have:
             lines += _returned_differences(index, want["ok"], have.get("ok"))
+        if lines:
+            break
     return lines
 
 
@@ -470,6 +524,10 @@ def explain(row: str, result: dict[str, Json], args: dict[str, Json]) -> str:
         return said + (say("explain.update_twice") if kinds.count("update") > 1 else "")
     if row == "2.7" and args.get("max_grad_norm") is not None and "unscale_" not in kinds:
         return say("explain.no_unscale")
+    if row == "2.7" and "scaler.step" in kinds and "unscale_" in kinds[kinds.index("scaler.step"):]:
+        return say("explain.unscale_after_step")
+    if row == "2.7" and kinds.count("unscale_") > 1:
+        return say("explain.unscale_twice", count=kinds.count("unscale_"))
     return ""
 
 

@@ -7,7 +7,6 @@ and runs in the student process (the sandbox preloads this module).
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -109,50 +108,32 @@ class AmpProbe(torch.nn.Module):
 
 
 class ScalerProbe:
-    """Wraps a scaler, logging each call and flagging optimizer steps made through it.
+    """Wraps the harness's scaler, logging each call and flagging optimizer steps made through it.
 
-    An error raised by the wrapped scaler's ``unscale_``/``step``/``update`` (torch's scaler
-    raises on calls out of order) is logged as a ``scaler error`` event instead of ending the
-    ``amp_step`` call: the check of the order that was wrong reports it, the checks of other
-    behaviours still see the rest of the call.
-
-    A log decides nothing, so a ``step`` or ``update`` that torch's scaler refuses only because it
-    repeats the call just before it, in the same ``amp_step`` call, must still leave an effect of
-    its own, or no row could charge it: it does what a scaler without that guard would do
-    (:func:`_unguarded_repeat`), an effect the judge's replay of a doubled call reproduces and a
-    single call does not.  Only a repeat within one call counts (the harness says when a call
-    begins): a ``step`` refused because the previous call never updated is that call's mistake,
-    and stays without effect.  Which call came before is the probe's own note, as reachable as
-    its log: code that rewrites it leaves a single call's effects under a doubled call's log,
-    which no row's replay matches but the row of the doubled call.
+    A call the wrapped scaler refuses (torch's scaler raises on calls out of order: a second
+    ``unscale_`` or ``step`` since the last ``update``, ``unscale_`` after ``step``, ``update``
+    with no inf check recorded, ...) ends the ``amp_step`` call with torch's own error, as in a
+    real training loop: it is logged as a ``scaler error`` event naming the call, and raised
+    again unchanged.  The scenario then goes on with its next call, so the behaviours that call
+    shows are still judged; the judge's replay of the same choices raises the same error at the
+    same place (an effect it compares), and the row whose behaviour the refused call breaks is
+    the one a replay with that behaviour set right does not reproduce.  The probe keeps no record
+    that steers an effect: what a refused call does is torch's, whatever the log says.
     """
 
     def __init__(self, inner: Any, log: list[dict[str, Json]]) -> None:
         self._inner = inner
         self._log = log
-        self._accepted: str | None = None  # "step"/"update": the previous scaler call of this call, if accepted
-
-    def begin_call(self) -> None:
-        self._accepted = None
 
     def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        repeat = name == self._accepted
         try:
-            result = getattr(self._inner, name)(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - reported through the log
+            return getattr(self._inner, name)(*args, **kwargs)
+        except Exception as exc:
             self._log.append({"event": "scaler error", "call": name, "error": f"{type(exc).__name__}: {exc}"[:300]})
-            inner = _torch_inner(self._inner)
-            if repeat and inner is not None:
-                with contextlib.suppress(Exception):  # an optimizer torch could not step: the repeat does nothing
-                    _unguarded_repeat(inner, name, args[0] if args else None)
-            self._accepted = name if repeat else None
-            return None
-        self._accepted = name if name in ("step", "update") else None
-        return result
+            raise
 
     def scale(self, outputs: Any) -> Any:
         self._log.append({"event": "scale", "scale": float(self._inner.get_scale())})
-        self._accepted = None
         return self._inner.scale(outputs)
 
     def unscale_(self, optimizer: Any) -> None:
@@ -183,32 +164,6 @@ def _torch_inner(scaler: Any) -> torch.amp.GradScaler | None:
     if type(scaler) is torch.amp.GradScaler:
         return scaler
     return scaler._inner if type(scaler) is ContractScaler else None
-
-
-def _unguarded_repeat(inner: torch.amp.GradScaler, name: str, optimizer: Any) -> None:
-    """What a repeated call torch refused does in a scaler without torch's guard against it.
-
-    A second ``step`` unscales the gradients again (divides them by the scale a second time, with
-    torch's own kernel, checking them for inf/NaN) and steps the optimizer unless one overflowed:
-    so it leaves an effect even where the step itself is skipped.  A second ``update`` counts one
-    more clean step (torch's own update kernel with no inf found: the tracker advances, the scale
-    grows at the interval).
-    """
-    if inner._scale is None or inner._growth_tracker is None:
-        return
-    if name == "step":
-        grads = [param.grad for group in optimizer.param_groups for param in group["params"]
-                 if param.grad is not None and param.grad.dtype == torch.float32]
-        if grads:
-            found = torch.zeros(1, dtype=torch.float32, device=inner._scale.device)
-            inverse = inner._scale.double().reciprocal().float()
-            torch._amp_foreach_non_finite_check_and_unscale_(grads, found, inverse)
-            if not found.item():
-                optimizer.step()
-        return
-    found_inf = torch.zeros(1, dtype=torch.float32, device=inner._scale.device)
-    torch._amp_update_scale_(inner._scale, inner._growth_tracker, found_inf, inner._growth_factor,
-                             inner._backoff_factor, inner._growth_interval)
 
 
 class ContractScaler:
@@ -314,7 +269,9 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
     the call: ``params`` and ``grads`` (the model's parameters and their gradients, see
     :func:`checks.runners.harness.copy_out_params`), ``backward_grads`` (the gradients as the call's
     last backward pass left them, see :func:`watch_backward`) and ``scaler`` (see
-    :func:`scaler_state`).
+    :func:`scaler_state`).  A call that raised (a call torch's scaler refused, say) is followed by
+    the next, as a loop that reports a failed iteration and goes on: the later calls still show
+    the behaviours the error did not reach.
     """
     seed_cpu(int(args.get("seed", 0)))
     log: list[dict[str, Json]] = []
@@ -337,7 +294,6 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
             inputs, targets = torch.randn(batch, sizes[0]), torch.randn(batch, sizes[-1])
         model._inject_inf = index in args.get("inject_inf_at", [])
         log.append({"event": "call", "step": index})
-        scaler.begin_call()
         backward_grads.clear()
 
         def call() -> Json:
@@ -353,8 +309,6 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
         steps.append({**outcome, **copy_out_params(params),
                       "backward_grads": [backward_grads.get(i) for i in range(len(params))],
                       "scaler": scaler_state(made["ok"], optimizer)})
-        if "error" in outcome:
-            break
     return {"log": log, "steps": steps}
 
 
