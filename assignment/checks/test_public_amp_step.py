@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from checks.judge import amp_reference, expect
+from checks.judge import amp_reference, expect, underflow_steps
 from checks.runners import probes
 from checks.words import say
 
@@ -121,6 +121,9 @@ def check_underflow_converges(student: Any, steps: int, growth_interval: int) ->
     final = probes.underflow_loss(scenario, weight)  # measured here from the weight, never taken from amp_step
     if not final < 1e-12:
         expect.fail(say("amp.underflow_stalled", what=what, final=f"{final:.3g}"))
+    why = underflow_steps.judge_calls(scenario, result)  # where training ended is not enough: how it got there
+    if why:
+        expect.fail(say("amp.underflow_steps", what=what, why=why))
 
 
 # --------------------------------------------------------------------------- public examples

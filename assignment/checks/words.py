@@ -140,6 +140,14 @@ EN: dict[str, str] = {
                             "float32 parameter.",
     "amp.underflow_stalled": "{what}. Without scaling the loss stalls near 3e-10; with it the loss should fall below "
                              "1e-12, but the final weight gives {final}.",
+    "amp.underflow_steps": "{what}. The weight must be reached by AMP steps: we replayed each call from the state the "
+                           "previous one left, with an amp_step making your choices, and {why}",
+    "underflow.not_amp": "call {number} did not do what any such amp_step does there: {why}",
+    "underflow.no_calls": "no call's effects came back",
+    "underflow.error": "the error should be {want} but is {have}",
+    "underflow.weight": "the weight should be {want} but is {have}",
+    "underflow.grad": "the weight's gradient should be {want} but is {have}",
+    "underflow.scaler": "the scaler should be {want} but is {have}",
     # the effects that differ, one line each
     "effects.after_call": "after call {number}",
     "effects.call": "call {number}",
@@ -417,6 +425,14 @@ KO: dict[str, str] = {
                             "파라미터로 남아 있어야 합니다.",
     "amp.underflow_stalled": "{what}. 스케일링이 없으면 손실이 3e-10 근처에서 멈추고, 있으면 1e-12 아래로 내려가야 "
                              "하는데, 최종 가중치로 계산한 손실은 {final}입니다.",
+    "amp.underflow_steps": "{what}. 가중치는 AMP 스텝으로 도달해야 합니다. 각 호출을 앞 호출이 남긴 상태에서 여러분과 같은 "
+                           "선택을 하는 amp_step으로 다시 실행해 보았는데, {why}",
+    "underflow.not_amp": "호출 {number}은 그런 amp_step이 그 자리에서 하는 일을 하지 않았습니다: {why}",
+    "underflow.no_calls": "어떤 호출의 효과도 돌아오지 않았습니다",
+    "underflow.error": "오류는 {want}이어야 하는데 {have}입니다",
+    "underflow.weight": "가중치의 올바른 값은 {want}인데 실제 값은 {have}입니다",
+    "underflow.grad": "가중치 기울기의 올바른 값은 {want}인데 실제 값은 {have}입니다",
+    "underflow.scaler": "스케일러의 올바른 상태는 {want}인데 실제 상태는 {have}입니다",
     "effects.after_call": "호출 {number} 뒤",
     "effects.call": "호출 {number}",
     "effects.none_back": "{where}: 효과가 돌아오지 않았습니다(앞선 호출에서 예외가 발생했습니다)",

@@ -15,7 +15,7 @@ import torch
 from checks.runners import registry
 from checks.runners.harness import (Json, Submission, copy_out_params, copy_out_tensor, gradscaler_state,
                             guarded, is_plain_tensor, param_grad, run_scaler_ops, seed_cpu, tensor_facts, tensor_values, torch_scaler)
-from checks.runners.optimizers import PlainSGD, RecordingSGD
+from checks.runners.optimizers import RecordingSGD
 
 
 class _BackwardProbe(torch.autograd.Function):
@@ -331,53 +331,108 @@ def underflow_loss(args: dict[str, Json], weight: list[float]) -> float:
     return float(torch.nn.functional.mse_loss(x @ w.t(), y))
 
 
+class _LoggedLinear(torch.nn.Linear):
+    """The demo's linear model, reporting its forward, backward and zero_grad to ``_log`` as :class:`AmpProbe` does."""
+
+    def __init__(self, d: int, device_type: str, log: list[dict[str, Json]]) -> None:
+        super().__init__(d, 1, bias=False)
+        self._log, self.device_type = log, device_type
+        self.weight.register_hook(self._backward_seen)
+
+    def _backward_seen(self, grad: torch.Tensor) -> None:
+        clear = self.weight.grad is None or not bool(self.weight.grad.any())
+        self._log.append({"event": "backward", "grads_clear": clear})
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self._log.append({"event": "zero_grad"})
+        super().zero_grad(set_to_none=set_to_none)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        on = bool(torch.is_autocast_enabled(self.device_type))
+        dtype = str(torch.get_autocast_dtype(self.device_type)).replace("torch.", "") if on else None
+        self._log.append({"event": "forward", "autocast": on, "dtype": dtype,
+                          "param_dtype": str(self.weight.dtype).replace("torch.", "")})
+        return super().forward(x)
+
+
+def underflow_scaler_state(scaler: Any, optimizer: torch.optim.Optimizer) -> Json:
+    """:func:`scaler_state` plus the inf found for ``optimizer`` since the last update (None when none was
+    recorded): with it the judge rebuilds torch's scaler as a call left it and replays the next call."""
+    state = scaler_state(scaler, optimizer)
+    inner = _torch_inner(scaler)
+    if state is None or inner is None:
+        return state
+    entry = dict.get(inner._per_optimizer_states, id(optimizer))
+    found = list(entry.get("found_inf_per_device", {}).values()) if isinstance(entry, dict) else []
+    return {**state, "found_inf": sum(tensor_values(f)[0] for f in found) if found else None}
+
+
 def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, make_scaler: Callable[..., Any] | None,
                   root: Path | None = None) -> dict[str, Json]:
-    """Train the demo's tiny-target linear regression in fp16 autocast; report the losses and final weight.
+    """Train the demo's tiny-target linear regression in fp16 autocast; report the losses, every call's effects
+    and the final weight.
 
     With ``amp_step``/``make_scaler`` None the run is the unscaled baseline.  ``args["device"]``
     (default "cpu") places data and model; the data are drawn on the CPU whatever the device.
     ``losses`` are the values ``amp_step`` returned (they explain, they are not graded);
     ``final_weight`` is the model's weight after training, copied out as plain data (or a note
     when it is no plain parameter any more): the judge measures the final loss from it
-    (:func:`underflow_loss`).  The harness's own scaler is handed over behind a
-    :class:`ScalerProbe`, as in :func:`run_amp_probe`: a call torch's scaler refuses (an order
-    rows 2.5 and 2.6 charge) does not end the training, whose row judges only whether it converges.
+    (:func:`underflow_loss`).  ``calls`` holds, after every call, the weight, its gradient, the
+    scaler's state (:func:`underflow_scaler_state`) and the call's error if it raised: the judge
+    replays calls from these states, so a weight reached by anything but AMP steps earns nothing
+    (:mod:`checks.judge.underflow_steps`).  The harness's own scaler is handed over behind a
+    :class:`ScalerProbe`, as in :func:`run_amp_probe`: a call torch's scaler refuses ends that
+    ``amp_step`` call with torch's error, and training goes on with the next.
     """
     x, y = underflow_data(args)
     d = x.shape[1]
     device = args.get("device", "cpu")
     x, y = x.to(device), y.to(device)
-    model = torch.nn.Linear(d, 1, bias=False).to(device)
+    device_type = args.get("device_type", "cpu")
+    log: list[dict[str, Json]] = []
+    model = _LoggedLinear(d, device_type, log).to(device)
     torch.nn.init.zeros_(model.weight)
     weight = model.weight
-    optimizer = PlainSGD(model.parameters(), lr=float(args.get("lr", 0.25)))
+    optimizer = _LoggingSGD(model.parameters(), lr=float(args.get("lr", 0.25)))
+    optimizer._log = log
     losses: list[float] = []
+    calls: list[dict[str, Json]] = []
     made = guarded(lambda: make_scaler(**args.get("scaler_kwargs", {})), root) if make_scaler else {"ok": None}
     if "error" in made:
-        return {**made, "losses": [], "final_weight": copy_out_tensor(weight)}
+        return {**made, "losses": [], "final_weight": copy_out_tensor(weight), "log": log, "calls": []}
     scaler = made["ok"]
-    probe = ScalerProbe(scaler, []) if _torch_inner(scaler) is not None else None
-    device_type = args.get("device_type", "cpu")
+    probe = ScalerProbe(scaler, log) if _torch_inner(scaler) is not None else None
 
-    def train() -> Json:
-        for _ in range(int(args.get("steps", 200))):
-            if amp_step is None:
-                optimizer.zero_grad()
-                with torch.autocast(device_type=device_type, dtype=torch.float16):
-                    loss = torch.nn.functional.mse_loss(model(x), y)
-                loss.backward()
-                optimizer.step()
-            else:
-                if probe is not None:
-                    probe.begin_call()
-                loss = amp_step(model, x, y, torch.nn.functional.mse_loss, optimizer, probe or scaler,
-                                device_type=device_type, dtype=torch.float16)
-            losses.append(float(loss))
-        return None
+    def loss_fn(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        on = bool(torch.is_autocast_enabled(device_type))
+        log.append({"event": "loss", "autocast": on,
+                    "dtype": str(torch.get_autocast_dtype(device_type)).replace("torch.", "") if on else None})
+        return torch.nn.functional.mse_loss(outputs, targets)
 
-    outcome = guarded(train, root)
-    return {**outcome, "losses": losses, "final_weight": copy_out_tensor(weight)}
+    def baseline() -> Json:
+        optimizer.zero_grad()
+        with torch.autocast(device_type=device_type, dtype=torch.float16):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return float(loss)
+
+    for index in range(int(args.get("steps", 200))):
+        log.append({"event": "call", "step": index})
+        if amp_step is None:
+            outcome = guarded(baseline, root)
+        else:
+            outcome = guarded(lambda: amp_step(model, x, y, loss_fn, optimizer, probe or scaler,
+                                               device_type=device_type, dtype=torch.float16), root)
+        loss = guarded(lambda: float(outcome["ok"]), root) if "ok" in outcome else {}
+        if "ok" in loss:  # what was returned explains, it is never graded here (row 2.8 grades it)
+            losses.append(loss["ok"])
+        if amp_step is not None:
+            grad = param_grad(weight)
+            calls.append({**({"error": outcome["error"]} if "error" in outcome else {}),
+                          "weight": copy_out_tensor(weight), "grad": None if grad is None else copy_out_tensor(grad),
+                          "scaler": underflow_scaler_state(scaler, optimizer)})
+    return {"ok": None, "losses": losses, "final_weight": copy_out_tensor(weight), "log": log, "calls": calls}
 
 
 # --------------------------------------------------------------------------- registration
