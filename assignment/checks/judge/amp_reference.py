@@ -141,7 +141,8 @@ def reference_amp_step(config: Config) -> Callable[..., torch.Tensor]:
         clip = max_grad_norm is not None and config.clipping != "no_clip"
 
         def clip_grads() -> None:
-            if config.clipping in ("correct", "unscale_twice", "after_step") and clip:
+            if config.clipping == "unscale_always" or (config.clipping in ("correct", "unscale_twice", "after_step")
+                                                       and clip):
                 scaler.unscale_(optimizer)
             if clip:
                 torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
@@ -153,7 +154,7 @@ def reference_amp_step(config: Config) -> Callable[..., torch.Tensor]:
 
         if config.clipping != "after_step":
             clip_grads()
-        if config.clipping in ("unscale_always", "unscale_twice"):
+        if config.clipping == "unscale_twice":  # again, "to be sure" (refused after a first one)
             scaler.unscale_(optimizer)
         if config.update == "before_step":
             scaler.update()
