@@ -349,3 +349,37 @@ def test_copy_out_reads_true_values_under_a_lying_dispatch_mode() -> None:
         assert _len_torch_dispatch_stack() == 1
     assert _len_torch_dispatch_stack() == 0
     assert harness.tensor_values(grad) == [1.5, -2.0]  # and without a mode, the cheap path
+
+
+@pytest.mark.parametrize("config,order", [
+    (CORRECT, "backward (no autocast) -> unscale_ -> clip_grad_norm_ -> scaler.step"),
+    (Config(clipping="clip_then_unscale"), "backward (no autocast) -> clip_grad_norm_ -> unscale_ -> scaler.step"),
+], ids=["unscale then clip", "clip then unscale"])
+def test_the_call_trace_shows_clipping_where_it_ran(config: Config, order: str) -> None:
+    """A wrong clipping order does not read as the right one: clip_grad_norm_ is in the trace, in its place."""
+    result = run(ROW_ARGS["2.7"], reference_amp_step(config))
+    assert order in amp_reference.call_order(result, 0)
+
+
+def test_clipping_imported_by_name_reports_too_and_clipping_outside_a_probe_call_records_nothing() -> None:
+    from torch.nn.utils import clip_grad_norm_  # as a submission would, after the probe module was imported
+
+    def clips_by_name(model: Any, inputs: Any, targets: Any, loss_fn: Any, optimizer: Any, scaler: Any, *,
+                      device_type: str = "cuda", dtype: torch.dtype = torch.float16, max_grad_norm: Any = None) -> Any:
+        optimizer.zero_grad()
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            loss = loss_fn(model(inputs), targets)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        return loss.detach()
+
+    result = run(ROW_ARGS["2.7"], clips_by_name)
+    assert "unscale_ -> clip_grad_norm_ -> scaler.step" in amp_reference.call_order(result, 0)
+    assert not judge("2.7", ROW_ARGS["2.7"], result)
+    assert not probes._CALL_LOG  # no log stays active after the probe
+    layer = torch.nn.Linear(2, 2)
+    layer.weight.grad = torch.full((2, 2), 3.0)
+    assert float(clip_grad_norm_([layer.weight], 1.0)) == 6.0 and not probes._CALL_LOG

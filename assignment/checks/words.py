@@ -228,6 +228,8 @@ EN: dict[str, str] = {
     "explain.update_twice": " torch's scaler refuses the second (\"No inf checks were recorded prior to update.\"), "
                             "which ends the call.",
     "explain.no_unscale": "amp_step never called scaler.unscale_(optimizer).",
+    "explain.clip_before_unscale": "Call 1 called clip_grad_norm_ before scaler.unscale_(optimizer): it clipped the "
+                                   "scaled gradients.",
     "explain.unscale_twice": "Call 1 called scaler.unscale_(optimizer) {count} times: torch's scaler refuses the second "
                              "(\"unscale_() has already been called on this optimizer since the last update()\"); "
                              "scaler.step(optimizer) needs no unscale_ of its own, it unscales gradients not yet "
@@ -509,6 +511,8 @@ KO: dict[str, str] = {
     "explain.update_twice": " torch의 스케일러는 두 번째 호출을 거부하며(\"No inf checks were recorded prior to "
                             "update.\"), 그 오류로 호출이 끝납니다.",
     "explain.no_unscale": "amp_step이 scaler.unscale_(optimizer)를 한 번도 호출하지 않았습니다.",
+    "explain.clip_before_unscale": "호출 1에서 scaler.unscale_(optimizer)보다 먼저 clip_grad_norm_을 호출했습니다. "
+                                   "스케일된 기울기를 클리핑한 것입니다.",
     "explain.unscale_twice": "호출 1에서 scaler.unscale_(optimizer)를 {count}번 호출했습니다. torch의 스케일러는 두 번째 "
                              "호출을 거부합니다(\"unscale_() has already been called on this optimizer since the last "
                              "update()\"). scaler.step(optimizer)는 따로 unscale_가 필요 없습니다. 아직 언스케일되지 "

@@ -523,6 +523,9 @@ def explain(row: str, result: dict[str, Json], args: dict[str, Json]) -> str:
             say("explain.updates_before_step") if "update" in kinds and "scaler.step" in kinds
             and kinds.index("update") < kinds.index("scaler.step") else say("explain.updates_end"))
         return said + (say("explain.update_twice") if kinds.count("update") > 1 else "")
+    if row == "2.7" and "clip_grad_norm_" in kinds and "unscale_" in kinds \
+            and kinds.index("clip_grad_norm_") < kinds.index("unscale_"):
+        return say("explain.clip_before_unscale")
     if row == "2.7" and args.get("max_grad_norm") is not None and "unscale_" not in kinds:
         return say("explain.no_unscale")
     if row == "2.7" and "scaler.step" in kinds and "unscale_" in kinds[kinds.index("scaler.step"):]:

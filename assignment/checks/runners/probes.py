@@ -7,6 +7,7 @@ and runs in the student process (the sandbox preloads this module).
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Callable
 
@@ -16,6 +17,31 @@ from checks.runners import registry
 from checks.runners.harness import (Json, Submission, copy_out_params, copy_out_tensor, gradscaler_state,
                             guarded, is_plain_tensor, param_grad, run_scaler_ops, seed_cpu, tensor_facts, tensor_values, torch_scaler)
 from checks.runners.optimizers import RecordingSGD
+
+
+#: The log of the probe call under way (empty when none): torch's gradient clipping reports to it, so that the
+#: call trace shows where clipping ran (it explains a failure; it earns nothing).
+_CALL_LOG: list[list[dict[str, Json]]] = []
+
+
+def _reporting(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def clip(*args: Any, **kwargs: Any) -> Any:
+        if _CALL_LOG:
+            _CALL_LOG[-1].append({"event": name})
+        return original(*args, **kwargs)
+
+    clip._probe_original = original  # type: ignore[attr-defined]
+    return clip
+
+
+# Installed when this module is imported, before any submission is: ``from torch.nn.utils import
+# clip_grad_norm_`` in a submission gets the reporting function too.  Outside a probe call it only calls torch's.
+for _name in ("clip_grad_norm_", "clip_grad_value_"):
+    _original = getattr(torch.nn.utils.clip_grad, _name)
+    if not hasattr(_original, "_probe_original"):
+        for _module in (torch.nn.utils, torch.nn.utils.clip_grad):
+            setattr(_module, _name, _reporting(_name, getattr(_original, "_probe_original", _original)))
 
 
 class _BackwardProbe(torch.autograd.Function):
@@ -286,6 +312,20 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
         return {"log": log, "steps": [{**made, **copy_out_params(params), "backward_grads": [None] * len(params),
                                        "scaler": None}]}
     scaler = ScalerProbe(made["ok"], log)
+    _CALL_LOG.append(log)
+    try:
+        steps = _probe_calls(args, amp_step, model, params, optimizer, scaler, made["ok"], backward_grads, root)
+    finally:
+        _CALL_LOG.pop()
+    return {"log": log, "steps": steps}
+
+
+def _probe_calls(args: dict[str, Json], amp_step: Callable[..., Any], model: AmpProbe, params: list[Any],
+                 optimizer: torch.optim.Optimizer, scaler: ScalerProbe, made: Any, backward_grads: dict[int, Json],
+                 root: Path | None) -> list[dict[str, Json]]:
+    """The calls of :func:`run_amp_probe`, each followed by the effects it left."""
+    log = model._log
+    sizes = [model.layers[0].in_features, model.layers[-1].out_features]
     batch = int(args.get("batch", 16))
     inputs, targets = torch.randn(batch, sizes[0]), torch.randn(batch, sizes[-1])
     steps: list[dict[str, Json]] = []
@@ -308,8 +348,8 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
         outcome = guarded(call, root)
         steps.append({**outcome, **copy_out_params(params),
                       "backward_grads": [backward_grads.get(i) for i in range(len(params))],
-                      "scaler": scaler_state(made["ok"], optimizer)})
-    return {"log": log, "steps": steps}
+                      "scaler": scaler_state(made, optimizer)})
+    return steps
 
 
 # --------------------------------------------------------------------------- underflow training
