@@ -118,12 +118,12 @@ def check_underflow_converges(student: Any, steps: int, growth_interval: int) ->
     weight = result.get("final_weight")
     if not isinstance(weight, list):
         expect.fail(say("amp.underflow_weight", what=what, weight=weight))
-    final = probes.underflow_loss(scenario, weight)  # measured here from the weight, never taken from amp_step
-    if not final < 1e-12:
-        expect.fail(say("amp.underflow_stalled", what=what, final=f"{final:.3g}"))
     why = underflow_steps.judge_calls(scenario, result)  # where training ended is not enough: how it got there
     if why:
         expect.fail(say("amp.underflow_steps", what=what, why=why))
+    final = probes.underflow_loss(scenario, weight)  # measured here from the weight, never taken from amp_step
+    if not final < 1e-12:
+        expect.fail(say("amp.underflow_stalled", what=what, final=f"{final:.3g}"))
 
 
 # --------------------------------------------------------------------------- public examples

@@ -144,6 +144,7 @@ EN: dict[str, str] = {
                            "previous one left, with an amp_step making your choices, and {why}",
     "underflow.not_amp": "call {number} did not do what any such amp_step does there: {why}",
     "underflow.no_calls": "no call's effects came back",
+    "underflow.raised": "it raised {error}: {message}\n{trace}",
     "underflow.error": "the error should be {want} but is {have}",
     "underflow.weight": "the weight should be {want} but is {have}",
     "underflow.grad": "the weight's gradient should be {want} but is {have}",
@@ -431,6 +432,7 @@ KO: dict[str, str] = {
                            "선택을 하는 amp_step으로 다시 실행해 보았는데, {why}",
     "underflow.not_amp": "호출 {number}은 그런 amp_step이 그 자리에서 하는 일을 하지 않았습니다: {why}",
     "underflow.no_calls": "어떤 호출의 효과도 돌아오지 않았습니다",
+    "underflow.raised": "{error} 예외가 발생했습니다: {message}\n{trace}",
     "underflow.error": "오류는 {want}이어야 하는데 {have}입니다",
     "underflow.weight": "가중치의 올바른 값은 {want}인데 실제 값은 {have}입니다",
     "underflow.grad": "가중치 기울기의 올바른 값은 {want}인데 실제 값은 {have}입니다",
@@ -655,8 +657,12 @@ KO_MISTAKES: dict[str, str] = {
     "returns_scaled_loss": "amp_step이 스케일된 손실을 돌려줄",
     "returns_attached_loss": "amp_step이 그래프에서 떼어 내지 않은(detach하지 않은) 손실을 돌려줄",
     "returns_python_float": "amp_step이 텐서 대신 loss.item()을 돌려줄",
-    "update_only_after_clean_step": "기울기가 오버플로할 때마다 스텝과 함께 scaler.update()도 건너뛰어서 스케일이 "
-                                    "백오프하지 않을",
+    "early_return_on_overflow": "기울기가 오버플로할 때마다 스텝과 함께 scaler.update()도 건너뛰어서 스케일이 "
+                                "백오프하지 않을",
+    "update_only_after_clean_step": "기울기가 유한할 때만 scaler.update()를 호출해서, 건너뛴 스텝 뒤에 스케일러가 "
+                                    "갱신되지 않고 다음 스텝을 거부할",
+    "unscale_twice": "scaler.step(optimizer) 전에 scaler.unscale_()를 한 번 더 호출해서 torch의 스케일러가 거부할",
+    "unscale_after_step": "scaler.step(optimizer) 뒤에 scaler.unscale_()와 클리핑을 해서 torch의 스케일러가 거부할",
     "update_called_twice": "한 반복에서 scaler.step(optimizer) 뒤에 scaler.update()를 두 번 호출할",
     "step_called_twice": "한 반복에서 scaler.update() 전에 scaler.step(optimizer)를 두 번 호출할",
     "unscale_before_backward": "backward() 전에 scaler.unscale_()를 호출해서 나중에 클리핑하는 기울기가 여전히 스케일된 "

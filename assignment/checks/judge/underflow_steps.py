@@ -89,6 +89,9 @@ def replay_call(args: dict[str, Json], config: Config, before: dict[str, Json]) 
 def _differs(want: dict[str, Json], have: dict[str, Json]) -> str | None:
     """How the call record ``have`` differs from the replay's ``want`` (None: the same effects)."""
     error = lambda r: (r["error"]["type"], r["error"]["message"]) if "error" in r else None  # noqa: E731
+    if "error" in have and "error" not in want:  # the submission's own error, in full
+        return say("underflow.raised", error=have["error"]["type"], message=have["error"]["message"],
+                   trace=have["error"].get("trace", ""))
     if error(want) != error(have):
         return say("underflow.error", want=error(want), have=error(have))
     if isinstance(have["weight"], str) or _finite_mismatch(want["weight"], have["weight"], PARAM_TOLERANCE):
