@@ -187,6 +187,22 @@ def _labelled(case: Outcome) -> str:
     return case.message if case.message.startswith(label) else f"[{label}] {case.message}"
 
 
+def _summarised(failures: list[tuple[str, Outcome]]) -> str:
+    """A row's failures: the first case's message in full, each other case in one line (its first line that the
+    first message does not have, so its own inputs), since the cases of a row fail for the same behaviour."""
+    if not failures:
+        return ""
+    first, case = failures[0]
+    seen = {line.strip() for line in (first + "\n" + case.message).splitlines()}
+    lines = [first]
+    for text, case in failures[1:]:
+        label = case.case.split("[", 1)[1].rstrip("]") if "[" in case.case else ""
+        new = next((line.strip() for line in case.message.splitlines() if line.strip() and line.strip() not in seen),
+                   strings.text("same_failure"))
+        lines.append(f"[{label}] {new}" if label and not new.startswith(label) else new)
+    return "\n\n".join(lines)
+
+
 def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...], file_faults: Mapping[str, str] | None = None,
           missing: Sequence[str] = ()) -> tuple[list[Row], str]:
     """Rubric rows from outcomes: per-case partial credit; and the staff log.
@@ -203,18 +219,18 @@ def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...], file_faults: 
             staff.append(f"{item.test}: not collected")
             continue
         passed = sum(case.passed for case in cases)
-        messages: list[str] = []
-        public: list[str] = []
+        messages: list[tuple[str, Outcome]] = []
+        public: list[tuple[str, Outcome]] = []
         for case in cases:
             if not case.passed:
                 text = faults.short_line(case.message, item.task, file_faults or {}, missing) or _labelled(case)
                 for kept in (messages, public) if case.public else (messages,):
-                    if text not in kept:
-                        kept.append(text)
+                    if text not in [t for t, _ in kept]:
+                        kept.append((text, case))
                 if case.internal:
                     staff.append(f"{case.case}:\n{case.internal}")
-        rows.append(Row(item, round(item.points * passed / len(cases), 4), "\n\n".join(messages),
-                        passed == len(cases), public_failures="\n\n".join(public)))
+        rows.append(Row(item, round(item.points * passed / len(cases), 4), _summarised(messages),
+                        passed == len(cases), public_failures=_summarised(public)))
     return rows, "\n\n".join(staff)
 
 
