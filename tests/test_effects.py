@@ -383,3 +383,15 @@ def test_clipping_imported_by_name_reports_too_and_clipping_outside_a_probe_call
     layer = torch.nn.Linear(2, 2)
     layer.weight.grad = torch.full((2, 2), 3.0)
     assert float(clip_grad_norm_([layer.weight], 1.0)) == 6.0 and not probes._CALL_LOG
+
+
+@pytest.mark.parametrize("config,rows", SINGLE_BUGS, ids=[amp_reference.describe_config(c, BASE) for c, _ in SINGLE_BUGS])
+def test_a_message_describes_one_call_whose_inputs_the_replay_shared(config: Config, rows: set[str]) -> None:
+    """Only the first differing call is described: before it the submission and the replay were in the same state,
+    so every expected value shown is what the replay (right on the row) does in that very situation."""
+    import re
+
+    for row in rows:
+        verdict = judge(row, ROW_ARGS[row], run(ROW_ARGS[row], reference_amp_step(config)))
+        calls = {int(n) for line in verdict.lines for n in re.findall(r"^(?:after )?call (\d+)", line)}
+        assert len(calls) <= 1, (row, verdict.lines)
