@@ -73,7 +73,7 @@ def test_results_are_byte_identical_across_runs(tmp_path: Path, graded_examples:
         data.pop("execution_time")
     assert json.dumps(again, sort_keys=True) == json.dumps(first, sort_keys=True)
     csv_text = (tmp_path / "gradebook.csv").read_text().splitlines()
-    assert csv_text[0].startswith("submission,score,max_score,1.1 ")
+    assert csv_text[0].startswith("submission,score,max_score,status,1.1 ")
     assert csv_text[1].startswith(f"partially_correct,{again['score']:g}".replace(".0,", ",")) or \
         csv_text[1].startswith(f"partially_correct,{again['score']}")
 

@@ -319,11 +319,7 @@ def _expected_level(mode: str, python: str = sys.executable) -> str:
     """Root gets namespaces, and so does an ordinary user where unprivileged user namespaces are enabled; root
     without CAP_SYS_ADMIN (and a user without them) gets Landlock (where the kernel has it) and seccomp."""
     if mode == "docker" or (mode == "unprivileged" and not _nobody_gets_user_namespaces(python)):
-        try:
-            landlocked = confine.landlock is not None and confine.landlock.landlock_abi_version() >= 1
-        except OSError:
-            landlocked = False
-        return "landlock+seccomp" if landlocked else "seccomp"
+        return "landlock+seccomp" if confine.landlock_abi() >= 1 else "seccomp"
     return "namespaces"
 
 

@@ -185,3 +185,14 @@ def test_the_scratch_watcher_stops_a_call_that_fills_scratch(workspace: Path) ->
     assert report["outcome"] == "fault" and "wrote more than 256 MiB" in report["message"], report.get("reply")
     assert report["limits"] == {"t": budget.CRASH_LIMIT}  # stopped, not left to write its 600 MiB and time out
     assert not Path(report["scratch"]).exists()
+
+
+def test_a_stale_errno_does_not_read_as_a_kernel_without_landlock() -> None:
+    """The binding takes any non-zero errno after its syscall for a failure: earlier code's errno must not lower
+    the level (it once made a test expect ``seccomp`` where the grader, rightly, reached Landlock)."""
+    fresh = subprocess.run([sys.executable, "-c", f"import sys; sys.path[:0] = [{str(ROOT)!r}]\n"
+                            "from autograder.engine import confine; print(confine.landlock_abi())"],
+                           capture_output=True, text=True, timeout=60)
+    assert fresh.returncode == 0, fresh.stderr
+    ctypes.set_errno(13)  # EACCES, left by some earlier call
+    assert confine.landlock_abi() == int(fresh.stdout.split()[-1])

@@ -225,6 +225,17 @@ def _read_rules(path: str, hidden: Sequence[str], read: Any) -> list[tuple[str, 
     return rules
 
 
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, 0 where there is none (or no binding)."""
+    if landlock is None:
+        return 0
+    try:
+        ctypes.set_errno(0)  # the binding reads errno to detect failures: a stale one from earlier code reads as one
+        return int(landlock.landlock_abi_version())
+    except OSError:
+        return 0
+
+
 def apply_landlock(submission: str, scratch: str, extra_read: Sequence[str] = (), devices: Sequence[str] = (),
                    hidden: Sequence[str] = ()) -> bool:
     """Restrict file access to reading the system, interpreter and submission, and writing scratch.
@@ -233,12 +244,10 @@ def apply_landlock(submission: str, scratch: str, extra_read: Sequence[str] = ()
     and opens ``devices`` (``/dev/nvidia*``) read-write.  The files of ``hidden`` (real paths) stay
     unreadable even where their folder is readable.
     """
-    if landlock is None:
+    abi = landlock_abi()
+    if abi < 1:
         return False
     try:
-        ctypes.set_errno(0)  # the binding reads errno to detect failures; start clean
-        if landlock.landlock_abi_version() < 1:
-            return False
         ruleset = landlock.Ruleset()
         roots = [*_readable_roots(submission), *(p for p in extra_read if os.path.exists(p))]
         for path, rules in dict.fromkeys(rule for root in roots for rule in read_rules(root, tuple(hidden))):
@@ -248,7 +257,7 @@ def apply_landlock(submission: str, scratch: str, extra_read: Sequence[str] = ()
         ruleset.allow(scratch)  # every right, below scratch only
         ctypes.set_errno(0)
         null_rights = FSAccess.READ_FILE | FSAccess.WRITE_FILE
-        if landlock.landlock_abi_version() >= 3:
+        if abi >= 3:
             null_rights |= FSAccess.TRUNCATE
         ruleset.allow("/dev/null", rules=null_rights)
         for node in devices:
@@ -483,17 +492,11 @@ class ScratchGuard(threading.Thread):
 def wipe_scratch(folder: Path) -> None:
     """Empty every student process's scratch folder inside ``folder`` (one per process), keeping the folders:
     a process still importing keeps a working folder, and what it writes after this is still counted."""
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            wipe_folder(Path(entry.path))
+    wipe_folder(folder, keep_folders=True)
 
 
-def wipe_folder(folder: Path) -> None:
-    """Delete everything inside ``folder`` (kept itself)."""
+def wipe_folder(folder: Path, keep_folders: bool = False) -> None:
+    """Delete everything inside ``folder`` (kept itself); ``keep_folders``: empty the folders in it, keep them."""
     import shutil
 
     try:
@@ -502,7 +505,10 @@ def wipe_folder(folder: Path) -> None:
         return
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
+            if keep_folders:
+                wipe_folder(Path(entry.path))
+            else:
+                shutil.rmtree(entry.path, ignore_errors=True)
         else:
             try:
                 os.unlink(entry.path)
@@ -511,7 +517,8 @@ def wipe_folder(folder: Path) -> None:
 
 
 def grant_submission(folder: Path, uid: int | None) -> None:
-    """Make a staged submission readable by the student process's uid only (group ``uid``, 0750/0640).
+    """Make a staged submission readable by its student processes only (group ``uid``, the first of their block:
+    0750/0640).
 
     Without a uid switch the folder stays 0700 (the student process runs as the grader).
     """

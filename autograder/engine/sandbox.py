@@ -164,7 +164,7 @@ class SandboxRunner:
         """A new student process in the lowest free slot: its own uid of the block and its own fresh scratch
         folder, so nothing another process of this submission left anywhere is within its reach."""
         taken = {process.slot for process in self._live()}
-        slot = next(k for k in range(uids.BLOCK) if k not in taken)  # at most 4 file sets x 3 kinds of test
+        slot = next(k for k in range(uids.BLOCK - 1) if k not in taken)  # at most 4 file sets x public/hidden
         uid = uids.process_uid(self.uid, slot) if self.uid is not None else None
         scratch = self._scratch / f"p{slot}"
         shutil.rmtree(scratch, ignore_errors=True)  # what the slot's previous process left

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO
 
 #: uids in one grader's block: the submission's group, then one per student process alive at once (a
-#: submission has at most one process per file set and kind of test: 4 x 3 today, with room to spare).
+#: submission has at most one process per file set and kind of test, public or hidden: 4 x 2, with room to spare).
 BLOCK = 16
 #: Blocks claimed by batch workers machine-wide, each with a lock: 63000-64535, below nobody (65534), in
 #: the range Debian leaves to no user.  (An unclaimed runner's default block lies in 61000-62999.)
