@@ -200,8 +200,9 @@ def _labelled(case: Outcome) -> str:
 
 
 def _summarised(failures: list[tuple[str, Outcome]]) -> str:
-    """A row's failures: the first case's message in full, each other case in one line (its first line that the
-    first message does not have, so its own inputs), since the cases of a row fail for the same behaviour."""
+    """A row's failures: the first case's message in full, each other case in one line, since the cases of a row
+    fail for the same behaviour: what that case does differently (its first new line after the headline, so its
+    own inputs) and what came of it (the last new line of its first paragraph: the value or error it got)."""
     if not failures:
         return ""
     first, case = failures[0]
@@ -209,9 +210,10 @@ def _summarised(failures: list[tuple[str, Outcome]]) -> str:
     lines = [first]
     for text, case in failures[1:]:
         label = case.case.split("[", 1)[1].rstrip("]") if "[" in case.case else ""
-        new = next((line.strip() for line in case.message.splitlines() if line.strip() and line.strip() not in seen),
-                   strings.text("same_failure"))
-        lines.append(f"[{label}] {new}" if label and not new.startswith(label) else new)
+        paragraph = [line.strip() for line in case.message.split("\n\n", 1)[0].splitlines() if line.strip()]
+        new = [line for line in paragraph[1:] or paragraph if line not in seen]
+        said = (new[0] if len(new) == 1 else f"{new[0]} … {new[-1]}") if new else strings.text("same_failure")
+        lines.append(f"[{label}] {said}" if label and not said.startswith(label) else said)
     return "\n\n".join(lines)
 
 
