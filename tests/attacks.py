@@ -405,6 +405,27 @@ def _hide(model):
         param.__class__ = evil
 '''
 
+#: A real bug (the backward of the unscaled loss: training stalls in float16) whose amp_step finds the underflow
+#: run through its frames and writes the least-squares weight there: an end state reached without AMP steps.
+UNSCALED_BACKWARD = SOLUTION["amp_step.py"].replace("    scaler.scale(loss).backward()\n", "    loss.backward()\n")
+LEAST_SQUARES_IN_UNDERFLOW = '''
+
+def _in_underflow_run():
+    import sys
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "run_underflow":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _least_squares(model, inputs, targets):
+    if _in_underflow_run():
+        with torch.no_grad():
+            model.weight.copy_(torch.linalg.lstsq(inputs.double(), targets.double()).solution.t().float())
+'''
+
 #: Prints the arguments of every scaler built (the hidden tests' inputs among them), with a token drawn once per
 #: process: a token seen in a hidden row and in what students see at once would be output crossing over.
 PRINT_EVERYTHING = '''
@@ -552,6 +573,10 @@ ATTACKS: dict[str, tuple[dict[str, str], str]] = {
                                            "device_type=device_type, dtype=dtype, max_grad_norm=max_grad_norm)"),
                                      "skeleton"),
     "amp_step_probe_log": ({**SKELETON, "answers.py": ANSWERS, "amp_step.py": PROBE_LOG_FORGERY}, "skeleton"),
+    "bug_unscaled_backward_least_squares": ({**SOLUTION, "amp_step.py": appended(
+        UNSCALED_BACKWARD, LEAST_SQUARES_IN_UNDERFLOW).replace(
+        "    return loss.detach()\n", "    _least_squares(model, inputs, targets)\n    return loss.detach()\n")},
+        "bug_unscaled_backward"),
     "bug_no_zero_grad_hidden": ({**SOLUTION, "amp_step.py": appended(NO_ZERO_GRAD, HIDE_A_BUG).replace(
         "    scaler.step(optimizer)\n", "    _hide(model)\n    scaler.step(optimizer)\n")}, "bug_no_zero_grad"),
 }
@@ -560,6 +585,7 @@ BASELINES: dict[str, dict[str, str]] = {
     # torch's scaler pasted in (flagged by the similarity report, not refused): what its Python parts earn alone
     "pasted_torch_scaler": task1(PASTED_TORCH_SCALER),
     "bug_no_zero_grad": {**SOLUTION, "amp_step.py": NO_ZERO_GRAD},
+    "bug_unscaled_backward": {**SOLUTION, "amp_step.py": UNSCALED_BACKWARD},
     # the kernels' scaler with what it leaves to them not done at all: its own code (scale(), defaults) earns alike
     "aten_kernels_twin": {**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": ATEN_KERNELS.replace(
         "        torch.ops.aten._amp_foreach_non_finite_check_and_unscale_(grads, self._f, self._s.reciprocal())",

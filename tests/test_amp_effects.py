@@ -15,9 +15,13 @@ from typing import Any
 
 import pytest
 
-from autograder.engine import amp_reference
+import torch
+
+from autograder.engine import amp_reference, rubric, underflow_steps
+from autograder.engine import judge as grader_judge
 from autograder.packaging import amp_effects
 from checks import plugin
+from checks.runners import harness, probes
 from checks.judge import recorded
 from checks.judge.effects import Verdict, differences
 from conftest import ROOT
@@ -74,6 +78,37 @@ def test_the_grader_judges_by_its_reference_whatever_is_recorded(tmp_path: Path)
         assert recorded.verdict("2.4", args, wrong)
 
 
+def _answer_written_in() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The underflow run of an amp_step that steps correctly, then writes the least-squares answer into the weight."""
+    correct = amp_reference.reference_amp_step(amp_reference.CORRECT)
+
+    def writes_answer(model: Any, inputs: torch.Tensor, targets: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        loss = correct(model, inputs, targets, *args, **kwargs)
+        with torch.no_grad():
+            model.weight.copy_(torch.linalg.lstsq(inputs.double(), targets.double()).solution.t().float())
+        return loss
+
+    args = {"steps": 5, "scaler_kwargs": {"growth_interval": 10}}
+    return args, json.loads(json.dumps(probes.run_underflow(args, writes_answer, harness.torch_scaler)))
+
+
+def test_row_2_10_replays_the_underflow_calls_only_where_the_grader_installed_its_replay() -> None:
+    """The replay needs the reference, which never ships: a local run judges 2.10 by the final loss alone."""
+    args, result = _answer_written_in()
+    assert probes.underflow_loss(args, result["final_weight"]) < 1e-12  # where training ended: on target
+    assert recorded.underflow_verdict(args, result) is None
+    with recorded.installed(amp_reference.judge, underflow=underflow_steps.judge_calls):
+        assert recorded.underflow_verdict(args, result).startswith("call 1 did not do")
+    assert recorded.underflow_verdict(args, result) is None  # the block put back what was installed
+
+
+def test_the_grader_installs_its_replay_of_the_underflow_calls() -> None:
+    args, result = _answer_written_in()
+    with recorded.installed(lambda row, args, result: Verdict([])):  # puts back what was installed afterwards
+        grader_judge.run_suites(None, rubric.ITEMS, collect_only=True)
+        assert recorded.underflow_verdict(args, result).startswith("call 1 did not do")
+
+
 #: Entries whose public verdicts `make test` compares (the rest in `make test-all`): a single switch, a mistake
 #: that is two of the reference's switches, one that masks other rows, one with a refused call.
 EVERY_RUN = ("solution", "unscale_then_optimizer_step", "model_half", "zero_grad_after_backward", "update_called_twice")
@@ -100,7 +135,5 @@ def test_recorded_verdicts_are_the_graders(name: str, tmp_path: Path) -> None:
     folder = ROOT / "solutions" if entry is None else materialize(entry, tmp_path / name)
     table = recorded.load()
     for row, args, result in _probe_results(name, folder):
-        if any("error" in step for step in result["steps"]):
-            continue  # the public check stops before judging (expect.ok_or_fail): the same message either way
         grader = amp_reference.judge(row, args, result)
         assert _shown(recorded.recorded_verdict(row, args, result, table)) == _shown(grader), (name, row)

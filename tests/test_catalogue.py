@@ -65,8 +65,8 @@ REUSE_ENV = "AMP_CATALOGUE_GRADES"
 GRADES_FOLDER: list[Path] = []
 #: Whether those grades were read from an earlier run rather than graded by this one.
 REUSED: list[bool] = []
-#: A row's "Likely mistake" paragraph (the diagnosis), as the feedback prints it below the failure.
-LIKELY_MISTAKE = re.compile(r"\n\nLikely mistake: this is what happens when [^\n]*")
+#: A row's "Likely mistake" paragraph (the diagnosis), as the feedback prints it above the failure.
+LIKELY_MISTAKE = re.compile(r"^Likely mistake: this is what happens when [^\n]*\n\n")
 #: The staff.log line of a submission graded with the call plan (autograder/engine/plan.py).
 PLAN_LINE = re.compile(r"^call plan \([a-z ]+\): (\d+) of \d+ tests passed by matching the reference's answers", re.MULTILINE)
 

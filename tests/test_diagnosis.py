@@ -195,7 +195,7 @@ def test_diagnosed_results_place_the_line_after_the_row_message_once() -> None:
     line = table.sentence(["x"])
     data = match.diagnosed_results(report, "alice", table)
     (test,) = [t for t in data["tests"] if t["number"] == "1.6"]
-    assert test["output"] == f"saw 2.0, expected 4.0\n\n{line}"
+    assert test["output"] == f"{line}\n\nsaw 2.0, expected 4.0"  # the likely mistake first
     assert data["extra_data"] == {"scenarios_run": 0, "diagnosis": {"1.6": ["x"]}, "cases": {"1.6": [0, 0]}}
     report.rows[0].message = f"saw 2.0\n\n{line}"  # already there: not added twice
     (test,) = [t for t in match.diagnosed_results(report, "alice", table)["tests"] if t["number"] == "1.6"]

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import pytest
 import torch
 
-from autograder.engine import amp_reference, replies
+from autograder.engine import amp_reference, replies, underflow_steps
 from autograder.engine.amp_reference import CORRECT, Config, judge, reference_amp_step
 from checks.judge import effects  # conftest puts assignment/ on sys.path
 from checks.runners import harness, probes
@@ -67,9 +67,13 @@ SINGLE_BUGS = [
     (Config(step="direct"), {"2.5", "2.6"}),
     (Config(step="direct", clipping="unscale_always"), {"2.5", "2.6"}),  # update's order has no effect
     (Config(update="never"), {"2.6"}),
-    (Config(update="before_step"), {"2.6"}),
-    (Config(update="twice"), {"2.6"}),  # torch refuses the second: it counts as an unguarded scaler's update
-    (Config(step="twice"), {"2.5"}),  # likewise a second step
+    (Config(update="before_step"), {"2.5", "2.6"}),  # refused before any step: no call steps
+    (Config(update="twice"), {"2.6"}),  # torch refuses the second: the call ends there, as in a real loop
+    (Config(update="when_clean"), {"2.6"}),
+    (Config(clipping="unscale_twice"), {"2.7"}),
+    (Config(clipping="after_step"), {"2.7"}),
+    # the refused second step ends every call before update(): when update() runs cannot be seen
+    (Config(step="twice"), {"2.5", "2.6"}),
     (Config(clipping="clip_then_unscale"), {"2.7"}),
     (Config(clipping="clip_only"), {"2.7"}),
     (Config(clipping="no_clip"), {"2.7"}),
@@ -161,44 +165,85 @@ def test_a_forged_log_scores_no_more_than_the_honest_one(program: Callable[..., 
     assert all(points(forge) <= honest for forge in FORGED_LOGS), honest
 
 
-def test_a_refused_second_update_counts_as_one_that_found_no_overflow() -> None:
-    """Torch's scaler refuses a second update(); in the probe it still advances the tracker (an effect the
-    judge can replay), while the scale backs off once for the overflowing call 1 as a single update's does."""
-    twice = run(ROW_ARGS["2.6"], reference_amp_step(Config(update="twice")))
-    once = run(ROW_ARGS["2.6"], reference_amp_step(CORRECT))
-    assert [(s["scaler"]["scale"], s["scaler"]["tracker"]) for s in twice["steps"]] == [(32768.0, 1), (32768.0, 3)]
-    assert [(s["scaler"]["scale"], s["scaler"]["tracker"]) for s in once["steps"]] == [(32768.0, 0), (32768.0, 1)]
-    assert [e["call"] for e in twice["log"] if e.get("event") == "scaler error"] == ["update", "update"]
+@pytest.mark.parametrize("config,call,error", [
+    (Config(update="twice"), "update", "AssertionError: No inf checks were recorded prior to update."),
+    (Config(step="twice"), "step", "RuntimeError: step() has already been called since the last update()."),
+    (Config(clipping="unscale_twice"), "unscale_",
+     "RuntimeError: unscale_() has already been called on this optimizer since the last update()."),
+    (Config(clipping="after_step"), "unscale_", "RuntimeError: unscale_() is being called after step()."),
+], ids=["update twice", "step twice", "unscale_ twice", "unscale_ after step"])
+def test_a_refused_call_ends_the_amp_step_call_with_torchs_error(config: Config, call: str, error: str) -> None:
+    """As in a real training loop: torch's error ends the call (nothing after it runs), the log names the call."""
+    args = ROW_ARGS["2.7"]
+    result = run(args, reference_amp_step(config))
+    step = result["steps"][0]
+    assert f"{step['error']['type']}: {step['error']['message']}" == error
+    assert [e["call"] for e in result["log"] if e.get("event") == "scaler error"] == [call]
+    assert effects.calls_of(result)[0][-1]["event"] == "scaler error"  # nothing ran after the refusal
+    if call != "update":  # a refusal before update(): the scaler never updated
+        assert step["scaler"]["scale"] == 4.0 and step["scaler"]["stage"] != 0
 
 
-def test_a_refused_second_step_unscales_again_and_steps_unless_the_gradients_overflowed() -> None:
-    """As a scaler without torch's guard would: the gradients are divided by the scale once more (2 in call 1, 1
-    after call 1's overflow), and the optimizer steps again only in call 2, whose gradients are finite."""
-    args = ROW_ARGS["2.5"]
-    twice = run(args, reference_amp_step(Config(step="twice")))
-    once = run(args, reference_amp_step(CORRECT))
-    for call, scale in ((0, 2.0), (1, 1.0)):
-        for got, want in zip(twice["steps"][call]["grads"], once["steps"][call]["grads"]):
-            assert got == pytest.approx([w / scale for w in want], rel=1e-6, nan_ok=True)
-    assert twice["steps"][0]["params"] == once["steps"][0]["params"]
-    assert [e["via_scaler"] for e in twice["log"] if e.get("event") == "optimizer.step"] == [True, True]
+@pytest.mark.parametrize("config,row", [(Config(update="twice"), "2.6"), (Config(step="twice"), "2.5"),
+                                        (Config(clipping="unscale_twice"), "2.7"), (Config(clipping="after_step"), "2.7")],
+                         ids=["update twice", "step twice", "unscale_ twice", "unscale_ after step"])
+def test_a_refusal_costs_its_row_with_torchs_error_and_the_call_named(config: Config, row: str) -> None:
+    verdict = judge(row, ROW_ARGS[row], run(ROW_ARGS[row], reference_amp_step(config)))
+    call = {"2.5": "step", "2.6": "update", "2.7": "unscale_"}[row]
+    assert verdict.lines and f"refused scaler.{call}()" in verdict.lines[0]
+    assert "has already been called" in verdict.lines[0] or "No inf checks" in verdict.lines[0] \
+        or "after step()" in verdict.lines[0]
+
+
+def test_the_scenario_goes_on_after_a_refused_call() -> None:
+    """Call 2 still runs after call 1 ended in a refusal: update() twice leaves call 2 a whole correct step too."""
+    result = run(ROW_ARGS["2.4"], reference_amp_step(Config(update="twice")))
+    correct = run(ROW_ARGS["2.4"], reference_amp_step(CORRECT))
+    assert [("error" in s) for s in result["steps"]] == [True, True]
+    assert [s["params"] for s in result["steps"]] == [s["params"] for s in correct["steps"]]
 
 
 def test_a_step_refused_for_want_of_an_update_has_no_effect() -> None:
-    """Only a repeat within one call does what an unguarded scaler would: without update(), call 2's one step
-    is refused and leaves the parameters where call 1 left them."""
+    """Without update(), call 2's one step is refused: it raises and leaves the parameters where call 1 left them."""
     result = run({**BASE, "steps": 2}, reference_amp_step(Config(update="never")))
     assert result["steps"][0]["params"] == result["steps"][1]["params"]
+    assert result["steps"][1]["error"]["message"] == "step() has already been called since the last update()."
 
 
-@pytest.mark.parametrize("config", [Config(update="twice"), Config(step="twice"), Config(update="before_step")],
-                         ids=["update twice", "step twice", "update before step"])
-def test_underflow_training_converges_through_a_refused_call(config: Config) -> None:
-    """Row 2.10 judges convergence: a call torch's scaler refuses does not end the training."""
-    args = {"steps": 120, "scaler_kwargs": {"growth_interval": 10}}
-    result = probes.run_underflow(args, reference_amp_step(config), harness.torch_scaler)
-    assert "error" not in result
+def test_update_only_when_clean_shows_expected_values_of_a_correct_step() -> None:
+    """Its message's expected scaler state is what a correct amp_step gives after the overflowing call 1
+    (scale halved, tracker 0, ready), not a state of some other program."""
+    verdict = judge("2.6", ROW_ARGS["2.6"], run(ROW_ARGS["2.6"], reference_amp_step(Config(update="when_clean"))))
+    assert verdict.lines == ["after call 1: the scaler's (scale, growth tracker, stage) should be (32768, 0, ready) "
+                             "but is (65536.0, 0, stepped)"]
+
+
+@pytest.mark.parametrize("config", [CORRECT, Config(update="twice"), Config(update="when_clean"),
+                                    Config(zero_grad="never"), Config(forward=None, loss=None)],
+                         ids=["correct", "update twice", "update when clean", "no zero_grad", "no autocast"])
+def test_underflow_calls_are_replayed_as_amp_steps(config: Config) -> None:
+    """Row 2.10 replays every call from the state the previous one left: an honest amp_step's calls, bugs of other
+    rows included, are all reproduced (a refused call ends that call, training goes on)."""
+    args = {"steps": 30, "scaler_kwargs": {"growth_interval": 10}}
+    result = json.loads(json.dumps(probes.run_underflow(args, reference_amp_step(config), harness.torch_scaler)))
+    assert underflow_steps.judge_calls(args, result) is None
+
+
+def test_underflow_weight_written_by_hand_is_no_amp_step() -> None:
+    """An amp_step that steps correctly but writes the least-squares answer into the weight reaches the target
+    loss, and the replay of its calls says which call did something no amp_step does."""
+    correct = reference_amp_step(CORRECT)
+
+    def writes_answer(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        loss = correct(model, inputs, targets, *args, **kwargs)
+        with torch.no_grad():
+            model.weight.copy_(torch.linalg.lstsq(inputs.double(), targets.double()).solution.t().float())
+        return loss
+
+    args = {"steps": 5, "scaler_kwargs": {"growth_interval": 10}}
+    result = json.loads(json.dumps(probes.run_underflow(args, writes_answer, harness.torch_scaler)))
     assert probes.underflow_loss(args, result["final_weight"]) < 1e-12
+    assert underflow_steps.judge_calls(args, result).startswith("call 1 did not do")
 
 
 # --------------------------------------------------------------------------- objects that are not plain data
@@ -304,3 +349,49 @@ def test_copy_out_reads_true_values_under_a_lying_dispatch_mode() -> None:
         assert _len_torch_dispatch_stack() == 1
     assert _len_torch_dispatch_stack() == 0
     assert harness.tensor_values(grad) == [1.5, -2.0]  # and without a mode, the cheap path
+
+
+@pytest.mark.parametrize("config,order", [
+    (CORRECT, "backward (no autocast) -> unscale_ -> clip_grad_norm_ -> scaler.step"),
+    (Config(clipping="clip_then_unscale"), "backward (no autocast) -> clip_grad_norm_ -> unscale_ -> scaler.step"),
+], ids=["unscale then clip", "clip then unscale"])
+def test_the_call_trace_shows_clipping_where_it_ran(config: Config, order: str) -> None:
+    """A wrong clipping order does not read as the right one: clip_grad_norm_ is in the trace, in its place."""
+    result = run(ROW_ARGS["2.7"], reference_amp_step(config))
+    assert order in effects.call_order(result, 0)
+
+
+def test_clipping_imported_by_name_reports_too_and_clipping_outside_a_probe_call_records_nothing() -> None:
+    from torch.nn.utils import clip_grad_norm_  # as a submission would, after the probe module was imported
+
+    def clips_by_name(model: Any, inputs: Any, targets: Any, loss_fn: Any, optimizer: Any, scaler: Any, *,
+                      device_type: str = "cuda", dtype: torch.dtype = torch.float16, max_grad_norm: Any = None) -> Any:
+        optimizer.zero_grad()
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            loss = loss_fn(model(inputs), targets)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        return loss.detach()
+
+    result = run(ROW_ARGS["2.7"], clips_by_name)
+    assert "unscale_ -> clip_grad_norm_ -> scaler.step" in effects.call_order(result, 0)
+    assert not judge("2.7", ROW_ARGS["2.7"], result)
+    assert not probes._CALL_LOG  # no log stays active after the probe
+    layer = torch.nn.Linear(2, 2)
+    layer.weight.grad = torch.full((2, 2), 3.0)
+    assert float(clip_grad_norm_([layer.weight], 1.0)) == 6.0 and not probes._CALL_LOG
+
+
+@pytest.mark.parametrize("config,rows", SINGLE_BUGS, ids=[amp_reference.describe_config(c, BASE) for c, _ in SINGLE_BUGS])
+def test_a_message_describes_one_call_whose_inputs_the_replay_shared(config: Config, rows: set[str]) -> None:
+    """Only the first differing call is described: before it the submission and the replay were in the same state,
+    so every expected value shown is what the replay (right on the row) does in that very situation."""
+    import re
+
+    for row in rows:
+        verdict = judge(row, ROW_ARGS[row], run(ROW_ARGS[row], reference_amp_step(config)))
+        calls = {int(n) for line in verdict.lines for n in re.findall(r"^(?:after )?call (\d+)", line)}
+        assert len(calls) <= 1, (row, verdict.lines)

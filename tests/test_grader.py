@@ -117,6 +117,27 @@ def test_a_case_label_is_not_doubled_when_the_message_names_it() -> None:
     assert row.message == "float16: no autocast\n\n[bfloat16] no autocast at all"
 
 
+def test_a_row_shows_its_first_failing_case_in_full_and_the_others_in_one_line() -> None:
+    """Cases of one row fail for the same behaviour: the first in full, each other by its first line of its own."""
+    item = rubric.BY_TEST["test_amp_step_unscales_before_clipping"]
+    full = "We called\n    amp_step(..., max_grad_norm={norm})\nthe effects differ:\n    grads differ\nHint: unscale first."
+    outcomes = [judge.Outcome(item.test, f"{item.test}[{norm}]", False, full.format(norm=norm))
+                for norm in ("0.001", "0.01")]
+    outcomes.append(judge.Outcome(item.test, f"{item.test}[0.1]", False, "We called\nthe effects differ:"))
+    [row], _ = judge.score(outcomes, (item,))
+    assert row.message == ("[0.001] " + full.format(norm="0.001") + "\n\n[0.01] amp_step(..., max_grad_norm=0.01)"
+                           "\n\n[0.1] fails the same way")
+
+
+def test_the_likely_mistake_line_comes_before_the_failure() -> None:
+    from autograder.engine import results
+
+    item = rubric.BY_TEST["test_amp_step_unscales_before_clipping"]
+    row = judge.Row(item, 0.0, "the effects differ", False)
+    assert results._row_output(row, "Likely mistake: clipping first.") == \
+        "Likely mistake: clipping first.\n\nthe effects differ"
+
+
 def test_rows_are_listed_in_rubric_order() -> None:
     numbers = [tuple(int(part) for part in item.number.split(".")) for item in rubric.ITEMS]
     assert numbers == sorted(numbers)

@@ -49,8 +49,7 @@ def check_row(student: Any, row: str, **args: Any) -> None:
     """Fail unless ``amp_step``'s effects in the probe scenario ``args`` are those of a program right on ``row``."""
     scenario = {"dtype": "float16", "scaler": "torch", "steps": 1, **args}
     result = student.run("amp_probe", scenario)
-    for step in result["steps"]:
-        expect.ok_or_fail(step, described(scenario))
+    # An error is an effect like the others (the judge's replay of the same choices raises it too, or not)
     verdict = recorded.verdict(row, scenario, result)
     if verdict:
         calls = effects.calls_of(result)
@@ -120,6 +119,15 @@ def check_underflow_converges(student: Any, steps: int, growth_interval: int) ->
     weight = result.get("final_weight")
     if not isinstance(weight, list):
         expect.fail(say("amp.underflow_weight", what=what, weight=weight))
+    # Where training ended is not enough: how it got there (the grader replays every call; a local run cannot)
+    why = recorded.underflow_verdict(scenario, result)
+    if why:
+        expect.fail(say("amp.underflow_steps", what=what, why=why))
+    raised = effects.own_error(result)  # what a local run can tell without the replay: no correct amp_step raises
+    if raised is not None:
+        number, error = raised
+        expect.fail(say("amp.underflow_raised", what=what, number=number, error=error.get("type"),
+                        message=error.get("message"), trace=error.get("trace", "")))
     final = probes.underflow_loss(scenario, weight)  # measured here from the weight, never taken from amp_step
     if not final < 1e-12:
         expect.fail(say("amp.underflow_stalled", what=what, final=f"{final:.3g}"))

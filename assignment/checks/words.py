@@ -140,11 +140,27 @@ EN: dict[str, str] = {
                             "float32 parameter.",
     "amp.underflow_stalled": "{what}. Without scaling the loss stalls near 3e-10; with it the loss should fall below "
                              "1e-12, but the final weight gives {final}.",
+    "amp.underflow_steps": "{what}. The weight must be reached by AMP steps: we replayed each call from the state the "
+                           "previous one left, with an amp_step making your choices, and {why}",
+    "amp.underflow_raised": "{what}. Call {number} raised {error}: {message}\n{trace}",
+    "underflow.not_amp": "call {number} did not do what any such amp_step does there: {why}",
+    "underflow.no_calls": "no call's effects came back",
+    "underflow.raised": "it raised {error}: {message}\n{trace}",
+    "underflow.error": "the error should be {want} but is {have}",
+    "underflow.weight": "the weight should be {want} but is {have}",
+    "underflow.grad": "the weight's gradient should be {want} but is {have}",
+    "underflow.scaler": "the scaler should be {want} but is {have}",
     # the effects that differ, one line each
     "effects.after_call": "after call {number}",
     "effects.call": "call {number}",
     "effects.none_back": "{where}: no effects came back (an earlier call raised)",
     "effects.raised": "call {number} raised {error}: {message}\n{trace}",
+    "effects.refused": "call {number}: torch's scaler refused scaler.{call}() ({error}); in a real training loop "
+                       "this error ends the run\n{trace}",
+    "effects.should_raise": "call {number} should end with torch's refusal of scaler.{call}() ({error}), as this "
+                            "amp_step's other choices make it",
+    "effects.but_raised": ", but it raised {error}",
+    "effects.but_returned": ", but it returned",
     "effects.wrong_count": "{where}: the effects came back for the wrong number of parameters",
     "effects.mismatch": "{name} should be {want} but is {have}",
     "effects.mismatch_worst": "{name} should be {want} but is {have}; element {worst} differs most: {expected} "
@@ -187,6 +203,8 @@ EN: dict[str, str] = {
     "config.value.direct": "direct",
     "config.value.before_step": "before step",
     "config.value.after_clean_step": "after clean step",
+    "config.value.when_clean": "only when the gradients were finite",
+    "config.value.unscale_twice": "unscale_ before clipping and again before the step",
     # the phases of a training step, as the probe names them
     "phase.forward": "forward",
     "phase.loss": "loss",
@@ -204,14 +222,23 @@ EN: dict[str, str] = {
     "explain.backward_inside": "The backward pass ran inside torch.autocast.",
     "explain.grad_ratio": "The gradient reaching the model's output was {ratio} x the true gradient (the scale: {scale}).",
     "explain.direct_step": "amp_step called optimizer.step() directly.",
-    "explain.step_twice": "Call 1 called scaler.step(optimizer) {count} times: torch's scaler refuses the second, which "
-                          "we count as a second step.",
+    "explain.step_twice": "Call 1 called scaler.step(optimizer) {count} times: torch's scaler refuses the second "
+                          "(\"step() has already been called since the last update()\"), which ends the call.",
     "explain.updates": "Call 1 called scaler.update() {count} time(s)",
     "explain.updates_before_step": ", before scaler.step(optimizer).",
     "explain.updates_end": ".",
-    "explain.update_twice": " torch's scaler refuses the second, which we count as one more update that found no "
-                            "overflow.",
+    "explain.update_twice": " torch's scaler refuses the second (\"No inf checks were recorded prior to update.\"), "
+                            "which ends the call.",
     "explain.no_unscale": "amp_step never called scaler.unscale_(optimizer).",
+    "explain.clip_before_unscale": "Call 1 called clip_grad_norm_ before scaler.unscale_(optimizer): it clipped the "
+                                   "scaled gradients.",
+    "explain.unscale_twice": "Call 1 called scaler.unscale_(optimizer) {count} times: torch's scaler refuses the second "
+                             "(\"unscale_() has already been called on this optimizer since the last update()\"); "
+                             "scaler.step(optimizer) needs no unscale_ of its own, it unscales gradients not yet "
+                             "unscaled.",
+    "explain.unscale_after_step": "Call 1 called scaler.unscale_(optimizer) after scaler.step(optimizer): torch's scaler "
+                                  "refuses it (\"unscale_() is being called after step()\"), and clipping after the "
+                                  "step would come too late anyway.",
     # ---- Task 3 (the hidden Quick Check)
     "quick.unanswered": "{question} is unanswered in answers.py (set {question} = \"A\", \"B\", \"C\" or \"D\").",
     "quick.not_letter": "{question} must be one letter, \"A\" to \"D\"; answers.py has {given}.",
@@ -413,10 +440,26 @@ KO: dict[str, str] = {
                             "파라미터로 남아 있어야 합니다.",
     "amp.underflow_stalled": "{what}. 스케일링이 없으면 손실이 3e-10 근처에서 멈추고, 있으면 1e-12 아래로 내려가야 "
                              "하는데, 최종 가중치로 계산한 손실은 {final}입니다.",
+    "amp.underflow_steps": "{what}. 가중치는 AMP 스텝으로 도달해야 합니다. 각 호출을 앞 호출이 남긴 상태에서 여러분과 같은 "
+                           "선택을 하는 amp_step으로 다시 실행해 보았는데, {why}",
+    "amp.underflow_raised": "{what}. 호출 {number}에서 {error} 예외가 발생했습니다: {message}\n{trace}",
+    "underflow.not_amp": "호출 {number}은 그런 amp_step이 그 자리에서 하는 일을 하지 않았습니다: {why}",
+    "underflow.no_calls": "어떤 호출의 효과도 돌아오지 않았습니다",
+    "underflow.raised": "{error} 예외가 발생했습니다: {message}\n{trace}",
+    "underflow.error": "오류는 {want}이어야 하는데 {have}입니다",
+    "underflow.weight": "가중치의 올바른 값은 {want}인데 실제 값은 {have}입니다",
+    "underflow.grad": "가중치 기울기의 올바른 값은 {want}인데 실제 값은 {have}입니다",
+    "underflow.scaler": "스케일러의 올바른 상태는 {want}인데 실제 상태는 {have}입니다",
     "effects.after_call": "호출 {number} 뒤",
     "effects.call": "호출 {number}",
     "effects.none_back": "{where}: 효과가 돌아오지 않았습니다(앞선 호출에서 예외가 발생했습니다)",
     "effects.raised": "호출 {number}에서 {error} 예외가 발생했습니다: {message}\n{trace}",
+    "effects.refused": "호출 {number}: torch의 스케일러가 scaler.{call}() 호출을 거부했습니다({error}). 실제 학습 "
+                       "루프라면 이 오류로 실행이 끝납니다\n{trace}",
+    "effects.should_raise": "이 amp_step의 다른 선택대로라면 호출 {number}은 torch의 스케일러가 scaler.{call}()를 "
+                            "거부하며({error}) 끝나야 합니다",
+    "effects.but_raised": ". 그런데 {error} 예외가 발생했습니다",
+    "effects.but_returned": ". 그런데 정상적으로 반환했습니다",
     "effects.wrong_count": "{where}: 돌아온 효과의 파라미터 수가 맞지 않습니다",
     "effects.mismatch": "{name}의 올바른 값은 {want}인데 실제 값은 {have}입니다",
     "effects.mismatch_worst": "{name}의 올바른 값은 {want}인데 실제 값은 {have}입니다. 가장 많이 다른 원소는 {worst}번: "
@@ -458,6 +501,8 @@ KO: dict[str, str] = {
     "config.value.direct": "optimizer.step() 직접 호출",
     "config.value.before_step": "스텝 전",
     "config.value.after_clean_step": "깨끗한 스텝 뒤에만",
+    "config.value.when_clean": "기울기가 유한할 때만",
+    "config.value.unscale_twice": "클리핑 전에 언스케일하고 스텝 전에 다시 언스케일",
     "phase.forward": "순전파",
     "phase.loss": "손실",
     "phase.backward": "역전파",
@@ -473,13 +518,23 @@ KO: dict[str, str] = {
     "explain.grad_ratio": "모델 출력에 도달한 기울기가 진짜 기울기의 {ratio}배였습니다(스케일: {scale}).",
     "explain.direct_step": "amp_step이 optimizer.step()을 직접 호출했습니다.",
     "explain.step_twice": "호출 1에서 scaler.step(optimizer)를 {count}번 호출했습니다. torch의 스케일러는 두 번째 호출을 "
-                          "거부하며, 우리는 그것을 두 번째 스텝으로 셉니다.",
+                          "거부하며(\"step() has already been called since the last update()\"), 그 오류로 호출이 "
+                          "끝납니다.",
     "explain.updates": "호출 1에서 scaler.update()를 {count}번 호출했습니다",
     "explain.updates_before_step": ". scaler.step(optimizer)보다 먼저 호출했습니다.",
     "explain.updates_end": ".",
-    "explain.update_twice": " torch의 스케일러는 두 번째 호출을 거부하며, 우리는 그것을 오버플로를 찾지 못한 update 한 번으로 "
-                            "더 셉니다.",
+    "explain.update_twice": " torch의 스케일러는 두 번째 호출을 거부하며(\"No inf checks were recorded prior to "
+                            "update.\"), 그 오류로 호출이 끝납니다.",
     "explain.no_unscale": "amp_step이 scaler.unscale_(optimizer)를 한 번도 호출하지 않았습니다.",
+    "explain.clip_before_unscale": "호출 1에서 scaler.unscale_(optimizer)보다 먼저 clip_grad_norm_을 호출했습니다. "
+                                   "스케일된 기울기를 클리핑한 것입니다.",
+    "explain.unscale_twice": "호출 1에서 scaler.unscale_(optimizer)를 {count}번 호출했습니다. torch의 스케일러는 두 번째 "
+                             "호출을 거부합니다(\"unscale_() has already been called on this optimizer since the last "
+                             "update()\"). scaler.step(optimizer)는 따로 unscale_가 필요 없습니다. 아직 언스케일되지 "
+                             "않은 기울기만 언스케일합니다.",
+    "explain.unscale_after_step": "호출 1에서 scaler.step(optimizer) 뒤에 scaler.unscale_(optimizer)를 호출했습니다. "
+                                  "torch의 스케일러는 이를 거부하며(\"unscale_() is being called after step()\"), "
+                                  "스텝 뒤의 클리핑은 어차피 너무 늦습니다.",
     "quick.unanswered": "answers.py에 {question}의 답이 없습니다({question} = \"A\", \"B\", \"C\", \"D\" 중 하나로 "
                         "정하세요).",
     "quick.not_letter": "{question}의 답은 \"A\"부터 \"D\"까지 중 글자 하나여야 합니다. answers.py의 답: {given}.",
@@ -627,8 +682,12 @@ KO_MISTAKES: dict[str, str] = {
     "returns_scaled_loss": "amp_step이 스케일된 손실을 돌려줄",
     "returns_attached_loss": "amp_step이 그래프에서 떼어 내지 않은(detach하지 않은) 손실을 돌려줄",
     "returns_python_float": "amp_step이 텐서 대신 loss.item()을 돌려줄",
-    "update_only_after_clean_step": "기울기가 오버플로할 때마다 스텝과 함께 scaler.update()도 건너뛰어서 스케일이 "
-                                    "백오프하지 않을",
+    "early_return_on_overflow": "기울기가 오버플로할 때마다 스텝과 함께 scaler.update()도 건너뛰어서 스케일이 "
+                                "백오프하지 않을",
+    "update_only_after_clean_step": "기울기가 유한할 때만 scaler.update()를 호출해서, 건너뛴 스텝 뒤에 스케일러가 "
+                                    "갱신되지 않고 다음 스텝을 거부할",
+    "unscale_twice": "scaler.step(optimizer) 전에 scaler.unscale_()를 한 번 더 호출해서 torch의 스케일러가 거부할",
+    "unscale_after_step": "scaler.step(optimizer) 뒤에 scaler.unscale_()와 클리핑을 해서 torch의 스케일러가 거부할",
     "update_called_twice": "한 반복에서 scaler.step(optimizer) 뒤에 scaler.update()를 두 번 호출할",
     "step_called_twice": "한 반복에서 scaler.update() 전에 scaler.step(optimizer)를 두 번 호출할",
     "unscale_before_backward": "backward() 전에 scaler.unscale_()를 호출해서 나중에 클리핑하는 기울기가 여전히 스케일된 "

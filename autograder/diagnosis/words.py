@@ -79,8 +79,14 @@ STUDENT_WORDS: dict[str, str] = {
     "returns_scaled_loss": "amp_step returns the scaled loss",
     "returns_attached_loss": "amp_step returns the loss still attached to the graph (not detached)",
     "returns_python_float": "amp_step returns loss.item() instead of a tensor",
-    "update_only_after_clean_step": "scaler.update() is skipped, together with the step, whenever the gradients "
-                                    "overflowed, so the scale never backs off",
+    "early_return_on_overflow": "scaler.update() is skipped, together with the step, whenever the gradients "
+                                "overflowed, so the scale never backs off",
+    "update_only_after_clean_step": "scaler.update() is called only when the gradients were finite, so after a "
+                                    "skipped step the scaler is never updated and refuses the next step",
+    "unscale_twice": "scaler.unscale_() is called a second time before scaler.step(optimizer), which torch's scaler "
+                     "refuses",
+    "unscale_after_step": "scaler.unscale_() and clipping come after scaler.step(optimizer), which torch's scaler "
+                          "refuses",
     "update_called_twice": "scaler.update() is called twice in one iteration, after scaler.step(optimizer)",
     "step_called_twice": "scaler.step(optimizer) is called twice in one iteration, before scaler.update()",
     "unscale_before_backward": "scaler.unscale_() is called before backward(), so the gradients clipped afterwards "

@@ -48,12 +48,14 @@ class Config:
     ``model.half()`` instead.  ``scaled``: backward of ``scaler.scale(loss)`` (else of the
     loss).  ``zero_grad``: "before" the forward, "after_backward", "after_step" or "never".
     ``clipping``: "correct" (when max_grad_norm is given: unscale_, then clip),
-    "unscale_always" (unscale_ even without clipping), "clip_then_unscale", "clip_only",
-    "no_clip".  ``step``: "scaler", "twice" (scaler.step twice), "direct" (optimizer.step()) or
+    "unscale_always" (unscale_ even without clipping), "unscale_twice" (unscale_ before clipping and
+    again before the step), "after_step" (unscale_ and clip after scaler.step), "clip_then_unscale",
+    "clip_only", "no_clip".  ``step``: "scaler", "twice" (scaler.step twice), "direct" (optimizer.step()) or
     "never".  ``update``: "after_step", "twice" (after the step, twice), "before_step", "never" or
     "after_clean_step" (a loop that checks the gradients itself and, when one overflowed, returns
-    before stepping and so before ``update()`` too).  What a refused second call does is the
-    probe's (:class:`checks.runners.probes.ScalerProbe`): the replay goes through the same probe.
+    before stepping and so before ``update()`` too) or "when_clean" (steps, then updates only when
+    the gradients were finite).  A call torch's scaler refuses raises, in the replay as in the
+    probe (:class:`checks.runners.probes.ScalerProbe`): the replay makes the same calls.
     """
 
     forward: str | None = GIVEN
@@ -96,9 +98,13 @@ ROW_BREAKS: dict[str, Callable[[Config], list[Config]]] = {
     # With the gradients cleared before the step torch's scaler refuses the first step too: a second has no effect.
     "2.5": lambda c: [_R(c, step=s) for s in ("direct", "never") + (("twice",) if c.zero_grad != "after_backward"
                                                                     else ())],
-    "2.6": lambda c: [_R(c, update=u) for u in ("never", "before_step", "after_clean_step", "twice")],
-    "2.7": lambda c: [_R(c, clipping=k) for k in ("clip_then_unscale", "clip_only", "no_clip")] + [_R(c, step="never")],
-    "2.8": lambda c: [],  # the returned loss itself is compared
+    "2.6": lambda c: [_R(c, update=u) for u in ("never", "before_step", "after_clean_step", "when_clean", "twice")],
+    "2.7": lambda c: [_R(c, clipping=k) for k in ("clip_then_unscale", "clip_only", "no_clip", "unscale_twice",
+                                                  "after_step")] + [_R(c, step="never")],
+    # The returned loss itself is compared, in the calls that return: a call that ends with a refusal its other
+    # choices make returns nothing in the replay either, and that refusal costs the row of the call refused (a
+    # refusal made on purpose to hide the return costs more than this row's points).
+    "2.8": lambda c: [],
     "2.9": lambda c: [],  # no error and the same effects
 }
 
@@ -131,22 +137,35 @@ def reference_amp_step(config: Config) -> Callable[..., torch.Tensor]:
             optimizer.zero_grad(set_to_none=True)
         params = [param for group in optimizer.param_groups for param in group["params"]]
         clip = max_grad_norm is not None and config.clipping != "no_clip"
-        if config.clipping == "unscale_always" or (config.clipping == "correct" and clip):
-            scaler.unscale_(optimizer)
-        if clip:
-            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
-        if config.clipping == "clip_then_unscale" and clip:
+
+        def clip_grads() -> None:
+            if config.clipping == "unscale_always" or (config.clipping in ("correct", "unscale_twice", "after_step")
+                                                       and clip):
+                scaler.unscale_(optimizer)
+            if clip:
+                torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+            if config.clipping == "clip_then_unscale" and clip:
+                scaler.unscale_(optimizer)
+
+        def finite() -> bool:
+            return all(bool(torch.isfinite(p.grad).all()) for p in params if p.grad is not None)
+
+        if config.clipping != "after_step":
+            clip_grads()
+        if config.clipping == "unscale_twice":  # again, "to be sure" (refused after a first one)
             scaler.unscale_(optimizer)
         if config.update == "before_step":
             scaler.update()
-        if config.update == "after_clean_step" and not all(bool(torch.isfinite(p.grad).all())
-                                                           for p in params if p.grad is not None):
+        if config.update == "after_clean_step" and not finite():
             return loss.detach()
         for _ in range({"scaler": 1, "twice": 2}.get(config.step, 0)):
             scaler.step(optimizer)
         if config.step == "direct":
             optimizer.step()
-        for _ in range({"after_step": 1, "after_clean_step": 1, "twice": 2}.get(config.update, 0)):
+        if config.clipping == "after_step":
+            clip_grads()
+        updates = {"after_step": 1, "after_clean_step": 1, "twice": 2, "when_clean": int(finite())}
+        for _ in range(updates.get(config.update, 0)):
             scaler.update()
         if config.zero_grad == "after_step":
             optimizer.zero_grad(set_to_none=True)
@@ -208,9 +227,13 @@ def suggested_configs(result: dict[str, Json], args: dict[str, Json]) -> list[Co
     else:
         update = "twice" if kinds.count("update") > 1 else "after_step"
     updated = [any(e.get("event") == "update" for e in call) for call in calls]
-    updates = [update, "after_clean_step"] if any(updated) and not all(updated) else [update]
+    updates = [update, "after_clean_step", "when_clean"] if any(updated) and not all(updated) else [update]
     clipping_given = args.get("max_grad_norm") is not None
-    if "unscale_" in kinds:
+    if "unscale_" in kinds and "scaler.step" in kinds and kinds.index("unscale_") > kinds.index("scaler.step"):
+        clippings = ["after_step"]
+    elif kinds.count("unscale_") > 1:
+        clippings = ["unscale_twice"]
+    elif "unscale_" in kinds:
         clippings = ["correct", "clip_then_unscale"] if clipping_given else ["unscale_always"]
     else:
         clippings = ["clip_only", "no_clip"] if clipping_given else ["correct"]

@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 import pytest
 from hypothesis import settings
 
-from autograder.engine import amp_reference, examples, faults, rubric, strings
+from autograder.engine import amp_reference, examples, faults, rubric, strings, underflow_steps
 from autograder import ROOT
 from autograder import settings as grader_settings  # not hypothesis.settings
 
@@ -160,7 +160,8 @@ def run_suites(runner: Any, items: tuple[rubric.Item, ...], paths: tuple[Path, .
     With ``collect_only`` return the set of test function names pytest collects instead.
     """
     plugin = JudgePlugin(runner, {item.test for item in items})
-    recorded.install(amp_reference.judge)  # Task 2's rows replay the grader's reference, never recorded effects
+    # Task 2's rows (2.10's every call too) replay the grader's reference, never recorded effects
+    recorded.install(amp_reference.judge, underflow=underflow_steps.judge_calls)
     paths = paths or (PUBLIC_DIR, HIDDEN_DIR)
     args = [str(p) for p in paths] + ["-c", str(INI), "--rootdir", str(ROOT), "-p", "checks.plugin",
                                       "-p", "no:cacheprovider", "-p", "no:unraisableexception", "--capture=no", "-q", "--no-header",
@@ -196,6 +197,24 @@ def _labelled(case: Outcome) -> str:
     return case.message if case.message.startswith(label) else f"[{label}] {case.message}"
 
 
+def _summarised(failures: list[tuple[str, Outcome]]) -> str:
+    """A row's failures: the first case's message in full, each other case in one line, since the cases of a row
+    fail for the same behaviour: what that case does differently (its first new line after the headline, so its
+    own inputs) and what came of it (the last new line of its first paragraph: the value or error it got)."""
+    if not failures:
+        return ""
+    first, case = failures[0]
+    seen = {line.strip() for line in (first + "\n" + case.message).splitlines()}
+    lines = [first]
+    for text, case in failures[1:]:
+        label = case.case.split("[", 1)[1].rstrip("]") if "[" in case.case else ""
+        paragraph = [line.strip() for line in case.message.split("\n\n", 1)[0].splitlines() if line.strip()]
+        new = [line for line in paragraph[1:] or paragraph if line not in seen]
+        said = (new[0] if len(new) == 1 else f"{new[0]} … {new[-1]}") if new else strings.text("same_failure")
+        lines.append(f"[{label}] {said}" if label and not said.startswith(label) else said)
+    return "\n\n".join(lines)
+
+
 def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...], file_faults: Mapping[str, str] | None = None,
           missing: Sequence[str] = ()) -> tuple[list[Row], str]:
     """Rubric rows from outcomes: per-case partial credit; and the staff log.
@@ -212,18 +231,18 @@ def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...], file_faults: 
             staff.append(f"{item.test}: not collected")
             continue
         passed = sum(case.passed for case in cases)
-        messages: list[str] = []
-        public: list[str] = []
+        messages: list[tuple[str, Outcome]] = []
+        public: list[tuple[str, Outcome]] = []
         for case in cases:
             if not case.passed:
                 text = faults.short_line(case.message, item.task, file_faults or {}, missing) or _labelled(case)
                 for kept in (messages, public) if case.public else (messages,):
-                    if text not in kept:
-                        kept.append(text)
+                    if text not in [t for t, _ in kept]:
+                        kept.append((text, case))
                 if case.internal:
                     staff.append(f"{case.case}:\n{case.internal}")
-        rows.append(Row(item, round(item.points * passed / len(cases), 4), "\n\n".join(messages),
-                        passed == len(cases), public_failures="\n\n".join(public), cases=(passed, len(cases)),
+        rows.append(Row(item, round(item.points * passed / len(cases), 4), _summarised(messages),
+                        passed == len(cases), public_failures=_summarised(public), cases=(passed, len(cases)),
                         internal=any(case.internal for case in cases if not case.passed)))
     return rows, "\n\n".join(staff)
 

@@ -155,12 +155,29 @@ def _amp_probe(_args: dict[str, Json], reply: Json) -> str | None:
     return None
 
 
+def _underflow_call(value: Json) -> bool:
+    """One call's record in the underflow run (checks.runners.probes.run_underflow)."""
+    state = value.get("scaler") if isinstance(value, dict) else None
+    return (isinstance(value, dict) and set(value) - {"error"} == {"weight", "grad", "scaler"}
+            and ("error" not in value or _error(value["error"]) is None) and _copied_tensor(value["weight"])
+            and (value["grad"] is None or _copied_tensor(value["grad"]))
+            and (state is None or (isinstance(state, dict) and _scaler_state({k: v for k, v in state.items()
+                                                                                if k != "found_inf"})
+                                   and "found_inf" in state and (state["found_inf"] is None
+                                                                 or _is_float(state["found_inf"])))))
+
+
 def _underflow(_args: dict[str, Json], reply: Json) -> str | None:
-    found = _outcome(reply, {"losses", "final_weight"})
+    found = _outcome(reply, {"losses", "final_weight", "log", "calls"})
     if found:
         return found
     if not _floats(reply.get("losses")) or not _copied_tensor(reply.get("final_weight")):
         return "a list of losses or a final weight of the wrong shape"
+    if not (isinstance(reply.get("log"), list) and all(isinstance(e, dict) and isinstance(e.get("event"), str)
+                                                       for e in reply["log"])):
+        return "an underflow log of the wrong shape"
+    if not (isinstance(reply.get("calls"), list) and all(_underflow_call(c) for c in reply["calls"])):
+        return "an underflow call record of the wrong shape"
     return None
 
 

@@ -90,13 +90,14 @@ def with_public_parts(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _row_output(row: Any, line: str | None = None) -> str:
-    """The row's message and ``line`` (once), then (bounded) what the student's code printed during that test.
+    """``line`` (once), the row's message, then (bounded) what the student's code printed during that test.
 
-    The line goes into the row's own output, so students see it exactly when they see the row.
+    The line goes into the row's own output, so students see it exactly when they see the row, and first: the
+    likely mistake is what to read before the details.
     """
     message = row.message
     if line and line not in message:
-        message = f"{message}\n\n{line}".strip()
+        message = f"{line}\n\n{message}".strip()
     text = message or strings.text("passed")
     if row.output.strip():
         text += "\n\n" + strings.text("printed_in_test") + "\n" + row.output[: OUTPUT_LIMIT // 2]

@@ -32,6 +32,7 @@ DEFAULT = "en"
 MESSAGES: dict[str, dict[str, str]] = {
     "en": {
         "passed": "Passed.",
+        "same_failure": "fails the same way",
         "about_submission": "About your submission:",
         "printed": "Output printed by your code:",
         "printed_in_test": "Output printed by your code during this test:",
@@ -201,6 +202,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "ko": {
         "passed": "통과했습니다.",
+        "same_failure": "같은 방식으로 실패합니다",
         "about_submission": "제출물에 대한 안내:",
         "printed": "여러분의 코드가 출력한 내용:",
         "printed_in_test": "이 테스트 중에 여러분의 코드가 출력한 내용:",

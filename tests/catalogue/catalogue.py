@@ -389,9 +389,9 @@ AMP_STEP_BUGS = [
               "        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)\n    optimizer.step()\n"),
         fail={"2.5", "2.6"}, band=(80, 88)),
     bug("update_before_step",
-        "Calls scaler.update() before scaler.step(optimizer).",
+        "Calls scaler.update() before scaler.step(optimizer) (torch's scaler refuses it: every call ends there).",
         Patch(A, "    scaler.step(optimizer)\n    scaler.update()\n", "    scaler.update()\n    scaler.step(optimizer)\n"),
-        fail={"2.6"}, band=(85, 88)),
+        fail={"2.5", "2.6", "2.10"}, band=(78, 86)),
     bug("no_update",
         "Never calls scaler.update() (the next step() raises).",
         Patch(A, "    scaler.update()\n", ""),
@@ -459,7 +459,7 @@ AMP_STEP_BUGS = [
     # called": a step skipped by the loop's own check skipped the update too) and
     # https://github.com/pytorch/pytorch/issues/67590 (users cannot tell whether scaler.step() skipped the step, so
     # they check the gradients themselves).
-    bug("update_only_after_clean_step",
+    bug("early_return_on_overflow",
         "Checks the gradients for inf/NaN itself and returns early when one overflowed, skipping scaler.step() and, "
         "with it, scaler.update(): the scale never backs off.",
         Patch(A, "    scaler.step(optimizer)\n    scaler.update()\n", """\
@@ -479,7 +479,31 @@ AMP_STEP_BUGS = [
     bug("step_called_twice",
         "Calls scaler.step(optimizer) twice before scaler.update() (torch's scaler raises on the second one).",
         Patch(A, "    scaler.step(optimizer)\n", "    scaler.step(optimizer)\n    scaler.step(optimizer)\n"),
-        fail={"2.5"}, band=(85, 87)),
+        fail={"2.5", "2.6", "2.10"}, band=(78, 86)),
+    # The same loop, stepping always: a step the scaler skipped leaves it unupdated, so the next call's step is
+    # refused ("step() has already been called since the last update()").
+    bug("update_only_after_clean_step",
+        "Calls scaler.step(optimizer) every time but scaler.update() only when the gradients were finite, to "
+        "\"update after a clean step\".",
+        Patch(A, "    scaler.update()\n", """\
+    grads = [param.grad for group in optimizer.param_groups for param in group["params"] if param.grad is not None]
+    if all(bool(torch.isfinite(grad).all()) for grad in grads):
+        scaler.update()
+"""),
+        fail={"2.6"}, band=(85, 88)),
+    # The "make sure the optimizer sees true gradients" habit: torch's scaler refuses the second unscale_ ("unscale_()
+    # has already been called on this optimizer since the last update()"), the loop crashes at its first clipped step.
+    bug("unscale_twice",
+        "With max_grad_norm set, unscales before clipping and again before scaler.step(optimizer).",
+        Patch(A, "    scaler.step(optimizer)\n", "    scaler.unscale_(optimizer)  # the optimizer must see true gradients\n"
+              "    scaler.step(optimizer)\n"),
+        fail={"2.7"}, band=(85, 88)),
+    bug("unscale_after_step",
+        "Unscales and clips after scaler.step(optimizer) (torch's scaler refuses: \"unscale_() is being called after "
+        "step()\").",
+        Patch(A, "    if max_grad_norm is not None:\n" + CLIP_BLOCK + "    scaler.step(optimizer)\n",
+              "    scaler.step(optimizer)\n    if max_grad_norm is not None:\n" + CLIP_BLOCK),
+        fail={"2.7"}, band=(85, 88)),
     # Cited: https://github.com/huggingface/transformers/issues/23905 and
     # https://github.com/huggingface/transformers/issues/24449 (unscale_ run before the later micro-batches'
     # backward: "unscale_() has already been called on this optimizer since the last update()").
@@ -534,6 +558,10 @@ CASCADES = {
     "unscale_then_optimizer_step": "with the optimizer stepped directly, when update() runs has no effect: row 2.6 "
                                    "cannot be vouched for",
     "model_half": "torch's scaler refuses float16 gradients: step, update and clipping leave no effect to judge",
+    "step_called_twice": "torch's scaler refuses the second step, which ends every call before update() (row 2.6 has "
+                         "no effect to judge) and, the scaler never updated, every later step: training stops (2.10)",
+    "update_before_step": "torch's scaler refuses update() before any step: every call ends there, so no call steps "
+                          "(row 2.5 has no effect to judge) and training never moves (2.10)",
 }
 
 BUGS: list[Entry] = UPDATE_RULE_BUGS + DETECTION_BUGS + UNSCALE_STEP_BUGS + SCALE_STATE_BUGS + AMP_STEP_BUGS \

@@ -89,8 +89,46 @@ def _param_name(index: int) -> str:
     return PARAM_NAMES[index] if index < len(PARAM_NAMES) else say("effects.parameter", number=index)
 
 
+def _refusal(result: dict[str, Json], index: int) -> str | None:
+    """The scaler call whose refusal ended call ``index``, as the probe's log names it (messages only)."""
+    calls = calls_of(result)
+    events = calls[index] if index < len(calls) else []
+    last = events[-1] if events else {}
+    return str(last.get("call")) if last.get("event") == "scaler error" else None
+
+
+def own_error(result: dict[str, Json]) -> tuple[int, dict[str, Json]] | None:
+    """The first call of an underflow run (:func:`checks.runners.probes.run_underflow`) that raised an error of
+    its own, not torch's refusal of a scaler call (the log's last event in that call): its number and the error."""
+    calls, logged = result.get("calls") or [], calls_of(result)
+    for index, call in enumerate(calls):
+        error = call.get("error") if isinstance(call, dict) else None
+        events = logged[index] if index < len(logged) else []
+        if isinstance(error, dict) and not (events and events[-1].get("event") == "scaler error"):
+            return index + 1, error
+    return None
+
+
+def _error_line(result: dict[str, Json], index: int, error: dict[str, Json], *, should: bool) -> str:
+    """Call ``index``'s error in words: torch's refusal of a named scaler call, or the submission's own error."""
+    text = f"{error.get('type')}: {error.get('message')}"
+    refused = _refusal(result, index)
+    if should:
+        return say("effects.should_raise", number=index + 1, call=refused or "?", error=text)
+    if refused is not None:
+        return say("effects.refused", number=index + 1, call=refused, error=text, trace=error.get("trace", ""))
+    return say("effects.raised", number=index + 1, error=error.get("type"), message=error.get("message"),
+               trace=error.get("trace", ""))
+
+
 def differences(expected: dict[str, Json], got: dict[str, Json], *, returned: bool = False) -> list[str]:
-    """How the effects ``got`` differ from ``expected`` (both probe results), one line per difference."""
+    """How the effects ``got`` differ from ``expected`` (both probe results), one line per difference.
+
+    Only the first call whose effects differ is described: until then the submission and the replay saw
+    the same inputs and state, so every expected value shown is what the replay's ``amp_step`` does in the
+    very situation the submission's call was in.  An error is an effect like the others: a call torch's
+    scaler refuses must be refused in both, with the same error.
+    """
     lines: list[str] = []
     want_steps, have_steps = expected["steps"], got.get("steps", [])
     for index, want in enumerate(want_steps):
@@ -99,11 +137,15 @@ def differences(expected: dict[str, Json], got: dict[str, Json], *, returned: bo
             lines.append(say("effects.none_back", where=where))
             break
         have = have_steps[index]
-        if "error" in have:
-            error = have["error"]
-            lines.append(say("effects.raised", number=index + 1, error=error.get("type"), message=error.get("message"),
-                             trace=error.get("trace", "")))
+        want_error, have_error = want.get("error"), have.get("error")
+        if have_error and not want_error:
+            lines.append(_error_line(got, index, have_error, should=False))
             break
+        if want_error and (not have_error or (want_error.get("type"), want_error.get("message"))
+                           != (have_error.get("type"), have_error.get("message"))):
+            lines.append(_error_line(expected, index, want_error, should=True)
+                         + (say("effects.but_raised", error=f"{have_error.get('type')}: {have_error.get('message')}")
+                            if have_error else say("effects.but_returned")))
         if any(len(have.get(key, [])) != len(want[key]) for key in ("params", "grads", "backward_grads")):
             lines.append(say("effects.wrong_count", where=where))
             break
@@ -125,8 +167,10 @@ def differences(expected: dict[str, Json], got: dict[str, Json], *, returned: bo
             w, h = want["scaler"], have.get("scaler") or {}
             lines.append(say("effects.scaler", where=where, want=f"{w['scale']:g}, {w['tracker']}, {STAGES[w['stage']]}",
                              have=f"{h.get('scale')}, {h.get('tracker')}, {STAGES.get(h.get('stage'), h.get('stage'))}"))
-        if returned:
+        if returned and "ok" in want and "ok" in have:
             lines += _returned_differences(index, want["ok"], have.get("ok"))
+        if lines:
+            break
     return lines
 
 
@@ -205,8 +249,15 @@ def explain(row: str, result: dict[str, Json], args: dict[str, Json]) -> str:
             say("explain.updates_before_step") if "update" in kinds and "scaler.step" in kinds
             and kinds.index("update") < kinds.index("scaler.step") else say("explain.updates_end"))
         return said + (say("explain.update_twice") if kinds.count("update") > 1 else "")
+    if row == "2.7" and "clip_grad_norm_" in kinds and "unscale_" in kinds \
+            and kinds.index("clip_grad_norm_") < kinds.index("unscale_"):
+        return say("explain.clip_before_unscale")
     if row == "2.7" and args.get("max_grad_norm") is not None and "unscale_" not in kinds:
         return say("explain.no_unscale")
+    if row == "2.7" and "scaler.step" in kinds and "unscale_" in kinds[kinds.index("scaler.step"):]:
+        return say("explain.unscale_after_step")
+    if row == "2.7" and kinds.count("unscale_") > 1:
+        return say("explain.unscale_twice", count=kinds.count("unscale_"))
     return ""
 
 

@@ -15,6 +15,10 @@ A student's local run has no reference: it reads ``checks/amp_effects.json``, wr
 So the verdict is the grader's for a correct ``amp_step`` and for one with a single mistake; effects
 no recorded program left (several mistakes at once) are compared with the correct ones.  Tensors are
 stored once each, as little-endian float32 in base64 (the probe's values are float32).
+
+Row 2.10 replays every call of the underflow run with the reference too: the grader installs that
+replay (:func:`install`'s ``underflow``); a local run judges the row by where training ended and by the first
+call that raised an error of its own (:func:`checks.judge.effects.own_error`).
 """
 
 from __future__ import annotations
@@ -35,24 +39,28 @@ RECORDED = Path(__file__).resolve().parents[1] / "amp_effects.json"
 FORMAT = 1
 TENSOR_KEYS = ("params", "grads", "backward_grads")
 Judge = Callable[[str, dict[str, Json], dict[str, Json]], Verdict]
+#: Why the underflow run's calls are not AMP steps, or None (row 2.10).
+UnderflowJudge = Callable[[dict[str, Json], dict[str, Json]], "str | None"]
 
 _installed: list[Judge] = []
+_underflow: list[UnderflowJudge] = []
 
 
-def install(judge: Judge) -> None:
-    """The grader's judge (it replays its reference) decides every row from now on in this process."""
+def install(judge: Judge, underflow: UnderflowJudge | None = None) -> None:
+    """The grader's judges (they replay its reference) decide every row from now on in this process."""
     _installed[:] = [judge]
+    _underflow[:] = [underflow] if underflow is not None else []
 
 
 @contextlib.contextmanager
-def installed(judge: Judge) -> Iterator[None]:
-    """``judge`` decides the rows inside the block (recording the effects, tests)."""
-    before = list(_installed)
-    _installed[:] = [judge]
+def installed(judge: Judge, underflow: UnderflowJudge | None = None) -> Iterator[None]:
+    """``judge`` (and ``underflow``) decide the rows inside the block (recording the effects, tests)."""
+    before = list(_installed), list(_underflow)
+    install(judge, underflow)
     try:
         yield
     finally:
-        _installed[:] = before
+        _installed[:], _underflow[:] = before
 
 
 def case_key(row: str, args: dict[str, Json]) -> str:
@@ -64,6 +72,11 @@ def verdict(row: str, args: dict[str, Json], result: dict[str, Json]) -> Verdict
     if _installed:
         return _installed[0](row, args, result)
     return recorded_verdict(row, args, result, load())
+
+
+def underflow_verdict(args: dict[str, Json], result: dict[str, Json]) -> str | None:
+    """Why the underflow run's calls are not AMP steps, where the grader's replay is installed; else None."""
+    return _underflow[0](args, result) if _underflow else None
 
 
 def recorded_verdict(row: str, args: dict[str, Json], result: dict[str, Json], table: dict[str, Json]) -> Verdict:

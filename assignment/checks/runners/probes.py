@@ -7,7 +7,7 @@ and runs in the student process (the sandbox preloads this module).
 
 from __future__ import annotations
 
-import contextlib
+import functools
 from pathlib import Path
 from typing import Any, Callable
 
@@ -16,7 +16,32 @@ import torch
 from checks.runners import registry
 from checks.runners.harness import (Json, Submission, copy_out_params, copy_out_tensor, gradscaler_state,
                             guarded, is_plain_tensor, param_grad, run_scaler_ops, seed_cpu, tensor_facts, tensor_values, torch_scaler)
-from checks.runners.optimizers import PlainSGD, RecordingSGD
+from checks.runners.optimizers import RecordingSGD
+
+
+#: The log of the probe call under way (empty when none): torch's gradient clipping reports to it, so that the
+#: call trace shows where clipping ran (it explains a failure; it earns nothing).
+_CALL_LOG: list[list[dict[str, Json]]] = []
+
+
+def _reporting(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def clip(*args: Any, **kwargs: Any) -> Any:
+        if _CALL_LOG:
+            _CALL_LOG[-1].append({"event": name})
+        return original(*args, **kwargs)
+
+    clip._probe_original = original  # type: ignore[attr-defined]
+    return clip
+
+
+# Installed when this module is imported, before any submission is: ``from torch.nn.utils import
+# clip_grad_norm_`` in a submission gets the reporting function too.  Outside a probe call it only calls torch's.
+for _name in ("clip_grad_norm_", "clip_grad_value_"):
+    _original = getattr(torch.nn.utils.clip_grad, _name)
+    if not hasattr(_original, "_probe_original"):
+        for _module in (torch.nn.utils, torch.nn.utils.clip_grad):
+            setattr(_module, _name, _reporting(_name, getattr(_original, "_probe_original", _original)))
 
 
 class _BackwardProbe(torch.autograd.Function):
@@ -109,50 +134,32 @@ class AmpProbe(torch.nn.Module):
 
 
 class ScalerProbe:
-    """Wraps a scaler, logging each call and flagging optimizer steps made through it.
+    """Wraps the harness's scaler, logging each call and flagging optimizer steps made through it.
 
-    An error raised by the wrapped scaler's ``unscale_``/``step``/``update`` (torch's scaler
-    raises on calls out of order) is logged as a ``scaler error`` event instead of ending the
-    ``amp_step`` call: the check of the order that was wrong reports it, the checks of other
-    behaviours still see the rest of the call.
-
-    A log decides nothing, so a ``step`` or ``update`` that torch's scaler refuses only because it
-    repeats the call just before it, in the same ``amp_step`` call, must still leave an effect of
-    its own, or no row could charge it: it does what a scaler without that guard would do
-    (:func:`_unguarded_repeat`), an effect the judge's replay of a doubled call reproduces and a
-    single call does not.  Only a repeat within one call counts (the harness says when a call
-    begins): a ``step`` refused because the previous call never updated is that call's mistake,
-    and stays without effect.  Which call came before is the probe's own note, as reachable as
-    its log: code that rewrites it leaves a single call's effects under a doubled call's log,
-    which no row's replay matches but the row of the doubled call.
+    A call the wrapped scaler refuses (torch's scaler raises on calls out of order: a second
+    ``unscale_`` or ``step`` since the last ``update``, ``unscale_`` after ``step``, ``update``
+    with no inf check recorded, ...) ends the ``amp_step`` call with torch's own error, as in a
+    real training loop: it is logged as a ``scaler error`` event naming the call, and raised
+    again unchanged.  The scenario then goes on with its next call, so the behaviours that call
+    shows are still judged; the judge's replay of the same choices raises the same error at the
+    same place (an effect it compares), and the row whose behaviour the refused call breaks is
+    the one a replay with that behaviour set right does not reproduce.  The probe keeps no record
+    that steers an effect: what a refused call does is torch's, whatever the log says.
     """
 
     def __init__(self, inner: Any, log: list[dict[str, Json]]) -> None:
         self._inner = inner
         self._log = log
-        self._accepted: str | None = None  # "step"/"update": the previous scaler call of this call, if accepted
-
-    def begin_call(self) -> None:
-        self._accepted = None
 
     def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        repeat = name == self._accepted
         try:
-            result = getattr(self._inner, name)(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - reported through the log
+            return getattr(self._inner, name)(*args, **kwargs)
+        except Exception as exc:
             self._log.append({"event": "scaler error", "call": name, "error": f"{type(exc).__name__}: {exc}"[:300]})
-            inner = _torch_inner(self._inner)
-            if repeat and inner is not None:
-                with contextlib.suppress(Exception):  # an optimizer torch could not step: the repeat does nothing
-                    _unguarded_repeat(inner, name, args[0] if args else None)
-            self._accepted = name if repeat else None
-            return None
-        self._accepted = name if name in ("step", "update") else None
-        return result
+            raise
 
     def scale(self, outputs: Any) -> Any:
         self._log.append({"event": "scale", "scale": float(self._inner.get_scale())})
-        self._accepted = None
         return self._inner.scale(outputs)
 
     def unscale_(self, optimizer: Any) -> None:
@@ -183,32 +190,6 @@ def _torch_inner(scaler: Any) -> torch.amp.GradScaler | None:
     if type(scaler) is torch.amp.GradScaler:
         return scaler
     return scaler._inner if type(scaler) is ContractScaler else None
-
-
-def _unguarded_repeat(inner: torch.amp.GradScaler, name: str, optimizer: Any) -> None:
-    """What a repeated call torch refused does in a scaler without torch's guard against it.
-
-    A second ``step`` unscales the gradients again (divides them by the scale a second time, with
-    torch's own kernel, checking them for inf/NaN) and steps the optimizer unless one overflowed:
-    so it leaves an effect even where the step itself is skipped.  A second ``update`` counts one
-    more clean step (torch's own update kernel with no inf found: the tracker advances, the scale
-    grows at the interval).
-    """
-    if inner._scale is None or inner._growth_tracker is None:
-        return
-    if name == "step":
-        grads = [param.grad for group in optimizer.param_groups for param in group["params"]
-                 if param.grad is not None and param.grad.dtype == torch.float32]
-        if grads:
-            found = torch.zeros(1, dtype=torch.float32, device=inner._scale.device)
-            inverse = inner._scale.double().reciprocal().float()
-            torch._amp_foreach_non_finite_check_and_unscale_(grads, found, inverse)
-            if not found.item():
-                optimizer.step()
-        return
-    found_inf = torch.zeros(1, dtype=torch.float32, device=inner._scale.device)
-    torch._amp_update_scale_(inner._scale, inner._growth_tracker, found_inf, inner._growth_factor,
-                             inner._backoff_factor, inner._growth_interval)
 
 
 class ContractScaler:
@@ -314,7 +295,9 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
     the call: ``params`` and ``grads`` (the model's parameters and their gradients, see
     :func:`checks.runners.harness.copy_out_params`), ``backward_grads`` (the gradients as the call's
     last backward pass left them, see :func:`watch_backward`) and ``scaler`` (see
-    :func:`scaler_state`).
+    :func:`scaler_state`).  A call that raised (a call torch's scaler refused, say) is followed by
+    the next, as a loop that reports a failed iteration and goes on: the later calls still show
+    the behaviours the error did not reach.
     """
     seed_cpu(int(args.get("seed", 0)))
     log: list[dict[str, Json]] = []
@@ -329,6 +312,20 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
         return {"log": log, "steps": [{**made, **copy_out_params(params), "backward_grads": [None] * len(params),
                                        "scaler": None}]}
     scaler = ScalerProbe(made["ok"], log)
+    _CALL_LOG.append(log)
+    try:
+        steps = _probe_calls(args, amp_step, model, params, optimizer, scaler, made["ok"], backward_grads, root)
+    finally:
+        _CALL_LOG.pop()
+    return {"log": log, "steps": steps}
+
+
+def _probe_calls(args: dict[str, Json], amp_step: Callable[..., Any], model: AmpProbe, params: list[Any],
+                 optimizer: torch.optim.Optimizer, scaler: ScalerProbe, made: Any, backward_grads: dict[int, Json],
+                 root: Path | None) -> list[dict[str, Json]]:
+    """The calls of :func:`run_amp_probe`, each followed by the effects it left."""
+    log = model._log
+    sizes = [model.layers[0].in_features, model.layers[-1].out_features]
     batch = int(args.get("batch", 16))
     inputs, targets = torch.randn(batch, sizes[0]), torch.randn(batch, sizes[-1])
     steps: list[dict[str, Json]] = []
@@ -337,7 +334,6 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
             inputs, targets = torch.randn(batch, sizes[0]), torch.randn(batch, sizes[-1])
         model._inject_inf = index in args.get("inject_inf_at", [])
         log.append({"event": "call", "step": index})
-        scaler.begin_call()
         backward_grads.clear()
 
         def call() -> Json:
@@ -352,10 +348,8 @@ def run_amp_probe(args: dict[str, Json], amp_step: Callable[..., Any], make_scal
         outcome = guarded(call, root)
         steps.append({**outcome, **copy_out_params(params),
                       "backward_grads": [backward_grads.get(i) for i in range(len(params))],
-                      "scaler": scaler_state(made["ok"], optimizer)})
-        if "error" in outcome:
-            break
-    return {"log": log, "steps": steps}
+                      "scaler": scaler_state(made, optimizer)})
+    return steps
 
 
 # --------------------------------------------------------------------------- underflow training
@@ -377,53 +371,108 @@ def underflow_loss(args: dict[str, Json], weight: list[float]) -> float:
     return float(torch.nn.functional.mse_loss(x @ w.t(), y))
 
 
+class _LoggedLinear(torch.nn.Linear):
+    """The demo's linear model, reporting its forward, backward and zero_grad to ``_log`` as :class:`AmpProbe` does."""
+
+    def __init__(self, d: int, device_type: str, log: list[dict[str, Json]]) -> None:
+        super().__init__(d, 1, bias=False)
+        self._log, self.device_type = log, device_type
+        self.weight.register_hook(self._backward_seen)
+
+    def _backward_seen(self, grad: torch.Tensor) -> None:
+        clear = self.weight.grad is None or not bool(self.weight.grad.any())
+        self._log.append({"event": "backward", "grads_clear": clear})
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self._log.append({"event": "zero_grad"})
+        super().zero_grad(set_to_none=set_to_none)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        on = bool(torch.is_autocast_enabled(self.device_type))
+        dtype = str(torch.get_autocast_dtype(self.device_type)).replace("torch.", "") if on else None
+        self._log.append({"event": "forward", "autocast": on, "dtype": dtype,
+                          "param_dtype": str(self.weight.dtype).replace("torch.", "")})
+        return super().forward(x)
+
+
+def underflow_scaler_state(scaler: Any, optimizer: torch.optim.Optimizer) -> Json:
+    """:func:`scaler_state` plus the inf found for ``optimizer`` since the last update (None when none was
+    recorded): with it the judge rebuilds torch's scaler as a call left it and replays the next call."""
+    state = scaler_state(scaler, optimizer)
+    inner = _torch_inner(scaler)
+    if state is None or inner is None:
+        return state
+    entry = dict.get(inner._per_optimizer_states, id(optimizer))
+    found = list(entry.get("found_inf_per_device", {}).values()) if isinstance(entry, dict) else []
+    return {**state, "found_inf": sum(tensor_values(f)[0] for f in found) if found else None}
+
+
 def run_underflow(args: dict[str, Json], amp_step: Callable[..., Any] | None, make_scaler: Callable[..., Any] | None,
                   root: Path | None = None) -> dict[str, Json]:
-    """Train the demo's tiny-target linear regression in fp16 autocast; report the losses and final weight.
+    """Train the demo's tiny-target linear regression in fp16 autocast; report the losses, every call's effects
+    and the final weight.
 
     With ``amp_step``/``make_scaler`` None the run is the unscaled baseline.  ``args["device"]``
     (default "cpu") places data and model; the data are drawn on the CPU whatever the device.
     ``losses`` are the values ``amp_step`` returned (they explain, they are not graded);
     ``final_weight`` is the model's weight after training, copied out as plain data (or a note
     when it is no plain parameter any more): the judge measures the final loss from it
-    (:func:`underflow_loss`).  The harness's own scaler is handed over behind a
-    :class:`ScalerProbe`, as in :func:`run_amp_probe`: a call torch's scaler refuses (an order
-    rows 2.5 and 2.6 charge) does not end the training, whose row judges only whether it converges.
+    (:func:`underflow_loss`).  ``calls`` holds, after every call, the weight, its gradient, the
+    scaler's state (:func:`underflow_scaler_state`) and the call's error if it raised: the judge
+    replays calls from these states, so a weight reached by anything but AMP steps earns nothing
+    (the grader's :mod:`autograder.engine.underflow_steps`).  The harness's own scaler is handed over
+    behind a :class:`ScalerProbe`, as in :func:`run_amp_probe`: a call torch's scaler refuses ends that
+    ``amp_step`` call with torch's error, and training goes on with the next.
     """
     x, y = underflow_data(args)
     d = x.shape[1]
     device = args.get("device", "cpu")
     x, y = x.to(device), y.to(device)
-    model = torch.nn.Linear(d, 1, bias=False).to(device)
+    device_type = args.get("device_type", "cpu")
+    log: list[dict[str, Json]] = []
+    model = _LoggedLinear(d, device_type, log).to(device)
     torch.nn.init.zeros_(model.weight)
     weight = model.weight
-    optimizer = PlainSGD(model.parameters(), lr=float(args.get("lr", 0.25)))
+    optimizer = _LoggingSGD(model.parameters(), lr=float(args.get("lr", 0.25)))
+    optimizer._log = log
     losses: list[float] = []
+    calls: list[dict[str, Json]] = []
     made = guarded(lambda: make_scaler(**args.get("scaler_kwargs", {})), root) if make_scaler else {"ok": None}
     if "error" in made:
-        return {**made, "losses": [], "final_weight": copy_out_tensor(weight)}
+        return {**made, "losses": [], "final_weight": copy_out_tensor(weight), "log": log, "calls": []}
     scaler = made["ok"]
-    probe = ScalerProbe(scaler, []) if _torch_inner(scaler) is not None else None
-    device_type = args.get("device_type", "cpu")
+    probe = ScalerProbe(scaler, log) if _torch_inner(scaler) is not None else None
 
-    def train() -> Json:
-        for _ in range(int(args.get("steps", 200))):
-            if amp_step is None:
-                optimizer.zero_grad()
-                with torch.autocast(device_type=device_type, dtype=torch.float16):
-                    loss = torch.nn.functional.mse_loss(model(x), y)
-                loss.backward()
-                optimizer.step()
-            else:
-                if probe is not None:
-                    probe.begin_call()
-                loss = amp_step(model, x, y, torch.nn.functional.mse_loss, optimizer, probe or scaler,
-                                device_type=device_type, dtype=torch.float16)
-            losses.append(float(loss))
-        return None
+    def loss_fn(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        on = bool(torch.is_autocast_enabled(device_type))
+        log.append({"event": "loss", "autocast": on,
+                    "dtype": str(torch.get_autocast_dtype(device_type)).replace("torch.", "") if on else None})
+        return torch.nn.functional.mse_loss(outputs, targets)
 
-    outcome = guarded(train, root)
-    return {**outcome, "losses": losses, "final_weight": copy_out_tensor(weight)}
+    def baseline() -> Json:
+        optimizer.zero_grad()
+        with torch.autocast(device_type=device_type, dtype=torch.float16):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return float(loss)
+
+    for index in range(int(args.get("steps", 200))):
+        log.append({"event": "call", "step": index})
+        if amp_step is None:
+            outcome = guarded(baseline, root)
+        else:
+            outcome = guarded(lambda: amp_step(model, x, y, loss_fn, optimizer, probe or scaler,
+                                               device_type=device_type, dtype=torch.float16), root)
+        loss = guarded(lambda: float(outcome["ok"]), root) if "ok" in outcome else {}
+        if "ok" in loss:  # what was returned explains, it is never graded here (row 2.8 grades it)
+            losses.append(loss["ok"])
+        if amp_step is not None:
+            grad = param_grad(weight)
+            calls.append({**({"error": outcome["error"]} if "error" in outcome else {}),
+                          "weight": copy_out_tensor(weight), "grad": None if grad is None else copy_out_tensor(grad),
+                          "scaler": underflow_scaler_state(scaler, optimizer)})
+    return {"ok": None, "losses": losses, "final_weight": copy_out_tensor(weight), "log": log, "calls": calls}
 
 
 # --------------------------------------------------------------------------- registration
