@@ -78,6 +78,7 @@ def test_make_student_regenerates_everything_built_from_the_solution(monkeypatch
     monkeypatch.setattr(subprocess, "run", lambda command, **_: ran.append(command) or subprocess.CompletedProcess(command, 0, "wrote x", ""))
     monkeypatch.setattr(release, "write_release", lambda *_: ran.append(["skeleton"]))
     monkeypatch.setattr(amp_effects, "write", lambda path: ran.append(["effects", path.name]))
+    monkeypatch.setattr(amp_effects, "is_current", lambda path: False)
     monkeypatch.setattr(student.importlib.util, "find_spec", lambda name: object())
     monkeypatch.setattr(student, "table_is_current", lambda path, public: False)
     assert student.main(["--dist", "/nonexistent"]) == 0

@@ -3,8 +3,9 @@
 ``python -m autograder.packaging.student`` runs, in order:
 
 * the skeleton, ``assignment/*.py`` (:mod:`autograder.packaging.release`; always: a second);
-* ``assignment/checks/amp_effects.json`` (:mod:`autograder.packaging.amp_effects`; always: seconds);
 * both notebooks (otter assign, ``notebook_build``; always: they show the checks' text, docstrings included);
+* ``assignment/checks/amp_effects.json`` (:mod:`autograder.packaging.amp_effects`; 15 s of CPU, a minute or two
+  on a busy machine), only when its inputs' behaviour changed (:func:`~autograder.packaging.amp_effects.is_current`);
 * the students' and the grader's diagnosis tables, only when what they depend on changed: their ``source``
   is compared with :func:`autograder.diagnosis.table.source_fingerprint`, the same function grading uses to say
   "the table is older than the code".  It hashes behaviour (docstrings and comments do not count), so an edited
@@ -91,30 +92,39 @@ def refresh_table(path: Path, public: bool, outcome: Outcome, always: bool = Fal
         outcome.failed.append(f"{_shown(path)} ({name}): the build failed (the file there was kept)")
 
 
-def _written(path: Path, write) -> bool:
-    """Run ``write`` (which writes ``path``); whether the file's bytes changed."""
-    before = path.read_bytes() if path.is_file() else None
-    write()
-    return path.read_bytes() != before
+def refresh_effects(effects: Path, outcome: Outcome, dry_run: bool = False) -> None:
+    """Record the Task-2 effects again when what records them changed in behaviour; say which and why."""
+    from autograder.packaging import amp_effects
+
+    if amp_effects.is_current(effects):
+        outcome.left.append(f"{_shown(effects)} (the Task-2 effects): what records it behaves as it did, unchanged "
+                            f"since {_since(effects)} (docstrings and comments do not count)")
+        return
+    if dry_run:
+        outcome.rebuilt.append(f"{_shown(effects)} (the Task-2 effects): what records it changed (a minute or two)")
+        return
+    started = time.monotonic()
+    amp_effects.write(effects)
+    outcome.rebuilt.append(f"{_shown(effects)} (the Task-2 effects): what records it changed "
+                           f"({time.monotonic() - started:.0f} s)")
 
 
 def regenerate(outcome: Outcome, assignment: Path, dry_run: bool) -> None:
-    """The fast part: skeleton, recorded effects, notebooks (each takes seconds)."""
-    from autograder.packaging import amp_effects, release
+    """The skeleton and the notebooks (seconds each, always), the recorded effects (when they changed)."""
+    from autograder.packaging import release
 
     if dry_run:
-        outcome.rebuilt.append("assignment/*.py, checks/amp_effects.json and both notebooks: always (seconds)")
+        outcome.rebuilt.append("assignment/*.py and both notebooks: always (seconds)")
+        refresh_effects(assignment / "checks" / "amp_effects.json", outcome, dry_run=True)
         return
     started = time.monotonic()
     files = release.release_files(ROOT / "solutions")
     changed = [name for name, text in files.items() if not (assignment / name).is_file()
                or (assignment / name).read_text(encoding="utf-8") != text]
     release.write_release(ROOT / "solutions", assignment)
-    effects = assignment / "checks" / "amp_effects.json"
-    if _written(effects, lambda: amp_effects.write(effects)):
-        changed.append("checks/amp_effects.json")
-    outcome.rebuilt.append(f"{_shown(assignment)}/*.py and checks/amp_effects.json "
-                           f"({', '.join(changed) or 'no file'} changed; {time.monotonic() - started:.0f} s)")
+    outcome.rebuilt.append(f"{_shown(assignment)}/*.py ({', '.join(changed) or 'no file'} changed; "
+                           f"{time.monotonic() - started:.0f} s)")
+    refresh_effects(assignment / "checks" / "amp_effects.json", outcome)
     if importlib.util.find_spec("otter") is None:
         outcome.failed.append(f"the notebooks: otter assign needs otter-grader, not installed here: run {OTTER_INSTALL}")
         return
@@ -125,7 +135,8 @@ def regenerate(outcome: Outcome, assignment: Path, dry_run: bool) -> None:
         if done.returncode != 0:
             outcome.failed.append(f"the {language} notebook: notebook_build failed:\n{done.stderr[-1500:]}")
         else:
-            outcome.rebuilt.append(f"{done.stdout.strip().removeprefix('wrote ')} ({time.monotonic() - started:.0f} s)")
+            outcome.rebuilt.append(f"{_shown(Path(done.stdout.strip().removeprefix('wrote ')))} "
+                                   f"({time.monotonic() - started:.0f} s)")
 
 
 def summary(outcome: Outcome, stale: list[built.Stale], dry_run: bool = False) -> str:
