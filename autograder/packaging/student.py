@@ -68,7 +68,7 @@ def table_is_current(path: Path, public: bool) -> bool:
 
 
 def _build_table(path: Path, public: bool) -> bool:
-    """Build a table in a fresh process (it starts the sandbox), its progress shown; False when it failed."""
+    """Build a table in a fresh process (it starts the sandbox; it prints one line when done); False when it failed."""
     command = [sys.executable, "-m", "autograder.diagnosis", "build", "--quiet", "--out", str(path)]
     return subprocess.run(command + (["--public"] if public else []), cwd=ROOT).returncode == 0
 
