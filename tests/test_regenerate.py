@@ -231,3 +231,18 @@ def test_make_golden_rewrites_the_golden_feedback_as_the_tests_grade() -> None:
     assert names == sorted(EXAMPLES)
     assert "for name in solutions assignment partially_correct; do cp out/golden/$name/feedback.md " \
            "tests/golden/en/$name.feedback.md; done" in commands
+
+
+def test_without_otter_the_notebooks_are_left_with_the_command_that_installs_it(monkeypatch: pytest.MonkeyPatch,
+                                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m autograder.packaging.student`` installs nothing: it says what is missing and how to get it."""
+    from autograder.packaging import release
+
+    monkeypatch.setattr(release, "write_release", lambda *_: None)
+    monkeypatch.setattr(student, "refresh_effects", lambda *_, **__: None)
+    monkeypatch.setattr(student.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(subprocess, "run", lambda *_, **__: pytest.fail("nothing may be run or installed"))
+    assert student.main(["--tables", "never", "--dist", "/nonexistent"]) == 1
+    said = capsys.readouterr().out
+    assert ("  FAILED   the notebooks: otter assign needs otter-grader, not installed here: run make setup-otter   "
+            "(or: .venv/bin/python -m pip install -e '.[otter]')") in said.splitlines()
