@@ -13,7 +13,7 @@ AMP_LANGUAGE ?= en
 export AMP_LANGUAGE
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test test-all test-busy student diagnosis check demo grade autograder prairielearn classroom bench profile bench-batch
+.PHONY: help setup setup-otter test test-all test-busy student diagnosis golden check demo grade autograder prairielearn classroom bench profile bench-batch
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -39,14 +39,20 @@ test: setup $(OTTER_STAMP) ## the fast default (goal: 10 min on 2 cores): all bu
 test-all: setup $(OTTER_STAMP) ## every test, the slow ones included (what CI runs)
 	$(PYTEST) || [ $$? -eq 5 ]
 
-student: setup $(OTTER_STAMP) ## regenerate from solutions/: assignment/*.py, both notebooks, the recorded Task-2 effects, the students' and the grader's diagnosis tables (minutes)
-	$(PY) -m autograder.packaging.release
-	$(MAKE) notebook AMP_LANGUAGE=en
-	$(MAKE) notebook AMP_LANGUAGE=ko
-	$(MAKE) diagnosis
+# What it rebuilt, what it left and why, and what in dist/ is now stale: autograder/packaging/student.py.
+student: setup $(OTTER_STAMP) ## regenerate from solutions/: assignment/*.py and both notebooks (30 s); the Task-2 effects (+1.5 min) and each diagnosis table (+2.5, +12 min) only when their inputs' behaviour changed; says what in dist/ is stale
+	$(PY) -m autograder.packaging.student
 
-diagnosis: setup ## rebuild the grader's diagnosis table autograder/hidden/diagnosis.json (committed; 4-7 min)
+diagnosis: setup ## rebuild the grader's diagnosis table autograder/hidden/diagnosis.json now, changed or not (committed; 12 min on a busy 2-core machine)
 	$(PY) -m autograder.diagnosis build --out autograder/hidden/diagnosis.json
+
+# The English feedback the tests hold byte for byte (tests/test_korean_edition.py): graded as the tests grade.
+GOLDEN := tests/golden/en
+golden: setup ## rewrite tests/golden/en/*.feedback.md from a grading of the bundled examples (only for an intended English change: review the diff)
+	rm -rf out/golden
+	AMP_DIAGNOSIS=off AMP_LANGUAGE=en $(PY) -m autograder grade $(EXAMPLES) --out out/golden
+	for name in $(notdir $(EXAMPLES)); do cp out/golden/$$name/feedback.md $(GOLDEN)/$$name.feedback.md; done
+	git --no-pager diff --stat -- $(GOLDEN)
 
 check: setup ## run the public checks on DIR (default: assignment/)
 	cd assignment && AMP_SUBMISSION="$(abspath $(DIR))" ../$(PY) -m pytest
@@ -97,9 +103,13 @@ gpu-check: setup ## on a GPU machine: preflight, GPU tests, bench, grade-gpu -> 
 	$(PY) -m autograder.gpu.check --out $(GPU_CHECK_OUT) $(DRY_FLAG)
 
 .PHONY: otter notebook
+# Never silent: the extra is an install of its own (otter-grader and its dependencies, a minute or two).
 $(OTTER_STAMP): $(VENV)/.installed pyproject.toml
+	@echo "installing the [otter] extra (otter-grader: otter assign builds the notebooks, make otter the zip) into $(VENV):"
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[otter]"
 	touch $@
+
+setup-otter: $(OTTER_STAMP) ## install the [otter] extra into .venv (make student, make notebook and make test install it too, saying so)
 
 otter: $(OTTER_STAMP) ## build dist/otter-autograder.zip (otter-grader; otter run -a it SUBMISSION.zip)
 	$(PY) -m autograder.packaging.otter_build --out dist/otter-autograder.zip --language $(AMP_LANGUAGE)

@@ -9,8 +9,7 @@
   left to ``make test-all``.
 * English: the bundled examples' feedback.md are byte for byte the golden files in ``tests/golden/en/``,
   written by the grader as it was before the Korean edition (regenerate them only for an intended English change:
-  ``AMP_DIAGNOSIS=off python -m autograder grade solutions assignment examples/partially_correct --out OUT``, as
-  the tests grade, then copy each ``OUT/<name>/feedback.md`` to ``tests/golden/en/<name>.feedback.md``).
+  ``make golden``, which grades them as the tests do, and review the diff).
 * The checks' words table (``checks/words.py``): every language has every message, with no field the English
   one lacks; the student processes' messages are recognised in a text and put into Korean.
 """

@@ -66,19 +66,29 @@ def test_every_skeleton_part_raises_a_helpful_not_implemented_error() -> None:
         amp.amp_step(None, None, None, None, None, None)
 
 
-def test_make_student_regenerates_everything_built_from_the_solution() -> None:
-    """One command after editing solutions/: the skeleton, both notebooks and both diagnosis tables."""
-    import os
+def test_make_student_regenerates_everything_built_from_the_solution(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One command after editing solutions/: the skeleton, the effects, both notebooks and, when their inputs
+    changed, both diagnosis tables (tests/test_regenerate.py: when they are left)."""
     import subprocess
+    import sys as system
 
-    clean = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
-    done = subprocess.run(["make", "--no-print-directory", "-n", "-W", "pyproject.toml", "student", "PY=python"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60, env=clean)
-    assert done.returncode == 0, done.stderr
-    commands = done.stdout
-    for wanted in ("-m autograder.packaging.release", "notebook_build --language en",
-                   "notebook_build --language ko", "-m autograder.diagnosis build --out autograder/hidden/diagnosis.json"):
-        assert wanted in commands, (wanted, commands)
+    from autograder.packaging import amp_effects, release, student
+
+    ran: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "run", lambda command, **_: ran.append(command) or subprocess.CompletedProcess(command, 0, "wrote x", ""))
+    monkeypatch.setattr(release, "write_release", lambda *_: ran.append(["skeleton"]))
+    monkeypatch.setattr(amp_effects, "write", lambda path: ran.append(["effects", path.name]))
+    monkeypatch.setattr(amp_effects, "is_current", lambda path: False)
+    monkeypatch.setattr(student.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(student, "table_is_current", lambda path, public: False)
+    assert student.main(["--dist", "/nonexistent"]) == 0
+    python = system.executable
+    assert ran == [["skeleton"], ["effects", "amp_effects.json"],
+                   [python, "-m", "autograder.packaging.notebook_build", "--language", "en"],
+                   [python, "-m", "autograder.packaging.notebook_build", "--language", "ko"],
+                   [python, "-m", "autograder.diagnosis", "build", "--quiet", "--out", str(RELEASED_TABLE), "--public"],
+                   [python, "-m", "autograder.diagnosis", "build", "--quiet", "--out",
+                    str(ROOT / "autograder" / "hidden" / "diagnosis.json")]]
 
 
 def test_the_release_records_the_task2_effects_the_public_checks_read(tmp_path: Path) -> None:

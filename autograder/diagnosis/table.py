@@ -63,12 +63,20 @@ def grader_source_files() -> list[Path]:
 
 
 def source_fingerprint(public: bool = True) -> str:
-    """A hash of :func:`source_files` (``public=False``: :func:`grader_source_files`): equal fingerprints, same table."""
-    from autograder.engine import fingerprint
+    """What a table's digests depend on, hashed: equal fingerprints, same table.
+
+    The behaviour of :func:`source_files` (``public=False``: :func:`grader_source_files`), docstrings and
+    comments left out (:func:`autograder.engine.fingerprint.behaviour_digest`), and the rubric's rows as the
+    build reads them (number, test, suite: which tests a table covers; not points, not titles).  The one
+    function both the staleness check of grading (:func:`state`) and the release's rebuild decision use.
+    """
+    from autograder.engine import fingerprint, rubric
 
     files = source_files() if public else grader_source_files()
-    # fingerprint.digest hashes names, not paths: the catalogue has several loss_scaler.py
-    return fingerprint.digest(files, {"paths": [path.relative_to(ROOT).as_posix() for path in files]})
+    rows = [[item.number, item.test, item.suite] for item in rubric.ITEMS]
+    # the digest hashes names, not paths: the catalogue has several loss_scaler.py
+    return fingerprint.behaviour_digest(files, {"paths": [path.relative_to(ROOT).as_posix() for path in files],
+                                                "rows": rows})
 
 
 def public_tests() -> set[str]:

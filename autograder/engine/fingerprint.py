@@ -9,6 +9,9 @@ theirs (the batch its worker and limits, the call plan its reference solution).
 A batch keeps the rubric's points apart (:func:`scoring_digest`, :func:`points_digest`): what a row is worth
 does not change which cases pass, so a change of points alone rescores stored verdicts without running
 student code (:mod:`autograder.batch.rescore`).
+
+Generated tables (the diagnosis tables) are keyed on behaviour instead (:func:`behaviour_digest`): a docstring
+or a comment edited in a check does not make them stale, so ``make student`` does not rebuild them.
 """
 
 from __future__ import annotations
@@ -114,3 +117,91 @@ def points_digest() -> str:
     """Every row's points (``rubric.ITEMS`` and ``rubric.GPU_ITEMS`` as loaded, ``$AMP_GPU_POINTS`` applied)."""
     table = [(item.number, item.test, item.points) for item in rubric.ITEMS + rubric.GPU_ITEMS]
     return hashlib.sha256(json.dumps(table).encode()).hexdigest()[:16]
+
+
+class _NoDocstrings(ast.NodeTransformer):
+    """Drops every statement that is a bare string (docstrings, attribute docstrings): it does nothing when run."""
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        super().generic_visit(node)
+        for field in ("body", "orelse", "finalbody"):
+            statements = getattr(node, field, None)
+            if isinstance(statements, list) and statements and isinstance(statements[0], ast.stmt):
+                kept = [s for s in statements if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                                                      and isinstance(s.value.value, str))]
+                # a body left empty would not parse again: ``pass`` is what it now does
+                setattr(node, field, kept or ([ast.Pass()] if field == "body" else []))
+        return node
+
+
+def behaviour_text(path: Path) -> bytes:
+    """What ``path`` does, without what it says about itself.
+
+    A Python file: its syntax tree without docstrings (comments and layout are not in a tree), written back by
+    ``ast.unparse`` (stable across Python versions, where ``ast.dump``'s text changed in 3.13), then the text of
+    each ``@given`` test as hypothesis seeds its examples from it, docstring included (:func:`_hypothesis_keys`).  A file that does
+    not parse, or is not Python: its bytes.  A missing file: ``b"missing"``.  Code that reads its own
+    ``__doc__`` (an argparse description) would be told apart by its docstring; no table's input does.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return b"missing"
+    if path.suffix != ".py":
+        return data
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return data
+    keys = _hypothesis_keys(tree, data.decode("utf-8", "replace"))
+    return "\n".join([ast.unparse(_NoDocstrings().visit(tree)), *keys]).encode()
+
+
+def _is_given(decorator: ast.expr) -> bool:
+    func = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (isinstance(func, ast.Name) and func.id == "given") or (isinstance(func, ast.Attribute) and func.attr == "given")
+
+
+def _hypothesis_keys(tree: ast.AST, source: str) -> list[str]:
+    """The source of every ``@given`` test as hypothesis hashes it into the seed of its derandomized examples.
+
+    Its docstring and layout are in that hash (comments and blank lines are not): rewording a ``@given`` test's
+    docstring changes the inputs it tries, so the calls a table answers.  The text is cut and cleaned as
+    ``hypothesis.internal.reflection._clean_source`` does with ``inspect.getsource``'s block (a test holds the two
+    in step): decorators dropped when the block parses alone, then comments, trailing blanks and empty lines.
+    """
+    lines = source.splitlines(keepends=True)
+    keys = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(map(_is_given, node.decorator_list)):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            keys.append(hypothesis_source("".join(lines[start - 1:node.end_lineno])))
+    return keys
+
+
+def hypothesis_source(block: str) -> str:
+    """A ``@given`` function's source block as hypothesis keys it (see :func:`_hypothesis_keys`)."""
+    import io
+    import tokenize
+
+    try:
+        funcdef = ast.parse(block).body[0]
+        block = "".join(block.splitlines(keepends=True)[funcdef.lineno - 1:])
+    except (SyntaxError, ValueError, IndexError):
+        pass  # an indented method does not parse alone: hypothesis keeps its decorators too
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(block).readline) if t.type != tokenize.COMMENT]
+        block = tokenize.untokenize(tokens)
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass
+    return "\n".join(line.rstrip() for line in block.splitlines() if line.rstrip())
+
+
+def behaviour_digest(files: Iterable[Path], extra: dict[str, Any]) -> str:
+    """:func:`digest` over each file's :func:`behaviour_text` instead of its bytes."""
+    hashed = hashlib.sha256()
+    for file in files:
+        hashed.update(b"\0" + file.name.encode() + b"\0")
+        hashed.update(behaviour_text(file))
+    hashed.update(json.dumps(extra, sort_keys=True, default=str).encode())
+    return hashed.hexdigest()

@@ -130,9 +130,40 @@ def record() -> dict[str, Any]:
     return recorded.encode(cases, effects)
 
 
+def source_files() -> list[Path]:
+    """What the recording runs: the public checks (scenarios, judge, words, runners), the grader's reference
+    ``amp_step`` and this module."""
+    from autograder import ROOT
+
+    return sorted([*(ROOT / "assignment" / "checks").rglob("*.py"), Path(ref.__file__), Path(__file__)])
+
+
+def source_fingerprint() -> str:
+    """The behaviour of :func:`source_files` (docstrings and comments aside) and torch's version (it computes the
+    effects): equal fingerprints, the same file.  ``make student`` records again only when it differs."""
+    import torch
+
+    from autograder import ROOT
+    from autograder.engine import fingerprint
+
+    files = source_files()
+    return fingerprint.behaviour_digest(files, {"paths": [p.resolve().relative_to(ROOT.resolve()).as_posix() for p in files],
+                                                "torch": torch.__version__})
+
+
+def is_current(path: Path) -> bool:
+    """Whether the file at ``path`` was recorded by code that behaves as this checkout's does."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("source") == source_fingerprint()
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def write(path: Path) -> None:
+    """Record the file (its ``source``: :func:`source_fingerprint`, which the checks' reader ignores)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record(), sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
+    data = {**record(), "source": source_fingerprint()}
+    path.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

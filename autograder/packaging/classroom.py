@@ -32,7 +32,7 @@ from pathlib import Path
 from autograder import ROOT
 from autograder.engine import rubric, strings
 from autograder.engine.files import write_tree
-from autograder.packaging import gradescope, release
+from autograder.packaging import built, gradescope, release
 
 WORKFLOW = ".github/workflows/classroom.yml"
 ROW_SCRIPT = ".github/classroom/row.py"
@@ -179,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="language of the rows' names (default: en)")
     args = parser.parse_args(argv)
     out = build(args.out, args.language)
+    built.record(args.out, built.rebuild_command(args.out, "classroom", "autograder.packaging.classroom", list(argv or sys.argv[1:]),
+                                                 AMP_LANGUAGE="" if args.language == strings.DEFAULT else args.language))
     points = sum(_max_score(item) for item in public_rows())
     print(f"wrote {out}: {len(public_rows())} public rows, {points} points on every push")
     return 0

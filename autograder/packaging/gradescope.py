@@ -20,6 +20,7 @@ from autograder import PACKAGE, ROOT, settings
 from autograder.diagnosis import table as diagnosis_table
 from autograder import locations
 from autograder.engine import strings
+from autograder.packaging import built
 
 #: The packages the grader imports in the Gradescope image, named as in pyproject.toml's dependencies,
 #: whose pins and environment markers are the ones used here (one source for every install).
@@ -174,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="language of row titles and fixed feedback (default: en)")
     args = parser.parse_args(argv)
     print(f"wrote {build(args.out, args.language)}")
+    built.record(args.out, built.rebuild_command(args.out, "autograder", "autograder.packaging.gradescope", list(argv or sys.argv[1:]),
+                                                 AMP_LANGUAGE="" if args.language == strings.DEFAULT else args.language))
     return 0
 
 

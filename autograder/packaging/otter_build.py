@@ -56,7 +56,7 @@ from checks import words
 
 from autograder import locations, settings
 from autograder.engine import rubric, strings
-from autograder.packaging import otter_bridge
+from autograder.packaging import built, otter_bridge
 from autograder import PACKAGE, ROOT
 
 BRIDGE = Path(__file__).resolve().parent / "otter_bridge.py"
@@ -391,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {write_bridge(args.tests_only)} (the test files load it from the folder otter grades in)")
         return 0
     path = build(args.out, args.language)
+    built.record(path, built.rebuild_command(path, "otter", "autograder.packaging.otter_build", list(argv or sys.argv[1:]),
+                                             AMP_LANGUAGE="" if args.language == words.DEFAULT else args.language))
     with zipfile.ZipFile(path) as bundle:
         names = bundle.namelist()
     print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB): " + ", ".join(sorted(names)))

@@ -30,7 +30,7 @@ from pathlib import Path
 from autograder import ROOT, settings
 from autograder.engine import budget, rubric, strings
 from autograder.engine.files import write_tree
-from autograder.packaging import gradescope, release
+from autograder.packaging import built, gradescope, release
 
 QUESTION = "ampHomework"
 #: The image the question names unless --image says otherwise: build it from image/ and push it under your name.
@@ -199,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="language of row titles and fixed feedback (default: en)")
     args = parser.parse_args(argv)
     print(f"wrote {build(args.out, args.image, args.language)}")
+    built.record(args.out, built.rebuild_command(args.out, "prairielearn", "autograder.packaging.prairielearn",
+                                                 list(argv or sys.argv[1:]),
+                                                 PL_IMAGE="" if args.image == DEFAULT_IMAGE else args.image,
+                                                 AMP_LANGUAGE="" if args.language == strings.DEFAULT else args.language))
     if args.image == DEFAULT_IMAGE:
         print(f"note: info.json names the placeholder image {DEFAULT_IMAGE}: build and push {args.out / 'image'} under "
               "your name, then rebuild with --image (make prairielearn PL_IMAGE=...)", file=sys.stderr)

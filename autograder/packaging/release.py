@@ -11,10 +11,11 @@ conventions:
 Signatures, docstrings and comments outside the markers are kept.  Files without
 markers are copied verbatim.  Run ``python -m autograder.packaging.release`` (``make student``).
 
-It also builds the students' diagnosis table, ``checks/diagnosis.json`` (public checks only:
-:func:`autograder.diagnosis.table.recorded_table`), which the public checks and the notebook read
-to print a "Likely mistake" line; it is committed, and ``tests/test_release.py`` says when it is stale.
-``--no-diagnosis`` skips it (it takes a grading of the reference and of every catalogued bug).
+It also builds the students' diagnosis table, ``checks/diagnosis.json`` (public checks only), which the public
+checks and the notebook read to print a "Likely mistake" line, when what it is built from changed
+(:func:`autograder.packaging.student.refresh_table`); it is committed, and ``tests/test_release.py`` says when it
+is stale.  ``--no-diagnosis`` skips it.  ``make student`` runs :mod:`autograder.packaging.student`, which does all
+this and the notebooks and the grader's table.
 
 And it records ``checks/amp_effects.json``, the grader's Task-2 verdicts in the public scenarios
 (:mod:`autograder.packaging.amp_effects`): the public Task-2 checks judge from it, since students
@@ -27,7 +28,6 @@ import argparse
 import ast
 import re
 import sys
-import time
 from pathlib import Path
 from autograder import ROOT
 
@@ -114,25 +114,6 @@ def handout_files(assignment: Path = ROOT / "assignment") -> list[tuple[Path, st
             and path.suffix not in (".pyc", ".pyo")]
 
 
-def write_student_table(path: Path) -> bool:
-    """Build the students' diagnosis table (from this checkout's code) into ``path``; False if none was built.
-
-    A failed build keeps the file that was there (the stale-table test then says so): the table is a hint,
-    never a reason to stop a release.
-    """
-    from autograder.diagnosis.table import recorded_table
-
-    started = time.monotonic()
-    text = recorded_table(public=True)
-    if text is None:
-        print(f"warning: {path} not rebuilt", file=sys.stderr)
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    print(f"wrote {path} ({len(text.encode()) / 1024:.0f} KiB, {time.monotonic() - started:.0f} s)")
-    return True
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--solutions", type=Path, default=ROOT / "solutions")
@@ -146,7 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     amp_effects.write(args.out / "checks" / "amp_effects.json")
     print(f"wrote {args.out / 'checks' / 'amp_effects.json'}")
     if not args.no_diagnosis:
-        write_student_table(args.out / "checks" / "diagnosis.json")
+        from autograder.packaging import student
+
+        outcome = student.Outcome()
+        student.refresh_table(args.out / "checks" / "diagnosis.json", True, outcome)
+        print("\n".join(outcome.rebuilt + outcome.left + outcome.failed))
+        return 1 if outcome.failed else 0
     return 0
 
 
