@@ -67,16 +67,18 @@ def source_fingerprint(public: bool = True) -> str:
 
     The behaviour of :func:`source_files` (``public=False``: :func:`grader_source_files`), docstrings and
     comments left out (:func:`autograder.engine.fingerprint.behaviour_digest`), and the rubric's rows as the
-    build reads them (number, test, suite: which tests a table covers; not points, not titles).  The one
+    build reads them (number, test, suite: which tests a table covers; not points, not titles); the grader's
+    table, also the examples each hidden property test explores (they choose its cases' answers).  The one
     function both the staleness check of grading (:func:`state`) and the release's rebuild decision use.
     """
-    from autograder.engine import fingerprint, rubric
+    from autograder.engine import examples, fingerprint, rubric
 
     files = source_files() if public else grader_source_files()
     rows = [[item.number, item.test, item.suite] for item in rubric.ITEMS]
+    extra = {} if public else {"examples": examples.COUNTS}
     # the digest hashes names, not paths: the catalogue has several loss_scaler.py
     return fingerprint.behaviour_digest(files, {"paths": [path.relative_to(ROOT).as_posix() for path in files],
-                                                "rows": rows})
+                                                "rows": rows, **extra})
 
 
 def public_tests() -> set[str]:
