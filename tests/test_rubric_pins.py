@@ -226,11 +226,11 @@ def test_the_comparison_helper_at_1e_6() -> None:
 
 #: Examples each hidden property test explores as shipped (autograder/engine/examples.py; measured:
 #: docs/example-counts.json, tests/test_example_counts.py).
-EXAMPLES = {"test_update_rule_properties": 100, "test_update_rule_non_power_of_two_factors": 100,
-            "test_growth_skipped_when_float32_would_overflow": 100, "test_update_new_scale_keeps_tracker": 100,
-            "test_one_backoff_per_update": 100, "test_matches_torch_gradscaler": 100, "test_unscale_bit_exact": 100,
-            "test_misuse_raises_runtime_error": 100, "test_float16_grads_rejected": 100,
-            "test_scale_lists_and_tuples": 100, "test_state_dict_round_trip": 100}
+EXAMPLES = {"test_update_rule_properties": 25, "test_update_rule_non_power_of_two_factors": 25,
+            "test_growth_skipped_when_float32_would_overflow": 25, "test_update_new_scale_keeps_tracker": 25,
+            "test_one_backoff_per_update": 25, "test_matches_torch_gradscaler": 100, "test_unscale_bit_exact": 100,
+            "test_misuse_raises_runtime_error": 25, "test_float16_grads_rejected": 25,
+            "test_scale_lists_and_tuples": 25, "test_state_dict_round_trip": 25}
 
 
 def test_the_hidden_suite_runs_its_examples_as_shipped(shipped: dict[str, Any]) -> None:
