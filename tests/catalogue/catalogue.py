@@ -16,7 +16,7 @@ To look at the submissions by hand::
     .venv/bin/python tests/catalogue/catalogue.py materialize /tmp/catalogue
     .venv/bin/python -m autograder grade /tmp/catalogue/* --out /tmp/catalogue-grades
 
-Why one file of ~570 lines: it is data, one entry per bug or variant, grouped by the behaviour they
+Why one file: it is data, one entry per bug or variant, grouped by the behaviour they
 break; a reader scans it as a table.
 """
 
@@ -28,6 +28,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.engine import rubric
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -36,7 +38,7 @@ CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
 S, A, Q = "loss_scaler.py", "amp_step.py", "answers.py"
 
 #: Every Task-1 row: what a scaler that cannot be built loses.
-TASK1 = frozenset(f"1.{i}" for i in range(1, 19) if i != 17)
+TASK1 = frozenset(item.number for item in rubric.ITEMS if item.runs_student_scaler)
 
 
 @dataclass(frozen=True)
