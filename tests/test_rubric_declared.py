@@ -5,9 +5,10 @@
 * every row carries a title in every feedback language, and every Task-1 row says how far into a training step
   its scenarios go (what the hostile cases' bounds are derived from);
 * the notes that give a file's size ("Why one file of ~N lines") are within a tenth of the truth;
-* docs/validation.md's count of catalogued bugs is the catalogue's.
+* docs/validation.md's count of delegation bugs is the catalogue's (the measured counts: test_catalogue.py).
 
-What a row holds (numbers, points, visibility) is pinned by hand in ``tests/test_rubric_pins.py``.
+What a row holds (numbers, points, visibility) and the README table's lines are pinned by hand in
+``tests/test_rubric_pins.py``.
 """
 
 from __future__ import annotations
@@ -45,12 +46,9 @@ def test_the_readme_points_table_is_the_rubrics(tmp_path: Path) -> None:
     assert "already up to date" in done.stdout
 
 
-def test_the_readme_table_sums_the_rows_by_part() -> None:
+def test_the_readme_table_is_rewritten_between_its_markers() -> None:
     table = rubric_readme.table()
-    # Written by hand from the shipped rubric (5 public Task-1 rows worth 16 of 50 points, ...).
-    assert "| Task 1 `ToyLossScaler` | 50 | 5 public rows (16 pts) + 12 hidden rows, each with a public example |" in table
-    assert "| Task 2 `amp_step` | 30 | 3 public rows (10 pts) + 7 hidden rows, each with a public example |" in table
-    assert "| Task 3 Quick Check | 10 | 5 hidden (answer key only in the hidden suite) |" in table
+    assert table.startswith(rubric_readme.BEGIN + "\n") and table.endswith("\n" + rubric_readme.END)
     assert rubric_readme.rewrite(f"a\n{rubric_readme.BEGIN}\nold\n{rubric_readme.END}\nb\n") == f"a\n{table}\nb\n"
 
 
@@ -99,13 +97,10 @@ def _catalogue() -> Any:
     return module
 
 
-def test_validation_md_counts_the_catalogued_bugs() -> None:
-    """The number of bugs docs/validation.md measured rows over (test_catalogue.py's test_rows_per_bug checks the
-    counts it measures when the catalogue is graded)."""
-    catalogue = _catalogue()
+def test_validation_md_counts_the_delegation_bugs() -> None:
+    """The count docs/validation.md states without a grading (test_catalogue.py's test_rows_per_bug checks the
+    counts it measures: how many bugs lose 2 rows, how many rows a cascade loses)."""
     text = " ".join((ROOT / "docs" / "validation.md").read_text(encoding="utf-8").split())
-    told = re.search(r"over the (\d+) catalogued bugs besides the four delegation bugs", text)
-    assert told, "docs/validation.md no longer says how many bugs it measured"
-    measured = [entry for entry in catalogue.BUGS if not entry.known_gap and entry not in catalogue.CHEATS]
-    assert len(catalogue.CHEATS) == 4
-    assert int(told.group(1)) == len(measured)
+    told = re.search(r"besides the (\w+) delegation bugs", text)
+    assert told, "docs/validation.md no longer says how many delegation bugs it leaves out"
+    assert told.group(1) == ("zero one two three four five six seven eight nine".split()[len(_catalogue().CHEATS)])
