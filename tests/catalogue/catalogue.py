@@ -39,6 +39,9 @@ S, A, Q = "loss_scaler.py", "amp_step.py", "answers.py"
 
 #: Every Task-1 row: what a scaler that cannot be built loses.
 TASK1 = frozenset(item.number for item in rubric.ITEMS if item.runs_student_scaler)
+#: What a submission that loses every Task-1 row can still earn (Task 2 runs with torch's scaler, the Quick Check).
+WITHOUT_TASK1 = rubric.max_points(tuple(item for item in rubric.ITEMS if item.number not in TASK1))
+ROW_POINTS = {item.number: item.points for item in rubric.ITEMS}
 
 
 @dataclass(frozen=True)
@@ -524,10 +527,11 @@ AMP_STEP_BUGS = [
 #: (checks/student/absence.py), so each loses exactly the rows whose behaviour it left to them.
 CHEATS = [
     bug("delegate_subclass", "Subclasses torch.amp.GradScaler.",
-        files={S: "bugs/delegate_subclass/loss_scaler.py"}, fail=TASK1, band=(40, 40)),
+        files={S: "bugs/delegate_subclass/loss_scaler.py"}, fail=TASK1, band=(WITHOUT_TASK1, WITHOUT_TASK1)),
     bug("delegate_wrapper", "Wraps torch.amp.GradScaler (composition, imported under another name); validates "
         "the constructor's arguments itself.",
-        files={S: "bugs/delegate_wrapper/loss_scaler.py"}, fail=TASK1, band=(40, 43)),
+        files={S: "bugs/delegate_wrapper/loss_scaler.py"}, fail=TASK1,
+        band=(WITHOUT_TASK1, WITHOUT_TASK1 + ROW_POINTS["1.1"])),  # its own argument checks may pass row 1.1's cases
     bug("delegate_kernels", "Calls torch's private AMP kernels to unscale (the rest is its own).",
         Patch(S, UNSCALE_LOOP, """\
         found = torch.zeros(1)
@@ -536,7 +540,7 @@ CHEATS = [
 """),
         fail={f"1.{i}" for i in range(3, 14)} | {"1.16"}, band=(45, 50)),
     bug("delegate_obfuscated", "Reaches torch.amp.GradScaler through getattr with a computed name.",
-        files={S: "bugs/delegate_obfuscated/loss_scaler.py"}, fail=TASK1, band=(40, 40)),
+        files={S: "bugs/delegate_obfuscated/loss_scaler.py"}, fail=TASK1, band=(WITHOUT_TASK1, WITHOUT_TASK1)),
 ]
 
 QUICK_CHECK_BUGS = [
