@@ -64,7 +64,13 @@ def cmd_grade(args: argparse.Namespace) -> int:
     return status
 
 
-def cmd_rubric(_: argparse.Namespace) -> int:
+def cmd_rubric(args: argparse.Namespace) -> int:
+    if args.readme:  # the README's points table, rewritten from the rubric
+        from autograder.engine import rubric_readme
+
+        changed = rubric_readme.write(args.readme)
+        print(f"{args.readme}: points table {'rewritten' if changed else 'already up to date'}")
+        return 0
     for item in rubric.ITEMS + rubric.GPU_ITEMS:
         print(f"{item.number:>5}  {item.points:>4g}  {item.suite:<6}  {strings.title(item)}")
     print(strings.text("rubric.total", cpu=f"{rubric.max_points():g}", gpu=f"{rubric.GPU_PART_POINTS:g}"))
@@ -162,6 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     similarity_cli.add_batch_options(grade)
     grade.set_defaults(func=cmd_grade)
     show = sub.add_parser("rubric", help="print the tests and their points")
+    show.add_argument("--readme", type=Path, metavar="README",
+                      help="instead, rewrite the points table in README (between its markers) from the rubric")
     show.set_defaults(func=cmd_rubric)
     record = sub.add_parser("record-plan", help="record the call plan from solutions/ into --write FILE "
                                                 "(make autograder ships it in the zip)")

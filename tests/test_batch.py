@@ -4,7 +4,7 @@ identity columns, summary, resume after ``kill -9``, worker deaths, content hash
 The end-to-end tests start the CLI as a subprocess, as a TA would.  They grade few
 submissions (grading a correct one takes a few seconds) and share one graded batch.
 
-Why one file of ~490 lines: the tests share one graded batch (a session fixture) that is expensive
+Why one file: the tests share one graded batch (a session fixture) that is expensive
 to build.
 """
 

@@ -215,6 +215,33 @@ def test_rows_per_bug(graded: dict[str, dict[str, Any]]) -> None:
     for name, reason in catalogue.CASCADES.items():
         print(f"  cascade {name}: {counts.get(name)} rows ({reason})")
     assert statistics.median(usual.values()) <= 1 and max(usual.values()) <= 2, usual
+    told = validation_counts()  # docs/validation.md quotes these counts: they are what was measured
+    two = sum(1 for count in usual.values() if count == 2)
+    assert told["two_rows"] == two, f"docs/validation.md says {told['two_rows']} other bugs lose 2 rows; {two} do"
+    assert told["state_never_cleared"] == counts["state_never_cleared"], "docs/validation.md: state_never_cleared"
+
+
+NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                "twelve", "thirteen", "fourteen", "fifteen")
+
+
+def validation_counts() -> dict[str, int]:
+    """The counts docs/validation.md states: how many other bugs lose 2 rows, how many rows state_never_cleared
+    loses; and it names every listed cascade and counts the delegation bugs right (known without a grading)."""
+    text = " ".join((ROOT / "docs" / "validation.md").read_text(encoding="utf-8").split())
+    two = re.search(r"(\w+) other bugs lose 2 rows", text)
+    cascade = re.search(r"`state_never_cleared` \(.*?\) loses (\d+)", text)
+    delegation = re.search(r"besides the (\w+) delegation bugs", text)
+    assert two and cascade and delegation, "docs/validation.md no longer states its counts in the words read here"
+    assert NUMBER_WORDS.index(delegation.group(1).lower()) == len(catalogue.CHEATS)
+    cascades = text[cascade.start():two.start()]
+    assert all(f"`{name}`" in cascades for name in catalogue.CASCADES), "docs/validation.md: the listed cascades"
+    return {"two_rows": NUMBER_WORDS.index(two.group(1).lower()), "state_never_cleared": int(cascade.group(1))}
+
+
+def test_validation_md_states_the_counts_test_rows_per_bug_checks() -> None:
+    """The counts are read (the measured values are checked by test_rows_per_bug, which needs the grading)."""
+    assert set(validation_counts()) == {"two_rows", "state_never_cleared"}
 
 
 # --------------------------------------------------------------------------- snippets reproduce

@@ -4,7 +4,7 @@ without CAP_SYS_ADMIN), an unprivileged user, concurrent batches; and every path
 The confinement runs are few and representative (one probing submission per mode), not the
 whole hostile suite again: each costs one short grading run.
 
-Why one file of ~770 lines: every test here drives the same grader run in the same modes (root,
+Why one file: every test here drives the same grader run in the same modes (root,
 Docker's capabilities, unprivileged) with shared probes.  The levels' layers one at a time, the IPC cleanup
 and the scratch watcher, which need no grading run, are in tests/test_isolation_levels.py.
 """

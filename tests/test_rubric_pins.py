@@ -120,6 +120,17 @@ def test_points_per_task_are_pinned() -> None:
         ["2.1", "2.2", "2.3"]
 
 
+def test_the_readme_points_table_is_pinned() -> None:
+    """The README's table (written from the rubric by ``python -m autograder rubric --readme``), line by line."""
+    from autograder.engine import rubric_readme
+
+    assert rubric_readme.table().splitlines()[3:6] == [
+        "| Task 1 `ToyLossScaler` | 50 | 5 public rows (16 pts) + 12 hidden rows, each with a public example |",
+        "| Task 2 `amp_step` | 30 | 3 public rows (10 pts) + 7 hidden rows, each with a public example |",
+        "| Task 3 Quick Check | 10 | 5 hidden (answer key only in the hidden suite) |",
+    ]
+
+
 def test_shipped_rows_points_and_visibility(shipped: dict[str, Any]) -> None:
     """As shipped (no AMP_* variable): every row's number, test, points, suite and Gradescope visibility."""
     want = [[number, test, points, suite, VISIBILITY[suite]] for number, test, points, suite in CPU_ROWS + GPU_ROWS]

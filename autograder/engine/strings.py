@@ -8,7 +8,7 @@ English is the default and the reference.  The language is, first found:
   repository, so an English build cannot pick it up);
 * ``en``.
 
-Only the texts change with the language: rubric row titles (by row number), headlines of
+Only the texts change with the language: rubric row titles (declared with each row in ``rubric.py``), headlines of
 results.json, the limit and refusal messages, intake's notes, and the frames of feedback.md,
 summary.md, report.html, the console table and the ``rubric`` command.  Scores, row numbers,
 statuses and visibility never do.  What a failing check explains is the checks' own table
@@ -363,47 +363,6 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
 }
 
-#: Rubric row titles by number (rubric.py holds the English ones).
-TITLES: dict[str, dict[str, str]] = {
-    "ko": {
-        "1.1": "생성자가 잘못된 인자를 거부함",
-        "1.2": "scale(): float32, 오버플로 없음",
-        "1.3": "unscale_(): 제자리 연산, None 기울기 건너뜀, 한 번만",
-        "1.4": "step(): inf면 건너뛰고, 아니면 step()의 결과를 돌려줌",
-        "1.5": "update(): inf/NaN 뒤의 백오프",
-        "1.6": "update(): 성장 주기와 추적기",
-        "1.7": "스케일은 float32: 반올림된 초깃값과 곱",
-        "1.8": "update(): inf로 성장하지 않음",
-        "1.9": "update(new_scale)은 추적기를 유지함",
-        "1.10": "오버플로가 몇 개든 update 한 번에 백오프 한 번",
-        "1.11": "torch.amp.GradScaler와 일치",
-        "1.12": "오버플로 감지: 어디에 있든 inf/NaN, 언스케일 전에",
-        "1.13": "잘못된 사용은 RuntimeError",
-        "1.14": "float16 기울기는 ValueError, 아무것도 바꾸지 않음",
-        "1.15": "list와 tuple의 scale(): 같은 컨테이너",
-        "1.16": "state_dict(): torch의 키, load로 복원",
-        "1.18": "생성자 기본값이 torch와 같음",
-        "2.1": "autocast 안에서 순전파와 손실",
-        "2.2": "autocast 밖에서 역전파",
-        "2.3": "스케일된 손실의 역전파",
-        "2.4": "매 스텝 기울기 초기화",
-        "2.5": "스케일러를 통해 옵티마이저 스텝",
-        "2.6": "step() 뒤에 update() 한 번",
-        "2.7": "클리핑 전에 unscale_",
-        "2.8": "언스케일되고 그래프에서 떼어 낸 손실을 돌려줌",
-        "2.9": "GradScaler와 계약을 따르는 어떤 스케일러로도 동작",
-        "2.10": "스케일링으로 fp16 학습이 수렴",
-        "3.1": "확인 문제 Q1",
-        "3.2": "확인 문제 Q2",
-        "3.3": "확인 문제 Q3",
-        "3.4": "확인 문제 Q4",
-        "3.5": "확인 문제 Q5",
-        "4.1": "GPU: AMP가 fp32의 손실에 더 빨리 도달",
-        "4.2": "GPU: GradScaler가 float16 언더플로를 구함",
-        "4.3": "GPU: ToyLossScaler가 GradScaler('cuda')와 일치",
-    },
-}
-
 LANGUAGES = tuple(MESSAGES)
 
 
@@ -447,8 +406,9 @@ def fallback_text(key: str) -> str:
 
 
 def title(item: Any, code: str | None = None) -> str:
-    """A rubric row's title (``item.number``, ``item.title``) in the language ``code`` (default: the current one)."""
-    return TITLES.get(code or language(), {}).get(item.number, item.title)
+    """A rubric row's title in the language ``code`` (default: the current one); the row declares its titles
+    (``autograder.engine.rubric``), English where it has none in that language."""
+    return item.titles.get(code or language()) or item.title
 
 
 def task(english: str) -> str:

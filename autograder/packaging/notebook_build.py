@@ -25,7 +25,7 @@ module those test files load next to it: ``amp_otter_bridge.py`` (a copy of
 ``--master PATH`` and ``--solution PATH`` also keep the master and otter's solution
 notebook (not shipped; the tests execute the solution notebook).
 
-Why one file of ~440 lines: it is one generator (the otter-assign master notebook, cell by cell,
+Why one file: it is one generator (the otter-assign master notebook, cell by cell,
 from the handout and the solutions); its parts share the cell builders and only make sense in order.
 """
 

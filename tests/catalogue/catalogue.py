@@ -16,7 +16,7 @@ To look at the submissions by hand::
     .venv/bin/python tests/catalogue/catalogue.py materialize /tmp/catalogue
     .venv/bin/python -m autograder grade /tmp/catalogue/* --out /tmp/catalogue-grades
 
-Why one file of ~570 lines: it is data, one entry per bug or variant, grouped by the behaviour they
+Why one file: it is data, one entry per bug or variant, grouped by the behaviour they
 break; a reader scans it as a table.
 """
 
@@ -28,6 +28,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.engine import rubric
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -36,7 +38,10 @@ CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
 S, A, Q = "loss_scaler.py", "amp_step.py", "answers.py"
 
 #: Every Task-1 row: what a scaler that cannot be built loses.
-TASK1 = frozenset(f"1.{i}" for i in range(1, 19) if i != 17)
+TASK1 = frozenset(item.number for item in rubric.ITEMS if item.runs_student_scaler)
+#: What a submission that loses every Task-1 row can still earn (Task 2 runs with torch's scaler, the Quick Check).
+WITHOUT_TASK1 = rubric.max_points(tuple(item for item in rubric.ITEMS if item.number not in TASK1))
+ROW_POINTS = {item.number: item.points for item in rubric.ITEMS}
 
 
 @dataclass(frozen=True)
@@ -522,10 +527,11 @@ AMP_STEP_BUGS = [
 #: (checks/student/absence.py), so each loses exactly the rows whose behaviour it left to them.
 CHEATS = [
     bug("delegate_subclass", "Subclasses torch.amp.GradScaler.",
-        files={S: "bugs/delegate_subclass/loss_scaler.py"}, fail=TASK1, band=(40, 40)),
+        files={S: "bugs/delegate_subclass/loss_scaler.py"}, fail=TASK1, band=(WITHOUT_TASK1, WITHOUT_TASK1)),
     bug("delegate_wrapper", "Wraps torch.amp.GradScaler (composition, imported under another name); validates "
         "the constructor's arguments itself.",
-        files={S: "bugs/delegate_wrapper/loss_scaler.py"}, fail=TASK1, band=(40, 43)),
+        files={S: "bugs/delegate_wrapper/loss_scaler.py"}, fail=TASK1,
+        band=(WITHOUT_TASK1, WITHOUT_TASK1 + ROW_POINTS["1.1"])),  # its own argument checks may pass row 1.1's cases
     bug("delegate_kernels", "Calls torch's private AMP kernels to unscale (the rest is its own).",
         Patch(S, UNSCALE_LOOP, """\
         found = torch.zeros(1)
@@ -534,7 +540,7 @@ CHEATS = [
 """),
         fail={f"1.{i}" for i in range(3, 14)} | {"1.16"}, band=(45, 50)),
     bug("delegate_obfuscated", "Reaches torch.amp.GradScaler through getattr with a computed name.",
-        files={S: "bugs/delegate_obfuscated/loss_scaler.py"}, fail=TASK1, band=(40, 40)),
+        files={S: "bugs/delegate_obfuscated/loss_scaler.py"}, fail=TASK1, band=(WITHOUT_TASK1, WITHOUT_TASK1)),
 ]
 
 QUICK_CHECK_BUGS = [

@@ -12,7 +12,7 @@ in order); the :class:`Case` it returns says what grading must produce: ``full``
 the exact total where it is known and ``max_score`` an upper bound ("no unearned
 points").  A case with ``known_hole`` documents an attack the grader cannot stop.
 
-Why one file of ~850 lines: it is data, the hostile payloads and their cases side by side, so each
+Why one file: it is data, the hostile payloads and their cases side by side, so each
 expectation sits next to the code it is about.
 """
 
@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from autograder.engine import rubric
 from autograder.engine.budget import SUBMISSION_SECONDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,10 +35,23 @@ SOLUTIONS = ROOT / "solutions"
 HIDDEN = ROOT / "autograder" / "hidden"
 FILES = ("loss_scaler.py", "amp_step.py", "answers.py")
 
-SCALER = tuple(f"1.{i}" for i in range(1, 17))
-AMP = tuple(f"2.{i}" for i in range(1, 11))
-AMP_TORCH_SCALER = tuple(f"2.{i}" for i in range(1, 11))  # every amp_step test runs with torch's scaler
-QUICK = tuple(f"3.{i}" for i in range(1, 6))
+# Rows and totals come from the rubric's declarations (a row added there is expected here at once).
+SCALER = tuple(item.number for item in rubric.ITEMS if item.runs_student_scaler)
+AMP = tuple(item.number for item in rubric.ITEMS if item.task == "amp_step")
+AMP_TORCH_SCALER = AMP  # every amp_step test runs with torch's scaler (rubric.Item.runs_student_scaler)
+QUICK = tuple(item.number for item in rubric.ITEMS if item.task == "quick_check")
+MAX = rubric.max_points()
+
+
+def points(rows: tuple[str, ...]) -> float:
+    """What the rubric rows ``rows`` are worth together."""
+    return sum(item.points for item in rubric.ITEMS if item.number in rows)
+
+
+def reaching(stage: str) -> tuple[str, ...]:
+    """The Task-1 rows whose scenarios call the student's scaler up to ``stage`` (rubric.STAGES) or further."""
+    return tuple(item.number for item in rubric.ITEMS if item.runs_student_scaler
+                 and rubric.STAGES.index(item.reaches) >= rubric.STAGES.index(stage))
 
 
 @dataclass(frozen=True)
@@ -554,9 +568,12 @@ LOOP = "while True:\n    pass"
 
 # -- faults in the student process: the other tests must still score
 
-#: The most a scaler that crashes in step() can earn: Task 1's constructor/scale/unscale rows (1.1-1.3), all of
+#: The most a scaler that crashes in step() can earn: the Task-1 rows whose scenarios stop before step(), all of
 #: Task 2 (its tests run with torch's scaler) and the Quick Check.
-TORCH_SCALER_SHARE = 9.0 + 30.0 + 10.0
+TORCH_SCALER_SHARE = MAX - points(reaching("step"))
+#: A scaler that never returns from update(): the first row that calls update() uses up the grading budget, so it and
+#: every Task-1 row after it (in the rubric's order, the order they run) score nothing.
+STUCK_IN_UPDATE = SCALER[SCALER.index(reaching("update")[0]):]
 #: A row that needs a loss_scaler.py that did not import: one line; the cause is told once at the top.
 NOT_IMPORTED_SCALER = "Not run: loss_scaler.py could not be imported (see the top of this feedback)."
 
@@ -570,7 +587,7 @@ def loop_at_import(kit: Kit) -> Case:
 @case
 def loop_in_update(kit: Kit) -> Case:
     return kit.folder(kit.solution(loss_scaler=kit.in_update(LOOP)), full=AMP_TORCH_SCALER + QUICK,
-                      zero=tuple(f"1.{i}" for i in range(5, 17)) + ("1.18",), max_score=52.0,  # 90 - those rows
+                      zero=STUCK_IN_UPDATE, max_score=MAX - points(STUCK_IN_UPDATE),
                       messages={"1.5": "did not finish within"})
 
 
@@ -615,19 +632,19 @@ def memory_bomb_in_amp_step(kit: Kit) -> Case:
 @case
 def fork_bomb_at_import(kit: Kit) -> Case:
     return kit.folder(kit.solution(loss_scaler=at_import(kit.scaler, FORK_BOMB)), full=AMP + QUICK, zero=SCALER,
-                      score=40.0, messages={"1.1": NOT_IMPORTED_SCALER}, notes=("did not finish within",))
+                      score=points(AMP + QUICK), messages={"1.1": NOT_IMPORTED_SCALER}, notes=("did not finish within",))
 
 
 @case
 def print_100mb(kit: Kit) -> Case:
-    return kit.folder(kit.solution(loss_scaler=at_import(kit.scaler, PRINT_FLOOD)), score=90.0,
+    return kit.folder(kit.solution(loss_scaler=at_import(kit.scaler, PRINT_FLOOD)), score=MAX,
                       notes=("more bytes of output not shown",))
 
 
 @case
 def pipe_garbage(kit: Kit) -> Case:
     return kit.folder({"loss_scaler.py": at_import(kit.scaler, PIPE_GARBAGE), "answers.py": kit.answers},
-                      max_score=10.0, zero=SCALER + AMP)
+                      max_score=points(QUICK), zero=SCALER + AMP)
 
 
 # -- escapes: writing outside, reading the hidden tests, patching the grader, the network, daemons
@@ -637,14 +654,14 @@ def fake_results(kit: Kit) -> Case:
     ctx = kit.ctx
     code = FAKE_RESULTS.format(marker=f"FAKE-{ctx.token}", out=ctx.out, name=kit.name, token=ctx.token, root=ROOT,
                                canary=ctx.canary)
-    return kit.folder({"loss_scaler.py": at_import(kit.scaler, code), "answers.py": kit.answers}, max_score=60.0,
+    return kit.folder({"loss_scaler.py": at_import(kit.scaler, code), "answers.py": kit.answers}, max_score=MAX - points(AMP),
                       full=QUICK, zero=AMP)
 
 
 @case
 def hidden_search(kit: Kit) -> Case:
     return kit.folder({"loss_scaler.py": at_import(kit.scaler, HIDDEN_SEARCH),
-                       "answers.py": 'Q1 = "B"\n'}, score=52.0, full=("3.1",) + SCALER, zero=("3.2", "3.3", "3.4", "3.5"),
+                       "answers.py": 'Q1 = "B"\n'}, score=points(("3.1",) + SCALER), full=("3.1",) + SCALER, zero=("3.2", "3.3", "3.4", "3.5"),
                       notes=("HIDDEN-SEARCH found=0",))
 
 
@@ -675,21 +692,21 @@ def probe_evading_delegation(kit: Kit) -> Case:
 
 @case
 def patch_torch(kit: Kit) -> Case:
-    return kit.folder(kit.solution(loss_scaler=at_import(kit.scaler, PATCH_TORCH)), max_score=87.0, zero=("1.4",),
+    return kit.folder(kit.solution(loss_scaler=at_import(kit.scaler, PATCH_TORCH)), max_score=MAX - points(("1.4",)), zero=("1.4",),
                       full=QUICK)
 
 
 @case
 def patch_pytest_hypothesis(kit: Kit) -> Case:
     return kit.folder(kit.solution(loss_scaler=at_import(kit.scaler, PATCH_TEST_TOOLS), answers=kit.wrong_q1),
-                      score=88.0, zero=("3.1",),
+                      score=MAX - points(("3.1",)), zero=("3.1",),
                       full=SCALER + AMP, notes=("PATCH-TOOLS",))
 
 
 @case
 def network(kit: Kit) -> Case:
     code = NETWORK.format(token=kit.ctx.token, port=kit.ctx.port, unix_name=kit.ctx.unix_name)
-    return kit.folder({"loss_scaler.py": at_import(kit.scaler, code), "answers.py": kit.answers}, score=60.0,
+    return kit.folder({"loss_scaler.py": at_import(kit.scaler, code), "answers.py": kit.answers}, score=points(QUICK + SCALER),
                       full=QUICK + SCALER, notes=("NETWORK",),
                       output_lacks=("localhost: ok", "abstract: ok", "internet: ok", "dns: ok"))
 
@@ -698,7 +715,7 @@ def network(kit: Kit) -> Case:
 def subprocess_daemons(kit: Kit) -> Case:
     """Daemons (setsid, double fork) at every import; the constructor ends the process, so the last one dies alone."""
     scaler = at_import(STUB_SCALER.replace('raise NotImplementedError("not done")', "import os; os._exit(0)"), SPAWN)
-    return kit.folder({"loss_scaler.py": scaler, "answers.py": kit.answers}, score=10.0, full=QUICK, zero=SCALER,
+    return kit.folder({"loss_scaler.py": scaler, "answers.py": kit.answers}, score=points(QUICK), full=QUICK, zero=SCALER,
                       notes=("SPAWN",))
 
 
@@ -710,7 +727,7 @@ def zip_slip(kit: Kit) -> Case:
     path = _zip(kit.dest / "zip_slip.zip", [
         (f"../../{token}-slip.txt", b"slipped"), (f"/tmp/{token}-abs.txt", b"absolute"),
         ("../answers.py", kit.answers.encode()), (f"../../../../../../tmp/{token}-deep/loss_scaler.py", b"x = 1\n")])
-    return Case(kit.name, path, score=10.0, full=QUICK, notes=("unsafe path",), group="archives")
+    return Case(kit.name, path, score=points(QUICK), full=QUICK, notes=("unsafe path",), group="archives")
 
 
 @case
@@ -722,7 +739,7 @@ def zip_slip_batch(kit: Kit) -> Case:
         (f"../../{token}-slip.txt", b"slipped"), (f"zip_slip_batch_a/../../../{token}-slip2.txt", b"slipped"),
         (f"/tmp/{token}-abs.txt", b"absolute"), _symlink_member("zip_slip_batch_a/loss_scaler.py", "/etc/passwd"),
         _symlink_member("zip_slip_batch_b/amp_step.py", str(SOLUTIONS / "amp_step.py"))])
-    return Case(kit.name, path, score=10.0, full=QUICK, group="archives",
+    return Case(kit.name, path, score=points(QUICK), full=QUICK, group="archives",
                 results=("zip_slip_batch_a", "zip_slip_batch_b"))
 
 
@@ -819,7 +836,7 @@ def nested_folders(kit: Kit) -> Case:
     files = {"hw/final/answers.py": kit.answers, "hw/final/old/drafts/answers.py": kit.wrong_q1,
              "__MACOSX/hw/final/._answers.py": b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X",
              ".git/answers.py": kit.wrong_q1}
-    return kit.folder(files, score=10.0, full=QUICK, notes=("inside a folder",), group="archives")
+    return kit.folder(files, score=points(QUICK), full=QUICK, notes=("inside a folder",), group="archives")
 
 
 @case
@@ -834,14 +851,14 @@ def deep_folders(kit: Kit) -> Case:
     with open(os.open("answers.py", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as stream:
         stream.write(kit.wrong_q1)
     os.close(fd)
-    return Case(kit.name, folder, score=10.0, full=QUICK, group="deep")
+    return Case(kit.name, folder, score=points(QUICK), full=QUICK, group="deep")
 
 
 @case
 def zip_in_folder(kit: Kit) -> Case:
     folder = write(kit.dest / kit.name, {"README.txt": "see the zip"})
     _zip(folder / "submission.zip", [("hw/answers.py", kit.answers.encode())])
-    return Case(kit.name, folder, score=10.0, full=QUICK, notes=("Read your files from",), group="archives")
+    return Case(kit.name, folder, score=points(QUICK), full=QUICK, notes=("Read your files from",), group="archives")
 
 
 CASE_NAMES = tuple(_BUILDERS)
