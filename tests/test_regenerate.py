@@ -74,9 +74,18 @@ def _edited(path: Path, old: str, new: str) -> str:
     return table.source_fingerprint()
 
 
+def test_the_grader_table_follows_the_example_counts(one_check: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The examples a hidden property test explores choose the grader's table's answers, not the students'."""
+    from autograder.engine import examples
+
+    public, grader = table.source_fingerprint(), table.source_fingerprint(public=False)
+    monkeypatch.setitem(examples.COUNTS, "test_update_rule_properties", 50)
+    assert table.source_fingerprint() == public and table.source_fingerprint(public=False) != grader
+
+
 def test_a_docstring_edit_keeps_the_tables_fingerprint_and_a_behaviour_change_does_not(one_check: Path) -> None:
     before = table.source_fingerprint()
-    assert table.source_fingerprint(public=False) == before  # the same function for both tables here
+    assert table.source_fingerprint(public=False) != before  # the grader's: the example counts too (below)
     module_doc = _edited(one_check, '"""Public checks for Task 1', '"""Public checks (reworded) for Task 1')
     comment = _edited(one_check, "    sizes = [2, 3, 1]\n", "    sizes = [2, 3, 1]  # three parameters\n")
     layout = _edited(one_check, "    sizes = [2, 3, 1]", "    sizes = [2,\n             3, 1]")
