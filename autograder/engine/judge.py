@@ -208,8 +208,10 @@ def _summarised(failures: list[tuple[str, Outcome]]) -> str:
     lines = [first]
     for text, case in failures[1:]:
         label = case.case.split("[", 1)[1].rstrip("]") if "[" in case.case else ""
-        paragraph = [line.strip() for line in case.message.split("\n\n", 1)[0].splitlines() if line.strip()]
-        new = [line for line in paragraph[1:] or paragraph if line not in seen]
+        paragraph = [line for line in case.message.split("\n\n", 1)[0].splitlines() if line.strip()]
+        # a snippet's line (indented) is code: quoted as such on the one line
+        new = [f"`{line.strip()}`" if line.startswith("    ") else line.strip()
+               for line in paragraph[1:] or paragraph if line.strip() not in seen]
         said = (new[0] if len(new) == 1 else f"{new[0]} … {new[-1]}") if new else strings.text("same_failure")
         lines.append(f"[{label}] {said}" if label and not said.startswith(label) else said)
     return "\n\n".join(lines)
