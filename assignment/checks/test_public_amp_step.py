@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from checks.judge import effects, expect, recorded
+from checks.judge import amp_snippet, effects, expect, recorded
 from checks.runners import probes
 from checks.words import say
 
@@ -61,8 +61,9 @@ def check_row(student: Any, row: str, **args: Any) -> None:
         else:
             head = say("amp.differ_head", right=right)
             hint = " ".join(filter(None, [effects.explain(row, result, scenario), say(f"amp.hint.{row}")]))
+        again = amp_snippet.reproduction(scenario, verdict.first)
         expect.fail(f"{described(scenario)}\n{head}\n{effects.all_lines(verdict.lines)}\n{hint}\n\n"
-                    f"{say('amp.seen')}\n{seen}")
+                    f"{say('amp.seen')}\n{seen}" + (f"\n\n{again}" if again else ""))
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
