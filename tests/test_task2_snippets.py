@@ -32,8 +32,8 @@ PROGRAM = re.compile(r"After running:\n(?P<program>(?:    .*\n)+)the last line s
                      r"but with your code it (?P<kind>prints|raises|runs without error) ?(?P<value>.*)")
 #: The line of the program that makes the call the message is about (checks.judge.amp_snippet.LAST_CALL).
 LAST_CALL = "loss = amp_step("
-#: Rows judged on amp_step's effects (2.10 is the underflow run: its message says where training went).
-EFFECT_ROWS = {f"2.{i}" for i in range(1, 10)}
+#: Task 2's rows (2.10's program is the underflow run: a correct amp_step makes every call of it).
+EFFECT_ROWS = {f"2.{i}" for i in range(1, 11)}
 
 
 def assignment_copy(folder: Path, amp_step: Path) -> Path:
@@ -48,7 +48,7 @@ def run(program: str, folder: Path, *, correct_step: bool = False) -> subprocess
     """``program`` in a fresh Python in ``folder``; ``correct_step``: its last call made by a correct amp_step."""
     if correct_step:
         assert program.count(LAST_CALL) == 1, program
-        program = program.replace(LAST_CALL, "loss = correct_amp_step(")
+        program = program.replace(LAST_CALL, "loss = correct_amp_step(")  # 2.10's: in the loop
         program = "from correct_amp_step import amp_step as correct_amp_step\n" + program
     (folder / "snippet.py").write_text(program, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AMP_SUBMISSION")}
@@ -69,6 +69,8 @@ def did(done: subprocess.CompletedProcess[str], text: str) -> bool:
     if verb in ("runs", "run"):
         return True
     printed = done.stdout.strip().splitlines()
+    if value.startswith("a loss below "):  # row 2.10: where a correct amp_step's training ends
+        return bool(printed) and float(printed[-1]) < float(value.rsplit(" ", 1)[-1])
     return bool(printed) and printed[-1] == value.strip()
 
 

@@ -128,10 +128,12 @@ def check_underflow_converges(student: Any, steps: int, growth_interval: int) ->
     if raised is not None:
         number, error = raised
         expect.fail(say("amp.underflow_raised", what=what, number=number, error=error.get("type"),
-                        message=error.get("message"), trace=error.get("trace", "")))
+                        message=error.get("message"), trace=error.get("trace", ""))
+                    + "\n\n" + amp_snippet.underflow_reproduction(scenario, raised=raised))
     final = probes.underflow_loss(scenario, weight)  # measured here from the weight, never taken from amp_step
     if not final < 1e-12:
-        expect.fail(say("amp.underflow_stalled", what=what, final=f"{final:.3g}"))
+        expect.fail(say("amp.underflow_stalled", what=what, final=f"{final:.3g}") + "\n\n"
+                    + amp_snippet.underflow_reproduction(scenario, final=f"{final:.3g}"))
 
 
 # --------------------------------------------------------------------------- public examples

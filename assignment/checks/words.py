@@ -43,6 +43,8 @@ EN: dict[str, str] = {
     "snippet.seen_comment": "each gradient as the last backward pass left it (zeros until one reaches it)",
     "snippet.none_grad_comment": "no gradient counts as zeros",
     "snippet.stage_comment": "torch's record for this optimizer: ready, unscaled or stepped",
+    "snippet.underflow_data_comment": "the demo's data, drawn as the grader draws them",
+    "do.print_loss_below": "print a loss below {limit}",
     # what the last line does ("does.*") and should do ("do.*")
     "does.print": "prints {value}",
     "does.print_nothing": "prints nothing",
@@ -357,6 +359,8 @@ KO: dict[str, str] = {
     "snippet.seen_comment": "마지막 역전파가 남긴 각 기울기 (역전파가 닿기 전에는 0)",
     "snippet.none_grad_comment": "기울기가 없으면 0으로 봄",
     "snippet.stage_comment": "이 옵티마이저에 대한 torch의 기록: ready, unscaled 또는 stepped",
+    "snippet.underflow_data_comment": "채점기와 같은 방식으로 뽑은 데모 데이터",
+    "do.print_loss_below": "{limit}보다 작은 손실 출력",
     "does.print": "{value} 출력",
     "does.print_nothing": "아무것도 출력하지 않음",
     "does.raise": "{error} 발생",

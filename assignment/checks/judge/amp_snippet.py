@@ -114,3 +114,40 @@ def reproduction(args: dict[str, Json], first: Difference | None) -> str:
         return ""
     want, have = shown(first)
     return say("snippet.after", snippet=found) + say("snippet.should", want=want) + say("snippet.but", shown=have)
+
+
+def underflow_reproduction(args: dict[str, Json], *, raised: tuple[int, dict[str, Json]] | None = None,
+                           final: str | None = None) -> str:
+    """Row 2.10's paragraph: the underflow run (:func:`checks.runners.probes.run_underflow`) as a program that stops
+    at the call that ``raised`` (its number, its error), or prints the ``final`` loss (as the message shows it)."""
+    steps = int(args.get("steps", 120))
+    before = raised[0] - 1 if raised else steps
+    call = (f"amp_step(model, x, y, torch.nn.functional.mse_loss, optimizer, scaler, "
+            f"device_type={args.get('device_type', 'cpu')!r}, dtype=torch.float16)")
+    kwargs = ", ".join(f"{key}={value!r}" for key, value in (args.get("scaler_kwargs") or {}).items())
+    data = {key: value for key, value in args.items() if key in ("seed", "n", "d", "target_scale")}
+    lines = [
+        "import torch",
+        f"from checks.runners.probes import torch_scaler, underflow_data  # {say('snippet.checks_comment')}",
+        "from amp_step import amp_step",
+        f"x, y = underflow_data({data!r})  # {say('snippet.underflow_data_comment')}",
+        "model = torch.nn.Linear(x.shape[1], 1, bias=False)",
+        "torch.nn.init.zeros_(model.weight)",
+        f"optimizer = torch.optim.SGD(model.parameters(), lr={float(args.get('lr', 0.25))!r})",
+        f"scaler = torch_scaler({kwargs})  # {say('snippet.torch_scaler_comment')}",
+    ]
+    if before:
+        last = "" if raised else "loss = "
+        lines += [f"for call in range({before}):  # {say('snippet.calls_before', number=before + 1)}" if raised
+                  else f"for call in range({before}):",
+                  "    try:", f"        {last}{call}", "    except Exception as error:",
+                  "        print(f\"call {call + 1}: {type(error).__name__}: {error}\")"]
+    if raised:
+        lines.append(LAST_CALL + call[len("amp_step("):])
+        error = raised[1]
+        want, have = say("do.run"), say("does.raise", error=f"{error.get('type')}: {error.get('message')}")
+    else:
+        lines.append("print(f\"{float(torch.nn.functional.mse_loss(x @ model.weight.detach().t(), y)):.3g}\")")
+        want, have = say("do.print_loss_below", limit="1e-12"), say("does.print", value=final)
+    program = "\n".join("    " + line for line in lines)
+    return say("snippet.after", snippet=program) + say("snippet.should", want=want) + say("snippet.but", shown=have)
