@@ -5,7 +5,8 @@ The program rebuilds what :func:`checks.runners.probes.run_amp_probe` builds, in
 seed (the model ``AmpProbe``, SGD, torch's scaler made up front, one batch), so its last line prints the very
 value the message shows: the submission's (``have``) with the student's ``amp_step``, the correct one (``want``)
 with a correct ``amp_step``.  What is printed comes from :class:`checks.judge.effects.Difference`.  It imports the
-probe model from ``checks/``, so it runs in the assignment folder (the message says so on that line).
+probe model from ``checks/``, so it runs in the assignment folder (the message says so on that line).  Row 2.10's
+program is the underflow run (:func:`underflow_reproduction`).
 """
 
 from __future__ import annotations
