@@ -148,7 +148,8 @@ def underflow_reproduction(args: dict[str, Json], *, raised: tuple[int, dict[str
         error = raised[1]
         want, have = say("do.run"), say("does.raise", error=f"{error.get('type')}: {error.get('message')}")
     else:
-        lines.append("print(f\"{float(torch.nn.functional.mse_loss(x @ model.weight.detach().t(), y)):.3g}\")")
+        # measured in float32, as the judge measures it, whatever the weight's dtype (model.half() makes it float16)
+        lines.append("print(f\"{float(torch.nn.functional.mse_loss(x @ model.weight.detach().float().t(), y)):.3g}\")")
         want, have = say("do.print_loss_below", limit="1e-12"), say("does.print", value=final)
     program = "\n".join("    " + line for line in lines)
     return say("snippet.after", snippet=program) + say("snippet.should", want=want) + say("snippet.but", shown=have)
