@@ -148,7 +148,9 @@ def test_amp_step_steps_through_scaler(student: Any) -> None:
 
 
 def test_amp_step_updates_once_after_step(student: Any) -> None:
-    check_update_once_after_step(student, steps=2, inject_inf_at=[0])
+    # A clean call first: "never update" and "update only after a clean step" then differ in the first call, so
+    # the check names either mistake as the grader does (after an overflowing first call both look alike).
+    check_update_once_after_step(student, steps=2, inject_inf_at=[1])
 
 
 def test_amp_step_unscales_before_clipping(student: Any) -> None:
