@@ -42,6 +42,7 @@ EXAMPLES = {"solutions": ROOT / "solutions", "assignment": ROOT / "assignment",
 #: hostile suites, the catalogue graded live, otter-grader runs, the regrade impact, ...).
 SLOW = (
     "tests/test_catalogue.py::test_first_failure_snippet_reproduces[",  # two fresh Pythons per bug
+    "tests/test_catalogue.py::test_a_failing_public_check_names_the_graders_mistake[",  # the public checks per bug
     "tests/test_isolation.py::test_confinement_holds_in_every_mode[",  # multi-user isolation runs
     "tests/test_isolation.py::test_unprivileged_user_gets_confined",
     "tests/test_isolation.py::test_huge_scratch_writes_are_capped[docker]",
@@ -93,6 +94,8 @@ REPRESENTATIVE = (
     "tests/test_hostile.py::",
     # a bug's first failure snippet, pasted into a fresh Python, reproduces it
     "tests/test_catalogue.py::test_first_failure_snippet_reproduces[growth_off_by_one]",
+    # a failing public check names the grader's mistake locally (a hidden row's public example)
+    "tests/test_catalogue.py::test_a_failing_public_check_names_the_graders_mistake[clip_before_unscale]",
     # confinement as root (CI, Gradescope); the Docker-capability and unprivileged runs are left to test-all
     "tests/test_isolation.py::test_confinement_holds_in_every_mode[root]",
 )

@@ -349,6 +349,32 @@ def test_listed_twins_are_named_together(graded: dict[str, dict[str, Any]]) -> N
         assert graded[bug]["extra_data"]["diagnosis"].get("2.1") == ["hardcoded_cuda", "no_autocast"], bug
 
 
+@pytest.mark.parametrize("entry", [_param(entry) for entry in BUGS])
+def test_a_failing_public_check_names_the_graders_mistake(graded: dict[str, dict[str, Any]], entry: Entry,
+                                                          tmp_path: Path) -> None:
+    """Where the grader's feedback names a mistake on a row with a public check (a hidden row's public example
+    included), that check run by a student on the same files (``python -m pytest`` in assignment/) names it too,
+    whenever it fails there."""
+    from autograder.diagnosis.table import public_tests
+
+    named = {number: re.search(r"^Likely mistake: .*$", str(row.get("output", "")), re.MULTILINE)
+             for number, row in rows(graded[entry.name]).items()
+             if number in graded[entry.name].get("extra_data", {}).get("diagnosis", {})}
+    lines = {ITEMS[number].test: found.group(0) for number, found in named.items()
+             if found and ITEMS[number].test in public_tests()}
+    if not lines:
+        pytest.skip("the grader names no mistake on a row with a public check")
+    done = subprocess.run([sys.executable, "-m", "pytest", "checks", "-q", "-p", "no:randomly", "-k", " or ".join(lines)],
+                          cwd=ROOT / "assignment", capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "AMP_SUBMISSION": str(materialize(entry, tmp_path / "files")),
+                               "AMP_LANGUAGE": "en"})
+    failures = dict(re.findall(r"^_{3,} (test_\w+)(?:\[.*?\])? _{3,}\n([\s\S]*?)(?=^_{3,} |^=+ short test summary)",
+                               done.stdout, re.MULTILINE))
+    assert failures or done.returncode == 0, done.stdout[-3000:]
+    missing = {test: line for test, line in lines.items() if test in failures and line not in failures[test]}
+    assert not missing, f"{entry.name}: failing public checks without the grader's line: {missing}\n{done.stdout[-4000:]}"
+
+
 def test_every_row_of_tasks_1_and_2_catches_some_bug(graded: dict[str, dict[str, Any]]) -> None:
     """Coverage on the actual verdicts: each Task-1/2 row fails at least one catalogue bug."""
     uncaught = []

@@ -268,11 +268,11 @@ def test_discrimination_compares_the_top_and_bottom_27_percent(passing_ranks: se
 
 
 def test_the_students_table_covers_the_public_checks_only() -> None:
-    assert table.public_tests() == {
-        "test_constructor_rejects_bad_arguments", "test_scale_returns_float32_without_overflow",
-        "test_unscale_divides_grads_in_place", "test_step_is_skipped_on_inf_or_nan", "test_update_backs_off_after_inf_or_nan",
-        "test_amp_step_forward_under_autocast", "test_amp_step_backward_outside_autocast",
-        "test_amp_step_backward_sees_scaled_loss"}
+    """Every row with a public example (a hidden row's too: its public check fails locally like the grader's row)."""
+    covered = table.public_tests()
+    assert len(covered) == 27 and {"test_unscale_bit_exact", "test_amp_step_unscales_before_clipping",
+                                   "test_constructor_rejects_bad_arguments", "test_underflow_training_converges"} <= covered
+    assert not {"test_hidden_whatever", "test_gpu_amp_reaches_fp32_loss_sooner"} & covered  # GPU rows: no table
 
 
 def test_grading_reads_the_table_it_is_given_and_survives_a_missing_one(tmp_path: Path,

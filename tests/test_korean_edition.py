@@ -49,6 +49,8 @@ def prose(text: str) -> str:
     for line in text.splitlines():
         if line[:1] == " " and not HANGUL.search(line):  # an indented line with no Hangul: a snippet, a traceback
             continue
+        if line[:1] == " " and "  # " in line:  # a snippet's line with a comment: only the comment is prose
+            line = line.split("  # ", 1)[1]
         line = QUOTED_EXCEPTION.sub(" ", re.sub(r"`[^`]*`", " ", line))
         kept.append(line)
     return " ".join(kept)

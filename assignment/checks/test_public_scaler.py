@@ -110,6 +110,7 @@ def test_matches_torch_gradscaler(student: Any) -> None:
 def test_unscale_bit_exact(student: Any) -> None:
     behaviours.overflow_detection(student, 1.0, [[1.0, -math.inf], [2.0]])
     behaviours.overflow_detection(student, 2.0, [[1.0, 2.0], [math.nan]])
+    behaviours.overflow_detection(student, 1.0, [[math.nan, 1.0], [2.0]])  # NaN in the first gradient too
     behaviours.overflow_detection(student, 0.25, [[3e38, 1.0], [2.0]])  # finite, though 3e38 * 4 overflows
     behaviours.overflow_detection(student, 1.0, [[3e38, 3e38], [1.0]])  # finite, though their sum overflows
 

@@ -82,10 +82,15 @@ def source_fingerprint(public: bool = True) -> str:
 
 
 def public_tests() -> set[str]:
-    """The public checks' test functions (the rows the students' table may cover)."""
+    """The rows' test functions that the public checks define (the rows the students' table may cover): every
+    row of a public suite, and every hidden row with a public example of the same name (2.7's, 1.12's...)."""
+    import re
+
     from autograder.engine import rubric
 
-    return {item.test for item in rubric.ITEMS if item.suite == rubric.PUBLIC}
+    defined = {name for path in settings.public_tests().glob("test_*.py")
+               for name in re.findall(r"^def (test_\w+)\(", path.read_text(encoding="utf-8"), re.MULTILINE)}
+    return {item.test for item in rubric.ITEMS if item.test in defined}
 
 
 def hidden_data(table: Table) -> list[str]:
@@ -116,6 +121,14 @@ def load_catalogue() -> Any:
     return module
 
 
+def public_part(case: "call_plan.Case") -> "call_plan.Case":
+    """``case`` with its public calls only: a hidden row's test has its public example's name, so the plan's case
+    holds the calls of both, and a student runs only the public example (its digests are over those calls)."""
+    from dataclasses import replace
+
+    return replace(case, calls=[call for call in case.calls if call.public])
+
+
 def answers_of(runner: Any, cases: Iterable[call_plan.Case]) -> dict[str, list[str | None]]:
     """Send each case's recorded calls through ``runner`` (as grading does); the canonical answers, by case."""
     from autograder.engine.plan import fetch_ahead  # the judge's module: loaded only when a table is built
@@ -131,7 +144,8 @@ def build(plan: call_plan.Plan, entries: Sequence[Any], runner_factory: Callable
           tests: set[str] | None = None, progress: Callable[[str], None] | None = None) -> Table:
     """Answer ``plan``'s calls with every catalogued bug in ``entries``; the table of their digests.
 
-    ``tests`` restricts the table to those test functions (the student-side table: public tests only).
+    ``tests`` restricts the table to those test functions; given, the table is the students': each case keeps its
+    public calls only (:func:`public_part`).
     A correct variant in ``entries`` is recorded with no rows (so it is never diagnosed): the tests use it
     to check that no correct style answers any row like a bug.
     """
@@ -140,8 +154,9 @@ def build(plan: call_plan.Plan, entries: Sequence[Any], runner_factory: Callable
 
     make_runner = runner_factory or SandboxRunner
     test_of = {item.number: item.test for item in rubric.ITEMS}
-    cases = [case for case in plan.cases if tests is None or case.test in tests]
     public = tests is not None
+    cases = [public_part(case) if public else case for case in plan.cases if tests is None or case.test in tests]
+    cases = [case for case in cases if case.calls]
     table = Table({case.name: CaseDigests(case.test, case_digest(case, [c.answer for c in case.calls]),
                                           calls=[[c.scenario, c.args, c.timeout] for c in case.calls] if public else None)
                    for case in cases}, {}, twins=[sorted(group) for group in words.TWINS], public_only=public,

@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import torch
 
-from checks.judge.effects import Verdict, calls_of, differences
+from checks.judge.effects import Verdict, calls_of, difference_items, differences
 from checks.runners.harness import Json, torch_scaler
 from checks.words import say
 
@@ -279,9 +279,9 @@ def judge(row: str, args: dict[str, Json], result: dict[str, Json]) -> Verdict:
     fixed = list(dict.fromkeys(ROW_FIXES[row](config) for config in suggested_configs(result, args)))
     found = Verdict([])
     for config in fixed:
-        lines = differences(replay(args, config), result, returned=row == "2.8")
-        if lines:
-            found = found or Verdict(lines)
+        items = difference_items(replay(args, config), result, returned=row == "2.8")
+        if items:
+            found = found or Verdict.of(items)
             continue
         hidden = [b for b in ROW_BREAKS[row](config) if not differences(replay(args, b), result, returned=row == "2.8")]
         if not hidden:

@@ -13,8 +13,9 @@ a wrong diagnosis is worse than none.
 
 The grader's table holds digests only (no inputs, no answers).  The students' table
 (``checks/diagnosis.json``, built by ``make student`` with ``python -m autograder.diagnosis build --public``
-and committed with the handout) covers the public tests only and also holds their recorded calls (public
-inputs), so the checks can replay them.
+and committed with the handout) covers every public check, a hidden row's public example included, with its public
+calls only (their inputs, so the checks can replay them; their digests are over those calls).  A public check that
+fails locally the way a catalogued mistake does names it as the grader names it on that row.
 """
 
 from __future__ import annotations

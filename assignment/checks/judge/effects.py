@@ -67,16 +67,23 @@ def _shown(values: Json, limit: int = 3) -> str:
     return f"[{head}{', ...' if len(values) > limit else ''}]"
 
 
-def _mismatch(name: str, want: list[float], have: Json) -> str:
-    """One differing tensor: its first values and the element that differs most."""
-    if isinstance(have, str) or len(want) != len(have):
-        return say("effects.mismatch", name=name, want=_shown(want), have=_shown(have))
+def _worst(want: list[float], have: Json) -> int | None:
+    """The element of ``have`` that differs most from ``want`` (None when they cannot be compared element-wise)."""
+    if isinstance(have, str) or len(want) != len(have) or not want:
+        return None
 
     def gap(pair: tuple[float, float]) -> float:
         e, g = pair
         return math.inf if math.isfinite(e) != math.isfinite(g) else (abs(e - g) if math.isfinite(e) else 0.0)
 
-    worst = max(range(len(want)), key=lambda i: gap((want[i], have[i])))
+    return max(range(len(want)), key=lambda i: gap((want[i], have[i])))
+
+
+def _mismatch(name: str, want: list[float], have: Json) -> str:
+    """One differing tensor: its first values and the element that differs most."""
+    worst = _worst(want, have)
+    if worst is None:
+        return say("effects.mismatch", name=name, want=_shown(want), have=_shown(have))
     return say("effects.mismatch_worst", name=name, want=_shown(want), have=_shown(have), worst=worst,
                expected=f"{want[worst]:.9g}", found=f"{have[worst]:.9g}")
 
@@ -121,6 +128,47 @@ def _error_line(result: dict[str, Json], index: int, error: dict[str, Json], *, 
                trace=error.get("trace", ""))
 
 
+@dataclasses.dataclass(frozen=True)
+class Difference:
+    """One way two probe results differ: the line a message shows, and what a snippet replaying the calls up to
+    call ``call`` (0-based) prints for it (:mod:`checks.judge.amp_snippet`).
+
+    ``kind`` says what is printed: "param", "grad" or "backward_grad" (element ``element`` of parameter
+    ``param``: the parameter, its gradient after the call, its gradient as the call's last backward pass left it),
+    "scaler" (scale, growth tracker, stage), "returned_value", "returned_type", "returned_size",
+    "returned_attached" (what the call returned), "error" (the call raised, or should have); "other" when no snippet
+    can show it.  ``want`` and ``have`` are what the snippet's last line prints for a correct ``amp_step`` and for
+    the submission's (for "error", the error "Type: message", or None for a call that raises nothing).
+    """
+
+    line: str
+    call: int
+    kind: str = "other"
+    want: str | None = None
+    have: str | None = None
+    param: int | None = None
+    element: int | None = None
+
+
+def _tensor_difference(where: str, index: int, kind: str, number: int, name: str, want: list[float],
+                       have: Json) -> Difference:
+    worst = _worst(want, have)
+    return Difference(f"{where}: {_mismatch(name, want, have)}", index, kind if worst is not None else "other",
+                      f"{want[worst]:.9g}" if worst is not None else None,
+                      f"{have[worst]:.9g}" if worst is not None else None, number, worst)
+
+
+def _scaler_text(state: dict[str, Json]) -> str:
+    """The scaler's (scale, tracker, stage) as a message and a snippet show them."""
+    scale = state.get("scale")
+    return (f"{scale:g}" if isinstance(scale, float) else str(scale)) + \
+        f", {state.get('tracker')}, {STAGES.get(state.get('stage'), state.get('stage'))}"
+
+
+def _error_text(error: dict[str, Json] | None) -> str | None:
+    return None if not error else f"{error.get('type')}: {error.get('message')}"
+
+
 def differences(expected: dict[str, Json], got: dict[str, Json], *, returned: bool = False) -> list[str]:
     """How the effects ``got`` differ from ``expected`` (both probe results), one line per difference.
 
@@ -129,63 +177,73 @@ def differences(expected: dict[str, Json], got: dict[str, Json], *, returned: bo
     very situation the submission's call was in.  An error is an effect like the others: a call torch's
     scaler refuses must be refused in both, with the same error.
     """
-    lines: list[str] = []
+    return [found.line for found in difference_items(expected, got, returned=returned)]
+
+
+def difference_items(expected: dict[str, Json], got: dict[str, Json], *, returned: bool = False) -> list[Difference]:
+    """:func:`differences`, each line with what a snippet shows of it."""
+    found: list[Difference] = []
     want_steps, have_steps = expected["steps"], got.get("steps", [])
     for index, want in enumerate(want_steps):
         where = say("effects.after_call", number=index + 1)
         if index >= len(have_steps):
-            lines.append(say("effects.none_back", where=where))
+            found.append(Difference(say("effects.none_back", where=where), index))
             break
         have = have_steps[index]
         want_error, have_error = want.get("error"), have.get("error")
         if have_error and not want_error:
-            lines.append(_error_line(got, index, have_error, should=False))
+            found.append(Difference(_error_line(got, index, have_error, should=False), index, "error", None,
+                                    _error_text(have_error)))
             break
         if want_error and (not have_error or (want_error.get("type"), want_error.get("message"))
                            != (have_error.get("type"), have_error.get("message"))):
-            lines.append(_error_line(expected, index, want_error, should=True)
-                         + (say("effects.but_raised", error=f"{have_error.get('type')}: {have_error.get('message')}")
-                            if have_error else say("effects.but_returned")))
+            found.append(Difference(
+                _error_line(expected, index, want_error, should=True)
+                + (say("effects.but_raised", error=_error_text(have_error)) if have_error else say("effects.but_returned")),
+                index, "error", _error_text(want_error), _error_text(have_error)))
         if any(len(have.get(key, [])) != len(want[key]) for key in ("params", "grads", "backward_grads")):
-            lines.append(say("effects.wrong_count", where=where))
+            found.append(Difference(say("effects.wrong_count", where=where), index))
             break
         for number, (w, h) in enumerate(zip(want["params"], have["params"])):
             if isinstance(h, str) or _finite_mismatch(w, h, PARAM_TOLERANCE):
-                lines.append(f"{where}: {_mismatch(_param_name(number), w, h)}")
+                found.append(_tensor_difference(where, index, "param", number, _param_name(number), w, h))
         for number, (w, h) in enumerate(zip(want["grads"], have["grads"])):
             size = len(want["params"][number])
             w, h = _values(w, size), _values(h, size)
             if isinstance(h, str) or _finite_mismatch(w, h, GRAD_TOLERANCE):
-                lines.append(f"{where}: {_mismatch(_param_name(number) + '.grad', w, h)}")
+                found.append(_tensor_difference(where, index, "grad", number, _param_name(number) + ".grad", w, h))
         for number, (w, h) in enumerate(zip(want["backward_grads"], have.get("backward_grads", []))):
             size = len(want["params"][number])
             w, h = _values(w, size), _values(h, size)
             if isinstance(h, str) or _finite_mismatch(w, h, GRAD_TOLERANCE):
                 name = say("effects.backward_grad", name=_param_name(number))
-                lines.append(f"{where}: {_mismatch(name, w, h)}")
+                found.append(_tensor_difference(where, index, "backward_grad", number, name, w, h))
         if want["scaler"] != have.get("scaler"):
-            w, h = want["scaler"], have.get("scaler") or {}
-            lines.append(say("effects.scaler", where=where, want=f"{w['scale']:g}, {w['tracker']}, {STAGES[w['stage']]}",
-                             have=f"{h.get('scale')}, {h.get('tracker')}, {STAGES.get(h.get('stage'), h.get('stage'))}"))
+            w, h = _scaler_text(want["scaler"]), _scaler_text(have.get("scaler") or {})
+            found.append(Difference(say("effects.scaler", where=where, want=w, have=h), index,
+                                    "scaler" if have.get("scaler") else "other", w, h))
         if returned and "ok" in want and "ok" in have:
-            lines += _returned_differences(index, want["ok"], have.get("ok"))
-        if lines:
+            found += _returned_differences(index, want["ok"], have.get("ok"))
+        if found:
             break
-    return lines
+    return found
 
 
-def _returned_differences(index: int, want: dict[str, Json], have: Any) -> list[str]:
+def _returned_differences(index: int, want: dict[str, Json], have: Any) -> list[Difference]:
     where = say("effects.call", number=index + 1)
     if not isinstance(have, dict) or have.get("type") != "Tensor":
         kind = have.get("type") if isinstance(have, dict) else have
-        return [say("effects.returned_type", where=where, kind=kind)]
+        return [Difference(say("effects.returned_type", where=where, kind=kind), index, "returned_type", "Tensor",
+                           str(kind))]
     if have.get("numel") != 1:
-        return [say("effects.returned_size", where=where, numel=have.get("numel"))]
+        return [Difference(say("effects.returned_size", where=where, numel=have.get("numel")), index, "returned_size",
+                           "1", str(have.get("numel")))]
     if have.get("requires_grad"):
-        return [say("effects.returned_attached", where=where)]
+        return [Difference(say("effects.returned_attached", where=where), index, "returned_attached", "False", "True")]
     value, expected = have.get("value"), want["value"]
     if not isinstance(value, float) or _finite_mismatch([expected], [value], LOSS_TOLERANCE):
-        return [say("effects.returned_value", where=where, value=repr(value), expected=f"{expected:.7g}")]
+        return [Difference(say("effects.returned_value", where=where, value=repr(value), expected=f"{expected:.7g}"),
+                           index, "returned_value", repr(expected), repr(value))]
     return []
 
 
@@ -196,10 +254,16 @@ class Verdict:
 
     lines: list[str]
     masked_by: str | None = None
+    #: the first difference, with what a snippet shows of it (None for a masked row)
+    first: Difference | None = None
+
+    @classmethod
+    def of(cls, found: list[Difference]) -> "Verdict":
+        """The verdict of :func:`difference_items`'s result."""
+        return cls([item.line for item in found], first=found[0] if found else None)
 
     def __bool__(self) -> bool:
         return bool(self.lines)
-
 
 
 def call_order(result: dict[str, Json], index: int = 0) -> str:

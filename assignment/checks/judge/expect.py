@@ -136,7 +136,8 @@ def snippet(args: dict[str, Json], upto: int | None = None, step_return: bool = 
     ops = args["ops"] if upto is None else args["ops"][: upto + 1]
     steps = any(op["op"] == "step" for op in ops)
     sgd = [SGD_CLASS[0].format(comment=say("snippet.optimizer_comment")), *SGD_CLASS[1:]] if steps else []
-    lines = ["import torch", *ABSENCE, "from loss_scaler import ToyLossScaler"] + sgd
+    absence = [f"{ABSENCE[0]}  # {say('snippet.checks_comment')}", *ABSENCE[1:]]
+    lines = ["import torch", *absence, "from loss_scaler import ToyLossScaler"] + sgd
     lines += [
         "params = lambda opt: [p for g in opt.param_groups for p in g['params']]",
         "def set_grads(opt, grads):",

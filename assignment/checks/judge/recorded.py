@@ -31,7 +31,7 @@ import struct
 from pathlib import Path
 from typing import Callable, Iterator
 
-from checks.judge.effects import Verdict, differences
+from checks.judge.effects import Verdict, difference_items, differences
 from checks.runners.harness import Json
 from checks.words import language
 
@@ -91,7 +91,7 @@ def recorded_verdict(row: str, args: dict[str, Json], result: dict[str, Json], t
     for index, lines, masked_by in case["masked"]:
         if not differences(effects[index], result, returned=returned):
             return Verdict(lines[spoken], masked_by[spoken])
-    return Verdict(differences(effects[case["correct"]], result, returned=returned))
+    return Verdict.of(difference_items(effects[case["correct"]], result, returned=returned))
 
 
 @functools.lru_cache(maxsize=1)
