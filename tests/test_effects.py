@@ -17,9 +17,9 @@ from typing import Any, Callable
 import pytest
 import torch
 
-from autograder.engine import amp_reference, replies, underflow_steps
+from autograder.engine import amp_reference, underflow_steps
 from autograder.engine.amp_reference import CORRECT, Config, judge, reference_amp_step
-from checks.judge import effects  # conftest puts assignment/ on sys.path
+from checks.judge import effects, replies  # conftest puts assignment/ on sys.path
 from checks.runners import harness, probes
 
 #: One scenario per row, as the public checks send them (checks/test_public_amp_step.py).

@@ -25,8 +25,8 @@ from hypothesis import given, settings
 
 from autograder import ROOT
 from autograder.diagnosis import match, report, table
-from autograder.engine import judge, plan, plan_cache, replies, results, rubric
-from checks.judge import behaviours, diagnose, effects, expect, gpu_reference, cases
+from autograder.engine import judge, plan, plan_cache, results, rubric
+from checks.judge import behaviours, diagnose, effects, expect, gpu_reference, cases, replies
 from checks.runners.harness import SubmissionFault
 
 Json = Any

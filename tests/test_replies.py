@@ -1,4 +1,4 @@
-"""The judge's reply check (autograder/engine/replies.py): exact count, order, keys and JSON types per op kind.
+"""The judge's reply check (checks/judge/replies.py): exact count, order, keys and JSON types per op kind.
 
 A reply produced by the grader's own observation code (checks.runners.harness, run here with
 torch's GradScaler) passes; each way a forged or broken reply can differ from it (a result
@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import pytest
 
-from autograder.engine import replies
+from checks.judge import replies
 from checks.runners import harness
 
 Json = Any

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
-from checks.judge import diagnose
+from checks.judge import diagnose, replies
 from checks.runners import harness
 from checks.student import serve
 from checks.words import localised_messages, say
@@ -70,7 +70,7 @@ SUBMISSION_ENV = "AMP_SUBMISSION"
 class LocalRunner:
     """Runs scenarios in student processes of its own (:mod:`checks.student.serve`), one per set of
     files, as the grader does (without its sandbox): this process is the judge and never imports the
-    submission's files."""
+    submission's files, and it refuses a malformed reply as the grader does (:mod:`checks.judge.replies`)."""
 
     def __init__(self, root: Path) -> None:
         self.submission = harness.Submission(root)
@@ -92,6 +92,9 @@ class LocalRunner:
             raise harness.SubmissionFault(say("process.ended"))
         if "fault" in reply:
             raise harness.SubmissionFault(localised_messages(str(reply["fault"])))
+        problem = replies.problem(scenario, args, reply["ok"])  # the grader's own check (its sandbox calls it too)
+        if problem:
+            raise harness.SubmissionFault(replies.malformed(problem))
         return reply["ok"]
 
     def close(self) -> None:

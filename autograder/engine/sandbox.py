@@ -7,7 +7,7 @@
   hold a batch of calls, answered one line each); the student's stdout/stderr go to a
   third pipe, drained at every wake-up and attributed to the test that was running.
   Nothing from the student process is ever unpickled or executed, and every reply is
-  validated (:mod:`autograder.engine.replies`).
+  validated (:mod:`checks.judge.replies`).
 * **Faults.**  A crash, ``os._exit``, segfault or hang costs only the current call:
   the processes are killed (their process groups, and as root everything their uid
   owns) and the next call gets fresh ones.  Import faults are
@@ -36,11 +36,12 @@ from collections import deque
 from pathlib import Path
 from typing import Any, NoReturn
 
+from checks.judge import replies
 from checks.runners import harness
 from checks.student import serve
 
 from autograder import settings
-from autograder.engine import budget, confine, replies, strings, uids
+from autograder.engine import budget, confine, strings, uids
 from autograder.engine.files import kill_uid
 from autograder.engine.file_faults import FileFaults
 from autograder.engine.student_processes import OutputLog, StudentProcess
@@ -81,7 +82,7 @@ class SandboxRunner:
     (:data:`SCENARIO_NEEDS`): ``loss_scaler.py`` alone for Task 1, ``amp_step.py``
     (with ``loss_scaler.py`` only when the student's scaler is used) for Task 2;
     ``answers.py`` is never run (its answers are parsed here).  Every reply is validated
-    (:mod:`autograder.engine.replies`) before a test sees it.  What the student's code prints
+    (:mod:`checks.judge.replies`) before a test sees it.  What the student's code prints
     is recorded per test (:meth:`output_by_test`), so the judge can keep the output of
     hidden tests out of what students see before the due date.
     """
@@ -373,8 +374,7 @@ class SandboxRunner:
             self._fault(str(reply["fault"])[:4000])
         problem = replies.problem(scenario, args, reply["ok"])
         if problem:
-            self._fault(f"your code's process returned something malformed ({problem}); "
-                        "the grader only accepts what its own checking code reports")
+            self._fault(replies.malformed(problem))
         return reply["ok"]
 
     def run(self, scenario: str, args: dict[str, Any], *, timeout: float | None = None) -> Any:

@@ -1,6 +1,6 @@
 """Student-facing failure messages: what was called, what was expected, what happened.
 
-Scaler scenarios are lists of ops (see :func:`checks.runners.harness.run_scaler_ops`).
+Scaler scenarios are lists of ops (see :data:`checks.runners.ops.OPS`: each op's snippet line and printed form).
 :func:`snippet` turns them into a short Python program that a student can paste
 into a file next to ``loss_scaler.py`` and run: it rebuilds the same parameters and
 optimizers as the grader (including an SGD whose ``step()`` returns a recognisable
@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Sequence
 
+from checks.runners.ops import OPS, kwargs_text, number  # noqa: F401 - number: this module's API
 from checks.words import localised, localised_messages, say
 
 Json = Any
@@ -40,90 +41,19 @@ def fail(message: str) -> None:
     raise AssertionError(localised_messages(message))
 
 
-def number(value: Json) -> str:
-    """``value`` as Python source (inf/NaN spelled so that the snippet runs)."""
-    if isinstance(value, float):
-        if math.isnan(value):
-            return 'float("nan")'
-        if math.isinf(value):
-            return 'float("inf")' if value > 0 else '-float("inf")'
-    if isinstance(value, list):
-        return "[" + ", ".join(number(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {number(v)}" for k, v in value.items()) + "}"
-    return repr(value)
-
-
-def kwargs_text(values: dict[str, Json]) -> str:
-    return ", ".join(f"{key}={number(value)}" for key, value in values.items())
-
-
 _kwargs = kwargs_text  # the public checks' parametrize ids use this name
 
 
-def _tensors(op: dict[str, Json]) -> str:
-    dtype = op.get("dtype", "float16")
-    tensors = [f"torch.tensor({number(v)}, dtype=torch.{dtype})" for v in op["values"]]
-    container = op.get("container", "tensor")
-    if container == "tensor":
-        return tensors[0]
-    return f"[{', '.join(tensors)}]" if container == "list" else f"({', '.join(tensors)},)"
-
-
 def op_line(op: dict[str, Json]) -> str:
-    """One op as the Python statement it stands for."""
-    kind, opt = op["op"], f"opt{op.get('opt', 0)}"
-    if kind == "new":
-        return f"scaler = ToyLossScaler({kwargs_text(op.get('kwargs', {}))})"
-    if kind == "grads":
-        dtype = op.get("dtype", "float32")
-        values = ", ".join("None" if v is None else f"torch.tensor({number(v)}, dtype=torch.{dtype})"
-                           for v in op["values"])
-        return f"set_grads({opt}, [{values}])"
-    if kind == "scale":
-        return f"scaler.scale({_tensors(op)})"
-    if kind in ("unscale_", "step"):
-        return f"scaler.{kind}({opt})"
-    if kind == "update":
-        return "scaler.update()" if op.get("new_scale") is None else f"scaler.update(new_scale={number(op['new_scale'])})"
-    if kind == "clip":
-        return f"float(torch.nn.utils.clip_grad_norm_(params({opt}), {number(op['max_norm'])}))"
-    if kind == "observe":
-        return "float(scaler.get_scale()), int(scaler.get_growth_tracker())"
-    if kind == "params":
-        return f"[p.tolist() for p in params({opt})]"
-    if kind == "grads_of":
-        return f"[None if p.grad is None else p.grad.tolist() for p in params({opt})]"
-    if kind == "state_dict":
-        return "scaler.state_dict()"
-    if kind == "load_state_dict":
-        return f"scaler.load_state_dict({number(op['state'])})"
-    return repr(op)
-
-
-_PRINTED = ("observe", "clip", "params", "grads_of", "state_dict")
+    """One op as the Python statement it stands for (its ``line`` in :data:`checks.runners.ops.OPS`)."""
+    entry = OPS.get(op["op"])
+    return entry.line(op) if entry is not None else repr(op)
 
 
 def printing_lines(op: dict[str, Json], step_return: bool = True) -> list[str]:
     """``op`` as the statements that run it and print what the grader compares (see :func:`shown`)."""
-    kind, opt = op["op"], f"opt{op.get('opt', 0)}"
-    if kind == "scale":
-        if op.get("container", "tensor") == "tensor":
-            return [f"result = {op_line(op)}", "print(result.dtype, result.tolist())"]
-        return [f"result = {op_line(op)}", "print(type(result).__name__, [(t.dtype, t.tolist()) for t in result])"]
-    if kind == "unscale_":
-        return [f"before = [p.grad for p in params({opt})]", op_line(op),
-                f"print(all(p.grad is b for p, b in zip(params({opt}), before)), "
-                f"[None if b is None else b.tolist() for b in before])"]
-    if kind == "step":  # prints 1 if the step changed the parameters (the effect compared), else 0
-        before = f"before = str([p.tolist() for p in params({opt})])"
-        changed = f"int(str([p.tolist() for p in params({opt})]) != before)"
-        if step_return:
-            return [before, f"result = {op_line(op)}", f"print(result, {changed})"]
-        return [before, op_line(op), f"print({changed})"]
-    if kind in _PRINTED:
-        return [f"print({op_line(op)})"]
-    return [op_line(op)]
+    entry = OPS.get(op["op"])
+    return entry.snippet_lines(op, step_return) if entry is not None else [repr(op)]
 
 
 #: A snippet's first lines after ``import torch``: torch's scaler taken out, as wherever loss_scaler.py runs (run
@@ -153,15 +83,11 @@ def snippet(args: dict[str, Json], upto: int | None = None, step_return: bool = 
             + "]}" for sizes in spec["groups"])
         lines.append(f"opt{index} = {optimizer}([{groups}], lr={spec.get('lr', 0.1)})")
     # Observations before the last are printed too (handy to follow the run); the last line printed is the one compared.
-    lines += [f"print({op_line(op)})" if op["op"] in _PRINTED else op_line(op) for op in ops[:-1]]
+    lines += [f"print({op_line(op)})" if getattr(OPS.get(op["op"]), "prints", False) else op_line(op)
+              for op in ops[:-1]]
     if ops:
         lines += printing_lines(ops[-1], step_return)
     return "\n".join("    " + line for line in lines)
-
-
-def _value(value: Json) -> str:
-    """How Python's print() shows a plain value (floats, lists, dicts, None)."""
-    return str(value)
 
 
 def shown(op: dict[str, Json], result: dict[str, Json], step_return: bool = True, should: bool = False) -> str:
@@ -182,29 +108,9 @@ def shown(op: dict[str, Json], result: dict[str, Json], step_return: bool = True
 
 def _printed(op: dict[str, Json], result: dict[str, Json], step_return: bool) -> str | None:
     """What the snippet's last line prints for ``op`` given the observation ``result`` ("" for nothing), None when
-    the op prints nothing at all."""
-    value, kind = result.get("ok"), op["op"]
-    if kind == "scale" and isinstance(value, dict):
-        items = value.get("items", [])
-        texts = []
-        for given, item in zip(op["values"], items):
-            values = item.get("values", [])
-            shown_values = values[0] if not isinstance(given, list) and len(values) == 1 else values
-            texts.append((f"torch.{item.get('dtype')}", shown_values))
-        if op.get("container", "tensor") == "tensor":
-            return f"{texts[0][0]} {_value(texts[0][1])}" if texts else ""
-        inner = ", ".join(f"({dtype}, {_value(v)})" for dtype, v in texts)
-        return f"{value.get('container')} [{inner}]"
-    if kind == "unscale_" and isinstance(value, dict):
-        return f"{value.get('in_place')} {_value(value.get('grads'))}"
-    if kind == "step" and isinstance(value, dict):
-        calls = int(bool(value.get("called")))
-        return f"{value.get('returned')} {calls}" if step_return else f"{calls}"
-    if kind == "observe" and isinstance(value, dict):
-        return f"{_value(value.get('scale'))} {_value(value.get('tracker'))}"
-    if kind in ("clip", "params", "grads_of", "state_dict"):
-        return _value(value)
-    return None
+    the op prints nothing at all (its ``printed`` in :data:`checks.runners.ops.OPS`)."""
+    printed = getattr(OPS.get(op["op"]), "printed", None)
+    return None if printed is None else printed(op, result.get("ok"), step_return)
 
 
 def describe(result: dict[str, Json]) -> str:

@@ -57,7 +57,7 @@ from typing import Any, Callable
 
 import torch
 
-from checks.runners import harness, probes, registry
+from checks.runners import harness, plain, probes, registry
 from checks.runners.optimizers import PlainSGD
 from checks.gpu_mode import DRY_ENV, dry_from_env  # noqa: F401 - DRY_ENV: this module's API since the start
 
@@ -457,9 +457,9 @@ def _copy_out_weights(params: list[torch.nn.Parameter]) -> "list[str] | str":
     for param in params:
         if not harness.is_plain_tensor(param):
             return f"not a plain tensor: a {type(param).__name__[:80]}"
-    with harness._PlainReads():
+    with plain.PlainReads():
         for param in params:
-            flat = harness._TO(harness._RESHAPE(harness._DETACH(param), (-1,)), "cpu", torch.float32)
+            flat = plain._TO(plain._RESHAPE(plain._DETACH(param), (-1,)), "cpu", torch.float32)
             out.append(base64.b64encode(_NUMPY(flat).tobytes()).decode("ascii"))
     return out
 

@@ -23,14 +23,13 @@ import sys
 import types
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import torch
-from torch._ops import _len_torch_dispatch_stack_pre_dispatch
-from torch.utils._python_dispatch import _disable_current_modes, _len_torch_dispatch_stack
 
-from checks.runners import quick_check, registry
-from checks.runners.optimizers import RecordingSGD
+from checks.runners import ops, quick_check, registry
+from checks.runners.plain import (is_plain_tensor, param_grad, tensor_facts, tensor_values,  # noqa: F401 - probes'
+                                  tensors_values)
 from checks.words import english
 
 Json = Any
@@ -141,93 +140,7 @@ def describe_error(exc: BaseException, root: Path | None = None) -> dict[str, Js
     }
 
 
-# --------------------------------------------------------------------------- plain-data copy-out
-#
-# What leaves the student process is copied out by the functions below, never by a method of the
-# object itself: a tensor counts only if its type is exactly torch.Tensor (or, for the harness's own
-# parameters, exactly torch.nn.Parameter), so a subclass with ``__torch_function__`` (or a class
-# assigned through ``__class__``) cannot choose the values it reports.  The torch functions used
-# are bound here, when the harness is imported and before any student code runs, and run with
-# torch-function overrides and dispatch modes disabled.
-
-_TOLIST = torch.Tensor.tolist
-_RESHAPE = torch.Tensor.reshape
-_DETACH = torch.Tensor.detach
-_TO = torch.Tensor.to
-_NUMEL = torch.Tensor.numel
-_REQUIRES_GRAD = torch._C.TensorBase.requires_grad.__get__
-_GRAD = torch._C.TensorBase.grad.__get__
-_DTYPE = torch._C.TensorBase.dtype.__get__
-_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
-PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
-
-
-class NotPlainData(Exception):
-    """A value the harness copies out is not of the exact type it must have (a tensor subclass, say)."""
-
-
-class _PlainReads:
-    """Reads with no override in effect: ``__torch_function__`` disabled and, if any dispatch mode is
-    active, every mode popped (torch's own ``_disable_current_modes``) until the block ends.
-
-    Checking the two mode stacks first is what makes it cheap: a scenario reads tensors thousands of
-    times, and nearly always no mode is active.
-    """
-
-    __slots__ = ("_function", "_modes")
-
-    def __enter__(self) -> None:
-        self._function = _NO_TORCH_FUNCTION()
-        self._function.__enter__()
-        self._modes = None
-        if _len_torch_dispatch_stack() or _len_torch_dispatch_stack_pre_dispatch():  # modes __torch_dispatch__ uses
-            self._modes = _disable_current_modes()
-            self._modes.__enter__()
-
-    def __exit__(self, *exc: Any) -> None:
-        try:
-            if self._modes is not None:
-                self._modes.__exit__(*exc)
-        finally:
-            self._function.__exit__(*exc)
-
-
-def is_plain_tensor(value: Any) -> bool:
-    """Whether ``value``'s type is exactly ``torch.Tensor`` or ``torch.nn.Parameter`` (no subclass)."""
-    return type(value) in PLAIN_TENSOR_TYPES
-
-
-def tensor_values(tensor: torch.Tensor) -> list[float]:
-    """The values of ``tensor``, flattened, as Python floats; raises NotPlainData for any other type."""
-    return tensors_values([tensor])[0]
-
-
-def tensors_values(tensors: Sequence[torch.Tensor]) -> list[list[float]]:
-    """:func:`tensor_values` of each tensor, read under one guard against overrides (a scenario reads thousands)."""
-    for tensor in tensors:
-        if not is_plain_tensor(tensor):
-            raise NotPlainData(f"a {type(tensor).__name__[:80]} where the harness expects a plain torch.Tensor")
-    with _PlainReads():
-        return [_floats(_RESHAPE(_DETACH(tensor), (-1,))) for tensor in tensors]
-
-
-def _floats(flat: torch.Tensor) -> list[float]:
-    """A flat plain tensor's values as Python floats (any floating dtype converts to them exactly)."""
-    return _TOLIST(flat if _DTYPE(flat).is_floating_point else _TO(flat, torch.float64))
-
-
-def tensor_facts(tensor: torch.Tensor) -> dict[str, Json]:
-    """dtype, requires_grad and numel of a plain tensor (see :func:`tensor_values`)."""
-    if not is_plain_tensor(tensor):
-        raise NotPlainData(f"a {type(tensor).__name__[:80]} where the harness expects a plain torch.Tensor")
-    with _PlainReads():
-        return {"dtype": str(_DTYPE(tensor)).replace("torch.", ""), "requires_grad": bool(_REQUIRES_GRAD(tensor)),
-                "numel": int(_NUMEL(tensor))}
-
-
-def param_grad(param: torch.nn.Parameter) -> torch.Tensor | None:
-    """``param.grad`` read through torch's own descriptor (no override of ``grad`` applies)."""
-    return _GRAD(param)
+# --------------------------------------------------------------------------- plain-data copy-out (checks.runners.plain)
 
 
 def copy_out_tensor(value: Any) -> "list[float] | str":
@@ -296,140 +209,24 @@ def guarded(call: Callable[[], Json], root: Path | None) -> dict[str, Json]:
 # --------------------------------------------------------------------------- scaler ops
 
 
-def build_optimizers(world: dict[str, Json]) -> list[RecordingSGD]:
-    """Optimizers over float32 params: ``world["optimizers"][i]["groups"]`` lists param sizes per group.
-
-    ``world["device"]`` (default "cpu") places the params; their values never depend on it.
-    """
-    generator = torch.Generator().manual_seed(int(world.get("seed", 0)))
-    device = world.get("device", "cpu")
-    optimizers = []
-    for spec in world["optimizers"]:
-        dtype = getattr(torch, spec.get("dtype", "float32"))
-        groups = [
-            {"params": [torch.nn.Parameter(torch.randn(size, generator=generator).to(device=device, dtype=dtype))
-                        for size in sizes]}
-            for sizes in spec["groups"]
-        ]
-        optimizers.append(RecordingSGD(groups, lr=float(spec.get("lr", 0.1))))
-    return optimizers
-
-
-def all_params(optimizer: torch.optim.Optimizer) -> list[torch.nn.Parameter]:
-    return [p for group in optimizer.param_groups for p in group["params"]]
-
-
-def _set_grads(optimizer: torch.optim.Optimizer, values: list[Json], dtype: str) -> None:
-    for param, value in zip(all_params(optimizer), values):
-        if value is None:
-            param.grad = None
-        else:
-            # Straight to the dtype asked for: from Python floats that rounds exactly as through float64 would.
-            grad = torch.tensor(value, dtype=getattr(torch, dtype)).reshape(param.shape)
-            param.grad = grad.to(device=param.device)
-
-
-def _scale_op(scaler: Any, op: dict[str, Json], device: str = "cpu") -> Json:
-    dtype = getattr(torch, op.get("dtype", "float16"))
-    tensors = [torch.tensor(v, dtype=dtype, device=device) for v in op["values"]]
-    container = op.get("container", "tensor")
-    given: Any = tensors[0] if container == "tensor" else (list(tensors) if container == "list" else tuple(tensors))
-    result = scaler.scale(given)
-    items = [result] if container == "tensor" else result
-    return {
-        "container": type(result).__name__,
-        "items": [
-            {"dtype": str(t.dtype).replace("torch.", ""), "values": tensor_values(t)}
-            if isinstance(t, torch.Tensor)
-            else {"dtype": type(t).__name__, "values": []}
-            for t in items
-        ],
-    }
-
-
-_DATA_PTR = torch.Tensor.data_ptr
-
-
-def _unscale_op(scaler: Any, optimizer: RecordingSGD) -> Json:
-    """``unscale_``'s effects: whether each gradient the harness handed in is still the parameter's
-    gradient, same storage (in place), and the values those very tensors hold afterwards."""
-    before = [param_grad(p) for p in all_params(optimizer)]
-    with _PlainReads():
-        pointers = [None if g is None or not is_plain_tensor(g) else _DATA_PTR(g) for g in before]
-    scaler.unscale_(optimizer)
-    after = [param_grad(p) for p in all_params(optimizer)]
-    with _PlainReads():
-        in_place = all(b is a and (b is None or (is_plain_tensor(a) and _DATA_PTR(a) == ptr))
-                       for b, a, ptr in zip(before, after, pointers))
-    return {"in_place": in_place, "grads": [None if g is None else tensor_values(g) for g in before]}
-
-
-def _step_op(scaler: Any, optimizer: RecordingSGD) -> Json:
-    """``step``'s effects: whether the parameters changed (the optimizer stepped) and what it returned."""
-    before = str(tensors_values(all_params(optimizer)))
-    returned = scaler.step(optimizer)
-    changed = str(tensors_values(all_params(optimizer))) != before
-    return {"called": changed, "returned": float(returned) if type(returned) is float else None}
-
-
-def grads_of(optimizer: torch.optim.Optimizer) -> list[Json]:
-    return [None if param_grad(p) is None else tensor_values(param_grad(p)) for p in all_params(optimizer)]
-
-
-def observe(scaler: Any) -> dict[str, Json]:
-    tracker = getattr(scaler, "get_growth_tracker", None) or scaler._get_growth_tracker  # torch's is private
-    return {"scale": float(scaler.get_scale()), "tracker": int(tracker())}
-
-
 def run_scaler_ops(args: dict[str, Json], make_scaler: Callable[..., Any], root: Path | None = None) -> list[Json]:
     """Apply ``args["ops"]`` to a scaler built by ``make_scaler`` and return one result per op.
 
-    Op kinds: ``new`` (kwargs), ``grads`` (opt, values, dtype), ``scale`` (values, dtype,
-    container), ``unscale_`` (opt), ``step`` (opt), ``update`` (new_scale), ``clip``
-    (opt, max_norm), ``observe``, ``params`` (opt), ``grads_of`` (opt),
-    ``state_dict``, ``load_state_dict`` (state).
+    The ops and what each one does are the table :data:`checks.runners.ops.OPS`.
     """
     seed_cpu(0)
-    optimizers = build_optimizers(args["world"])
-    scaler: Any = None
+    scene = ops.Scene(ops.build_optimizers(args["world"]), make_scaler, args["world"].get("device", "cpu"))
     results: list[Json] = []
 
     def apply(op: dict[str, Json]) -> Json:
-        nonlocal scaler
-        kind = op["op"]
-        opt = optimizers[op["opt"]] if "opt" in op else None
-        if kind == "new":
-            scaler = make_scaler(**op.get("kwargs", {}))
-            return None
-        if kind == "grads":
-            _set_grads(opt, op["values"], op.get("dtype", "float32"))
-            return None
-        if kind == "params":
-            return [tensor_values(p) for p in all_params(opt)]
-        if kind == "grads_of":
-            return grads_of(opt)
-        if kind == "clip":
-            return float(torch.nn.utils.clip_grad_norm_(all_params(opt), op["max_norm"]))
-        if kind == "scale":
-            return _scale_op(scaler, op, args["world"].get("device", "cpu"))
-        if kind == "unscale_":
-            return _unscale_op(scaler, opt)
-        if kind == "step":
-            return _step_op(scaler, opt)
-        if kind == "update":
-            scaler.update(op.get("new_scale"))
-            return None
-        if kind == "observe":
-            return observe(scaler)
-        if kind == "state_dict":
-            return {k: v for k, v in scaler.state_dict().items()}
-        if kind == "load_state_dict":
-            scaler.load_state_dict(dict(op["state"]))
-            return None
-        raise ValueError(f"unknown op {kind!r}")
+        opt = scene.optimizers[op["opt"]] if "opt" in op else None
+        if op["op"] not in ops.OPS:
+            raise ValueError(f"unknown op {op['op']!r}")
+        return ops.OPS[op["op"]].run(scene, op, opt)
 
     for op in args["ops"]:
-        if scaler is None and op["op"] not in ("new", "grads", "params", "grads_of", "clip") and results:
+        entry = ops.OPS.get(op["op"])
+        if scene.scaler is None and (entry is None or entry.needs_scaler) and results:
             results.append({"error": {"type": "RuntimeError", "mro": ["RuntimeError"], "trace": "",
                                       "message": "no scaler: the constructor call above failed"}})
             continue

@@ -3,86 +3,26 @@
 The student process runs the grader's own observation code, but the judge trusts
 nothing that crosses the pipe: a reply must have exactly the shape the scenario's
 runner produces (:mod:`checks.runners.harness`, :mod:`checks.runners.probes`): one result per
-op, in order, with the keys and JSON types of that op kind.  :func:`problem`
-names the first mismatch; the runner then fails the test with "your code's
-process returned something malformed".  A mismatch never passes a test and never
-counts as a grader fault.
+op, in order, with the keys and JSON types of that op kind (its ``reply`` in
+:data:`checks.runners.ops.OPS`).  :func:`problem` names the first mismatch; the runner then
+fails the test with :func:`malformed`.  A mismatch never passes a test and never counts as a
+grader fault.  The grader's sandbox and the public checks' runner (:mod:`checks.plugin`) call the
+same :func:`problem`, so a reply the grader refuses is refused locally too.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from checks.runners.ops import OPS, error_problem as _error, floats as _floats, is_float as _is_float
+
 Json = Any
-Check = Callable[[Json], "str | None"]
 
 
-def _is_float(value: Json) -> bool:
-    return isinstance(value, float)
-
-
-def _floats(value: Json) -> bool:
-    return isinstance(value, list) and all(_is_float(v) for v in value)
-
-
-def _error(value: Json) -> str | None:
-    if not (isinstance(value, dict) and set(value) == {"type", "mro", "message", "trace"}):
-        return "an error record without exactly type, mro, message and trace"
-    if not (isinstance(value["type"], str) and isinstance(value["message"], str) and isinstance(value["trace"], str)
-            and isinstance(value["mro"], list) and all(isinstance(m, str) for m in value["mro"])):
-        return "an error record with wrong types"
-    return None
-
-
-def _none(value: Json) -> str | None:
-    return None if value is None else "a value where the op returns nothing"
-
-
-def _grads(value: Json) -> bool:
-    return isinstance(value, list) and all(v is None or _floats(v) for v in value)
-
-
-def _scale(value: Json) -> str | None:
-    if not (isinstance(value, dict) and set(value) == {"container", "items"} and isinstance(value["container"], str)
-            and isinstance(value["items"], list)):
-        return "a scale() record of the wrong shape"
-    for item in value["items"]:
-        if not (isinstance(item, dict) and set(item) == {"dtype", "values"} and isinstance(item["dtype"], str)
-                and _floats(item["values"])):
-            return "a scale() item of the wrong shape"
-    return None
-
-
-def _unscale(value: Json) -> str | None:
-    ok = isinstance(value, dict) and set(value) == {"in_place", "grads"} and isinstance(value["in_place"], bool)
-    return None if ok and _grads(value["grads"]) else "an unscale_() record of the wrong shape"
-
-
-def _step(value: Json) -> str | None:
-    ok = (isinstance(value, dict) and set(value) == {"called", "returned"} and isinstance(value["called"], bool)
-          and (value["returned"] is None or _is_float(value["returned"])))
-    return None if ok else "a step() record of the wrong shape"
-
-
-def _observe(value: Json) -> str | None:
-    ok = (isinstance(value, dict) and set(value) == {"scale", "tracker"} and _is_float(value["scale"])
-          and type(value["tracker"]) is int)
-    return None if ok else "an observation of the wrong shape"
-
-
-def _state(value: Json) -> str | None:
-    ok = isinstance(value, dict) and all(isinstance(k, str) and (v is None or type(v) in (int, float, bool, str))
-                                         for k, v in value.items())
-    return None if ok else "a state_dict record of the wrong shape"
-
-
-OP_RESULTS: dict[str, Check] = {
-    "new": _none, "grads": _none, "update": _none, "load_state_dict": _none,
-    "params": lambda v: None if isinstance(v, list) and all(_floats(p) for p in v) else "a params record of the wrong shape",
-    "grads_of": lambda v: None if _grads(v) else "a gradients record of the wrong shape",
-    "clip": lambda v: None if _is_float(v) else "a clip_grad_norm_ result that is not a float",
-    "scale": _scale, "unscale_": _unscale, "step": _step, "observe": _observe, "state_dict": _state,
-}
+def malformed(problem: str) -> str:
+    """The fault a malformed reply fails its test with (in the grader and the public checks alike)."""
+    return (f"your code's process returned something malformed ({problem}); "
+            "the grader only accepts what its own checking code reports")
 
 
 def _scaler_ops(args: dict[str, Json], reply: Json) -> str | None:
@@ -94,7 +34,7 @@ def _scaler_ops(args: dict[str, Json], reply: Json) -> str | None:
     for index, (op, result) in enumerate(zip(ops, reply)):
         if not (isinstance(result, dict) and len(result) == 1 and set(result) <= {"ok", "error"}):
             return f"result {index} is neither a value nor an error"
-        found = _error(result["error"]) if "error" in result else OP_RESULTS[op["op"]](result["ok"])
+        found = _error(result["error"]) if "error" in result else OPS[op["op"]].reply(result["ok"])
         if found:
             return f"result {index} ({op['op']}): {found}"
     return None
