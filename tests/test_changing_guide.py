@@ -85,17 +85,16 @@ STEPS: tuple[Edit, ...] = (
          CHECK + "def defaults(student: Any) -> None:\n"),
     Edit("assignment/checks/test_public_scaler.py", LAST_TEST, LAST_TEST + EXAMPLE),
     Edit("autograder/hidden/test_hidden_scaler.py", LAST_TEST, LAST_TEST + EXAMPLE),
-    # 5. the scenario operation the check needs: run in the student process, its reply checked, its snippet written
-    Edit("assignment/checks/runners/harness.py", '        if kind == "observe":\n            return observe(scaler)\n',
-         '        if kind == "observe":\n            return observe(scaler)\n'
-         '        if kind == "is_enabled":\n            return scaler.is_enabled()\n'),
-    Edit("autograder/engine/replies.py", '"scale": _scale, "unscale_": _unscale,',
-         '"is_enabled": lambda v: None if type(v) is bool else "an is_enabled() result that is not a bool",\n'
-         '    "scale": _scale, "unscale_": _unscale,'),
-    Edit("assignment/checks/judge/expect.py", '    if kind == "state_dict":\n        return "scaler.state_dict()"\n',
-         '    if kind == "state_dict":\n        return "scaler.state_dict()"\n'
-         '    if kind == "is_enabled":\n        return "scaler.is_enabled()"\n'),
-    Edit("assignment/checks/judge/expect.py", '_PRINTED = ("observe",', '_PRINTED = ("is_enabled", "observe",'),
+    # 5. the scenario operation the check needs, declared once (how it runs in the student process, its reply's
+    #    check, its snippet line), and its example in the tests that hold every op of the table to its parts
+    Edit("assignment/checks/runners/ops.py", '    "load_state_dict": Op(run=_load_state_dict, reply=_nothing,\n',
+         '    "is_enabled": Op(run=lambda scene, _op, _opt: scene.scaler.is_enabled(), line=lambda _op: "scaler.is_enabled()",\n'
+         '                     reply=lambda v: None if type(v) is bool else "an is_enabled() result that is not a bool",\n'
+         '                     printed=_plain, prints=True),\n'
+         '    "load_state_dict": Op(run=_load_state_dict, reply=_nothing,\n'),
+    Edit("tests/test_ops_table.py", '    "state_dict": {"op": "state_dict"},\n',
+         '    "state_dict": {"op": "state_dict"},\n    "is_enabled": {"op": "is_enabled"},\n'),
+    Edit("tests/test_replies.py", '       {"op": "state_dict"},\n', '       {"op": "state_dict"},\n       {"op": "is_enabled"},\n'),
     # 6. what the check says when it fails, and the catalogued mistake's words, in both languages
     Edit("assignment/checks/words.py", '"what.defaults": "ToyLossScaler() must have torch\'s defaults:',
          '"what.is_enabled": "ToyLossScaler().is_enabled() must be True, as torch\'s GradScaler(enabled=True).",\n'
@@ -130,7 +129,7 @@ COMMANDS = (
     [sys.executable, "-m", "autograder", "rubric", "--readme", "README.md"],
 )
 #: The copy's own tests that prove the rubric change (the guide names them).
-PROOFS = ("tests/test_rubric_declared.py", "tests/test_rubric_pins.py::test_every_cpu_row_is_pinned",
+PROOFS = ("tests/test_rubric_declared.py", "tests/test_ops_table.py", "tests/test_replies.py", "tests/test_rubric_pins.py::test_every_cpu_row_is_pinned",
           "tests/test_rubric_pins.py::test_points_per_task_are_pinned",
           "tests/test_rubric_pins.py::test_the_readme_points_table_is_pinned",
           "tests/test_rubric_pins.py::test_every_catalogued_bug_keeps_its_words",
@@ -183,8 +182,8 @@ def test_the_example_edits_fourteen_files_by_hand_today() -> None:
     assert len(hand_edited()) == 14, hand_edited()
 
 
-@pytest.mark.xfail(strict=True, reason="the scenario operation is still in three modules (harness, replies, "
-                   "expect), the words in two tables and the handout in two languages: 14 files")
+@pytest.mark.xfail(strict=True, reason="the operation's examples in two test files, the words in two tables and the "
+                   "handout in two languages: 14 files")
 def test_the_example_takes_at_most_eight_hand_edited_files() -> None:
     assert len(hand_edited()) <= MOST_HAND_EDITS, hand_edited()
 
