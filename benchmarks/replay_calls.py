@@ -5,16 +5,17 @@ A grading's student processes spend nearly all their time answering the plan's r
 function a student process answers with (``checks.student.serve.answer``), here in one process
 with no sandbox, and reports:
 
-* the wall time of the replay, and under cProfile the share spent in the submission's own code
+* the CPU time of the replay (this process's: other work on a shared machine does not count), and under cProfile the share spent in the submission's own code
   (every call into a function defined in one of its files, from a frame outside them);
 * with ``--answers FILE``, every reply's canonical text, one line per call: replay the same folder
   before and after a change to the harness and compare the files (they must be byte-identical);
 * with ``--check``, whether each reply equals the answer the plan recorded (true for the reference).
 
     python benchmarks/replay_calls.py [FOLDER] [--answers FILE] [--profile] [--check] [--repeats N]
+                                      [--save-plan FILE | --plan FILE]
 
 The plan is this checkout's cached one (recorded first if there is none).  Machines here are shared:
-read the shares, not the seconds.
+read the shares and CPU seconds, not wall time.
 """
 
 from __future__ import annotations
@@ -38,10 +39,10 @@ from checks.runners import gpu_runs, harness, probes  # noqa: E402,F401 - they r
 from checks.student import serve  # noqa: E402
 
 
-def replay(calls: list[plan.Call], folder: Path) -> list[str]:
+def replay(calls: list[plan.Call], folder: Path) -> list[object]:
     """Every call answered as a student process answers it (one Submission for the whole replay)."""
     submission = harness.Submission(folder)
-    return [canonical(serve.answer({"scenario": c.scenario, "args": c.args}, submission)) for c in calls]
+    return [serve.answer({"scenario": c.scenario, "args": c.args}, submission) for c in calls]
 
 
 def student_seconds(stats: pstats.Stats, folder: Path) -> float:
@@ -65,30 +66,36 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="cProfile the replay: student share, top functions")
     parser.add_argument("--check", action="store_true", help="each reply must equal the plan's recorded answer")
     parser.add_argument("--repeats", type=int, default=3, help="timed replays (the median is printed)")
+    parser.add_argument("--plan", type=Path, help="replay this plan (a file --save-plan wrote), not the current one")
+    parser.add_argument("--save-plan", type=Path, help="write the plan replayed here (to replay it after a change)")
     args = parser.parse_args()
     torch.set_num_threads(1)  # as in a student process
-    found = plan.current_plan()
+    found = plan.Plan.from_json(args.plan.read_text()) if args.plan else plan.current_plan()
     if found is None:
         sys.exit("no call plan (AMP_PLAN=off?)")
+    if args.save_plan:
+        args.save_plan.write_text(found.to_json())
     calls = [call for case in found.cases for call in case.calls]
-    answers = replay(calls, args.folder)  # warm-up, and the answers
+    answers = [canonical(reply) for reply in replay(calls, args.folder)]  # warm-up, and the answers
     if args.answers:
         args.answers.write_text("".join(answer + "\n" for answer in answers))
+    wrong: list[int] = []
     if args.check:
         wrong = [i for i, (got, call) in enumerate(zip(answers, calls)) if got != call.answer]
         print(f"{len(calls) - len(wrong)} of {len(calls)} replies equal the recorded answers")
     times = []
     for _ in range(args.repeats):
-        begin = time.perf_counter()
+        begin = time.process_time()
         replay(calls, args.folder)
-        times.append(time.perf_counter() - begin)
-    print(f"{len(calls)} calls replayed: median {sorted(times)[len(times) // 2]:.2f} s "
-          f"(runs: {', '.join(f'{t:.2f}' for t in times)})")
+        times.append(time.process_time() - begin)
+    if times:
+        print(f"{len(calls)} calls replayed: median {sorted(times)[len(times) // 2]:.2f} s CPU "
+              f"(runs: {', '.join(f'{t:.2f}' for t in times)})")
     if args.profile:
-        profiler = cProfile.Profile()
-        begin = time.perf_counter()
+        profiler = cProfile.Profile(time.process_time)  # CPU time: other work on the machine does not count
+        begin = time.process_time()
         profiler.runcall(replay, calls, args.folder)
-        total = time.perf_counter() - begin
+        total = time.process_time() - begin
         stats = pstats.Stats(profiler)
         student = student_seconds(stats, args.folder)
         print(f"profiled: {total:.2f} s, the submission's own code {student:.2f} s = {100 * student / total:.1f} %")
@@ -96,7 +103,7 @@ def main() -> int:
         stats.stream = out  # type: ignore[attr-defined]
         stats.sort_stats("tottime").print_stats(25)
         print(out.getvalue())
-    return 0 if not args.check or not wrong else 1
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":
