@@ -59,6 +59,16 @@ def student_seconds(stats: pstats.Stats, folder: Path) -> float:
     return total
 
 
+def profiled(calls: list[plan.Call], folder: Path) -> tuple[float, float, pstats.Stats]:
+    """One replay under cProfile, in CPU time: its seconds, the submission's own seconds, the stats."""
+    profiler = cProfile.Profile(time.process_time)  # CPU time: other work on the machine does not count
+    begin = time.process_time()
+    profiler.runcall(replay, calls, folder)
+    total = time.process_time() - begin
+    stats = pstats.Stats(profiler)
+    return total, student_seconds(stats, folder), stats
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", nargs="?", type=Path, default=ROOT / "solutions")
@@ -92,12 +102,7 @@ def main() -> int:
         print(f"{len(calls)} calls replayed: median {sorted(times)[len(times) // 2]:.2f} s CPU "
               f"(runs: {', '.join(f'{t:.2f}' for t in times)})")
     if args.profile:
-        profiler = cProfile.Profile(time.process_time)  # CPU time: other work on the machine does not count
-        begin = time.process_time()
-        profiler.runcall(replay, calls, args.folder)
-        total = time.process_time() - begin
-        stats = pstats.Stats(profiler)
-        student = student_seconds(stats, args.folder)
+        total, student, stats = profiled(calls, args.folder)
         print(f"profiled: {total:.2f} s, the submission's own code {student:.2f} s = {100 * student / total:.1f} %")
         out = io.StringIO()
         stats.stream = out  # type: ignore[attr-defined]
