@@ -5,8 +5,9 @@ A grading's student processes spend nearly all their time answering the plan's r
 function a student process answers with (``checks.student.serve.answer``), here in one process
 with no sandbox, and reports:
 
-* the CPU time of the replay (this process's: other work on a shared machine does not count), and under cProfile the share spent in the submission's own code
-  (every call into a function defined in one of its files, from a frame outside them);
+* the CPU time of the replay (this process's own: other work on a shared machine does not count), and
+  under cProfile the share of the submission's own code (every call into a function defined in one of
+  its files from a frame outside them, less the harness's code it calls back: the optimizer's ``step``);
 * with ``--answers FILE``, every reply's canonical text, one line per call: replay the same folder
   before and after a change to the harness and compare the files (they must be byte-identical);
 * with ``--check``, whether each reply equals the answer the plan recorded (true for the reference).
@@ -46,16 +47,24 @@ def replay(calls: list[plan.Call], folder: Path) -> list[object]:
 
 
 def student_seconds(stats: pstats.Stats, folder: Path) -> float:
-    """Time inside the submission's functions, counted where a frame outside its files called one."""
-    root = str(folder.resolve())
+    """Time inside the submission's functions, counted where a frame outside its files called one, less the
+    harness's own code it called back: the harness's optimizer, whose ``step`` the submission's ``step`` calls
+    (with torch's wrapper around it, where torch wraps it)."""
+    root, harness_root = str(folder.resolve()), str(Path(harness.__file__).resolve().parent.parent)
+    torch_wrapper = (str(Path(sys.modules[torch.optim.Optimizer.__module__].__file__).resolve()), "wrapper")
 
     def ours(key: tuple[str, int, str]) -> bool:
         return key[0].startswith(root)
+
+    def called_back(key: tuple[str, int, str]) -> bool:
+        return key[0].startswith(harness_root) or (str(Path(key[0]).resolve()), key[2]) == torch_wrapper
 
     total = 0.0
     for key, (_cc, _nc, _tt, _ct, callers) in stats.stats.items():  # type: ignore[attr-defined]
         if ours(key):
             total += sum(edge[3] for caller, edge in callers.items() if not ours(caller))
+        elif called_back(key):
+            total -= sum(edge[3] for caller, edge in callers.items() if ours(caller))
     return total
 
 
