@@ -10,7 +10,10 @@ worker does, with light instrumentation:
 * **reference**: wall time inside the judge's reference runs (``cases.torch_results``);
 * **pytest**: collection and hook overhead (pytest's own time outside test bodies);
 * **hypothesis + test bodies**: the rest of the test time (example generation, shrinking, assertions);
-* **results**: building and serialising results.json.
+* **results**: building and serialising results.json;
+* **inside the student process**: the plan's calls replayed in this process under cProfile, in CPU
+  time (``benchmarks/replay_calls.py``): the share of the submission's own code, the rest being the
+  harness around it (copying tensors out, building optimizers, the scenario loop).
 
 Each submission is graded twice: every test live (the path before the call plan, and the one
 ``AMP_PLAN=off`` takes) and with the call plan (every other run: Gradescope, the CLI, batches).
@@ -150,6 +153,14 @@ def main() -> int:
         total = profile["total"]
         shares = "  ".join(f"{profile[label]:7.2f} s {100 * profile[label] / total:5.1f} %{'':7}" for label in labels)
         print(f"{name:52} {profile['score']:6g} {total:8.2f}  {shares}")
+    import replay_calls  # beside this file
+
+    calls = [call for case in call_plan.cases for call in case.calls]
+    replay_calls.replay(calls, ROOT / "solutions")  # warm-up
+    total, student, _ = replay_calls.profiled(calls, ROOT / "solutions")
+    print(f"inside the student process (solutions/, the plan's {len(calls)} calls replayed in one process, CPU under "
+          f"cProfile): {total:.2f} s, the submission's own code {student:.2f} s = {100 * student / total:.1f} %, "
+          f"the harness around it {100 * (total - student) / total:.1f} %")
     return 0
 
 

@@ -457,10 +457,13 @@ def _copy_out_weights(params: list[torch.nn.Parameter]) -> "list[str] | str":
     for param in params:
         if not harness.is_plain_tensor(param):
             return f"not a plain tensor: a {type(param).__name__[:80]}"
-    with plain.PlainReads():
+
+    def read() -> None:
         for param in params:
             flat = plain._TO(plain._RESHAPE(plain._DETACH(param), (-1,)), "cpu", torch.float32)
             out.append(base64.b64encode(_NUMPY(flat).tobytes()).decode("ascii"))
+
+    plain.read_plainly(read)
     return out
 
 

@@ -26,7 +26,7 @@ from typing import Any, Callable
 import torch
 
 from checks.runners.optimizers import RecordingSGD
-from checks.runners.plain import PlainReads, is_plain_tensor, param_grad, tensor_values, tensors_values
+from checks.runners.plain import is_plain_tensor, read_plainly, param_grad, tensor_values, tensors_values
 
 Json = Any
 Check = Callable[[Json], "str | None"]
@@ -113,13 +113,11 @@ def _unscale(scene: Scene, _op: dict[str, Json], optimizer: Any) -> Json:
     """``unscale_``'s effects: whether each gradient the harness handed in is still the parameter's
     gradient, same storage (in place), and the values those very tensors hold afterwards."""
     before = [param_grad(p) for p in all_params(optimizer)]
-    with PlainReads():
-        pointers = [None if g is None or not is_plain_tensor(g) else _DATA_PTR(g) for g in before]
+    pointers = read_plainly(lambda: [None if g is None or not is_plain_tensor(g) else _DATA_PTR(g) for g in before])
     scene.scaler.unscale_(optimizer)
     after = [param_grad(p) for p in all_params(optimizer)]
-    with PlainReads():
-        in_place = all(b is a and (b is None or (is_plain_tensor(a) and _DATA_PTR(a) == ptr))
-                       for b, a, ptr in zip(before, after, pointers))
+    in_place = read_plainly(lambda: all(b is a and (b is None or (is_plain_tensor(a) and _DATA_PTR(a) == ptr))
+                                        for b, a, ptr in zip(before, after, pointers)))
     return {"in_place": in_place, "grads": [None if g is None else tensor_values(g) for g in before]}
 
 
