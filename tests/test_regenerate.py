@@ -22,7 +22,7 @@ import pytest
 
 from autograder.diagnosis import table
 from autograder.engine import fingerprint
-from autograder.packaging import built, student
+from autograder.packaging import built, student, tables
 from conftest import EXAMPLES, ROOT
 
 CHECK = '''"""Public checks (module docstring)."""
@@ -142,7 +142,7 @@ def test_grading_and_the_release_judge_a_table_by_the_same_fingerprint(tmp_path:
     copy = tmp_path / "diagnosis.json"
     for source, current in ((table.source_fingerprint(public=False), True), ("built from other code", False)):
         copy.write_text(json.dumps({**stored, "source": source}), encoding="utf-8")
-        assert student.table_is_current(copy, public=False) is current
+        assert tables.table_is_current(copy, public=False) is current
         monkeypatch.setattr(table, "SHIPPED", copy)
         monkeypatch.setenv(settings.DIAGNOSIS.env, "")
         table._LOADED.clear()

@@ -13,7 +13,7 @@ markers are copied verbatim.  Run ``python -m autograder.packaging.release`` (``
 
 It also builds the students' diagnosis table, ``checks/diagnosis.json`` (public checks only), which the public
 checks and the notebook read to print a "Likely mistake" line, when what it is built from changed
-(:func:`autograder.packaging.student.refresh_table`); it is committed, and ``tests/test_release.py`` says when it
+(:func:`autograder.packaging.tables.refresh_table`); it is committed, and ``tests/test_release.py`` says when it
 is stale.  ``--no-diagnosis`` skips it.  ``make student`` runs :mod:`autograder.packaging.student`, which does all
 this and the notebooks and the grader's table.
 
@@ -127,10 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     amp_effects.write(args.out / "checks" / "amp_effects.json")
     print(f"wrote {args.out / 'checks' / 'amp_effects.json'}")
     if not args.no_diagnosis:
-        from autograder.packaging import student
+        from autograder.packaging import tables
 
-        outcome = student.Outcome()
-        student.refresh_table(args.out / "checks" / "diagnosis.json", True, outcome)
+        outcome = tables.Outcome()
+        tables.refresh_table(args.out / "checks" / "diagnosis.json", True, outcome)
         print("\n".join(outcome.rebuilt + outcome.left + outcome.failed))
         return 1 if outcome.failed else 0
     return 0

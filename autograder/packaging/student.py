@@ -31,65 +31,10 @@ from pathlib import Path
 
 from autograder import ROOT
 from autograder.packaging import built
+from autograder.packaging.tables import Outcome, _shown, _since, refresh_table, table_is_current  # noqa: F401
 
 NOTEBOOK_LANGUAGES = ("en", "ko")
 OTTER_INSTALL = "make setup-otter   (or: .venv/bin/python -m pip install -e '.[otter]')"
-
-
-@dataclass
-class Outcome:
-    """What one run did: lines for the closing summary."""
-
-    rebuilt: list[str] = field(default_factory=list)
-    left: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-
-
-def _shown(path: Path) -> str:
-    try:
-        return path.relative_to(ROOT).as_posix()
-    except ValueError:
-        return str(path)
-
-
-def _since(path: Path) -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(path.stat().st_mtime))
-
-
-def table_is_current(path: Path, public: bool) -> bool:
-    """Whether the table at ``path`` was built from code that behaves as this checkout's does."""
-    from autograder.diagnosis.table import Table, source_fingerprint
-
-    try:
-        found = Table.from_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-    return found.source == source_fingerprint(public)
-
-
-def _build_table(path: Path, public: bool) -> bool:
-    """Build a table in a fresh process (it starts the sandbox; it prints one line when done); False when it failed."""
-    command = [sys.executable, "-m", "autograder.diagnosis", "build", "--quiet", "--out", str(path)]
-    return subprocess.run(command + (["--public"] if public else []), cwd=ROOT).returncode == 0
-
-
-def refresh_table(path: Path, public: bool, outcome: Outcome, always: bool = False, dry_run: bool = False) -> None:
-    """Rebuild the table at ``path`` when its inputs' behaviour changed (or ``always``); say which and why."""
-    name = "the students' diagnosis table" if public else "the grader's diagnosis table"
-    if not always and table_is_current(path, public):
-        outcome.left.append(f"{_shown(path)} ({name}): what it is built from behaves as it did when it was built, "
-                            f"unchanged since {_since(path)} (docstrings and comments do not count)")
-        return
-    why = "rebuilt on request" if always else "what it is built from changed"
-    if dry_run:
-        outcome.rebuilt.append(f"{_shown(path)} ({name}): {why} (minutes)")
-        return
-    print(f"building {_shown(path)} ({name}): {why}; this takes minutes", flush=True)
-    started = time.monotonic()
-    if _build_table(path, public):
-        outcome.rebuilt.append(f"{_shown(path)} ({name}): {why} ({time.monotonic() - started:.0f} s)")
-    else:
-        outcome.failed.append(f"{_shown(path)} ({name}): the build failed (the file there was kept)")
 
 
 def refresh_effects(effects: Path, outcome: Outcome, dry_run: bool = False) -> None:
