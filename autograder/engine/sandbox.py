@@ -36,6 +36,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, NoReturn
 
+from checks import words
 from checks.runners import harness
 from checks.student import serve
 
@@ -210,6 +211,7 @@ class SandboxRunner:
                 self._kill_all()
                 return self._start(wanted)
             if message.get("imported") == name and message.get("fault"):
+                words.hear(message.get("said"))
                 self.files.import_failed(name, str(message["fault"]))
             # Where scratch is no capped tmpfs, the guard's thread starts too late for an import that fills it.  (With
             # one, the student processes write to their own tmpfs and this side sees an empty folder.)
@@ -369,6 +371,7 @@ class SandboxRunner:
         if "unexpected" in reply:
             self._test_fault, self._test_fault_kind = reply["unexpected"], budget.INTERFERED
             self._limit(budget.INTERFERED, self._test_fault)
+        words.hear(reply.get("said"))  # rendered in the feedback's language where the text is shown
         if "fault" in reply:
             self._fault(str(reply["fault"])[:4000])
         problem = replies.problem(scenario, args, reply["ok"])

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Sequence
 
-from checks.words import localised, localised_messages, say
+from checks.words import localised, rendered, say
 
 Json = Any
 
@@ -34,10 +34,10 @@ SGD_CLASS = [
 
 
 def fail(message: str) -> None:
-    """Fail the current check with ``message`` (shown to the student as is, the student process's own messages
-    quoted in it put into the current language)."""
+    """Fail the current check with ``message`` (shown to the student as is, the student processes' own messages
+    quoted in it rendered in the current language from the ids and fields they sent)."""
     __tracebackhide__ = True
-    raise AssertionError(localised_messages(message))
+    raise AssertionError(rendered(message))
 
 
 def number(value: Json) -> str:
