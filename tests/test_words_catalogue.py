@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.engine import strings
+from autograder.diagnosis import page_words
+from autograder.diagnosis.words import STUDENT_WORDS
+from autograder.engine import rubric, strings
 from checks import words
 from checks.judge import expect
 from checks.runners import harness
@@ -33,7 +35,8 @@ def nothing_heard(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _tables() -> dict[str, tuple[dict[str, str], dict[str, str]]]:
-    return {"checks/words.py": (words.EN, words.KO), "engine/strings.py": (strings.MESSAGES["en"], strings.MESSAGES["ko"])}
+    return {"checks/words.py": (words.EN, words.KO), "engine/strings.py": (strings.MESSAGES["en"], strings.MESSAGES["ko"]),
+            "diagnosis/page_words.py": (page_words.WORDS["en"], page_words.WORDS["ko"])}
 
 
 # --------------------------------------------------------------------------- English only, and fields
@@ -54,6 +57,8 @@ def test_a_korean_entry_has_the_english_entrys_fields() -> None:
 def test_what_is_untranslated(capsys: pytest.CaptureFixture[str]) -> None:
     """Lists the messages with no Korean entry yet (they read as English in the Korean build); never fails on them."""
     missing = [f"{where}: {key}" for where, (english, korean) in _tables().items() for key in english if key not in korean]
+    missing += [f"mistake words (checks/words.py KO_MISTAKES): {bug}" for bug in STUDENT_WORDS if bug not in words.KO_MISTAKES]
+    missing += [f"row title: {item.number}" for item in rubric.ITEMS if strings.title(item, "ko") == item.title]
     with capsys.disabled():
         print(f"\n{len(missing)} message(s) without Korean" + "".join(f"\n  {line}" for line in missing))
 
@@ -62,10 +67,12 @@ def test_a_message_missing_in_korean_reads_as_english(monkeypatch: pytest.Monkey
     monkeypatch.setenv(words.ENV, "ko")
     monkeypatch.delitem(words.KO, "do.raise")
     monkeypatch.delitem(strings.MESSAGES["ko"], "passed")
+    monkeypatch.delitem(page_words.WORDS["ko"], "title")
     assert words.say("do.raise", error="ValueError") == "raise ValueError"
     assert words.say("do.run") == "오류 없이 실행"  # the others stay Korean
     assert strings.text("passed") == "Passed."
     assert strings.template("ko", "passed") == "Passed."
+    assert page_words.word("title") == "Class report" and page_words.word("scores") != "Scores"
     assert "otter.check_failed" in words.KO and words.template("otter.check_failed", "ko") == "실패"
 
 
