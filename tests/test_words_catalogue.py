@@ -139,7 +139,8 @@ def test_refusals_inside_an_import_fault_are_rendered_too(monkeypatch: pytest.Mo
 
 
 @pytest.mark.parametrize("said", [
-    [{"id": "internal", "fields": {}}],  # not a student process's message
+    [{"id": "internal", "fields": {}}],  # the grader's message
+    [{"id": "do.run", "fields": {}}],  # the checks' message, but not a student process's
     [{"id": "file.missing", "fields": {"file": "x.py", "extra": "1"}}],
     [{"id": "file.missing", "fields": {}}],
     [{"id": "file.missing", "fields": {"file": 3}}],
@@ -153,6 +154,18 @@ def test_a_forged_said_is_left_out(said: object, monkeypatch: pytest.MonkeyPatch
     words.hear(said)
     text = "x.py is missing: upload it at the top level of your submission."
     assert words.rendered(text) == text and words._heard == {}
+
+
+def test_a_new_submission_starts_with_nothing_heard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What one submission's processes said is not rendered in the next one's feedback (the same worker grades both)."""
+    from autograder.engine import sandbox
+
+    monkeypatch.setenv(words.ENV, "ko")
+    words.hear([{"id": "refused.call", "fields": {"call": "os.system"}}])
+    forged = "os.system is not allowed while the grader runs your code"  # the next submission's own text
+    assert words.rendered(forged) != forged
+    sandbox.SandboxRunner(tmp_path).close()
+    assert words.rendered(forged) == forged
 
 
 def test_what_is_heard_is_bounded() -> None:

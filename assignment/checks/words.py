@@ -821,6 +821,13 @@ def hear(said: Any) -> None:
                 del _heard[next(iter(_heard))]
 
 
+def forget_heard() -> None:
+    """Forget what was heard: a judge grading a new submission renders only what that one's processes said (what
+    another said would render its English text, forged or not, in one worker and not in another)."""
+    take_said()
+    _heard.clear()
+
+
 def rendered(text: str) -> str:
     """``text`` with each message the student processes said in it (in English) in the current language, rendered
     from its id and fields.  A message cut short after its first line (a quoted exception is) has that line

@@ -102,6 +102,7 @@ class SandboxRunner:
         # Off only to test the OS layers by themselves (a test hook: tests/test_hostile.py, tests/test_isolation.py).
         self.runtime_guard = settings.runtime_guard()
         self.files = FileFaults(self.limits.import_seconds, self.limits.hangs_per_module)
+        words.forget_heard()  # this submission's messages only
         self.output = OutputLog()
         self.started = time.monotonic()
         #: Holds one private scratch folder per student process (``p<slot>``, 0700, the process's uid): no two
