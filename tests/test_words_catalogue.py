@@ -138,6 +138,17 @@ def test_refusals_inside_an_import_fault_are_rendered_too(monkeypatch: pytest.Mo
     assert words.rendered(cut) == "amp_step.py를 import하는 중에 예외가 발생했습니다:\n  amp_step.py, li"
 
 
+def test_a_message_with_a_very_long_field_has_its_first_line_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
+    frames = "  loss_scaler.py, line 2, in f\n    f()\n" * 200 + "RecursionError: maximum recursion depth exceeded"
+    text = words.english("file.import_raised", file="loss_scaler.py", frames=frames)
+    assert text == f"importing loss_scaler.py raised an exception:\n{frames}"  # what the process says is whole
+    said = words.take_said()
+    assert len(said[0]["fields"]["frames"]) == words.FIELD_LIMIT < len(frames)
+    monkeypatch.setenv(words.ENV, "ko")
+    words.hear(said)
+    assert words.rendered(text) == f"loss_scaler.py를 import하는 중에 예외가 발생했습니다:\n{frames}"
+
+
 @pytest.mark.parametrize("said", [
     [{"id": "internal", "fields": {}}],  # the grader's message
     [{"id": "do.run", "fields": {}}],  # the checks' message, but not a student process's

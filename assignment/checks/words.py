@@ -780,9 +780,10 @@ _heard: dict[str, tuple[str, dict[str, str]]] = {}  # its English text -> (id, f
 
 def english(key: str, **fields: Any) -> str:
     """The message ``key`` in English, whatever the language, recorded as said (see above): for the student
-    processes."""
+    processes.  A field longer than FIELD_LIMIT is recorded cut short (a deep traceback): its message's first line
+    is rendered all the same."""
     texts = {name: str(value) for name, value in fields.items()}
-    said = {"id": key, "fields": texts}
+    said = {"id": key, "fields": {name: text[:FIELD_LIMIT] for name, text in texts.items()}}
     if said not in _spoken:
         _spoken.append(said)
     return EN[key].format(**texts)
