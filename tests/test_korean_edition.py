@@ -188,7 +188,7 @@ def test_english_feedback_is_unchanged(graded_examples: dict[str, Any], tmp_path
     assert feedback == (GOLDEN / f"{name}.feedback.md").read_text(encoding="utf-8")
 
 
-# --------------------------------------------------------------------------- the words table (more: test_words_catalogue.py)
+# --------------------------------------------------------------------------- the words table (test_words_catalogue.py)
 
 
 def test_korean_mistake_words_name_catalogued_mistakes() -> None:

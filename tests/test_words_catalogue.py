@@ -35,7 +35,8 @@ def nothing_heard(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _tables() -> dict[str, tuple[dict[str, str], dict[str, str]]]:
-    return {"checks/words.py": (words.EN, words.KO), "engine/strings.py": (strings.MESSAGES["en"], strings.MESSAGES["ko"]),
+    return {"checks/words.py": (words.EN, words.KO),
+            "engine/strings.py": (strings.MESSAGES["en"], strings.MESSAGES["ko"]),
             "diagnosis/page_words.py": (page_words.WORDS["en"], page_words.WORDS["ko"])}
 
 
@@ -56,8 +57,10 @@ def test_a_korean_entry_has_the_english_entrys_fields() -> None:
 
 def test_what_is_untranslated(capsys: pytest.CaptureFixture[str]) -> None:
     """Lists the messages with no Korean entry yet (they read as English in the Korean build); never fails on them."""
-    missing = [f"{where}: {key}" for where, (english, korean) in _tables().items() for key in english if key not in korean]
-    missing += [f"mistake words (checks/words.py KO_MISTAKES): {bug}" for bug in STUDENT_WORDS if bug not in words.KO_MISTAKES]
+    missing = [f"{where}: {key}" for where, (english, korean) in _tables().items()
+               for key in english if key not in korean]
+    missing += [f"mistake words (checks/words.py KO_MISTAKES): {bug}"
+                for bug in STUDENT_WORDS if bug not in words.KO_MISTAKES]
     missing += [f"row title: {item.number}" for item in rubric.ITEMS if strings.title(item, "ko") == item.title]
     with capsys.disabled():
         print(f"\n{len(missing)} message(s) without Korean" + "".join(f"\n  {line}" for line in missing))
@@ -126,7 +129,8 @@ def test_nothing_is_recognised_from_english_words(monkeypatch: pytest.MonkeyPatc
 def test_refusals_inside_an_import_fault_are_rendered_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """A refusal quoted in an import's traceback: the outer message and the inner one, a path with a space in it."""
     inner = words.english("refused.write", path=repr("/srv/other student/x.py"))
-    outer = words.english("file.import_raised", file="amp_step.py", frames=f"  amp_step.py, line 1\nPermissionError: {inner}")
+    outer = words.english("file.import_raised", file="amp_step.py",
+                          frames=f"  amp_step.py, line 1\nPermissionError: {inner}")
     reply = serve.said({"imported": "amp_step", "fault": outer})
     monkeypatch.setenv(words.ENV, "ko")
     words.hear(reply["said"])
