@@ -97,7 +97,12 @@ def test_the_note_is_built_from_public_tests_texts_only(tmp_path: Path) -> None:
 
 
 def test_the_short_lines_are_korean_in_korean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from checks import words
+
     monkeypatch.setenv("AMP_LANGUAGE", "ko")
+    monkeypatch.setattr(words, "_heard", {})
+    # the student process sent the syntax error's id and fields with the import's reply; the sandbox heard them
+    words.hear([{"id": "file.syntax", "fields": {"file": "loss_scaler.py", "line": "3", "message": "invalid syntax"}}])
     runner = _runner(tmp_path / "sub", ("loss_scaler.py",), {"loss_scaler": SYNTAX})
     report = judge.build_report(runner, SCALER_ROWS[:1], _failing(SCALER_ROWS[:1], SYNTAX), "", [], time.monotonic())
     assert report.rows[0].message == "실행하지 않음: loss_scaler.py를 import할 수 없습니다(이 피드백의 맨 위 참고)."

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 from checks.judge import diagnose, replies
 from checks.runners import harness
 from checks.student import serve
-from checks.words import localised_messages, say
+from checks.words import hear, rendered, say
 
 settings.register_profile(
     "grading",
@@ -90,8 +90,9 @@ class LocalRunner:
         if reply is None:
             del self._processes[modules]
             raise harness.SubmissionFault(say("process.ended"))
+        hear(reply.get("said"))  # rendered in the student's language where the text is shown
         if "fault" in reply:
-            raise harness.SubmissionFault(localised_messages(str(reply["fault"])))
+            raise harness.SubmissionFault(rendered(str(reply["fault"])))
         problem = replies.problem(scenario, args, reply["ok"])  # the grader's own check (its sandbox calls it too)
         if problem:
             raise harness.SubmissionFault(replies.malformed(problem))

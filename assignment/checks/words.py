@@ -7,10 +7,9 @@ snippet pasted from a Korean message runs the same as from an English one.
 The language is ``$AMP_LANGUAGE`` (``en`` or ``ko``; anything else reads as English here, where a check must
 never fail over a setting: the grader's command line refuses an unknown one).
 
-A student process always speaks English (:func:`english`): what it answers is compared, digest against digest,
-with the reference's and the catalogued mistakes' answers, which must not depend on the language.  Its messages
-(an import that failed, torch's scaler refused) are put into the current language where the judge shows them
-(:func:`localised_messages`).
+A student process always speaks English (:func:`english`), and sends each message's id and fields with its reply:
+the judge renders them in the current language (:func:`rendered`).  A message missing in a language reads as the
+English one (:func:`template`).
 
 Standard library only: the student processes, the public checks and the grader's batch summary all import it.
 Why one long file: it is data, every message once per language side by side with its id; a reader (or a
@@ -19,8 +18,10 @@ translator) scans it as a table.
 
 from __future__ import annotations
 
+import collections
 import os
 import re
+import string
 from typing import Any
 
 ENV = "AMP_LANGUAGE"
@@ -726,6 +727,9 @@ KO_MISTAKES: dict[str, str] = {
 
 TABLES: dict[str, dict[str, str]] = {"en": EN, "ko": KO}
 LANGUAGES = tuple(TABLES)
+#: Fields only English grammar needs (an "s" for a plural): another language's message may leave them out; any
+#: other field it has, leaves out or adds fails a test.
+ENGLISH_ONLY_FIELDS = frozenset({"plural"})
 
 
 def requested() -> str:
@@ -740,94 +744,131 @@ def language() -> str:
     return chosen if chosen in TABLES else DEFAULT
 
 
+def template(key: str, code: str = "") -> str:
+    """The template of ``key`` in language ``code`` (the current one by default); the English one where that
+    language has none yet, so that a new message may land in English only (tests list what is untranslated)."""
+    return TABLES.get(code or language(), EN).get(key) or EN[key]
+
+
 def say(key: str, **fields: Any) -> str:
     """The message ``key`` in the current language, with ``fields`` filled in."""
-    return TABLES[language()][key].format(**fields)
+    return template(key).format(**fields)
 
 
-def telling_words(template: str) -> str:
-    """The longest fixed text between the fields of ``template``'s first line: what every message made from it holds,
-    and the part least likely to occur in another message (to recognise it in results)."""
-    pieces = re.split(r"\{[^{}]*\}", template.split("\n", 1)[0])
+def placeholders(text: str) -> set[str]:
+    """The fields a template fills (``{name}``)."""
+    return {name for _, name, _, _ in string.Formatter().parse(text) if name}
+
+
+def telling_words(text: str) -> str:
+    """The longest fixed text between the fields of template ``text``'s first line: what every message made from it
+    holds, and the part least likely to occur in another message (to recognise it in results)."""
+    pieces = re.split(r"\{[^{}]*\}", text.split("\n", 1)[0])
     return max((piece.strip() for piece in pieces), key=len)
 
 
 def phrases(key: str) -> tuple[str, ...]:
     """The message ``key``'s telling words (:func:`telling_words`) in every language (to recognise it in results)."""
-    return tuple(dict.fromkeys(telling_words(table[key]) for table in TABLES.values()))
+    return tuple(dict.fromkeys(telling_words(template(key, code)) for code in TABLES))
 
 
-#: The messages a ``@given`` test writes out in English (hypothesis seeds a test's examples from its source, so
-#: rewording it there would change the inputs tried); :func:`localised` recognises them.
-WRITTEN_OUT = ("what.scale", "what.unscale", "gpu.scaler")
+#: The messages a ``@given`` test writes out in English, with their fields (hypothesis seeds a test's examples from
+#: its source, so rewording it there would change the inputs tried); :func:`localised` knows each by its text.
+WRITTEN_OUT = (("what.scale", {}), ("what.unscale", {}), ("gpu.scaler", {"kind": "'cpu'"}),
+               ("gpu.scaler", {"kind": "'cuda'"}))
+_WRITTEN_OUT_TEXTS = {EN[key].format(**fields): (key, fields) for key, fields in WRITTEN_OUT}
 
 
-def localised(english: str) -> str:
-    """``english``, one of the :data:`WRITTEN_OUT` messages with its fields filled, in the current language (any
-    other text stays as it is)."""
-    if language() == DEFAULT:
-        return english
-    for key in WRITTEN_OUT:
-        found = _WRITTEN_OUT_PATTERNS[key].fullmatch(english)
-        if found:
-            return TABLES[language()][key].format(**found.groupdict())
-    return english
+def localised(english_text: str) -> str:
+    """``english_text``, one of the :data:`WRITTEN_OUT` messages, in the current language (any other text stays)."""
+    found = _WRITTEN_OUT_TEXTS.get(english_text)
+    return say(found[0], **found[1]) if found else english_text
 
 
-def _full_pattern(template: str) -> re.Pattern[str]:
-    """A template as a pattern that matches it with any fields filled (each field matched once, reused after)."""
-    pattern, seen = "", set()
-    for index, part in enumerate(re.split(r"\{(\w+)\}", template)):
-        if index % 2 == 0:
-            pattern += re.escape(part)
-        else:
-            pattern += f"(?P={part})" if part in seen else f"(?P<{part}>.+?)"
-            seen.add(part)
-    return re.compile(pattern, re.DOTALL)
+# --------------------------------------------------------------------------- what the student processes say
+#
+# A student process speaks English (:func:`english`): its answers are compared, digest against digest, with the
+# reference's and the catalogued mistakes' answers, which must not depend on the language.  Each message it makes
+# is also recorded as its id and fields; the process sends them with its reply ("said"), and the judge renders them
+# in the run's language from the table (:func:`hear`, :func:`rendered`).  Nothing is recognised from English words.
 
-
-_WRITTEN_OUT_PATTERNS = {key: _full_pattern(EN[key]) for key in WRITTEN_OUT}
+#: The messages a student process says: the only ids a reply's "said" may name.
+STUDENT_PROCESS = ("file.missing", "file.not_utf8", "file.syntax", "file.import_raised", "file.undefined",
+                   "refused.task1", "refused.write", "refused.open", "refused.call")
+#: At most this many messages per reply, and remembered by the judge; a field at most this long.
+SAID_LIMIT, HEARD_LIMIT, FIELD_LIMIT = 32, 512, 4000
+_spoken: collections.deque[dict[str, Any]] = collections.deque(maxlen=SAID_LIMIT)
+_heard: dict[str, tuple[str, dict[str, str]]] = {}  # its English text -> (id, fields), oldest first
 
 
 def english(key: str, **fields: Any) -> str:
-    """The message ``key`` in English, whatever the language: for the student processes (see the module docstring)."""
-    return EN[key].format(**fields)
+    """The message ``key`` in English, whatever the language, recorded as said (see above): for the student
+    processes.  A field longer than FIELD_LIMIT is recorded cut short (a deep traceback): its message's first line
+    is rendered all the same."""
+    texts = {name: str(value) for name, value in fields.items()}
+    said = {"id": key, "fields": {name: text[:FIELD_LIMIT] for name, text in texts.items()}}
+    if said not in _spoken:
+        _spoken.append(said)
+    return EN[key].format(**texts)
 
 
-#: The messages a student process builds (:func:`english`), which :func:`localised_messages` finds in a text.
-STUDENT_PROCESS = ("file.missing", "file.not_utf8", "file.syntax", "file.import_raised", "file.undefined",
-                   "refused.task1", "refused.write", "refused.open", "refused.call")  # the specific before the general
+def take_said() -> list[dict[str, Any]]:
+    """What this process said (:func:`english`) since the last call, as ``[{"id", "fields"}]``: a reply's "said"."""
+    said = list(_spoken)
+    _spoken.clear()
+    return said
 
 
-def _first_line_pattern(template: str) -> re.Pattern[str]:
-    """A template's first line as a pattern: a field inside it is one word or one quoted string (a path's repr), a
-    field that ends it the rest of the line."""
-    line = template.split("\n", 1)[0]
-    parts = re.split(r"\{(\w+)\}", line)
-    pattern = ""
-    for index, part in enumerate(parts):
-        if index % 2 == 0:
-            pattern += re.escape(part)
-        else:
-            last = index == len(parts) - 2 and parts[-1] == ""
-            pattern += f"(?P<{part}>[^\\n]*)" if last else f"(?P<{part}>'[^'\\n]*'|\"[^\"\\n]*\"|\\S+)"
-    return re.compile(pattern)
+def _valid(entry: Any) -> tuple[str, dict[str, str]] | None:
+    """(id, fields) of one entry of a reply's "said", or None unless it names a student-process message with
+    exactly its template's fields, each a string (what a student process sends is untrusted)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("fields"), dict):
+        return None
+    key, fields = entry.get("id"), entry["fields"]
+    if not isinstance(key, str) or key not in STUDENT_PROCESS or set(fields) != placeholders(EN[key]):
+        return None
+    if not all(isinstance(value, str) and len(value) <= FIELD_LIMIT for value in fields.values()):
+        return None
+    return key, dict(fields)
 
 
-_STUDENT_PATTERNS = {key: _first_line_pattern(EN[key]) for key in STUDENT_PROCESS}
+def hear(said: Any) -> None:
+    """Remember what a student process said (a reply's "said"), to render it wherever its English text is shown;
+    an entry that is not valid is left out (its text then stays English)."""
+    for entry in said[:SAID_LIMIT] if isinstance(said, list) else ():
+        valid = _valid(entry)
+        if valid:
+            text = EN[valid[0]].format(**valid[1])
+            _heard.pop(text, None)
+            _heard[text] = valid
+            if len(_heard) > HEARD_LIMIT:
+                del _heard[next(iter(_heard))]
 
 
-def localised_messages(text: str) -> str:
-    """``text`` with every student-process message in it (English) put into the current language."""
-    if language() == DEFAULT:
+def forget_heard() -> None:
+    """Forget what was heard: a judge grading a new submission renders only what that one's processes said (what
+    another said would render its English text, forged or not, in one worker and not in another)."""
+    take_said()
+    _heard.clear()
+
+
+def rendered(text: str) -> str:
+    """``text`` with each message the student processes said in it (in English) in the current language, rendered
+    from its id and fields.  A message cut short after its first line (a quoted exception is) has that line
+    rendered."""
+    hear(take_said())  # what this process said itself (a judge reading a submission's answers.py)
+    if language() == DEFAULT or not text:
         return text
-    table = TABLES[language()]
-    for key, pattern in _STUDENT_PATTERNS.items():
-        line = table[key].split("\n", 1)[0]
-        text = pattern.sub(lambda found: line.format(**found.groupdict()), text)
+    for english_text, (key, fields) in sorted(_heard.items(), key=lambda item: -len(item[0])):
+        if english_text in text:
+            text = text.replace(english_text, say(key, **fields))
+        elif "\n" in EN[key]:
+            first = EN[key].split("\n", 1)[0].format(**fields)
+            if first in text:
+                text = text.replace(first, template(key).split("\n", 1)[0].format(**fields))
     return text
 
 
-def mistake(bug: str, english: str) -> str:
-    """A catalogued mistake's words in the current language (``english``, the table's, where there are none)."""
-    return KO_MISTAKES.get(bug, english) if language() == "ko" else english
+def mistake(bug: str, english_words: str) -> str:
+    """A catalogued mistake's words in the current language (``english_words``, the table's, where there are none)."""
+    return KO_MISTAKES.get(bug, english_words) if language() == "ko" else english_words

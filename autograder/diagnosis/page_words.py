@@ -202,8 +202,9 @@ WORDS: dict[str, dict[str, str]] = {
 
 
 def word(key: str, **fields: Any) -> str:
-    """The page's text ``key`` in the feedback's language, with ``fields`` filled in."""
-    return WORDS[strings.language()][key].format(**fields)
+    """The page's text ``key`` in the feedback's language (the English one where that language has none yet), with
+    ``fields`` filled in."""
+    return (WORDS[strings.language()].get(key) or WORDS[strings.DEFAULT][key]).format(**fields)
 
 
 def heads(key: str) -> list[str]:

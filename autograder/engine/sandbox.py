@@ -36,6 +36,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, NoReturn
 
+from checks import words
 from checks.judge import replies
 from checks.runners import harness
 from checks.student import serve
@@ -102,6 +103,7 @@ class SandboxRunner:
         # Off only to test the OS layers by themselves (a test hook: tests/test_hostile.py, tests/test_isolation.py).
         self.runtime_guard = settings.runtime_guard()
         self.files = FileFaults(self.limits.import_seconds, self.limits.hangs_per_module)
+        words.forget_heard()  # this submission's messages only
         self.output = OutputLog()
         self.started = time.monotonic()
         #: Holds one private scratch folder per student process (``p<slot>``, 0700, the process's uid): no two
@@ -211,6 +213,7 @@ class SandboxRunner:
                 self._kill_all()
                 return self._start(wanted)
             if message.get("imported") == name and message.get("fault"):
+                words.hear(message.get("said"))
                 self.files.import_failed(name, str(message["fault"]))
             # Where scratch is no capped tmpfs, the guard's thread starts too late for an import that fills it.  (With
             # one, the student processes write to their own tmpfs and this side sees an empty folder.)
@@ -370,6 +373,7 @@ class SandboxRunner:
         if "unexpected" in reply:
             self._test_fault, self._test_fault_kind = reply["unexpected"], budget.INTERFERED
             self._limit(budget.INTERFERED, self._test_fault)
+        words.hear(reply.get("said"))  # rendered in the feedback's language where the text is shown
         if "fault" in reply:
             self._fault(str(reply["fault"])[:4000])
         problem = replies.problem(scenario, args, reply["ok"])

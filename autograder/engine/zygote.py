@@ -292,6 +292,7 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
         if request.runtime_guard:
             guard.install(request.submission, request.scratch, device.keep if device else (), tuple(hidden))
         submission = harness.Submission(Path(request.submission))
+        serve.said({})  # what the zygote said is no student process's
         serve.send(reply_fd, {"started": True})  # the limits on the submission's time count from here
         for name in request.modules:
             try:
@@ -299,7 +300,7 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
                 fault = None
             except harness.SubmissionFault as exc:
                 fault = str(exc)
-            serve.send(reply_fd, {"imported": name, "fault": fault})
+            serve.send(reply_fd, serve.said({"imported": name, "fault": fault}))
         serve.send(reply_fd, {"ready": True, "isolation": isolation})
         serve.answer_requests(request_fd, reply_fd, submission)
     finally:

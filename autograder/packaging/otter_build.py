@@ -204,8 +204,7 @@ def bridge_texts(language: str) -> dict[str, str]:
     ``checks/words.py``, the language's code and its setting's name, and how the judge's notes open and say that
     files are missing (the grader's own table, :mod:`autograder.engine.strings`), to tell a missing file once per
     question."""
-    table = words.TABLES[language]
-    texts = {key[len(WORDS_PREFIX):]: text for key, text in table.items() if key.startswith(WORDS_PREFIX)}
+    texts = {key[len(WORDS_PREFIX):]: words.template(key, language) for key in words.EN if key.startswith(WORDS_PREFIX)}
     return {**texts, "language": language, "setting": settings.LANGUAGE.env,
             "about": strings.template(language, "about_submission"),
             "missing": words.telling_words(strings.template(language, "intake.missing"))}

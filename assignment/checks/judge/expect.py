@@ -17,7 +17,7 @@ import math
 from typing import Any, Iterable, Sequence
 
 from checks.runners.ops import OPS, kwargs_text, number  # noqa: F401 - number: this module's API
-from checks.words import localised, localised_messages, say
+from checks.words import localised, rendered, say
 
 Json = Any
 
@@ -35,10 +35,10 @@ SGD_CLASS = [
 
 
 def fail(message: str) -> None:
-    """Fail the current check with ``message`` (shown to the student as is, the student process's own messages
-    quoted in it put into the current language)."""
+    """Fail the current check with ``message`` (shown to the student as is, the student processes' own messages
+    quoted in it rendered in the current language from the ids and fields they sent)."""
     __tracebackhide__ = True
-    raise AssertionError(localised_messages(message))
+    raise AssertionError(rendered(message))
 
 
 _kwargs = kwargs_text  # the public checks' parametrize ids use this name

@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from checks import words
 from checks.student import absence
 from checks.runners import harness
 from checks.runners.harness import Json
@@ -76,14 +77,24 @@ def send(fd: int, message: dict[str, Json]) -> None:
 
 
 def answer(call: dict[str, Json], submission: harness.Submission) -> dict[str, Json]:
-    """``{"ok": observation}`` or ``{"fault": message}`` for one scenario call."""
+    """``{"ok": observation}`` or ``{"fault": message}`` for one scenario call, with what it said (:func:`said`)."""
+    words.take_said()  # said before this call: not this call's
     try:
         harness.seed_cpu(0)
-        return {"ok": harness.run_scenario(call["scenario"], call["args"], submission)}
+        reply = {"ok": harness.run_scenario(call["scenario"], call["args"], submission)}
     except harness.SubmissionFault as exc:
-        return {"fault": str(exc)}
+        reply = {"fault": str(exc)}
     except BaseException as exc:  # noqa: BLE001 - e.g. SystemExit from student code
-        return {"fault": f"the scenario stopped with {type(exc).__name__}: {exc}"[:2000]}
+        reply = {"fault": f"the scenario stopped with {type(exc).__name__}: {exc}"[:2000]}
+    return said(reply)
+
+
+def said(reply: dict[str, Json]) -> dict[str, Json]:
+    """``reply`` with the id and fields of each message this process said in English since the last reply
+    (``"said"``, left out when none): the judge renders them in its language (:func:`checks.words.rendered`).
+    Only "ok" and "fault" are compared with other answers, so this never changes a digest."""
+    spoken = words.take_said()
+    return {**reply, "said": spoken} if spoken else reply
 
 
 def answer_requests(request_fd: int, reply_fd: int, submission: harness.Submission) -> None:

@@ -1,0 +1,235 @@
+"""The message catalogues as data: what a student process says travels as an id and fields and is rendered by the
+judge in the run's language; a message may land in English only.
+
+* ``checks/words.py`` (the checks' messages) and ``autograder/engine/strings.py`` (the grader's): a Korean entry has
+  the English entry's fields (less those only English grammar needs); an entry missing in Korean reads as the English
+  one, and :func:`test_what_is_untranslated` prints what is (it never fails on it).
+* A student process's messages (``words.english``) are sent with its reply (``"said"``) and rendered from the table
+  (``words.hear`` then ``words.rendered``); an English sentence the processes did not say stays as it is, whatever it
+  looks like, and an entry a process forged is left out without an error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autograder.diagnosis import page_words
+from autograder.diagnosis.words import STUDENT_WORDS
+from autograder.engine import rubric, strings
+from checks import words
+from checks.judge import expect
+from checks.runners import harness
+from checks.student import serve
+
+REFUSED = "torch.amp.GradScaler: cannot be used while loss_scaler.py runs"  # the English opening of refused.task1
+
+
+@pytest.fixture(autouse=True)
+def nothing_heard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with nothing said or heard (they are per process)."""
+    monkeypatch.setattr(words, "_heard", {})
+    words.take_said()
+
+
+def _tables() -> dict[str, tuple[dict[str, str], dict[str, str]]]:
+    return {"checks/words.py": (words.EN, words.KO),
+            "engine/strings.py": (strings.MESSAGES["en"], strings.MESSAGES["ko"]),
+            "diagnosis/page_words.py": (page_words.WORDS["en"], page_words.WORDS["ko"])}
+
+
+# --------------------------------------------------------------------------- English only, and fields
+
+
+def test_a_korean_entry_has_the_english_entrys_fields() -> None:
+    wrong = []
+    for where, (english, korean) in _tables().items():
+        assert set(korean) <= set(english), f"{where}: Korean entries with no English one: {set(korean) - set(english)}"
+        for key, text in korean.items():
+            if words.placeholders(text) != words.placeholders(english[key]) - (
+                    words.ENGLISH_ONLY_FIELDS & words.placeholders(english[key]) - words.placeholders(text)):
+                wrong.append(f"{where} {key}: {sorted(words.placeholders(text))} against the English "
+                             f"{sorted(words.placeholders(english[key]))}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_what_is_untranslated(capsys: pytest.CaptureFixture[str]) -> None:
+    """Lists the messages with no Korean entry yet (they read as English in the Korean build); never fails on them."""
+    missing = [f"{where}: {key}" for where, (english, korean) in _tables().items()
+               for key in english if key not in korean]
+    missing += [f"mistake words (checks/words.py KO_MISTAKES): {bug}"
+                for bug in STUDENT_WORDS if bug not in words.KO_MISTAKES]
+    missing += [f"row title: {item.number}" for item in rubric.ITEMS if strings.title(item, "ko") == item.title]
+    with capsys.disabled():
+        print(f"\n{len(missing)} message(s) without Korean" + "".join(f"\n  {line}" for line in missing))
+
+
+def test_a_message_missing_in_korean_reads_as_english(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(words.ENV, "ko")
+    monkeypatch.delitem(words.KO, "do.raise")
+    monkeypatch.delitem(strings.MESSAGES["ko"], "passed")
+    monkeypatch.delitem(page_words.WORDS["ko"], "title")
+    assert words.say("do.raise", error="ValueError") == "raise ValueError"
+    assert words.say("do.run") == "오류 없이 실행"  # the others stay Korean
+    assert strings.text("passed") == "Passed."
+    assert strings.template("ko", "passed") == "Passed."
+    assert page_words.word("title") == "Class report" and page_words.word("scores") != "Scores"
+    assert "otter.check_failed" in words.KO and words.template("otter.check_failed", "ko") == "실패"
+
+
+def test_a_korean_entry_with_a_field_english_lacks_fails_the_fields_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(words.KO, "do.raise", "{error} 발생 ({value})")
+    with pytest.raises(AssertionError, match="do.raise"):
+        test_a_korean_entry_has_the_english_entrys_fields()
+    monkeypatch.setitem(words.KO, "do.raise", "발생")  # a field left out
+    with pytest.raises(AssertionError, match="do.raise"):
+        test_a_korean_entry_has_the_english_entrys_fields()
+
+
+# --------------------------------------------------------------------------- what a student process says
+
+
+def test_a_student_process_sends_its_messages_as_ids_and_fields(tmp_path: Path) -> None:
+    reply = serve.answer({"scenario": "scaler_ops", "args": {"ops": []}}, harness.Submission(tmp_path))
+    assert reply == {"fault": "loss_scaler.py is missing: upload it at the top level of your submission.",
+                     "said": [{"id": "file.missing", "fields": {"file": "loss_scaler.py"}}]}
+    assert serve.said({"ok": 1}) == {"ok": 1}  # nothing said since: no "said"
+
+
+def test_the_judge_renders_what_was_said_in_its_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    refused = words.english("refused.task1", what="torch.amp.GradScaler")  # as the student process says it
+    missing = words.english("file.missing", file="amp_step.py")
+    said = words.take_said()
+    assert said == [{"id": "refused.task1", "fields": {"what": "torch.amp.GradScaler"}},
+                    {"id": "file.missing", "fields": {"file": "amp_step.py"}}]
+    trace = f"  loss_scaler.py, line 3, in <module>\nNotAvailableInTask1: {refused}\n"
+    monkeypatch.setenv(words.ENV, "ko")
+    assert words.rendered(trace + missing) == trace + missing  # not heard: stays English
+    words.hear(json.loads(json.dumps(said)))  # through the pipe
+    assert words.rendered(trace + missing) == (
+        "  loss_scaler.py, line 3, in <module>\nNotAvailableInTask1: torch.amp.GradScaler: loss_scaler.py가 "
+        "실행되는 동안에는 쓸 수 없습니다. 과제 1은 손실 스케일러를 직접 작성하는 과제입니다(과제 안내서의 "
+        "\"코드에서 쓸 수 없는 것\" 참고)\namp_step.py 파일이 없습니다. 제출물의 최상위에 올리세요.")
+    monkeypatch.setenv(words.ENV, "en")
+    assert words.rendered(trace + missing) == trace + missing  # English: byte for byte
+
+
+def test_nothing_is_recognised_from_english_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same sentence with other fields than the ones said stays English: no pattern is made of the template."""
+    words.hear([{"id": "refused.call", "fields": {"call": "os.system"}}])
+    monkeypatch.setenv(words.ENV, "ko")
+    other = "subprocess.Popen is not allowed while the grader runs your code"
+    assert words.rendered(other) == other
+    assert words.rendered("os.system is not allowed while the grader runs your code") == \
+        "os.system: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 않습니다"
+
+
+def test_refusals_inside_an_import_fault_are_rendered_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refusal quoted in an import's traceback: the outer message and the inner one, a path with a space in it."""
+    inner = words.english("refused.write", path=repr("/srv/other student/x.py"))
+    outer = words.english("file.import_raised", file="amp_step.py",
+                          frames=f"  amp_step.py, line 1\nPermissionError: {inner}")
+    reply = serve.said({"imported": "amp_step", "fault": outer})
+    monkeypatch.setenv(words.ENV, "ko")
+    words.hear(reply["said"])
+    assert words.rendered(outer) == (
+        "amp_step.py를 import하는 중에 예외가 발생했습니다:\n  amp_step.py, line 1\nPermissionError: "
+        "'/srv/other student/x.py'에 쓰기: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 않습니다. 쓸 수 있는 곳은 "
+        "현재 폴더(스크래치 폴더)뿐입니다")
+    cut = outer.split("\n", 1)[0] + "\n  amp_step.py, li"  # cut short after its first line
+    assert words.rendered(cut) == "amp_step.py를 import하는 중에 예외가 발생했습니다:\n  amp_step.py, li"
+
+
+def test_a_message_with_a_very_long_field_has_its_first_line_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
+    frames = "  loss_scaler.py, line 2, in f\n    f()\n" * 200 + "RecursionError: maximum recursion depth exceeded"
+    text = words.english("file.import_raised", file="loss_scaler.py", frames=frames)
+    assert text == f"importing loss_scaler.py raised an exception:\n{frames}"  # what the process says is whole
+    said = words.take_said()
+    assert len(said[0]["fields"]["frames"]) == words.FIELD_LIMIT < len(frames)
+    monkeypatch.setenv(words.ENV, "ko")
+    words.hear(said)
+    assert words.rendered(text) == f"loss_scaler.py를 import하는 중에 예외가 발생했습니다:\n{frames}"
+
+
+@pytest.mark.parametrize("said", [
+    [{"id": "internal", "fields": {}}],  # the grader's message
+    [{"id": "do.run", "fields": {}}],  # the checks' message, but not a student process's
+    [{"id": "file.missing", "fields": {"file": "x.py", "extra": "1"}}],
+    [{"id": "file.missing", "fields": {}}],
+    [{"id": "file.missing", "fields": {"file": 3}}],
+    [{"id": "file.missing", "fields": {"file": "x" * (words.FIELD_LIMIT + 1)}}],
+    [{"id": ["file.missing"], "fields": {"file": "x.py"}}],
+    [{"id": "file.missing", "fields": ["x.py"]}],
+    ["file.missing"], {"id": "file.missing"}, None, 7,
+])
+def test_a_forged_said_is_left_out(said: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(words.ENV, "ko")
+    words.hear(said)
+    text = "x.py is missing: upload it at the top level of your submission."
+    assert words.rendered(text) == text and words._heard == {}
+
+
+def test_a_new_submission_starts_with_nothing_heard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What one submission's processes said is not rendered in the next one's feedback (the same worker grades both)."""
+    from autograder.engine import sandbox
+
+    monkeypatch.setenv(words.ENV, "ko")
+    words.hear([{"id": "refused.call", "fields": {"call": "os.system"}}])
+    forged = "os.system is not allowed while the grader runs your code"  # the next submission's own text
+    assert words.rendered(forged) != forged
+    sandbox.SandboxRunner(tmp_path).close()
+    assert words.rendered(forged) == forged
+
+
+def test_what_is_heard_is_bounded() -> None:
+    words.hear([{"id": "file.missing", "fields": {"file": f"{n}.py"}} for n in range(words.SAID_LIMIT + 5)])
+    assert len(words._heard) == words.SAID_LIMIT  # a reply names at most SAID_LIMIT
+    for start in range(0, words.HEARD_LIMIT + 40, words.SAID_LIMIT):
+        words.hear([{"id": "refused.call", "fields": {"call": f"c{start + n}"}} for n in range(words.SAID_LIMIT)])
+    assert len(words._heard) == words.HEARD_LIMIT
+
+
+def test_a_failed_check_renders_what_the_process_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``expect.fail`` (the judge's and the public checks') renders the quoted refusal in the student's language."""
+    refused = words.english("refused.open", path=repr("/etc/shadow"))
+    words.hear(words.take_said())
+    message = f"{words.EN['what.defaults']}\nbut your code raised PermissionError: {refused}"
+    monkeypatch.setenv(words.ENV, "en")
+    with pytest.raises(AssertionError) as english:
+        expect.fail(message)
+    assert str(english.value) == message
+    monkeypatch.setenv(words.ENV, "ko")
+    with pytest.raises(AssertionError) as korean:
+        expect.fail(message)
+    assert str(korean.value).endswith("PermissionError: '/etc/shadow' 열기: 채점기가 여러분의 코드를 실행하는 동안에는 "
+                                      "허용되지 않습니다")
+
+
+def test_the_public_checks_render_a_fault_in_the_students_language(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from checks.plugin import LocalRunner
+
+    monkeypatch.setenv(words.ENV, "ko")
+    runner = LocalRunner(tmp_path)
+    try:
+        with pytest.raises(harness.SubmissionFault) as fault:
+            runner.run("scaler_ops", {"ops": []})
+    finally:
+        runner.close()
+    assert str(fault.value) == "loss_scaler.py 파일이 없습니다. 제출물의 최상위에 올리세요."
+
+
+def test_the_messages_written_out_in_given_tests_are_the_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ast
+
+    root = Path(__file__).resolve().parent.parent / "assignment" / "checks"
+    literals = {node.value for node in ast.walk(ast.parse((root / "test_public_scaler.py").read_text(encoding="utf-8")))
+                if isinstance(node, ast.Constant)}
+    assert words.EN["what.scale"] in literals and words.EN["what.unscale"] in literals
+    monkeypatch.setenv(words.ENV, "ko")
+    assert words.localised(words.EN["what.unscale"]) == words.KO["what.unscale"]
+    written = words.EN["gpu.scaler"].format(kind=repr("cuda"))  # as test_gpu.py's f-string writes it
+    assert words.localised(written) == words.KO["gpu.scaler"].format(kind=repr("cuda"))
+    assert words.localised("some other text") == "some other text"
