@@ -72,7 +72,7 @@ def test_make_student_regenerates_everything_built_from_the_solution(monkeypatch
     import subprocess
     import sys as system
 
-    from autograder.packaging import amp_effects, release, student
+    from autograder.packaging import amp_effects, release, student, tables
 
     ran: list[list[str]] = []
     monkeypatch.setattr(subprocess, "run", lambda command, **_: ran.append(command) or subprocess.CompletedProcess(command, 0, "wrote x", ""))
@@ -80,7 +80,7 @@ def test_make_student_regenerates_everything_built_from_the_solution(monkeypatch
     monkeypatch.setattr(amp_effects, "write", lambda path: ran.append(["effects", path.name]))
     monkeypatch.setattr(amp_effects, "is_current", lambda path: False)
     monkeypatch.setattr(student.importlib.util, "find_spec", lambda name: object())
-    monkeypatch.setattr(student, "table_is_current", lambda path, public: False)
+    monkeypatch.setattr(tables, "table_is_current", lambda path, public: False)
     assert student.main(["--dist", "/nonexistent"]) == 0
     python = system.executable
     assert ran == [["skeleton"], ["effects", "amp_effects.json"],

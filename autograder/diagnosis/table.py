@@ -156,7 +156,7 @@ def build(plan: call_plan.Plan, entries: Sequence[Any], runner_factory: Callable
     test_of = {item.number: item.test for item in rubric.ITEMS}
     public = tests is not None
     cases = [public_part(case) if public else case for case in plan.cases if tests is None or case.test in tests]
-    cases = [case for case in cases if case.calls]
+    cases = [case for case in cases if case.calls or not public]  # a hidden test with no public example: none
     table = Table({case.name: CaseDigests(case.test, case_digest(case, [c.answer for c in case.calls]),
                                           calls=[[c.scenario, c.args, c.timeout] for c in case.calls] if public else None)
                    for case in cases}, {}, twins=[sorted(group) for group in words.TWINS], public_only=public,
