@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "catalogue"), str(ROOT / "mutation")]
 
 from autograder.engine import rubric  # noqa: E402
-from autograder.engine.examples import PROPERTY_TESTS  # noqa: E402
+from autograder.engine.examples import property_tests  # noqa: E402
 
 
 def submissions(out: Path, mutants: int) -> list[str]:
@@ -73,7 +73,7 @@ def measure(graded: dict[int, dict[str, set[str]]]) -> dict[str, dict]:
     """Per property row: what it catches at the top rung, its catch rate per rung, and its need."""
     ladder = sorted(graded)
     top = graded[ladder[-1]]
-    rows = {item.number: item.test for item in rubric.ITEMS if item.test in PROPERTY_TESTS}
+    rows = {item.number: item.test for item in rubric.ITEMS if item.test in property_tests()}
     measured: dict[str, dict] = {}
     for number, test in rows.items():
         caught = sorted(name for name, lost in top.items() if number in lost)

@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from autograder import settings as grader_settings
+from autograder.engine import fingerprint
 
 #: Each count is at least this many times the measured need.
 MARGIN = 2
@@ -54,15 +55,6 @@ def property_tests(folder: Path | None = None) -> tuple[str, ...]:
     names: list[str] = []
     for path in sorted(Path(folder or grader_settings.hidden_tests()).glob("test_*.py")):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.FunctionDef) and any(
-                    _name(decorator) == "given" for decorator in node.decorator_list):
+            if isinstance(node, ast.FunctionDef) and any(map(fingerprint.is_given, node.decorator_list)):
                 names.append(node.name)
     return tuple(names)
-
-
-def _name(decorator: ast.expr) -> str:
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    return target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-
-
-PROPERTY_TESTS = property_tests()

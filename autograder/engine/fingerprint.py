@@ -157,7 +157,8 @@ def behaviour_text(path: Path) -> bytes:
     return "\n".join([ast.unparse(_NoDocstrings().visit(tree)), *keys]).encode()
 
 
-def _is_given(decorator: ast.expr) -> bool:
+def is_given(decorator: ast.expr) -> bool:
+    """Whether a decorator is hypothesis's ``given`` (bare or as an attribute, called or not)."""
     func = decorator.func if isinstance(decorator, ast.Call) else decorator
     return (isinstance(func, ast.Name) and func.id == "given") or (isinstance(func, ast.Attribute) and func.attr == "given")
 
@@ -173,7 +174,7 @@ def _hypothesis_keys(tree: ast.AST, source: str) -> list[str]:
     lines = source.splitlines(keepends=True)
     keys = []
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(map(_is_given, node.decorator_list)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(map(is_given, node.decorator_list)):
             start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             keys.append(hypothesis_source("".join(lines[start - 1:node.end_lineno])))
     return keys
