@@ -26,12 +26,11 @@ import importlib.util
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import ROOT
 from autograder.packaging import built
-from autograder.packaging.tables import Outcome, _shown, _since, refresh_table, table_is_current  # noqa: F401
+from autograder.packaging.tables import Outcome, _shown, _since, refresh_table
 
 NOTEBOOK_LANGUAGES = ("en", "ko")
 OTTER_INSTALL = "make setup-otter   (or: .venv/bin/python -m pip install -e '.[otter]')"
