@@ -28,6 +28,7 @@ from autograder.diagnosis import match, words
 from autograder.diagnosis.table import UNANSWERED, CaseDigests, Table, hidden_data, load_catalogue, source_fingerprint
 from checks.judge import diagnose
 from checks.judge.diagnose import match_test
+from checks.words import MISTAKES
 from autograder.engine import judge, rubric
 from conftest import ROOT, grade, load_results
 
@@ -156,9 +157,10 @@ def test_a_match_must_cover_every_case_of_the_row_and_be_unambiguous() -> None:
     assert match_test(unanswered, T, {"t[a]": UNANSWERED}) == ()  # two refusals are no shared mistake
 
 
-def test_twins_are_named_together() -> None:
-    twins = Table({"t[a]": CaseDigests(T, "ref", {"x": "bad", "y": "bad"})}, {"x": [T], "y": [T]},
-                  {"x": "one thing", "y": "another"}, twins=[["x", "y"]])
+def test_twins_are_named_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(MISTAKES["en"], "x", "one thing")
+    monkeypatch.setitem(MISTAKES["en"], "y", "another")
+    twins = Table({"t[a]": CaseDigests(T, "ref", {"x": "bad", "y": "bad"})}, {"x": [T], "y": [T]}, twins=[["x", "y"]])
     assert match_test(twins, T, {"t[a]": "bad"}) == ("x", "y")
     assert twins.sentence(["x", "y"]).endswith("when one thing, or when another.")
 
@@ -168,7 +170,7 @@ def _plan_and_report(answers: dict[str, list[str | None]], passed: bool = False)
 
     plan = SimpleNamespace(cases=[SimpleNamespace(test=T, name=name, calls=[]) for name in ("t[a]", "t[b]")])
     table = Table({"t[a]": CaseDigests(T, case_digest(plan.cases[0], ["ref"]), {"x": case_digest(plan.cases[0], ["A"])}),
-                   "t[b]": CaseDigests(T, case_digest(plan.cases[1], ["ref"]), {})}, {"x": [T]}, {"x": "it breaks"})
+                   "t[b]": CaseDigests(T, case_digest(plan.cases[1], ["ref"]), {})}, {"x": [T]})
     row = SimpleNamespace(item=rubric.BY_TEST[T], passed=passed, message="saw 2.0, expected 4.0")
     return row, SimpleNamespace(rows=[row], plan=plan, answers=answers), table
 

@@ -28,6 +28,7 @@ from autograder.diagnosis import match, report, table
 from autograder.engine import judge, plan, plan_cache, results, rubric
 from checks.judge import behaviours, diagnose, effects, expect, gpu_reference, cases, replies
 from checks.runners.harness import SubmissionFault
+from checks.words import MISTAKES
 
 Json = Any
 Results = list[Json]
@@ -144,7 +145,9 @@ def test_a_submission_fault_is_answered_with_its_own_words() -> None:
     assert json.loads(diagnose.answer(faulty, "scaler_ops", {})) == {"fault": "the scaler's process stopped"}
 
 
-def test_a_local_failure_is_explained_from_its_own_rows_cases(tmp_path: Path) -> None:
+def test_a_local_failure_is_explained_from_its_own_rows_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AMP_LANGUAGE", "en")
+    monkeypatch.setitem(MISTAKES["en"], "halves", "the scale is halved")  # read when the line is worded, not stored
     test, calls = "test_update_backs_off_after_inf_or_nan", [["scaler_ops", {"ops": []}, 20]]
 
     def buggy(scenario: str, args: dict[str, Json]) -> Json:
@@ -152,7 +155,7 @@ def test_a_local_failure_is_explained_from_its_own_rows_cases(tmp_path: Path) ->
 
     bug = diagnose.digest(calls, [diagnose.answer(buggy, "scaler_ops", {"ops": []})])
     table = diagnose.Table({"case[0]": diagnose.CaseDigests(test, "reference", {"halves": bug}, calls)},
-                           {"halves": [test]}, {"halves": "the scale is halved"}, public_only=True)
+                           {"halves": [test]}, public_only=True)
     (tmp_path / "diagnosis.json").write_text(table.to_json())
     assert diagnose.explain_local_failure(test, buggy, tmp_path / "diagnosis.json") == \
         "Likely mistake: this is what happens when the scale is halved."
@@ -277,7 +280,7 @@ def test_the_students_table_covers_the_public_checks_only() -> None:
 
 def test_grading_reads_the_table_it_is_given_and_survives_a_missing_one(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    given = diagnose.Table({}, {"halves": ["test_update_backs_off_after_inf_or_nan"]}, {"halves": "the scale is halved"})
+    given = diagnose.Table({}, {"halves": ["test_update_backs_off_after_inf_or_nan"]}, twins=[["halves", "other"]])
     (tmp_path / "given.json").write_text(given.to_json())
     monkeypatch.setenv("AMP_DIAGNOSIS", str(tmp_path / "given.json"))
     assert table.current_table() == given

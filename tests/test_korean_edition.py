@@ -192,10 +192,12 @@ def test_english_feedback_is_unchanged(graded_examples: dict[str, Any], tmp_path
 # --------------------------------------------------------------------------- the words table (test_words_catalogue.py)
 
 
-def test_korean_mistake_words_name_catalogued_mistakes() -> None:
-    """A mistake without Korean words reads as its English ones (test_words_catalogue.py lists it); no Korean words
-    outlive their mistake."""
-    assert set(words.KO_MISTAKES) <= {entry.name for entry in _catalogue().BUGS}
+def test_mistake_words_name_catalogued_mistakes() -> None:
+    """Every catalogued mistake has English words; one without Korean words reads as its English ones
+    (test_words_catalogue.py lists it); no words outlive their mistake."""
+    bugs = {entry.name for entry in _catalogue().BUGS}
+    assert set(words.MISTAKES["en"]) == bugs
+    assert set(words.MISTAKES["ko"]) <= bugs
 
 
 def test_a_built_graders_language_reaches_the_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -102,6 +102,35 @@ def test_a_docstring_edit_keeps_the_tables_fingerprint_and_a_behaviour_change_do
     assert given_doc != behaviour  # a @given test's docstring seeds hypothesis's examples: behaviour
 
 
+def test_rewording_a_mistake_marks_no_table_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A catalogued mistake's words (checks/words.py MISTAKES, in any language) are looked up when a line is
+    rendered: no table holds them, so neither diagnosis table nor the recorded Task-2 effects go stale; a message a
+    student process says is in its answers, so rewording one does."""
+    import autograder
+    from autograder.packaging import amp_effects
+
+    path = tmp_path / "assignment" / "checks" / "words.py"
+    path.parent.mkdir(parents=True)
+    path.write_text((ROOT / "assignment" / "checks" / "words.py").read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setattr(table, "ROOT", tmp_path)
+    monkeypatch.setattr(autograder, "ROOT", tmp_path)  # amp_effects reads it when it fingerprints
+    monkeypatch.setattr(table, "source_files", lambda: [path])
+    monkeypatch.setattr(table, "grader_source_files", lambda: [path])
+    monkeypatch.setattr(amp_effects, "source_files", lambda: [path])
+
+    def fingerprints() -> tuple[str, str, str]:
+        return table.source_fingerprint(), table.source_fingerprint(public=False), amp_effects.source_fingerprint()
+
+    before = fingerprints()
+    _edited(path, '"backoff_divides": "the scale is divided by backoff_factor instead of multiplied by it",',
+            '"backoff_divides": "the scale is divided by backoff_factor (reworded)",')
+    _edited(path, '"backoff_divides": "스케일에 backoff_factor를 곱하지 않고 나눌",', '"backoff_divides": "나눌",')
+    _edited(path, '"ko": {\n', '"ko": {\n        "a_new_bug": "새 실수",\n')  # a new bug's words
+    assert fingerprints() == before
+    _edited(path, '"file.missing": "{file} is missing:', '"file.missing": "{file} is absent:')
+    assert all(now != then for now, then in zip(fingerprints(), before))
+
+
 def test_a_given_tests_docstring_counts_and_a_plain_tests_does_not(tmp_path: Path) -> None:
     plain = 'def test_a(student):\n    """Doc."""\n    return 1\n'
     given = '@given(x=st.integers())\ndef test_b(student, x):\n    """Doc."""\n    return x  # note\n'

@@ -26,6 +26,7 @@ import yaml
 from autograder.diagnosis import report, report_html, words
 from autograder.diagnosis.table import load_catalogue
 from autograder.engine import rubric
+from checks.words import MISTAKES
 from conftest import ROOT, grade
 
 catalogue = load_catalogue()
@@ -123,7 +124,7 @@ def test_the_page_renders_in_headless_chromium_without_console_messages(batch: P
     assert consoled == [], consoled  # an error, or a blocked request (the page's policy forbids them all)
     dom = done.stdout
     assert '<img alt="score histogram" src="data:image/png;base64,' in dom and "Class report" in dom
-    assert words.STUDENT_WORDS["growth_off_by_one"] in dom
+    assert MISTAKES["en"]["growth_off_by_one"] in dom
     assert "alice, bob" in dom
     # what a TA sees: one line per student, in gradebook order, with name, SID, score and a link to feedback.md
     table = dom.split('<table id="student-table">', 1)[1].split("</table>", 1)[0]

@@ -1,9 +1,11 @@
 """The message catalogues as data: what a student process says travels as an id and fields and is rendered by the
 judge in the run's language; a message may land in English only.
 
-* ``checks/words.py`` (the checks' messages) and ``autograder/engine/strings.py`` (the grader's): a Korean entry has
-  the English entry's fields (less those only English grammar needs); an entry missing in Korean reads as the English
-  one, and :func:`test_what_is_untranslated` prints what is (it never fails on it).
+* ``checks/words.py`` (the checks' messages and the catalogued mistakes' words) and ``autograder/engine/strings.py``
+  (the grader's): a Korean entry has the English entry's fields (less those only English grammar needs); an entry
+  missing in Korean reads as the English one, and :func:`test_what_is_untranslated` prints what is (it never fails on
+  it).
+* A "Likely mistake" line looks each bug's words up when it is rendered, in the current language: no table holds them.
 * A student process's messages (``words.english``) are sent with its reply (``"said"``) and rendered from the table
   (``words.hear`` then ``words.rendered``); an English sentence the processes did not say stays as it is, whatever it
   looks like, and an entry a process forged is left out without an error.
@@ -17,10 +19,9 @@ from pathlib import Path
 import pytest
 
 from autograder.diagnosis import page_words
-from autograder.diagnosis.words import STUDENT_WORDS
 from autograder.engine import rubric, strings
 from checks import words
-from checks.judge import expect
+from checks.judge import diagnose, expect
 from checks.runners import harness
 from checks.student import serve
 
@@ -36,6 +37,7 @@ def nothing_heard(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _tables() -> dict[str, tuple[dict[str, str], dict[str, str]]]:
     return {"checks/words.py": (words.EN, words.KO),
+            "checks/words.py MISTAKES": (words.MISTAKES["en"], words.MISTAKES["ko"]),
             "engine/strings.py": (strings.MESSAGES["en"], strings.MESSAGES["ko"]),
             "diagnosis/page_words.py": (page_words.WORDS["en"], page_words.WORDS["ko"])}
 
@@ -59,8 +61,6 @@ def test_what_is_untranslated(capsys: pytest.CaptureFixture[str]) -> None:
     """Lists the messages with no Korean entry yet (they read as English in the Korean build); never fails on them."""
     missing = [f"{where}: {key}" for where, (english, korean) in _tables().items()
                for key in english if key not in korean]
-    missing += [f"mistake words (checks/words.py KO_MISTAKES): {bug}"
-                for bug in STUDENT_WORDS if bug not in words.KO_MISTAKES]
     missing += [f"row title: {item.number}" for item in rubric.ITEMS if strings.title(item, "ko") == item.title]
     with capsys.disabled():
         print(f"\n{len(missing)} message(s) without Korean" + "".join(f"\n  {line}" for line in missing))
@@ -77,6 +77,21 @@ def test_a_message_missing_in_korean_reads_as_english(monkeypatch: pytest.Monkey
     assert strings.template("ko", "passed") == "Passed."
     assert page_words.word("title") == "Class report" and page_words.word("scores") != "Scores"
     assert "otter.check_failed" in words.KO and words.template("otter.check_failed", "ko") == "실패"
+
+
+def test_a_mistake_is_worded_when_its_line_is_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The words are the catalogue's at render time, in the current language; a bug with no Korean words reads
+    English inside the Korean line; one with no words at all, its name."""
+    monkeypatch.setenv(words.ENV, "en")
+    assert diagnose.sentence(["backoff_divides"]) == (
+        "Likely mistake: this is what happens when the scale is divided by backoff_factor instead of multiplied by it.")
+    monkeypatch.setitem(words.MISTAKES["en"], "backoff_divides", "the scale is divided")  # no table rebuilt
+    assert diagnose.sentence(["backoff_divides"]) == "Likely mistake: this is what happens when the scale is divided."
+    monkeypatch.setenv(words.ENV, "ko")
+    assert diagnose.sentence(["backoff_divides"]) == "예상되는 실수: 스케일에 backoff_factor를 곱하지 않고 나눌 때 이런 결과가 나옵니다."
+    monkeypatch.delitem(words.MISTAKES["ko"], "backoff_divides")
+    assert diagnose.sentence(["backoff_divides"]) == "예상되는 실수: the scale is divided 때 이런 결과가 나옵니다."
+    assert diagnose.described(["no_such_bug", "backoff_divides"]) == "the scale is divided, 또는 no such bug"
 
 
 def test_a_korean_entry_with_a_field_english_lacks_fails_the_fields_test(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,5 @@
-"""What the checks say to a student, in every language the homework speaks: one table of templates by message id.
+"""What the checks say to a student, in every language the homework speaks: one table of templates by message id,
+and one of each catalogued mistake's words by bug name (:data:`MISTAKES`, what a "Likely mistake" line says).
 
 English is the default and the reference; the Korean edition says the same things (``$AMP_LANGUAGE=ko``).
 Only words change with the language: code, values and identifiers in a message stay as they are, so a
@@ -646,83 +647,173 @@ KO: dict[str, str] = {
     "otter.failed_part": "{name} (실패한 부분: {points}점 중 {score}점)",
 }
 
-#: The Korean words of each catalogued mistake ("예상되는 실수: <words> 때 ..."); English ones come with the
-#: diagnosis table (autograder/diagnosis/words.py), so a mistake without Korean words falls back to them.
-KO_MISTAKES: dict[str, str] = {
-    "growth_off_by_one": "이번 깨끗한 스텝을 세기 전에 추적기를 growth_interval과 비교해서 스케일이 깨끗한 스텝 하나만큼 "
-                         "늦게 성장할",
-    "tracker_not_reset_on_backoff": "스케일이 백오프할 때 성장 추적기를 0으로 초기화하지 않을",
-    "tracker_not_reset_after_growth": "스케일이 성장한 뒤 성장 추적기를 초기화하지 않을",
-    "tracker_counts_skipped_steps": "update()가 건너뛴(오버플로한) 스텝도 성장 쪽으로 셀",
-    "backoff_divides": "스케일에 backoff_factor를 곱하지 않고 나눌",
-    "growth_to_inf": "성장한 스케일이 float32를 넘어 inf가 되어도 그대로 둘",
-    "new_scale_resets_tracker": "update(new_scale)이 성장 추적기까지 초기화할",
-    "backoff_per_overflowing_grad": "update()마다 한 번이 아니라 오버플로한 기울기마다 한 번씩 백오프할",
-    "backoff_per_overflowing_optimizer": "update()마다 한 번이 아니라 오버플로한 옵티마이저마다 한 번씩 백오프할",
-    "no_float32_rounding": "스케일을 float32로 반올림하지 않고 파이썬(float64) 곱 그대로 둘",
-    "new_scale_keeps_optimizer_state": "update(new_scale)이 옵티마이저별 상태를 지우기 전에 반환할",
-    "init_scale_not_rounded": "init_scale을 float32로 반올림하지 않고 받은 그대로 둘",
-    "wrong_default_interval": "growth_interval의 기본값이 torch의 2000과 다를",
-    "nan_ignored": "inf만 찾아서 NaN 기울기를 감지하지 못할",
-    "only_last_grad_checked": "반복문에서 found_inf를 덮어써서 마지막 기울기만 반영될",
-    "only_first_grad_checked": "첫 번째 기울기만 inf/NaN을 검사할",
-    "only_first_param_group": "옵티마이저의 첫 번째 파라미터 그룹만 언스케일하고 검사할",
-    "crash_on_none_grads": ".grad가 None인 파라미터를 건너뛰지 않을",
-    "checks_inf_after_unscale": "inf/NaN을 언스케일하기 전이 아니라 뒤에 찾을",
-    "inf_check_via_sum": "각 기울기의 합으로 inf/NaN을 감지할(유한한 값의 합도 오버플로할 수 있음)",
-    "unscale_multiplies_by_scale": "unscale_()가 기울기에 스케일의 역수가 아니라 스케일을 곱할",
-    "unscale_not_in_place": "unscale_()가 각 .grad를 제자리에서 바꾸지 않고 새 텐서로 바꿔 끼울",
-    "step_unscales_twice": "명시적인 unscale_() 뒤에 step()이 다시 언스케일할",
-    "double_unscale_no_error": "같은 반복에서 두 번째 unscale_()가 오류를 발생시키지 않고 다시 언스케일할",
-    "update_without_step_no_error": "지난 update() 이후 step()이나 unscale_() 없이 호출한 update()가 오류를 발생시키지 "
-                                    "않을",
-    "step_returns_none": "step()이 optimizer.step()의 반환값을 돌려주지 않을",
-    "steps_on_inf": "기울기가 inf나 NaN이어도 step()이 optimizer.step()을 호출할",
-    "step_ignores_unscale_inf": "명시적인 unscale_()가 찾은 inf/NaN을 step()이 무시하고 스텝할",
-    "state_never_cleared": "update()가 옵티마이저별 상태를 지우지 않을",
-    "update_looks_at_last_optimizer": "update()가 마지막으로 스텝한 옵티마이저만 볼",
-    "float16_grads_not_rejected": "unscale_()가 ValueError를 발생시키지 않고 float16 기울기를 받아들일",
-    "scale_python_float": "scale()이 파이썬 float를 곱해서 float16 손실이 float16으로 남을",
-    "scale_tuple_becomes_list": "scale()이 tuple을 받았는데 list를 돌려줄",
-    "load_state_dict_drops_tracker": "load_state_dict()가 성장 추적기를 복원하지 않을",
-    "state_dict_wrong_key": "state_dict()가 추적기의 키를 torch의 '_growth_tracker'와 다르게 부를",
-    "constructor_accepts_growth_factor_one": "생성자가 growth_factor == 1을 받아들일",
-    "backward_inside_autocast": "backward()를 autocast 블록 안에서 호출할",
-    "no_zero_grad": "기울기를 한 번도 초기화하지 않아 호출마다 쌓일",
-    "zero_grad_after_backward": "backward() 뒤에 기울기를 초기화해서 스텝이 기울기를 보지 못할",
-    "optimizer_step_direct": "scaler.step(optimizer) 대신 optimizer.step()을 호출할",
-    "unscale_then_optimizer_step": "기울기를 언스케일한 뒤 optimizer.step()을 직접 호출할",
-    "update_before_step": "scaler.update()를 scaler.step(optimizer)보다 먼저 호출할",
-    "no_update": "scaler.update()를 한 번도 호출하지 않을",
-    "clip_before_unscale": "기울기를 언스케일하기 전에 클리핑할",
-    "clip_without_unscale": "scaler.unscale_()를 먼저 호출하지 않고 기울기를 클리핑할",
-    "model_half": "autocast 안에서 실행하지 않고 모델을 .half()로 변환할",
-    "unscaled_backward": "스케일하지 않은 손실에 대해 backward()를 호출할",
-    "no_autocast": "순전파와 손실을 autocast 없이 실행할",
-    "hardcoded_cuda": "autocast의 device_type을 \"cuda\"로 고정해 둘",
-    "hardcoded_dtype": "autocast의 dtype을 float16으로 고정해 둘",
-    "renamed_parameter": "amp_step의 파라미터 이름이 계약과 다를",
-    "uses_gradscaler_internals": "amp_step이 torch.amp.GradScaler의 비공개 속성을 읽을",
-    "returns_scaled_loss": "amp_step이 스케일된 손실을 돌려줄",
-    "returns_attached_loss": "amp_step이 그래프에서 떼어 내지 않은(detach하지 않은) 손실을 돌려줄",
-    "returns_python_float": "amp_step이 텐서 대신 loss.item()을 돌려줄",
-    "early_return_on_overflow": "기울기가 오버플로할 때마다 스텝과 함께 scaler.update()도 건너뛰어서 스케일이 "
-                                "백오프하지 않을",
-    "update_only_after_clean_step": "기울기가 유한할 때만 scaler.update()를 호출해서, 건너뛴 스텝 뒤에 스케일러가 "
-                                    "갱신되지 않고 다음 스텝을 거부할",
-    "unscale_twice": "scaler.step(optimizer) 전에 scaler.unscale_()를 한 번 더 호출해서 torch의 스케일러가 거부할",
-    "unscale_after_step": "scaler.step(optimizer) 뒤에 scaler.unscale_()와 클리핑을 해서 torch의 스케일러가 거부할",
-    "update_called_twice": "한 반복에서 scaler.step(optimizer) 뒤에 scaler.update()를 두 번 호출할",
-    "step_called_twice": "한 반복에서 scaler.update() 전에 scaler.step(optimizer)를 두 번 호출할",
-    "unscale_before_backward": "backward() 전에 scaler.unscale_()를 호출해서 나중에 클리핑하는 기울기가 여전히 스케일된 "
-                               "상태일",
-    "delegate_subclass": "ToyLossScaler가 torch.amp.GradScaler를 상속할",
-    "delegate_wrapper": "ToyLossScaler가 torch.amp.GradScaler를 감싸서 쓸",
-    "delegate_kernels": "ToyLossScaler가 torch의 비공개 AMP 커널을 호출할",
-    "delegate_obfuscated": "ToyLossScaler가 간접적으로 torch.amp.GradScaler에 접근할",
-    "quick_check_backward_inside": "확인 문제 Q2의 답이 backward()를 autocast 안에 둘",
-    "quick_check_wrong_and_skipped": "확인 문제의 답을 건너뛰거나 틀릴",
-    "quick_check_not_letters": "확인 문제의 답을 글자로 주지 않을",
+#: Each catalogued mistake's words, by language: they complete "Likely mistake: this is what happens when ..."
+#: ("예상되는 실수: <words> 때 ...") for every bug of tests/catalogue/catalogue.py.  Looked up by bug name when the line
+#: is rendered (checks.judge.diagnose.described), never copied into a diagnosis table: words are not behaviour, so
+#: editing them rebuilds no table (autograder.engine.fingerprint leaves this assignment out).  A bug with no words in
+#: a language reads as English.  The words describe the mistake, never the hidden inputs that reveal it.
+MISTAKES: dict[str, dict[str, str]] = {
+    "en": {
+        # Task 1: the update rule
+        "growth_off_by_one": "the tracker is compared with growth_interval before this clean step is counted, "
+                             "so the scale grows one clean step late",
+        "tracker_not_reset_on_backoff": "the growth tracker is not reset to 0 when the scale backs off",
+        "tracker_not_reset_after_growth": "the growth tracker is not reset after the scale grows",
+        "tracker_counts_skipped_steps": "update() counts skipped (overflowing) steps towards growth too",
+        "backoff_divides": "the scale is divided by backoff_factor instead of multiplied by it",
+        "growth_to_inf": "the grown scale is kept even when it overflows float32 to inf",
+        "new_scale_resets_tracker": "update(new_scale) also resets the growth tracker",
+        "backoff_per_overflowing_grad": "the scale backs off once per overflowing gradient instead of once per update()",
+        "backoff_per_overflowing_optimizer": "the scale backs off once per overflowing optimizer instead of once "
+                                             "per update()",
+        "no_float32_rounding": "the scale is kept as a Python (float64) product instead of being rounded to float32",
+        "new_scale_keeps_optimizer_state": "update(new_scale) returns before clearing the per-optimizer state",
+        "init_scale_not_rounded": "init_scale is kept as given instead of being rounded to float32",
+        "wrong_default_interval": "growth_interval defaults to something other than torch's 2000",
+        # Task 1: overflow detection
+        "nan_ignored": "only inf is looked for, so NaN gradients are not detected",
+        "only_last_grad_checked": "found_inf is overwritten in the loop, so only the last gradient counts",
+        "only_first_grad_checked": "only the first gradient is checked for inf/NaN",
+        "only_first_param_group": "only the optimizer's first parameter group is unscaled and checked",
+        "crash_on_none_grads": "parameters whose .grad is None are not skipped",
+        "checks_inf_after_unscale": "inf/NaN is looked for after unscaling instead of before",
+        "inf_check_via_sum": "inf/NaN is detected through the sum of each gradient (a finite sum can overflow)",
+        # Task 1: unscale_, step, state
+        "unscale_multiplies_by_scale": "unscale_() multiplies the gradients by the scale instead of its reciprocal",
+        "unscale_not_in_place": "unscale_() replaces each .grad with a new tensor instead of changing it in place",
+        "step_unscales_twice": "step() unscales again after an explicit unscale_()",
+        "double_unscale_no_error": "a second unscale_() in the same iteration unscales again instead of raising",
+        "update_without_step_no_error": "update() without a step() or unscale_() since the last update() "
+                                        "does not raise",
+        "step_returns_none": "step() does not return what optimizer.step() returned",
+        "steps_on_inf": "step() calls optimizer.step() even when a gradient is inf or NaN",
+        "step_ignores_unscale_inf": "step() ignores the inf/NaN that an explicit unscale_() found and steps anyway",
+        "state_never_cleared": "update() never clears the per-optimizer state",
+        "update_looks_at_last_optimizer": "update() looks only at the optimizer stepped last",
+        "float16_grads_not_rejected": "unscale_() accepts float16 gradients instead of raising ValueError",
+        "scale_python_float": "scale() multiplies by a Python float, so a float16 loss stays float16",
+        "scale_tuple_becomes_list": "scale() returns a list when given a tuple",
+        "load_state_dict_drops_tracker": "load_state_dict() does not restore the growth tracker",
+        "state_dict_wrong_key": "state_dict() names the tracker differently from torch's '_growth_tracker'",
+        "constructor_accepts_growth_factor_one": "the constructor accepts growth_factor == 1",
+        # Task 2: amp_step
+        "backward_inside_autocast": "backward() is called inside the autocast block",
+        "no_zero_grad": "the gradients are never zeroed, so they accumulate across calls",
+        "zero_grad_after_backward": "the gradients are zeroed after backward(), so the step sees none",
+        "optimizer_step_direct": "optimizer.step() is called instead of scaler.step(optimizer)",
+        "unscale_then_optimizer_step": "the gradients are unscaled and then optimizer.step() is called directly",
+        "update_before_step": "scaler.update() is called before scaler.step(optimizer)",
+        "no_update": "scaler.update() is never called",
+        "clip_before_unscale": "the gradients are clipped before they are unscaled",
+        "clip_without_unscale": "the gradients are clipped without calling scaler.unscale_() first",
+        "model_half": "the model is converted with .half() instead of running under autocast",
+        "unscaled_backward": "backward() is called on the unscaled loss",
+        "no_autocast": "the forward pass and the loss run without autocast",
+        "hardcoded_cuda": "autocast's device_type is hard-coded to \"cuda\"",
+        "hardcoded_dtype": "autocast's dtype is hard-coded to float16",
+        "renamed_parameter": "amp_step's parameters are named differently from the contract",
+        "uses_gradscaler_internals": "amp_step reads private attributes of torch.amp.GradScaler",
+        "returns_scaled_loss": "amp_step returns the scaled loss",
+        "returns_attached_loss": "amp_step returns the loss still attached to the graph (not detached)",
+        "returns_python_float": "amp_step returns loss.item() instead of a tensor",
+        "early_return_on_overflow": "scaler.update() is skipped, together with the step, whenever the gradients "
+                                    "overflowed, so the scale never backs off",
+        "update_only_after_clean_step": "scaler.update() is called only when the gradients were finite, so after a "
+                                        "skipped step the scaler is never updated and refuses the next step",
+        "unscale_twice": "scaler.unscale_() is called a second time before scaler.step(optimizer), which torch's scaler "
+                         "refuses",
+        "unscale_after_step": "scaler.unscale_() and clipping come after scaler.step(optimizer), which torch's scaler "
+                              "refuses",
+        "update_called_twice": "scaler.update() is called twice in one iteration, after scaler.step(optimizer)",
+        "step_called_twice": "scaler.step(optimizer) is called twice in one iteration, before scaler.update()",
+        "unscale_before_backward": "scaler.unscale_() is called before backward(), so the gradients clipped afterwards "
+                                   "are still scaled",
+        # Delegation to torch's scaler, which is not there where loss_scaler.py runs
+        "delegate_subclass": "ToyLossScaler subclasses torch.amp.GradScaler",
+        "delegate_wrapper": "ToyLossScaler wraps torch.amp.GradScaler",
+        "delegate_kernels": "ToyLossScaler calls torch's private AMP kernels",
+        "delegate_obfuscated": "ToyLossScaler reaches torch.amp.GradScaler indirectly",
+        # Task 3
+        "quick_check_backward_inside": "the Quick Check answer to Q2 puts backward() inside autocast",
+        "quick_check_wrong_and_skipped": "a Quick Check answer is skipped or wrong",
+        "quick_check_not_letters": "the Quick Check answers are not given as letters",
+    },
+    "ko": {
+        "growth_off_by_one": "이번 깨끗한 스텝을 세기 전에 추적기를 growth_interval과 비교해서 스케일이 깨끗한 스텝 하나만큼 "
+                             "늦게 성장할",
+        "tracker_not_reset_on_backoff": "스케일이 백오프할 때 성장 추적기를 0으로 초기화하지 않을",
+        "tracker_not_reset_after_growth": "스케일이 성장한 뒤 성장 추적기를 초기화하지 않을",
+        "tracker_counts_skipped_steps": "update()가 건너뛴(오버플로한) 스텝도 성장 쪽으로 셀",
+        "backoff_divides": "스케일에 backoff_factor를 곱하지 않고 나눌",
+        "growth_to_inf": "성장한 스케일이 float32를 넘어 inf가 되어도 그대로 둘",
+        "new_scale_resets_tracker": "update(new_scale)이 성장 추적기까지 초기화할",
+        "backoff_per_overflowing_grad": "update()마다 한 번이 아니라 오버플로한 기울기마다 한 번씩 백오프할",
+        "backoff_per_overflowing_optimizer": "update()마다 한 번이 아니라 오버플로한 옵티마이저마다 한 번씩 백오프할",
+        "no_float32_rounding": "스케일을 float32로 반올림하지 않고 파이썬(float64) 곱 그대로 둘",
+        "new_scale_keeps_optimizer_state": "update(new_scale)이 옵티마이저별 상태를 지우기 전에 반환할",
+        "init_scale_not_rounded": "init_scale을 float32로 반올림하지 않고 받은 그대로 둘",
+        "wrong_default_interval": "growth_interval의 기본값이 torch의 2000과 다를",
+        "nan_ignored": "inf만 찾아서 NaN 기울기를 감지하지 못할",
+        "only_last_grad_checked": "반복문에서 found_inf를 덮어써서 마지막 기울기만 반영될",
+        "only_first_grad_checked": "첫 번째 기울기만 inf/NaN을 검사할",
+        "only_first_param_group": "옵티마이저의 첫 번째 파라미터 그룹만 언스케일하고 검사할",
+        "crash_on_none_grads": ".grad가 None인 파라미터를 건너뛰지 않을",
+        "checks_inf_after_unscale": "inf/NaN을 언스케일하기 전이 아니라 뒤에 찾을",
+        "inf_check_via_sum": "각 기울기의 합으로 inf/NaN을 감지할(유한한 값의 합도 오버플로할 수 있음)",
+        "unscale_multiplies_by_scale": "unscale_()가 기울기에 스케일의 역수가 아니라 스케일을 곱할",
+        "unscale_not_in_place": "unscale_()가 각 .grad를 제자리에서 바꾸지 않고 새 텐서로 바꿔 끼울",
+        "step_unscales_twice": "명시적인 unscale_() 뒤에 step()이 다시 언스케일할",
+        "double_unscale_no_error": "같은 반복에서 두 번째 unscale_()가 오류를 발생시키지 않고 다시 언스케일할",
+        "update_without_step_no_error": "지난 update() 이후 step()이나 unscale_() 없이 호출한 update()가 오류를 발생시키지 "
+                                        "않을",
+        "step_returns_none": "step()이 optimizer.step()의 반환값을 돌려주지 않을",
+        "steps_on_inf": "기울기가 inf나 NaN이어도 step()이 optimizer.step()을 호출할",
+        "step_ignores_unscale_inf": "명시적인 unscale_()가 찾은 inf/NaN을 step()이 무시하고 스텝할",
+        "state_never_cleared": "update()가 옵티마이저별 상태를 지우지 않을",
+        "update_looks_at_last_optimizer": "update()가 마지막으로 스텝한 옵티마이저만 볼",
+        "float16_grads_not_rejected": "unscale_()가 ValueError를 발생시키지 않고 float16 기울기를 받아들일",
+        "scale_python_float": "scale()이 파이썬 float를 곱해서 float16 손실이 float16으로 남을",
+        "scale_tuple_becomes_list": "scale()이 tuple을 받았는데 list를 돌려줄",
+        "load_state_dict_drops_tracker": "load_state_dict()가 성장 추적기를 복원하지 않을",
+        "state_dict_wrong_key": "state_dict()가 추적기의 키를 torch의 '_growth_tracker'와 다르게 부를",
+        "constructor_accepts_growth_factor_one": "생성자가 growth_factor == 1을 받아들일",
+        "backward_inside_autocast": "backward()를 autocast 블록 안에서 호출할",
+        "no_zero_grad": "기울기를 한 번도 초기화하지 않아 호출마다 쌓일",
+        "zero_grad_after_backward": "backward() 뒤에 기울기를 초기화해서 스텝이 기울기를 보지 못할",
+        "optimizer_step_direct": "scaler.step(optimizer) 대신 optimizer.step()을 호출할",
+        "unscale_then_optimizer_step": "기울기를 언스케일한 뒤 optimizer.step()을 직접 호출할",
+        "update_before_step": "scaler.update()를 scaler.step(optimizer)보다 먼저 호출할",
+        "no_update": "scaler.update()를 한 번도 호출하지 않을",
+        "clip_before_unscale": "기울기를 언스케일하기 전에 클리핑할",
+        "clip_without_unscale": "scaler.unscale_()를 먼저 호출하지 않고 기울기를 클리핑할",
+        "model_half": "autocast 안에서 실행하지 않고 모델을 .half()로 변환할",
+        "unscaled_backward": "스케일하지 않은 손실에 대해 backward()를 호출할",
+        "no_autocast": "순전파와 손실을 autocast 없이 실행할",
+        "hardcoded_cuda": "autocast의 device_type을 \"cuda\"로 고정해 둘",
+        "hardcoded_dtype": "autocast의 dtype을 float16으로 고정해 둘",
+        "renamed_parameter": "amp_step의 파라미터 이름이 계약과 다를",
+        "uses_gradscaler_internals": "amp_step이 torch.amp.GradScaler의 비공개 속성을 읽을",
+        "returns_scaled_loss": "amp_step이 스케일된 손실을 돌려줄",
+        "returns_attached_loss": "amp_step이 그래프에서 떼어 내지 않은(detach하지 않은) 손실을 돌려줄",
+        "returns_python_float": "amp_step이 텐서 대신 loss.item()을 돌려줄",
+        "early_return_on_overflow": "기울기가 오버플로할 때마다 스텝과 함께 scaler.update()도 건너뛰어서 스케일이 "
+                                    "백오프하지 않을",
+        "update_only_after_clean_step": "기울기가 유한할 때만 scaler.update()를 호출해서, 건너뛴 스텝 뒤에 스케일러가 "
+                                        "갱신되지 않고 다음 스텝을 거부할",
+        "unscale_twice": "scaler.step(optimizer) 전에 scaler.unscale_()를 한 번 더 호출해서 torch의 스케일러가 거부할",
+        "unscale_after_step": "scaler.step(optimizer) 뒤에 scaler.unscale_()와 클리핑을 해서 torch의 스케일러가 거부할",
+        "update_called_twice": "한 반복에서 scaler.step(optimizer) 뒤에 scaler.update()를 두 번 호출할",
+        "step_called_twice": "한 반복에서 scaler.update() 전에 scaler.step(optimizer)를 두 번 호출할",
+        "unscale_before_backward": "backward() 전에 scaler.unscale_()를 호출해서 나중에 클리핑하는 기울기가 여전히 스케일된 "
+                                   "상태일",
+        "delegate_subclass": "ToyLossScaler가 torch.amp.GradScaler를 상속할",
+        "delegate_wrapper": "ToyLossScaler가 torch.amp.GradScaler를 감싸서 쓸",
+        "delegate_kernels": "ToyLossScaler가 torch의 비공개 AMP 커널을 호출할",
+        "delegate_obfuscated": "ToyLossScaler가 간접적으로 torch.amp.GradScaler에 접근할",
+        "quick_check_backward_inside": "확인 문제 Q2의 답이 backward()를 autocast 안에 둘",
+        "quick_check_wrong_and_skipped": "확인 문제의 답을 건너뛰거나 틀릴",
+        "quick_check_not_letters": "확인 문제의 답을 글자로 주지 않을",
+    },
 }
 
 TABLES: dict[str, dict[str, str]] = {"en": EN, "ko": KO}
@@ -869,6 +960,6 @@ def rendered(text: str) -> str:
     return text
 
 
-def mistake(bug: str, english_words: str) -> str:
-    """A catalogued mistake's words in the current language (``english_words``, the table's, where there are none)."""
-    return KO_MISTAKES.get(bug, english_words) if language() == "ko" else english_words
+def mistake(bug: str) -> str:
+    """A catalogued mistake's words (:data:`MISTAKES`) in the current language, else in English, else its name."""
+    return MISTAKES.get(language(), {}).get(bug) or MISTAKES[DEFAULT].get(bug) or bug.replace("_", " ")

@@ -50,8 +50,10 @@ RELEASED_TABLE = ROOT / "assignment" / "checks" / "diagnosis.json"
 
 
 def source_files() -> list[Path]:
-    """What a table's digests depend on: the checks' scenarios, the reference, the catalogue, the words (and the
-    reference amp_step that judges Task 2, kept in the grader)."""
+    """What a table's digests depend on: the checks' scenarios, the reference, the catalogue, the twin groups
+    (``diagnosis/words.py``) and the reference amp_step that judges Task 2, kept in the grader.  Not the mistakes'
+    words: a table holds none (they are looked up when a line is rendered), and the fingerprint leaves them out
+    (:data:`autograder.engine.fingerprint.WORDS_ONLY`)."""
     return sorted([*(ROOT / "assignment" / "checks").rglob("*.py"), *(ROOT / "solutions").glob("*.py"),
                    locations.ENGINE / "amp_reference.py",
                    *(ROOT / "tests" / "catalogue").rglob("*.py"), ROOT / "autograder" / "diagnosis" / "words.py"])
@@ -178,8 +180,6 @@ def build(plan: call_plan.Plan, entries: Sequence[Any], runner_factory: Callable
                     table.cases[case.name].bugs[entry.name] = mine
             failing = sorted(test_of[n] for n in entry.must_fail) if entry.kind == "bug" else []
             table.rows[entry.name] = [test for test in failing if not public or test in tests]
-            if table.rows[entry.name]:
-                table.words[entry.name] = words.STUDENT_WORDS.get(entry.name, entry.name.replace("_", " "))
             if progress:
                 progress(f"{entry.name}: {time.monotonic() - started:.1f} s")
     finally:

@@ -11,7 +11,8 @@ does not change which cases pass, so a change of points alone rescores stored ve
 student code (:mod:`autograder.batch.rescore`).
 
 Generated tables (the diagnosis tables) are keyed on behaviour instead (:func:`behaviour_digest`): a docstring
-or a comment edited in a check does not make them stale, so ``make student`` does not rebuild them.
+or a comment edited in a check does not make them stale, so ``make student`` does not rebuild them; nor do the
+catalogued mistakes' words (:data:`WORDS_ONLY`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ from autograder.engine import rubric
 
 #: Distributions whose version changes what the tests do.
 LIBRARIES = ("torch", "hypothesis", "pytest")
+#: Top-level assignments that are words, not behaviour, by the file's last path parts: :func:`behaviour_text` leaves
+#: them out.  A catalogued mistake's words (``checks.words.MISTAKES``) are looked up when a "Likely mistake" line is
+#: rendered; no answer, digest or recorded effect is made from them, so rewording one rebuilds no generated table.
+WORDS_ONLY: dict[tuple[str, ...], frozenset[str]] = {("checks", "words.py"): frozenset({"MISTAKES"})}
 
 
 def grader_files() -> list[Path]:
@@ -137,7 +142,8 @@ class _NoDocstrings(ast.NodeTransformer):
 def behaviour_text(path: Path) -> bytes:
     """What ``path`` does, without what it says about itself.
 
-    A Python file: its syntax tree without docstrings (comments and layout are not in a tree), written back by
+    A Python file: its syntax tree without docstrings (comments and layout are not in a tree) and without the
+    assignments :data:`WORDS_ONLY` names, written back by
     ``ast.unparse`` (stable across Python versions, where ``ast.dump``'s text changed in 3.13), then the text of
     each ``@given`` test as hypothesis seeds its examples from it, docstring included (:func:`_hypothesis_keys`).  A file that does
     not parse, or is not Python: its bytes.  A missing file: ``b"missing"``.  Code that reads its own
@@ -154,7 +160,20 @@ def behaviour_text(path: Path) -> bytes:
     except (SyntaxError, ValueError):
         return data
     keys = _hypothesis_keys(tree, data.decode("utf-8", "replace"))
+    words = next((names for tail, names in WORDS_ONLY.items() if path.parts[-len(tail):] == tail), frozenset())
+    tree.body = [statement for statement in tree.body if not _assigns_only(statement, words)]
     return "\n".join([ast.unparse(_NoDocstrings().visit(tree)), *keys]).encode()
+
+
+def _assigns_only(statement: ast.stmt, names: frozenset[str]) -> bool:
+    """Whether ``statement`` is a plain assignment to ``names`` only (``NAME = ...`` or ``NAME: type = ...``)."""
+    if isinstance(statement, ast.AnnAssign):
+        targets = [statement.target]
+    elif isinstance(statement, ast.Assign):
+        targets = statement.targets
+    else:
+        return False
+    return all(isinstance(target, ast.Name) and target.id in names for target in targets)
 
 
 def is_given(decorator: ast.expr) -> bool:

@@ -65,18 +65,18 @@ class CaseDigests:
 
 @dataclass
 class Table:
-    """Case name -> digests; each bug's failing tests; the student-facing words; twin groups."""
+    """Case name -> digests; each bug's failing tests; twin groups.  No words: a line is worded when it is rendered
+    (:func:`described`), so rewording a mistake rebuilds no table."""
 
     cases: dict[str, CaseDigests]
     rows: dict[str, list[str]]  # bug -> test functions it is known to fail
-    words: dict[str, str] = field(default_factory=dict)  # bug -> "... when <words>"
     twins: list[list[str]] = field(default_factory=list)
     public_only: bool = False
     source: str | None = None  # fingerprint of the code it was built from (autograder.diagnosis.table.source_fingerprint)
 
     def to_json(self) -> str:
         return json.dumps({"version": VERSION, "public_only": self.public_only, "rows": self.rows,
-                           "words": self.words, "twins": self.twins, "source": self.source,
+                           "twins": self.twins, "source": self.source,
                            "cases": {name: c.__dict__ for name, c in self.cases.items()}},
                           sort_keys=True, indent=1) + "\n"  # one value per line: a rebuild's diff can be reviewed
 
@@ -85,8 +85,9 @@ class Table:
         data = json.loads(text)
         if data.get("version") != VERSION:
             raise ValueError(f"diagnosis table version {data.get('version')!r}, expected {VERSION}")
+        # a table built before the words left it has a "words" field: ignored (the catalogue's words are read)
         return cls({name: CaseDigests(**c) for name, c in data["cases"].items()},
-                   {bug: list(rows) for bug, rows in data["rows"].items()}, dict(data.get("words", {})),
+                   {bug: list(rows) for bug, rows in data["rows"].items()},
                    [list(group) for group in data.get("twins", [])], bool(data.get("public_only")),
                    data.get("source"))
 
@@ -99,17 +100,17 @@ class Table:
         return frozenset(group)
 
     def sentence(self, bugs: Sequence[str]) -> str:
-        return sentence(bugs, self.words)
+        return sentence(bugs)
 
 
-def sentence(bugs: Sequence[str], words: Mapping[str, str]) -> str:
+def sentence(bugs: Sequence[str]) -> str:
     """The feedback line for a match with ``bugs`` (one bug, or one group of twins), in the current language."""
-    return say("mistake.line", words=described(bugs, words))
+    return say("mistake.line", words=described(bugs))
 
 
-def described(bugs: Sequence[str], words: Mapping[str, str]) -> str:
-    """What ``bugs`` do, in the current language (``words``: each bug's English words, from the table)."""
-    return say("mistake.or").join(mistake(b, words.get(b, b.replace("_", " "))) for b in sorted(bugs))
+def described(bugs: Sequence[str]) -> str:
+    """What ``bugs`` do, in the current language: each bug's words, looked up now (:data:`checks.words.MISTAKES`)."""
+    return say("mistake.or").join(mistake(bug) for bug in sorted(bugs))
 
 
 def match_test(table: Table, test: str, mine: Mapping[str, str]) -> tuple[str, ...]:
