@@ -95,21 +95,22 @@ STEPS: tuple[Edit, ...] = (
     Edit("tests/test_ops_table.py", '    "state_dict": {"op": "state_dict"},\n',
          '    "state_dict": {"op": "state_dict"},\n    "is_enabled": {"op": "is_enabled"},\n'),
     Edit("tests/test_replies.py", '       {"op": "state_dict"},\n', '       {"op": "state_dict"},\n       {"op": "is_enabled"},\n'),
-    # 6. what the check says when it fails, and the catalogued mistake's words, in both languages
+    # 6. what the check says when it fails, in both languages
     Edit("assignment/checks/words.py", '"what.defaults": "ToyLossScaler() must have torch\'s defaults:',
          '"what.is_enabled": "ToyLossScaler().is_enabled() must be True, as torch\'s GradScaler(enabled=True).",\n'
          '    "what.defaults": "ToyLossScaler() must have torch\'s defaults:'),
     Edit("assignment/checks/words.py", '"what.defaults": "ToyLossScaler()의 기본값은',
          '"what.is_enabled": "ToyLossScaler().is_enabled()는 torch의 GradScaler(enabled=True)처럼 True여야 합니다.",\n'
          '    "what.defaults": "ToyLossScaler()의 기본값은'),
+    # 7. a catalogued bug that loses the row, and its "Likely mistake" words in both languages (checks/words.py
+    #    MISTAKES: looked up when the line is shown, so no diagnosis table holds them)
+    Edit("tests/catalogue/catalogue.py", "SCALE_STATE_BUGS = [\n", "SCALE_STATE_BUGS = [\n" + BUG),
+    Edit("assignment/checks/words.py", '"scale_tuple_becomes_list": "scale() returns a list when given a tuple",\n',
+         '"scale_tuple_becomes_list": "scale() returns a list when given a tuple",\n'
+         '        "is_enabled_false": "is_enabled() returns False",\n'),
     Edit("assignment/checks/words.py", '"scale_tuple_becomes_list": "scale()이 tuple을 받았는데 list를 돌려줄",\n',
          '"scale_tuple_becomes_list": "scale()이 tuple을 받았는데 list를 돌려줄",\n'
-         '    "is_enabled_false": "is_enabled()가 False를 돌려줄",\n'),
-    # 7. a catalogued bug that loses the row, and its "Likely mistake" words
-    Edit("tests/catalogue/catalogue.py", "SCALE_STATE_BUGS = [\n", "SCALE_STATE_BUGS = [\n" + BUG),
-    Edit("autograder/diagnosis/words.py", '"scale_tuple_becomes_list": "scale() returns a list when given a tuple",\n',
-         '"scale_tuple_becomes_list": "scale() returns a list when given a tuple",\n'
-         '    "is_enabled_false": "is_enabled() returns False",\n'),
+         '        "is_enabled_false": "is_enabled()가 False를 돌려줄",\n'),
     # 8. the deliberate pins, by hand
     Edit("tests/test_rubric_pins.py", '("1.10", "test_one_backoff_per_update", 3, "hidden"),',
          '("1.10", "test_one_backoff_per_update", 2, "hidden"),'),
@@ -177,13 +178,13 @@ def test_the_guide_names_every_file_the_example_edits() -> None:
     assert not missing, f"docs/changing.md's 'Add a row' does not name {missing}"
 
 
-def test_the_example_edits_fourteen_files_by_hand_today() -> None:
+def test_the_example_edits_this_many_files_by_hand_today() -> None:
     """What the example takes on this branch, counted: a step that adds a copy of a row fails here."""
-    assert len(hand_edited()) == 14, hand_edited()
+    assert len(hand_edited()) == 13, hand_edited()
 
 
-@pytest.mark.xfail(strict=True, reason="the operation's examples in two test files, the words in two tables and the "
-                   "handout in two languages: 14 files")
+@pytest.mark.xfail(strict=True, reason="the operation's examples in two test files and the handout in two "
+                   "languages: 13 files")
 def test_the_example_takes_at_most_eight_hand_edited_files() -> None:
     assert len(hand_edited()) <= MOST_HAND_EDITS, hand_edited()
 
