@@ -72,6 +72,7 @@ def differs(table: Table, entry: str, test: str) -> bool:
 def test_the_table_holds_digests_only(table_path: Path, table: Table) -> None:
     text = table_path.read_text()
     assert '"scenario"' not in text and '"args"' not in text  # no recorded inputs, no answers
+    assert '"words"' not in text  # nor words: a line looks them up when it is shown (checks/words.py MISTAKES)
     assert set(table.rows) == set(BUGS) | set(VARIANTS)
     assert all(table.rows[name] == [] for name in VARIANTS)
     assert {case.test for case in table.cases.values()} == {item.test for item in rubric.ITEMS}

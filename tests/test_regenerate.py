@@ -131,6 +131,17 @@ def test_rewording_a_mistake_marks_no_table_stale(tmp_path: Path, monkeypatch: p
     assert all(now != then for now, then in zip(fingerprints(), before))
 
 
+def test_only_the_line_reads_the_mistakes_words() -> None:
+    """Leaving ``MISTAKES`` out of the fingerprint is sound while no answer is made from it: in the checks, only
+    ``words.mistake`` reads it and only the diagnosis line (``judge/diagnose.py``) calls that."""
+    import re
+
+    checks = ROOT / "assignment" / "checks"
+    readers = {path.relative_to(checks).as_posix() for path in checks.rglob("*.py")
+               if re.search(r"\bMISTAKES\b|\bmistake\(", path.read_text(encoding="utf-8"))}
+    assert readers == {"words.py", "judge/diagnose.py"}
+
+
 def test_a_given_tests_docstring_counts_and_a_plain_tests_does_not(tmp_path: Path) -> None:
     plain = 'def test_a(student):\n    """Doc."""\n    return 1\n'
     given = '@given(x=st.integers())\ndef test_b(student, x):\n    """Doc."""\n    return x  # note\n'
