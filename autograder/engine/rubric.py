@@ -55,10 +55,10 @@ class Item:
         return {"en": self.title, "ko": self.ko}
 
     @property
-    def suites(self) -> frozenset[str]:
-        """The suites that must define the row's test: a public row's is public; a hidden row's, hidden (its public
-        example is optional), or public alone with ``inputs=PUBLIC``."""
-        return frozenset({PUBLIC if self.suite == PUBLIC or self.inputs == PUBLIC else HIDDEN})
+    def test_suite(self) -> str:
+        """The suite that must define the row's test: a public row's, public; a hidden row's, hidden (a public
+        example beside it is optional), or public alone with ``inputs=PUBLIC``."""
+        return PUBLIC if self.suite == PUBLIC or self.inputs == PUBLIC else HIDDEN
 
     @property
     def runs_student_scaler(self) -> bool:
@@ -159,10 +159,10 @@ def suite_problem(item: Item, found: set[str]) -> str | None:
     has a hidden test (its hidden inputs would be graded in a row that shows them, or copy the public example)."""
     if not found:
         return None  # collected nowhere: the judge's "not collected"
-    if not item.suites <= found:
-        return (f"row {item.number}: {item.test} is not in the {' and '.join(sorted(item.suites))} suite (a misspelt "
-                "name? a hidden row graded on its public example alone says inputs='public')")
-    if HIDDEN in found and HIDDEN not in item.suites:
+    if item.test_suite not in found:
+        return (f"row {item.number}: {item.test} is not in the {item.test_suite} suite (a misspelt name? a hidden "
+                "row graded on its public example alone says inputs='public')")
+    if HIDDEN in found and item.test_suite != HIDDEN:
         return f"row {item.number}: the hidden suite defines {item.test}, which the row grades on public inputs alone"
     return None
 
