@@ -116,7 +116,7 @@ def test_public_checks_and_grader_name_the_same_mistake_on_every_public_case() -
     students = Table.from_json(RELEASED_TABLE.read_text(encoding="utf-8"))
     grader = Table.from_json(SHIPPED.read_text(encoding="utf-8"))
     assert len(students.cases) >= 25
-    whole = {item.test for item in rubric.ITEMS if item.suite == rubric.PUBLIC}  # rows with no hidden cases
+    whole = {item.test for item in rubric.ITEMS if item.test_suite == rubric.PUBLIC}  # rows with no hidden cases
     for name, case in students.cases.items():
         theirs = grader.cases.get(name)
         assert theirs is not None, f"public case {name} missing from the grader's table"

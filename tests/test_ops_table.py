@@ -36,8 +36,10 @@ _spec.loader.exec_module(reference)
 WORLD = {"optimizers": [{"groups": [[2], [3]]}], "seed": 0}
 NEW = {"op": "new", "kwargs": {"init_scale": 8.0, "growth_interval": 1}}
 GRADS = {"op": "grads", "opt": 0, "values": [[1.0, 2.0], [3.0, 4.0, 5.0]]}
-#: One example of every op, run after NEW and GRADS (the first two after what comes before them).
-EXAMPLES: dict[str, dict[str, Any]] = {
+#: An example of each op that takes fields, run after NEW and GRADS (the first two after what comes before them).
+#: An op that takes none needs no line here: its example is ``{"op": name}`` (:data:`EXAMPLES`); one that takes
+#: fields and has none here fails below, by name, when that example cannot run.
+WRITTEN: dict[str, dict[str, Any]] = {
     "new": NEW,
     "grads": GRADS,
     "scale": {"op": "scale", "values": [[1.0, 2.0], 3.0], "dtype": "float16", "container": "list"},
@@ -45,16 +47,19 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "step": {"op": "step", "opt": 0},
     "update": {"op": "update", "new_scale": 4.0},
     "clip": {"op": "clip", "opt": 0, "max_norm": 1.0},
-    "observe": {"op": "observe"},
     "params": {"op": "params", "opt": 0},
     "grads_of": {"op": "grads_of", "opt": 0},
-    "state_dict": {"op": "state_dict"},
     "load_state_dict": {"op": "load_state_dict", "state": {"scale": 4.0, "growth_factor": 2.0, "backoff_factor": 0.5,
                                                            "growth_interval": 1, "_growth_tracker": 0}},
+    "call": {"op": "call", "method": "get_scale"},
 }
+#: One example of every op of the table.
+EXAMPLES: dict[str, dict[str, Any]] = {name: WRITTEN.get(name, {"op": name}) for name in ops.OPS}
 #: What a snippet ending in these ops prints last (written out here; the others are checked against their run).
 PRINTS = {"scale": "list [(torch.float16, [8.0, 16.0]), (torch.float32, 24.0)]",  # a 0-d half times the scale: float32
-          "unscale_": "True [[0.125, 0.25], [0.375, 0.5, 0.625]]", "step": "1001.0 1", "observe": "8.0 0"}
+          "unscale_": "True [[0.125, 0.25], [0.375, 0.5, 0.625]]", "step": "1001.0 1", "observe": "8.0 0",
+          "state_dict": "{'scale': 8.0, 'growth_factor': 2.0, 'backoff_factor': 0.5, 'growth_interval': 1, "
+                        "'_growth_tracker': 0}", "call": "8.0"}
 #: The ops that run without a scaler (after a constructor that raised, the others are answered "no scaler").
 WITHOUT_SCALER = {"new", "grads", "clip", "params", "grads_of"}
 
@@ -82,10 +87,12 @@ def test_an_op_missing_a_part_is_named() -> None:
 
 
 def test_the_examples_and_the_reply_tests_cover_exactly_the_table() -> None:
-    from test_replies import OPS as REPLY_OPS
+    from test_replies import OPS as REPLY_OPS, WRITTEN as REPLY_WRITTEN
 
-    assert sorted(EXAMPLES) == sorted(ops.OPS), "an op of the table without an example here, or the reverse"
-    assert sorted({op["op"] for op in REPLY_OPS}) == sorted(ops.OPS), "tests/test_replies.py's scenario: every op"
+    assert set(WRITTEN) <= set(ops.OPS), f"examples of ops the table does not have: {set(WRITTEN) - set(ops.OPS)}"
+    assert {op["op"] for op in REPLY_WRITTEN} <= set(ops.OPS), "tests/test_replies.py writes out an op not in the table"
+    assert sorted(EXAMPLES) == sorted({op["op"] for op in REPLY_OPS}) == sorted(ops.OPS)
+    assert (EXAMPLES["observe"], EXAMPLES["state_dict"]) == ({"op": "observe"}, {"op": "state_dict"})  # derived
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +104,9 @@ def results() -> dict[str, list[Any]]:
 
 @pytest.mark.parametrize("name", list(EXAMPLES))
 def test_each_op_runs_and_its_result_passes_the_judges_check(results: dict[str, list[Any]], name: str) -> None:
-    assert all(set(result) == {"ok"} for result in results[name]), (name, results[name])
+    assert all(set(result) == {"ok"} for result in results[name]), (
+        f"op {name!r} does not run from its example {EXAMPLES[name]} (an op that takes fields needs its example in "
+        f"WRITTEN): {results[name][-1]}")
     assert replies.problem("scaler_ops", scenario(name), results[name]) is None
 
 
@@ -119,6 +128,57 @@ def test_after_a_failed_constructor_only_the_ops_needing_no_scaler_run() -> None
     assert refused == set(EXAMPLES) - WITHOUT_SCALER
 
 
+
+def test_call_runs_a_method_with_a_plain_result_on_torchs_scaler_as_on_the_students() -> None:
+    """The generic op: what the judge's reference (torch's GradScaler) answers passes the reply check, and the
+    snippet's last line prints the value (``print(scaler.is_enabled())``)."""
+    args = {"world": WORLD, "ops": [{"op": "new", "kwargs": {}}, {"op": "call", "method": "is_enabled"},
+                                    {"op": "call", "method": "get_growth_interval"}]}
+    got = json.loads(json.dumps(harness.run_scaler_ops(args, harness.torch_scaler)))
+    assert got == [{"ok": None}, {"ok": True}, {"ok": 2000}]
+    assert replies.problem("scaler_ops", args, got) is None
+    assert expect.snippet(args, 1).splitlines()[-1].strip() == "print(scaler.is_enabled())"
+    assert expect.shown(args["ops"][1], got[1]) == "prints True"
+
+
+class _Odd:
+    """A scaler whose methods return what a reply may not hold."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        pass
+
+    def tensor(self) -> Any:
+        import torch
+
+        return torch.tensor(True)
+
+    def listed(self) -> Any:
+        return [1.0]
+
+    def flag(self) -> bool:
+        return False
+
+
+@pytest.mark.parametrize(("method", "error"), [("tensor", "TypeError"), ("listed", "TypeError"),
+                                               ("_private", "ValueError"), ("__class__", "ValueError"),
+                                               ("flag.real", "ValueError"), (3, "ValueError")])
+def test_call_refuses_a_result_that_is_not_plain_and_a_name_that_is_not_a_public_methods(method: Any,
+                                                                                         error: str) -> None:
+    args = {"world": WORLD, "ops": [{"op": "new"}, {"op": "call", "method": method}, {"op": "call", "method": "flag"}]}
+    got = harness.run_scaler_ops(args, _Odd)
+    assert got[1]["error"]["type"] == error and got[2] == {"ok": False}
+    assert replies.problem("scaler_ops", args, got) is None  # a student's error is a well-formed reply
+
+
+@pytest.mark.parametrize("value", [[True], {"a": 1}, 1j])
+def test_the_judge_refuses_a_call_reply_that_is_not_a_plain_value(value: Any) -> None:
+    args = {"world": WORLD, "ops": [{"op": "new"}, {"op": "call", "method": "is_enabled"}]}
+    assert replies.problem("scaler_ops", args, [{"ok": None}, {"ok": value}]) == (
+        "result 1 (call): a call() result that is not a bool, int, float, str or None")
+    for plain in (True, 0, 1.5, float("nan"), "x", None):
+        assert replies.problem("scaler_ops", args, [{"ok": None}, {"ok": plain}]) is None
+
+
 _DRIVER = '''
 import contextlib, io, json, sys, traceback
 out = []
@@ -138,14 +198,22 @@ def test_each_ops_snippet_prints_what_its_failure_message_says(results: dict[str
     """The snippet of every example, run in one fresh Python beside the reference solution, prints last what
     :func:`checks.judge.expect.shown` says (or prints nothing new for an op that prints nothing)."""
     shutil.copyfile(ROOT / "solutions" / "loss_scaler.py", tmp_path / "loss_scaler.py")
-    programs = [textwrap.dedent(expect.snippet(scenario(name))) for name in EXAMPLES]
+    programs, unwritten = [], {}
+    for name in EXAMPLES:
+        try:
+            programs.append(textwrap.dedent(expect.snippet(scenario(name))))
+        except (KeyError, TypeError, ValueError) as exc:  # a field its example lacks: named below, not a crash
+            programs.append("")
+            unwritten[name] = f"no snippet from its example {EXAMPLES[name]}: {type(exc).__name__} {exc}"
     done = subprocess.run([sys.executable, "-c", _DRIVER], input=json.dumps(programs), cwd=tmp_path, timeout=300,
                           capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "assignment"),
                                                                "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr[-2000:]
     ran = dict(zip(EXAMPLES, json.loads(done.stdout)))
-    wrong = {}
+    wrong = dict(unwritten)
     for name, output in ran.items():
+        if name in unwritten:
+            continue
         op, last = EXAMPLES[name], results[name][-1]
         said = expect.shown(op, last)
         if "error" in output:

@@ -16,24 +16,27 @@ import pytest
 
 from checks.judge import replies
 from checks.runners import harness
+from checks.runners.ops import OPS as TABLE
 
 Json = Any
 
 WORLD = {"optimizers": [{"groups": [[2, 3]]}], "device": "cpu"}
-#: One op of every kind the scaler scenario knows, in an order a training loop uses.
-OPS = [{"op": "new", "kwargs": {"init_scale": 8.0, "growth_interval": 1}},
-       {"op": "grads", "opt": 0, "values": [[1.0, 2.0], [3.0, 4.0, 5.0]]},
-       {"op": "scale", "values": [1.0, 2.0], "dtype": "float32", "container": "tensor"},
-       {"op": "unscale_", "opt": 0},
-       {"op": "clip", "opt": 0, "max_norm": 1.0},
-       {"op": "step", "opt": 0},
-       {"op": "update"},
-       {"op": "observe"},
-       {"op": "params", "opt": 0},
-       {"op": "grads_of", "opt": 0},
-       {"op": "state_dict"},
-       {"op": "load_state_dict", "state": {"scale": 4.0, "growth_factor": 2.0, "backoff_factor": 0.5,
-                                           "growth_interval": 1, "_growth_tracker": 0}}]
+#: An op of every kind that takes fields, in an order a training loop uses; the ops that take none follow, each as
+#: ``{"op": name}`` (:data:`OPS`): a new op needs a line here only if it takes fields (else it fails below, named).
+WRITTEN = [{"op": "new", "kwargs": {"init_scale": 8.0, "growth_interval": 1}},
+           {"op": "grads", "opt": 0, "values": [[1.0, 2.0], [3.0, 4.0, 5.0]]},
+           {"op": "scale", "values": [1.0, 2.0], "dtype": "float32", "container": "tensor"},
+           {"op": "unscale_", "opt": 0},
+           {"op": "clip", "opt": 0, "max_norm": 1.0},
+           {"op": "step", "opt": 0},
+           {"op": "update"},
+           {"op": "params", "opt": 0},
+           {"op": "grads_of", "opt": 0},
+           {"op": "call", "method": "is_enabled"},
+           {"op": "load_state_dict", "state": {"scale": 4.0, "growth_factor": 2.0, "backoff_factor": 0.5,
+                                               "growth_interval": 1, "_growth_tracker": 0}}]
+#: One op of every kind of the table.
+OPS = WRITTEN + [{"op": name} for name in TABLE if name not in {op["op"] for op in WRITTEN}]
 ARGS = {"world": WORLD, "ops": OPS}
 
 
@@ -41,7 +44,9 @@ ARGS = {"world": WORLD, "ops": OPS}
 def honest() -> list[Json]:
     """What the grader's own code answers for ARGS (JSON round trip, as it crosses the pipe)."""
     reply = json.loads(json.dumps(harness.run_scaler_ops(ARGS, harness.torch_scaler)))
-    assert all("ok" in result for result in reply), reply  # every op ran: the mutations below start from values
+    failed = {op["op"]: result["error"]["message"] for op, result in zip(OPS, reply) if "ok" not in result}
+    # every op ran: the mutations below start from values (an op that takes fields needs its line in WRITTEN)
+    assert not failed, f"ops that did not run from their line here: {failed}"
     return reply
 
 
@@ -82,7 +87,7 @@ def _swap(first: str, second: str) -> Callable[[list[Json]], None]:
 
 
 OBSERVE, STEP, SCALE, UNSCALE = index_of("observe"), index_of("step"), index_of("scale"), index_of("unscale_")
-PARAMS, STATE, CLIP = index_of("params"), index_of("state_dict"), index_of("clip")
+PARAMS, STATE, CLIP, CALL = index_of("params"), index_of("state_dict"), index_of("clip"), index_of("call")
 
 #: name -> (mutation of the honest reply, words the problem must hold)
 MUTATIONS: dict[str, tuple[Callable[[list[Json]], None], str]] = {
@@ -108,6 +113,8 @@ MUTATIONS: dict[str, tuple[Callable[[list[Json]], None], str]] = {
     "unscale_: in_place is a str": (_set((UNSCALE, "ok", "in_place"), "yes"), f"result {UNSCALE} (unscale_)"),
     "params: an int among the values": (_set((PARAMS, "ok", 0, 0), 1), f"result {PARAMS} (params)"),
     "clip: an int": (_set((CLIP, "ok"), 1), f"result {CLIP} (clip)"),
+    "call: a list": (_set((CALL, "ok"), [True]), f"result {CALL} (call)"),
+    "call: a dict": (_set((CALL, "ok"), {"enabled": True}), f"result {CALL} (call)"),
     "state_dict: a nested value": (_set((STATE, "ok", "scale"), [8.0]), f"result {STATE} (state_dict)"),
     "new: returned a value": (_set((0, "ok"), {"forged": 1}), "result 0 (new)"),
     "error record: missing trace": (lambda r: r.__setitem__(0, {"error": {"type": "E", "mro": [], "message": ""}}),

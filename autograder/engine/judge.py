@@ -113,13 +113,15 @@ class JudgePlugin:
 
     __name__ = "amp-judge"  # the name checks.plugin looks up
 
-    def __init__(self, runner: Any, tests: set[str]) -> None:
+    def __init__(self, runner: Any, tests: set[str], rows: tuple[rubric.Item, ...] = ()) -> None:
         self.runner = runner
         self.tests = tests
+        self.rows = rows  # whose suites are checked against their declaration (rubric.suite_problem)
         self.outcomes: list[Outcome] = []
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         items[:] = [item for item in items if getattr(item, "originalname", item.name) in self.tests]
+        self._check_suites(items)
         for item in items:  # hidden property tests explore more examples than the public ones (25)
             function = getattr(item, "obj", None)
             current = getattr(function, "_hypothesis_internal_use_settings", None)
@@ -127,6 +129,19 @@ class JudgePlugin:
             wanted = examples.count_for(getattr(item, "originalname", item.name))
             if current is not None and current.max_examples != wanted and HIDDEN_DIR in Path(str(item.fspath)).parents:
                 item.obj = settings(current, max_examples=wanted)(function)
+
+    def _check_suites(self, items: list[pytest.Item]) -> None:
+        """A row whose test is not where the rubric says (a hidden test missing or misspelt, a copy where the row
+        declares public inputs) fails as the grader's fault: recording the call plan refuses to grade with it."""
+        found: dict[str, set[str]] = {}
+        for item in items:
+            found.setdefault(getattr(item, "originalname", item.name), set()).add(
+                rubric.PUBLIC if _public(item) else rubric.HIDDEN)
+        for row in self.rows:
+            problem = rubric.suite_problem(row, found.get(row.test, set()))
+            if problem:
+                self.outcomes.append(Outcome(row.test, f"{row.test}[declared suites]", False, strings.text("internal"),
+                                             problem))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -159,7 +174,7 @@ def run_suites(runner: Any, items: tuple[rubric.Item, ...], paths: tuple[Path, .
 
     With ``collect_only`` return the set of test function names pytest collects instead.
     """
-    plugin = JudgePlugin(runner, {item.test for item in items})
+    plugin = JudgePlugin(runner, {item.test for item in items}, items)
     # Task 2's rows (2.10's every call too) replay the grader's reference, never recorded effects
     recorded.install(amp_reference.judge, underflow=underflow_steps.judge_calls)
     paths = paths or (PUBLIC_DIR, HIDDEN_DIR)

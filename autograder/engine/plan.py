@@ -161,6 +161,9 @@ def record(solution: Path = locations.REFERENCE_SOLUTION, runner_factory: Any = 
     if failed:
         first = failed[0]
         detail = " ".join(first.message.split())[:300]
+        if first.internal:  # the student's words say only "internal": staff need the judge's own (a misdeclared row)
+            why = next((block for block in report.staff_log.split("\n\n") if block.startswith(first.item.test)), "")
+            detail += f" ({' '.join(why.split())[:300]})" if why else ""
         raise ReferenceFails(f"the reference solution ({solution}) loses points on this machine, so grading here "
                              f"would not be fair: {len(failed)} row(s) fail, the first {first.item.number} "
                              f"'{first.item.title}': {detail}")

@@ -35,6 +35,15 @@ class Item:
     #: a scaler that crashes in step() still earns the rows that stop before it (tests/hostile derives its bounds)
     reaches: str = ""
     ko: str = ""  # the title in Korean (every row has one: tests/test_handout_feedback_language.py)
+    #: PUBLIC on a hidden row whose hidden test would be a verbatim copy of its public example: the hidden suite
+    #: then has no test of that name and the row is graded on the public example alone, a hidden row still (its
+    #: results shown when hidden rows are).  Declared, never inferred: a hidden row without it needs a hidden test
+    #: (:func:`suite_problem`), so a misspelt name is an error, not a row quietly graded on public inputs.
+    inputs: str = ""
+
+    def __post_init__(self) -> None:
+        if self.inputs not in ("", PUBLIC) or (self.inputs and self.suite != HIDDEN):
+            raise ValueError(f"row {self.number}: inputs={self.inputs!r} (only a hidden row may say inputs='public')")
 
     @property
     def visibility(self) -> str:
@@ -44,6 +53,12 @@ class Item:
     def titles(self) -> dict[str, str]:
         """The row's title by language code (engine.strings.title picks one)."""
         return {"en": self.title, "ko": self.ko}
+
+    @property
+    def test_suite(self) -> str:
+        """The suite that must define the row's test: a public row's, public; a hidden row's, hidden (a public
+        example beside it is optional), or public alone with ``inputs=PUBLIC``."""
+        return PUBLIC if self.suite == PUBLIC or self.inputs == PUBLIC else HIDDEN
 
     @property
     def runs_student_scaler(self) -> bool:
@@ -88,7 +103,7 @@ ITEMS: tuple[Item, ...] = (
     Item("1.16", "test_state_dict_round_trip", "state_dict(): torch's keys; load restores it", 2, "scaler",
          reaches="update", ko="state_dict(): torch의 키, load로 복원"),
     Item("1.18", "test_defaults_and_restored_state", "Constructor defaults are torch's", 1, "scaler",
-         reaches="__init__", ko="생성자 기본값이 torch와 같음"),
+         reaches="__init__", ko="생성자 기본값이 torch와 같음", inputs=PUBLIC),
     # Task 2: amp_step
     Item("2.1", "test_amp_step_forward_under_autocast", "Forward and loss under autocast", 4, "amp_step", PUBLIC,
          ko="autocast 안에서 순전파와 손실"),
@@ -136,6 +151,20 @@ GPU_ITEMS: tuple[Item, ...] = (
 )
 
 BY_TEST = {item.test: item for item in ITEMS + GPU_ITEMS}
+
+
+def suite_problem(item: Item, found: set[str]) -> str | None:
+    """Why the suites that define ``item``'s test (``found``: PUBLIC, HIDDEN) are not what the row declares, or
+    None.  A hidden row may also have a public example; a public row, or one graded on public inputs alone, never
+    has a hidden test (its hidden inputs would be graded in a row that shows them, or copy the public example)."""
+    if not found:
+        return None  # collected nowhere: the judge's "not collected"
+    if item.test_suite not in found:
+        return (f"row {item.number}: {item.test} is not in the {item.test_suite} suite (a misspelt name? a hidden "
+                "row graded on its public example alone says inputs='public')")
+    if HIDDEN in found and item.test_suite != HIDDEN:
+        return f"row {item.number}: the hidden suite defines {item.test}, which the row grades on public inputs alone"
+    return None
 
 
 def max_points(items: tuple[Item, ...] = ITEMS) -> float:

@@ -81,7 +81,3 @@ def test_scale_lists_and_tuples(student: Any, values: list[float], container: st
 @given(kwargs=cases.scaler_kwargs(powers_of_two=False), overflows=cases.overflow_runs)
 def test_state_dict_round_trip(student: Any, kwargs: dict[str, Any], overflows: list[bool]) -> None:
     behaviours.state_round_trip(student, kwargs, overflows)
-
-
-def test_defaults_and_restored_state(student: Any) -> None:
-    behaviours.defaults(student)

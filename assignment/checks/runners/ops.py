@@ -148,6 +148,30 @@ def _load_state_dict(scene: Scene, op: dict[str, Json], _opt: Any) -> Json:
     return None
 
 
+#: What the generic ``call`` op passes back: the plain values a JSON reply holds exactly (type by type: a bool is
+#: not an int here, a numpy or torch scalar is none of them).
+PLAIN_TYPES = (bool, int, float, str, type(None))
+
+
+def _method(op: dict[str, Json]) -> str:
+    """The method a ``call`` op names: the judge's data, still refused unless a public method's name (no
+    dunder or private attribute, nothing that is not a name), in the student's process and in the snippet alike."""
+    method = op["method"]
+    if not (isinstance(method, str) and method.isidentifier() and not method.startswith("_")):
+        raise ValueError(f"call: {method!r} is not the name of a public method")
+    return method
+
+
+def _call(scene: Scene, op: dict[str, Json], _opt: Any) -> Json:
+    """``scaler.<method>()`` with no arguments, for a method whose result is a plain value (torch's
+    ``is_enabled()``, ``get_growth_interval()``...): any other result is the student's TypeError, not a reply."""
+    result = getattr(scene.scaler, _method(op))()
+    if type(result) not in PLAIN_TYPES:
+        raise TypeError(f"{op['method']}() returned a {type(result).__name__}: a bool, int, float, str or None "
+                        "was expected")
+    return result
+
+
 # --------------------------------------------------------------------------- what a result may look like
 # Exact keys and JSON types: the judge believes nothing else from a student process.
 
@@ -204,6 +228,10 @@ def _observe_reply(value: Json) -> str | None:
     ok = (isinstance(value, dict) and set(value) == {"scale", "tracker"} and is_float(value["scale"])
           and type(value["tracker"]) is int)
     return None if ok else "an observation of the wrong shape"
+
+
+def _plain_reply(value: Json) -> str | None:
+    return None if type(value) in PLAIN_TYPES else "a call() result that is not a bool, int, float, str or None"
 
 
 def _state_reply(value: Json) -> str | None:
@@ -375,6 +403,9 @@ OPS: dict[str, Op] = {
                      reply=_state_reply, line=lambda _op: "scaler.state_dict()", printed=_plain, prints=True),
     "load_state_dict": Op(run=_load_state_dict, reply=_nothing,
                           line=lambda op: f"scaler.load_state_dict({number(op['state'])})"),
+    # Any ToyLossScaler method called with no arguments whose result is a plain value, e.g.
+    # {"op": "call", "method": "is_enabled"}: a check of such a method needs no op of its own.
+    "call": Op(run=_call, reply=_plain_reply, line=lambda op: f"scaler.{_method(op)}()", printed=_plain, prints=True),
 }
 
 
