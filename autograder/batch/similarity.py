@@ -46,7 +46,7 @@ import numpy as np
 from autograder.engine.files import csv_text
 from autograder.batch.inputs import Submission
 from autograder.batch.similarity_data import (FILES, NOISE, SOLUTION_KEY, TORCH_KEY, Fingerprint,  # noqa: F401 - API
-                                              Pair, PairFile, Party, Report)
+                                              Pair, PairFile, Party, Report, copydetect_utils)
 from autograder.batch import similarity_score
 from autograder.batch.similarity_score import union_length  # noqa: F401 - API
 from autograder.batch.similarity_outputs import (CSV_HEADER, CSV_NAME, HTML_NAME, JSON_NAME,  # noqa: F401 - API
@@ -86,7 +86,7 @@ def kgram_hashes(text: str, k: int = NOISE) -> np.ndarray:
 
 def fingerprint(code: str, boilerplate: np.ndarray | None = None) -> Fingerprint:
     """Tokenize, filter and winnow one Python file (copydetect's steps), minus ``boilerplate``."""
-    from copydetect import utils
+    utils = copydetect_utils()
 
     filtered, offsets = utils.filter_code(code, "submission.py", "python")
     values = kgram_hashes(filtered)
@@ -105,7 +105,7 @@ def fingerprint(code: str, boilerplate: np.ndarray | None = None) -> Fingerprint
 
 def boilerplate_for(file: str, skeleton: Path = SKELETON) -> np.ndarray:
     """Every k-gram hash of the released skeleton's ``file`` (none when it is missing)."""
-    from copydetect import utils
+    utils = copydetect_utils()
 
     try:
         code = (skeleton / file).read_text(encoding="utf-8")
