@@ -1,0 +1,137 @@
+"""What grading one submission pays for besides grading it, bounded by counts and imports (never by a clock).
+
+* The batch's main process checks its diagnosis table for staleness (a digest of ninety-odd files' syntax
+  trees) at the start and again for report.html: the digest is remembered, in the process and on disk,
+  under the files' bytes, so no file is parsed again while none changed, and an edit is still seen.
+* Its similarity check (the submission against solutions/ and torch's scaler) uses copydetect's tokenizer
+  without importing copydetect's package, whose report drawing imports matplotlib.pyplot; the page's matched
+  regions are still copydetect's own.
+* The judge freezes torch's heap before pytest and hypothesis are imported, so the collections their
+  imports trigger do not walk it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.batch import similarity
+from autograder.batch.similarity_data import copied_slices
+from autograder.engine import fingerprint
+from conftest import ROOT
+
+
+@pytest.fixture()
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("AMP_PLAN_CACHE", str(folder))
+    monkeypatch.setattr(fingerprint, "_REMEMBERED", {})
+    return folder
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    parsed: list[Path] = []
+    real = fingerprint.behaviour_text
+    monkeypatch.setattr(fingerprint, "behaviour_text", lambda path: parsed.append(path) or real(path))
+    return parsed
+
+
+def test_the_behaviour_digest_is_computed_once_per_content(cache: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    files = [tmp_path / "a.py", tmp_path / "b.py"]
+    files[0].write_text('def f():\n    """Doc."""\n    return 1\n', encoding="utf-8")
+    files[1].write_text("X = 2\n", encoding="utf-8")
+    parsed = _counting(monkeypatch)
+    first = fingerprint.behaviour_digest(files, {"rows": [1]})
+    assert first == fingerprint._behaviour_digest(files, {"rows": [1]})  # the same value, remembered
+    assert len(parsed) == 2 * 2
+    monkeypatch.setattr(fingerprint, "_REMEMBERED", {})  # a new process: only the cache folder remembers
+    assert fingerprint.behaviour_digest(files, {"rows": [1]}) == first
+    assert len(parsed) == 4  # nothing parsed again
+    [kept] = cache.glob("behaviour-*")
+    assert kept.stat().st_mode & 0o777 == 0o600 and cache.stat().st_mode & 0o777 == 0o700
+    # other settings, or a docstring reworded (same behaviour, other bytes): computed again, same rules
+    assert fingerprint.behaviour_digest(files, {"rows": [2]}) != first
+    files[0].write_text('def f():\n    """Reworded."""\n    return 1\n', encoding="utf-8")
+    assert fingerprint.behaviour_digest(files, {"rows": [1]}) == first
+    files[0].write_text('def f():\n    """Doc."""\n    return 2\n', encoding="utf-8")
+    assert fingerprint.behaviour_digest(files, {"rows": [1]}) != first  # a behaviour change is seen
+    assert len(parsed) == 10
+
+
+def test_a_kept_digest_that_others_could_write_or_that_is_not_one_is_ignored(cache: Path, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    source = tmp_path / "a.py"
+    source.write_text("X = 1\n", encoding="utf-8")
+    honest = fingerprint.behaviour_digest([source], {})
+    [kept] = cache.glob("behaviour-*")
+    key = kept.read_text().split()[0]
+    for text, mode in ((f"{key} {'0' * 64}\n", 0o666), (f"{key} not-a-digest\n", 0o600),
+                       (f"{'1' * 64} {'0' * 64}\n", 0o600)):
+        kept.write_text(text)
+        kept.chmod(mode)
+        monkeypatch.setattr(fingerprint, "_REMEMBERED", {})
+        assert fingerprint.behaviour_digest([source], {}) == honest, text
+        assert kept.read_text() == f"{key} {honest}\n" and kept.stat().st_mode & 0o777 == 0o600
+
+
+def test_one_submissions_similarity_check_imports_no_plotting(tmp_path: Path) -> None:
+    """The single-submission path: compared with solutions/ and torch's scaler, the page written, no matplotlib."""
+    probe = (
+        "import sys; from pathlib import Path\n"
+        "from autograder.batch import similarity, inputs\n"
+        f"out = Path({str(tmp_path)!r})\n"
+        f"found = inputs.discover([Path({str(ROOT / 'solutions')!r})], out / '.inputs').submissions\n"
+        "similarity.run_for_batch(out, found, [], None)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'copydetect', 'tqdm', 'jinja2')))\n"
+        "import copydetect\n"  # the whole package still imports as usual afterwards
+        "print(copydetect.CopyDetector.__name__, copydetect.utils.filter_code.__name__)\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    imported, whole = done.stdout.splitlines()
+    assert imported == "[]"  # copydetect's tokenizer was used (the page below), its half-loaded package left nothing
+    assert whole == "CopyDetector filter_code"
+    page = (tmp_path / similarity.HTML_NAME).read_text(encoding="utf-8")
+    assert "<mark class='match'>" in page  # solutions/ against itself: every region matched
+
+
+def test_the_pages_matched_regions_are_copydetects() -> None:
+    from copydetect.detector import compare_files
+
+    codes = [path.read_text(encoding="utf-8") for path in (
+        ROOT / "solutions" / "loss_scaler.py", ROOT / "examples" / "partially_correct" / "loss_scaler.py",
+        ROOT / "tests" / "catalogue" / "variants" / "plain_style" / "loss_scaler.py",
+        ROOT / "assignment" / "loss_scaler.py")] + [""]
+    prints = [similarity.fingerprint(code) for code in codes]
+    matched = 0
+    for first, second in itertools.permutations(prints, 2):
+        _, _, expected = compare_files(first, second)
+        found = copied_slices(first, second)
+        assert [s.tolist() for s in found] == [s.tolist() for s in expected]
+        matched += bool(found[0].size)
+    assert matched >= 6
+
+
+def test_the_judge_freezes_torchs_heap_before_importing_pytest() -> None:
+    """Counted where pytest's import begins: every object the zygote shares is out of the collector's reach."""
+    probe = (
+        "import gc, sys\n"
+        "seen = []\n"
+        "class Watch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'pytest' and not seen:\n"
+        "            seen.append((gc.get_freeze_count(), 'torch' in sys.modules))\n"
+        "sys.meta_path.insert(0, Watch())\n"
+        "from autograder.engine import grader\n"
+        "grader.start()\n"
+        "print(seen[0][0] > 100_000, seen[0][1], gc.isenabled())\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'assignment'}"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["True", "True", "True"]
