@@ -8,22 +8,26 @@
   regions are still copydetect's own.
 * The judge freezes torch's heap before pytest and hypothesis are imported, so the collections their
   imports trigger do not walk it.
+* Killing what a block of sandbox uids left (a worker's start, the batch's end, a runner's close) forks one
+  helper, not one per uid: forking the judge, which holds torch, costs milliseconds each time.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from autograder.batch import similarity
 from autograder.batch.similarity_data import copied_slices
-from autograder.engine import fingerprint
-from conftest import ROOT
+from autograder.engine import files, fingerprint, uids
+from conftest import ROOT, skip_unless_ci
 
 
 @pytest.fixture()
@@ -135,3 +139,44 @@ def test_the_judge_freezes_torchs_heap_before_importing_pytest() -> None:
                           env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'assignment'}"})
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["True", "True", "True"]
+
+
+def _sleeper(uid: int | None) -> int:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if uid is not None:
+                os.setgid(uid)
+                os.setuid(uid)
+            os.setsid()  # out of the test's process group, as an escaped student process would be
+            time.sleep(120)
+        finally:
+            os._exit(0)
+    return pid
+
+
+@pytest.mark.parametrize("helper", ["one for every uid", "refused: one per uid"])
+def test_kill_uid_ends_every_process_of_its_uids_and_no_other(helper: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if os.geteuid() != 0:
+        skip_unless_ci("uids are switched by root only")
+    block = list(uids.block(uids.DEFAULT_BASE - uids.BLOCK))  # below every block a grader claims
+    if helper != "one for every uid":  # a machine where the helper cannot take a uid and give it back
+        monkeypatch.setattr(files, "_kill_each", lambda _uids: os.setresuid(block[0], block[0], block[0]) or 1 / 0)
+    inside = [_sleeper(block[1]), _sleeper(block[2]), _sleeper(block[-1])]
+    outside = [_sleeper(None), _sleeper(block[-1] + 1)]  # the grader's own uid, the next block's first
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    try:
+        files.kill_uid(*block)
+        monkeypatch.setattr(os, "fork", real_fork)
+        assert [os.waitpid(pid, 0)[1] & 0x7F for pid in inside] == [signal.SIGKILL] * 3
+        assert [os.waitpid(pid, os.WNOHANG) for pid in outside] == [(0, 0), (0, 0)]
+        assert len(forks) == (1 if helper == "one for every uid" else 1 + len(block))
+    finally:
+        for pid in inside + outside:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
