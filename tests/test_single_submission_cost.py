@@ -8,6 +8,9 @@
   regions are still copydetect's own.
 * The judge freezes torch's heap before pytest and hypothesis are imported, so the collections their
   imports trigger do not walk it.
+* Processes that run ``loss_scaler.py`` fork from a Task-1 zygote that took torch's scaler out once (a full
+  collection over torch's heap), not each on its own; it holds none of the zygote's descriptors, and no other
+  student process holds its socket.
 * Killing what a block of sandbox uids left (a worker's start, the batch's end, a runner's close) forks one
   helper, not one per uid: forking the judge, which holds torch, costs milliseconds each time.
 """
@@ -15,6 +18,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -180,3 +184,49 @@ def test_kill_uid_ends_every_process_of_its_uids_and_no_other(helper: str, monke
                 os.waitpid(pid, 0)
             except (ProcessLookupError, ChildProcessError):
                 pass
+
+
+TASK1 = '''
+import json, os, sys
+from pathlib import Path
+sys.path[:0] = [{root!r}, {root!r} + "/assignment"]
+def fds(pid):
+    found = {{}}
+    for f in os.listdir(f"/proc/{{pid}}/fd"):
+        try:
+            found[f] = os.readlink(f"/proc/{{pid}}/fd/{{f}}")
+        except FileNotFoundError:  # the listing's own
+            pass
+    return found
+before = fds(os.getpid())
+from autograder.engine import sandbox
+zygote = sandbox.start_zygote()
+runner = sandbox.SandboxRunner(Path({root!r}) / "solutions", limits=sandbox.Limits(call_seconds=30, import_seconds=30))
+args = {{"world": {{"optimizers": [{{"groups": [[2]]}}], "device": "cpu"}}, "ops": [{{"op": "new"}}, {{"op": "observe"}}]}}
+for test, public in (("hidden", False), ("public", True)):
+    runner.begin_test(test, public=public)
+    runner.run("scaler_ops", args)
+task2 = runner._start(("amp_step",))
+def parent(pid):
+    return int(Path(f"/proc/{{pid}}/stat").read_text().rsplit(")", 1)[1].split()[1])
+helpers = [int(p) for p in os.listdir("/proc") if p.isdigit() and parent(p) == zygote.pid and int(p) != task2.pid]
+print(json.dumps({{"zygote": zygote.pid, "helpers": helpers,
+                  "parents": [parent(p.pid) for p in runner._live() if p is not task2],
+                  "task2_parent": parent(task2.pid),
+                  "helper_fds": sorted(t.split(":")[0] for f, t in fds(helpers[0]).items() if before.get(f) != t),
+                  "task2_sockets": sorted(t.split(":")[0] for t in fds(task2.pid).values() if t.startswith("socket"))}}))
+runner.close()
+'''
+
+
+def test_task1_processes_fork_from_one_zygote_that_holds_nothing_else() -> None:
+    probe = TASK1.format(root=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    [helper] = found["helpers"]  # one Task-1 zygote, the zygote's child, for the hidden and the public process
+    assert found["parents"] == [helper, helper]
+    assert found["task2_parent"] == found["zygote"]  # amp_step.py alone keeps torch's scaler: the zygote's own
+    assert found["helper_fds"] == ["socket"]  # beyond what the grader had open at start: its one socket
+    assert found["task2_sockets"] == []  # no student process can ask a zygote for processes

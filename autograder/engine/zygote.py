@@ -5,6 +5,8 @@
   process is forked from the zygote, so it starts in milliseconds with torch
   already loaded, and its memory holds nothing of the judge's.  The zygote is a child
   subreaper that ignores SIGCHLD, so orphans of killed processes never linger as zombies.
+  Processes that run ``loss_scaler.py`` fork from a second zygote, forked from the first
+  at its first such request, that took torch's scaler out once before any student file was read.
 * **Isolation.**  A student process runs in its own session, with rlimits (address
   space, CPU seconds, processes, file size, open files), no network and, where the
   kernel allows it, private namespaces in which the grader's private folders, its
