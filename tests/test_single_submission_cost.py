@@ -6,6 +6,8 @@
 * Its similarity check (the submission against solutions/ and torch's scaler) uses copydetect's tokenizer
   without importing copydetect's package, whose report drawing imports matplotlib.pyplot; the page's matched
   regions are still copydetect's own.
+* Fingerprints (the similarity report's lexing of a file) are kept by content: the reference solution, torch's
+  scaler and the skeleton are lexed once, not in every run.
 * The judge freezes torch's heap before pytest and hypothesis are imported, so the collections their
   imports trigger do not walk it.
 * Processes that run ``loss_scaler.py`` fork from a Task-1 zygote that took torch's scaler out once (a full
@@ -107,6 +109,35 @@ def test_one_submissions_similarity_check_imports_no_plotting(tmp_path: Path) ->
     assert whole == "CopyDetector filter_code"
     page = (tmp_path / similarity.HTML_NAME).read_text(encoding="utf-8")
     assert "<mark class='match'>" in page  # solutions/ against itself: every region matched
+
+
+def _same(found: similarity.Fingerprint, expected: similarity.Fingerprint) -> bool:
+    arrays = [(getattr(found, f), getattr(expected, f)) for f in ("offsets", "positions", "values")]
+    return (found.raw_code == expected.raw_code and found.filtered_code == expected.filtered_code
+            and found.token_coverage == expected.token_coverage
+            and all(a.dtype == b.dtype and a.shape == b.shape and (a == b).all() for a, b in arrays))
+
+
+def test_fingerprints_are_lexed_once_per_content(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    codes = [(ROOT / "solutions" / "loss_scaler.py").read_text(encoding="utf-8"), "", "x = 1\n" * 40]
+    skeleton = similarity.boilerplate_for("loss_scaler.py")
+    expected = {(i, b): similarity._fingerprint(code, skeleton if b else None)
+                for i, code in enumerate(codes) for b in (True, False)}
+    lexed: list[str] = []
+    real = similarity._fingerprint
+    monkeypatch.setattr(similarity, "_fingerprint", lambda code, removed: lexed.append(code) or real(code, removed))
+    for _ in range(2):
+        for (i, b), want in expected.items():
+            assert _same(similarity.fingerprint(codes[i], skeleton if b else None), want), (i, b)
+    assert len(lexed) == len(expected)  # the second round read every one back
+    assert similarity.boilerplate_for("loss_scaler.py").tolist() == skeleton.tolist()
+    kept = sorted(cache.glob("fingerprint-*.npz"))
+    assert len(kept) == len(expected) and all(path.stat().st_mode & 0o777 == 0o600 for path in kept)
+    for path in kept:  # writable by others: not trusted, lexed again and replaced
+        path.chmod(0o666)
+    for (i, b), want in expected.items():
+        assert _same(similarity.fingerprint(codes[i], skeleton if b else None), want)
+    assert len(lexed) == 2 * len(expected)
 
 
 def test_the_pages_matched_regions_are_copydetects() -> None:
