@@ -18,7 +18,13 @@ the student's process, ``checks.judge`` only in the judge's, ``checks.runners`` 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+# numpy's OpenBLAS (imported with torch, and by the similarity report) starts a thread per core that spins for a
+# tenth of a second of CPU before it sleeps, and nothing here hands it work (torch computes with its own BLAS):
+# one thread, unless the caller chose.  Read once, when numpy loads; student processes get a clean environment.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 #: This package's folder: the hidden tests, the call plan and the diagnosis table live below it.
 PACKAGE = Path(__file__).resolve().parent

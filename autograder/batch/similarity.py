@@ -46,8 +46,8 @@ import numpy as np
 from autograder.engine.files import csv_text
 from autograder.batch.inputs import Submission
 from autograder.batch.similarity_data import (FILES, NOISE, SOLUTION_KEY, TORCH_KEY, Fingerprint,  # noqa: F401 - API
-                                              Pair, PairFile, Party, Report)
-from autograder.batch import similarity_score
+                                              Pair, PairFile, Party, Report, copydetect_utils)
+from autograder.batch import similarity_memo, similarity_score
 from autograder.batch.similarity_score import union_length  # noqa: F401 - API
 from autograder.batch.similarity_outputs import (CSV_HEADER, CSV_NAME, HTML_NAME, JSON_NAME,  # noqa: F401 - API
                                                  MAX_IN_SUMMARY, NOT_ASKED, csv_rows, label_for, markdown_section,
@@ -85,8 +85,29 @@ def kgram_hashes(text: str, k: int = NOISE) -> np.ndarray:
 
 
 def fingerprint(code: str, boilerplate: np.ndarray | None = None) -> Fingerprint:
-    """Tokenize, filter and winnow one Python file (copydetect's steps), minus ``boilerplate``."""
-    from copydetect import utils
+    """Tokenize, filter and winnow one Python file (copydetect's steps), minus ``boilerplate``.
+
+    Kept by content in the grader's cache folder (:mod:`.similarity_memo`): the reference solution and torch's
+    scaler are lexed once, not in every batch."""
+    removed = boilerplate if boilerplate is not None and len(boilerplate) else np.zeros(0, dtype=np.int64)
+    try:
+        name = similarity_memo.key("fingerprint", code.encode("utf-32-le"), removed.astype(np.int64).tobytes())
+    except UnicodeEncodeError:  # lone surrogates: not kept
+        return _fingerprint(code, boilerplate)
+
+    def made() -> dict[str, np.ndarray]:
+        found = _fingerprint(code, boilerplate)
+        return {"filtered": np.frombuffer(found.filtered_code.encode("utf-32-le"), dtype=np.uint32),
+                "offsets": found.offsets, "positions": found.positions, "values": found.values,
+                "coverage": np.float64(found.token_coverage)}
+
+    kept = similarity_memo.remembered(name, made)
+    return Fingerprint(code, kept["filtered"].tobytes().decode("utf-32-le"), kept["offsets"], kept["positions"],
+                       kept["values"], float(kept["coverage"]))
+
+
+def _fingerprint(code: str, boilerplate: np.ndarray | None) -> Fingerprint:
+    utils = copydetect_utils()
 
     filtered, offsets = utils.filter_code(code, "submission.py", "python")
     values = kgram_hashes(filtered)
@@ -104,15 +125,18 @@ def fingerprint(code: str, boilerplate: np.ndarray | None = None) -> Fingerprint
 
 
 def boilerplate_for(file: str, skeleton: Path = SKELETON) -> np.ndarray:
-    """Every k-gram hash of the released skeleton's ``file`` (none when it is missing)."""
-    from copydetect import utils
-
+    """Every k-gram hash of the released skeleton's ``file`` (none when it is missing); kept as :func:`fingerprint`."""
     try:
         code = (skeleton / file).read_text(encoding="utf-8")
-    except OSError:
+        name = similarity_memo.key("boilerplate", file.encode(), code.encode("utf-32-le"))
+    except (OSError, UnicodeEncodeError):
         return np.zeros(0, dtype=np.int64)
-    filtered, _ = utils.filter_code(code, file, "python")
-    return np.unique(kgram_hashes(filtered))
+
+    def made() -> dict[str, np.ndarray]:
+        filtered, _ = copydetect_utils().filter_code(code, file, "python")
+        return {"values": np.unique(kgram_hashes(filtered))}
+
+    return similarity_memo.remembered(name, made)["values"]
 
 
 # --------------------------------------------------------------------------- all pairs at once

@@ -6,7 +6,11 @@ Apart from :mod:`autograder.batch.similarity` (which computes it) so that the pa
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import sys
 from dataclasses import dataclass, field
+from types import ModuleType
 
 import numpy as np
 
@@ -50,6 +54,47 @@ class Fingerprint:
     @property
     def hashes(self) -> set[int]:
         return set(self.hash_idx)
+
+
+_UTILS: ModuleType | None = None
+
+
+def copydetect_utils() -> ModuleType:
+    """copydetect's tokenizer, winnowing and overlap functions (``copydetect.utils``), loaded without running the
+    package's ``__init__``: that imports ``copydetect.detector``, and with it matplotlib.pyplot for a report page
+    this package never draws (0.3 s of CPU, more than a single submission's whole comparison).  Nothing of the
+    half-made package is left in ``sys.modules``: a later ``import copydetect`` gets the whole package as usual."""
+    global _UTILS
+    if _UTILS is None:
+        if "copydetect" in sys.modules:  # already imported whole
+            _UTILS = importlib.import_module("copydetect.utils")
+            return _UTILS
+        spec = importlib.util.find_spec("copydetect")  # finds the package without running it
+        if spec is None:
+            raise ModuleNotFoundError("No module named 'copydetect'", name="copydetect")
+        sys.modules["copydetect"] = importlib.util.module_from_spec(spec)
+        try:
+            _UTILS = importlib.import_module("copydetect.utils")
+        finally:
+            for name in [name for name in sys.modules if name == "copydetect" or name.startswith("copydetect.")]:
+                del sys.modules[name]
+    return _UTILS
+
+
+def copied_slices(first: Fingerprint, second: Fingerprint) -> tuple[np.ndarray, np.ndarray]:
+    """Where each file holds code the other has too, in its unfiltered text: the slices of copydetect's
+    ``compare_files(first, second)`` (2 x N arrays of starts and ends), from its own functions."""
+    utils = copydetect_utils()
+    index_first, index_second = utils.find_fingerprint_overlap(first.hashes, second.hashes, first.hash_idx,
+                                                               second.hash_idx)
+    slices = [utils.get_copied_slices(index_first, first.k), utils.get_copied_slices(index_second, second.k)]
+    if len(slices[0][0]) == 0:
+        return np.array([]), np.array([])
+    for made, where in zip((first, second), slices):
+        if len(made.offsets) > 0:  # filtered positions back to the unfiltered text, as compare_files does
+            where += made.offsets[:, 1][np.clip(np.searchsorted(made.offsets[:, 0], where), 0,
+                                                made.offsets.shape[0] - 1)]
+    return slices[0], slices[1]
 
 
 # --------------------------------------------------------------------------- the report

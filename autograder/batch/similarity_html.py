@@ -9,7 +9,7 @@ table (:mod:`autograder.diagnosis.page_words`, keys ``sim.*``), in the feedback'
 
 from __future__ import annotations
 
-from autograder.batch.similarity_data import FILES, Pair, Report
+from autograder.batch.similarity_data import FILES, Pair, Report, copied_slices, copydetect_utils
 from autograder.diagnosis.page_words import heads, word
 from autograder.engine.escape import html_text
 
@@ -31,11 +31,10 @@ CONTEXT_LINES = 6
 
 
 def _sides(pair: Pair, file: str, report: Report) -> tuple[str, str]:
-    from copydetect.detector import compare_files
-    from copydetect.utils import highlight_overlap
+    highlight_overlap = copydetect_utils().highlight_overlap
 
     first, second = report.prints[(pair.a.key, file)], report.prints[(pair.b.key, file)]
-    _, _, (slices_a, slices_b) = compare_files(first, second)
+    slices_a, slices_b = copied_slices(first, second)
     shown = []
     for fingerprint, slices in ((first, slices_a), (second, slices_b)):
         if slices.size == 0 or not fingerprint.raw_code:

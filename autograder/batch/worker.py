@@ -119,4 +119,7 @@ def reference_folder() -> Path:
 
 
 if __name__ == "__main__":
-    sys.exit(serve())
+    status = serve()
+    sys.stdout.flush()  # both go to the log; every answer went out through os.write, every student process is stopped
+    sys.stderr.flush()
+    os._exit(status)  # no interpreter shutdown of a process holding torch: it costs CPU the batch's own work wants

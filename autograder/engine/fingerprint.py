@@ -23,7 +23,7 @@ import hashlib
 import json
 import sys
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from autograder import locations
 from autograder import settings as grader_settings
@@ -218,10 +218,61 @@ def hypothesis_source(block: str) -> str:
 
 
 def behaviour_digest(files: Iterable[Path], extra: dict[str, Any]) -> str:
-    """:func:`digest` over each file's :func:`behaviour_text` instead of its bytes."""
+    """:func:`digest` over each file's :func:`behaviour_text` instead of its bytes.
+
+    Parsing and unparsing the ninety-odd files costs a quarter second, paid by every grading run that checks its
+    diagnosis table for staleness, so the result is remembered: in this process and in the grader's cache folder
+    (:func:`_remembered`), under :func:`digest` of the same files' bytes, ``extra``, this module's own code and
+    Python's version (``ast.unparse`` is Python's): equal bytes, equal behaviour.
+    """
+    files = list(files)
+    key = digest([*files, Path(__file__)], {"extra": extra, "python": sys.version, "memo": "behaviour"})
+    return _remembered(key, lambda: _behaviour_digest(files, extra))
+
+
+def _behaviour_digest(files: list[Path], extra: dict[str, Any]) -> str:
     hashed = hashlib.sha256()
     for file in files:
         hashed.update(b"\0" + file.name.encode() + b"\0")
         hashed.update(behaviour_text(file))
     hashed.update(json.dumps(extra, sort_keys=True, default=str).encode())
     return hashed.hexdigest()
+
+
+_REMEMBERED: dict[str, str] = {}
+
+
+def _remembered(key: str, compute: Callable[[], str]) -> str:
+    """``compute()``, kept under ``key`` in this process and as ``behaviour-<key>`` in the grader's cache folder
+    (the plan cache's, :func:`autograder.settings.plan_cache`: 0700, the file written atomically).  A file that is
+    not this user's alone, or not a digest, is ignored and rewritten; no usable folder costs only the time."""
+    if key in _REMEMBERED:
+        return _REMEMBERED[key]
+    import os
+    import re
+    import stat
+    import tempfile
+
+    path = grader_settings.plan_cache() / f"behaviour-{key[:32]}"
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(handle, "rb") as stream:
+            info = os.fstat(stream.fileno())
+            text = stream.read(200).decode("ascii", "replace")
+        if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022:
+            kept, value = (text.split() + ["", ""])[:2]
+            if kept == key and re.fullmatch(r"[0-9a-f]{64}", value):
+                _REMEMBERED[key] = value
+                return value
+    except OSError:
+        pass
+    value = _REMEMBERED[key] = compute()
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".behaviour-", suffix=".tmp")
+        with os.fdopen(handle, "w", encoding="ascii") as stream:
+            stream.write(f"{key} {value}\n")
+        os.replace(temporary, path)
+    except OSError:
+        pass
+    return value

@@ -91,6 +91,7 @@ def start(*, import_dynamo: bool = False) -> None:
 
     export_language()
     _STARTED["zygote"] = sandbox.start_zygote(import_dynamo=import_dynamo)
+    gc.freeze()  # torch's heap, now shared with the zygote, out of the sight of the collections pytest's import makes
     from autograder.engine import judge  # noqa: F401 - pytest, hypothesis: only now, after the fork
 
     # torch's, pytest's and hypothesis's objects out of the collector's sight: pytest collects after

@@ -180,6 +180,8 @@ def run_suites(runner: Any, items: tuple[rubric.Item, ...], paths: tuple[Path, .
     paths = paths or (PUBLIC_DIR, HIDDEN_DIR)
     args = [str(p) for p in paths] + ["-c", str(INI), "--rootdir", str(ROOT), "-p", "checks.plugin",
                                       "-p", "no:cacheprovider", "-p", "no:unraisableexception", "--capture=no", "-q", "--no-header",
+                                      # where the project's test extra is installed: its plugins' imports, for nothing
+                                      "-p", "no:xdist", "-p", "no:xdist.looponfail",
                                       # the staff log's tracebacks: pytest's own style re-reads and parses every
                                       # frame's source (a quarter second per failure); feedback never uses them
                                       "--tb=native"]

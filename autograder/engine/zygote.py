@@ -5,6 +5,8 @@
   process is forked from the zygote, so it starts in milliseconds with torch
   already loaded, and its memory holds nothing of the judge's.  The zygote is a child
   subreaper that ignores SIGCHLD, so orphans of killed processes never linger as zombies.
+  Processes that run ``loss_scaler.py`` fork from a second zygote, forked from the first
+  at its first such request, that took torch's scaler out once before any student file was read.
 * **Isolation.**  A student process runs in its own session, with rlimits (address
   space, CPU seconds, processes, file size, open files), no network and, where the
   kernel allows it, private namespaces in which the grader's private folders, its
@@ -332,29 +334,41 @@ class Zygote:
         self._lock = threading.Lock()
 
     @staticmethod
-    def _serve(sock: socket.socket) -> None:
+    def _serve(sock: socket.socket, task1: bool = False) -> None:
+        """Fork a student process for each request; those that run ``loss_scaler.py`` are forked by the Task-1
+        zygote (:func:`_task1_zygote`) unless ``task1`` says this is it."""
         _libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of student processes become ours...
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # ...and children are reaped automatically
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the judge decides when we stop
         zygote = os.getpid()
+        helper: socket.socket | None = None  # to the Task-1 zygote, forked at the first request that needs it
+        by_helper = not task1  # until the Task-1 zygote fails to start
         try:
             while True:
                 data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 3)
                 if not data:
                     break
-                fields = json.loads(data)
-                fields["limits"] = Limits(**fields["limits"])
-                fields["modules"], fields["hide"] = tuple(fields["modules"]), tuple(fields["hide"])
-                device = fields.get("device")
-                fields["device"] = DeviceAccess(tuple(device["keep"]), tuple(device["groups"])) if device else None
-                request = SpawnRequest(**fields)
-                pid = os.fork()
-                if pid == 0:
-                    sock.close()
-                    _child_main(request, list(fds), zygote)
+                request = _request(data)
+                reply = b""
+                if by_helper and serve.loses_reference_scaler(request.modules):
+                    helper = helper or _task1_zygote(sock, fds)
+                    try:
+                        socket.send_fds(helper, [data], fds)
+                        reply = helper.recv(1 << 16)
+                    except OSError:
+                        pass
+                    by_helper = bool(reply)  # else it failed: children here take the scaler out themselves, as ever
+                if not reply:
+                    pid = os.fork()
+                    if pid == 0:
+                        sock.close()
+                        if helper is not None:
+                            helper.close()  # no student process may ask for processes
+                        _child_main(request, list(fds), zygote)
+                    reply = json.dumps({"pid": pid}).encode()
                 for fd in fds:
                     os.close(fd)
-                sock.send(json.dumps({"pid": pid}).encode())
+                sock.send(reply)
         finally:
             os._exit(0)
 
@@ -371,6 +385,38 @@ class Zygote:
             os.waitpid(self.pid, 0)
         except (OSError, ChildProcessError):
             pass
+
+
+def _request(data: bytes) -> SpawnRequest:
+    fields = json.loads(data)
+    fields["limits"] = Limits(**fields["limits"])
+    fields["modules"], fields["hide"] = tuple(fields["modules"]), tuple(fields["hide"])
+    device = fields.get("device")
+    fields["device"] = DeviceAccess(tuple(device["keep"]), tuple(device["groups"])) if device else None
+    return SpawnRequest(**fields)
+
+
+def _task1_zygote(judge: socket.socket, passing: list[int]) -> socket.socket:
+    """Fork the zygote of the processes that run ``loss_scaler.py``: torch's scaler taken out of it once, before
+    any student file is read there (:func:`checks.student.absence.remove_reference_scaler`, which then does
+    nothing in its children), instead of once in each of them (a full collection over torch's heap, and a copy
+    of every page it writes).  It serves the requests this zygote hands on, and dies with this zygote.  It keeps
+    no descriptor of this zygote's (``judge``'s socket, ``passing``: a request's pipes, which it is sent anew)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    parent = os.getpid()
+    if os.fork() == 0:
+        try:
+            for fd in passing:
+                os.close(fd)
+            judge.close()
+            ours.close()
+            confine.die_with_parent(parent=parent)
+            serve.prepare(("loss_scaler",))
+            Zygote._serve(theirs, task1=True)
+        finally:
+            os._exit(0)
+    theirs.close()
+    return ours
 
 
 _ZYGOTE: Zygote | None = None
