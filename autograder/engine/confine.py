@@ -241,8 +241,8 @@ def apply_landlock(submission: str, scratch: str, extra_read: Sequence[str] = ()
     """Restrict file access to reading the system, interpreter and submission, and writing scratch.
 
     A GPU student process also reads ``extra_read`` (CUDA's library folders, the MPS pipe folder)
-    and opens ``devices`` (``/dev/nvidia*``) read-write.  The files of ``hidden`` (real paths) stay
-    unreadable even where their folder is readable.
+    and opens ``devices`` (``/dev/nvidia*``) read-write, with ``ioctl()``.  The files of ``hidden``
+    (real paths) stay unreadable even where their folder is readable.
     """
     abi = landlock_abi()
     if abi < 1:
@@ -260,9 +260,12 @@ def apply_landlock(submission: str, scratch: str, extra_read: Sequence[str] = ()
         if abi >= 3:
             null_rights |= FSAccess.TRUNCATE
         ruleset.allow("/dev/null", rules=null_rights)
+        # CUDA drives the GPU through ioctl() on its nodes; from ABI 5 on Landlock refuses ioctl() on every device
+        # node a rule does not name (error 304 in cudaGetDeviceCount, seen on an H200), so the nodes get that right.
+        device_rights = null_rights | FSAccess.IOCTL_DEV if abi >= 5 else null_rights
         for node in devices:
             ctypes.set_errno(0)
-            ruleset.allow(node, rules=null_rights)
+            ruleset.allow(node, rules=device_rights)
         ctypes.set_errno(0)
         ruleset.apply()
         return True

@@ -257,8 +257,10 @@ def run_canary(out: Path, hide: Sequence[str], limits: Any, uid: int | None, set
     return f"GPU canary: solutions/ got {data['score']:g} / {gpu_max_points():g} on {data['device']}"
 
 
-def _write_preflight(out: Path, ok: bool, line: str, setup: Any = None) -> None:
-    facts = {"ok": ok, "line": line}
+def _write_preflight(out: Path, ok: bool, line: str, setup: Any = None, found: dict[str, Any] | None = None) -> None:
+    facts: dict[str, Any] = {"ok": ok, "line": line}
+    if found:
+        facts["facts"] = found  # what the student process reported, when the preflight failed
     if setup is not None:
         facts.update(device=setup.device_name, compute_mode=setup.compute_mode, exclusive=setup.exclusive,
                      mode="dry" if setup.dry else "cuda", facts=setup.facts)
@@ -309,7 +311,7 @@ def cmd_grade_gpu(args: argparse.Namespace) -> int:
             try:
                 setup = preflight(dry, limits, uid, hide)
             except PreflightFailed as exc:
-                _write_preflight(out, False, f"GPU preflight failed: {exc}")
+                _write_preflight(out, False, f"GPU preflight failed: {exc}", found=exc.facts)
                 print(f"GPU preflight failed: {exc}", file=sys.stderr)
                 return 1
             line = (f"GPU preflight: ok ({setup.device_name}, compute mode {setup.compute_mode}"

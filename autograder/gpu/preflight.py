@@ -28,7 +28,12 @@ PREFLIGHT_SECONDS = 180.0  # a cold CUDA start (driver, lazy module loading) can
 
 
 class PreflightFailed(Exception):
-    """The GPU cannot be used for grading; ``str()`` is one line saying what failed."""
+    """The GPU cannot be used for grading; ``str()`` is one line saying what failed, ``facts`` what the
+    student process reported (kept in ``gpu_preflight.json``: the line names the problem, the facts its context)."""
+
+    def __init__(self, line: str, facts: dict[str, Any] | None = None) -> None:
+        super().__init__(line)
+        self.facts = facts or {}
 
 
 @dataclass
@@ -56,7 +61,7 @@ def problems(report: dict[str, Any], plan: gpu_access.AccessPlan, mode: str, dry
     if report.get("hidden_folders"):
         found.append("the sandbox hides folders that CUDA loads libraries from (or the MPS pipe folder): "
                      + ", ".join(report["hidden_folders"]))
-    closed = [node for node, ok in report.get("nodes", {}).items() if not ok]
+    closed = [node for node, ok in report.get("nodes", {}).items() if not ok and gpu_access.required(node)]
     if closed:
         found.append(f"the student uid {report.get('uid')} (groups {report.get('groups')}) cannot open "
                      + ", ".join(closed) + ": give the device nodes a group other than root's, or mode 0666")
@@ -103,7 +108,8 @@ def preflight(dry: bool, limits: Any, uid: int | None, hide: Sequence[str], *,
     mode = "n/a" if dry else gpu_access.mode_of(gpu_access.compute_modes(), (report.get("cuda") or {}).get("uuid"))
     found = problems(report, plan, mode, dry)
     if found:
-        raise PreflightFailed("; ".join(found))
+        raise PreflightFailed("; ".join(found), {**report, "compute_mode": mode, "kept_visible": plan.keep,
+                                                  "not_exposed": plan.refused})
     info = (report.get("cuda") or {}).get("info") or {}
     return Setup(dry=dry, device="cpu" if dry else "cuda",
                  device_name="cpu (dry mode)" if dry else str(info.get("name", "cuda")),
