@@ -92,14 +92,17 @@ test-busy: setup $(OTTER_STAMP) ## make test beside a batch grading that runs in
 # The value goes to the one parser (assignment/checks/gpu_mode.py): a typo is an error, not a dry run.
 DRY_FLAG = $(if $(DRY),--dry "$(DRY)")
 GPU_CHECK_OUT = $(if $(filter command line environment,$(origin OUT)),$(OUT),out/gpu-check)
+# PY=python3 on the command line: that interpreter as it is, no .venv (a GPU image whose Python already holds a
+# CUDA build of torch, often with no package index to install from; the other packages as wheels: docs/gpu.md).
+GPU_SETUP = $(if $(filter command line,$(origin PY)),,setup)
 
-grade-gpu: setup ## on a GPU machine: preflight, canary, then the GPU part of SUBMISSIONS into OUT (DRY=1: CPU dry run)
+grade-gpu: $(GPU_SETUP) ## on a GPU machine: preflight, canary, then the GPU part of SUBMISSIONS into OUT (DRY=1: CPU dry run)
 	$(PY) -m autograder grade-gpu $(SUBMISSIONS) --out $(OUT) $(DRY_FLAG)
 
-bench-gpu: setup ## on a GPU machine: fp32 vs fp16+GradScaler vs bf16 (table + out/gpu_bench.png; DRY=1: CPU)
+bench-gpu: $(GPU_SETUP) ## on a GPU machine: fp32 vs fp16+GradScaler vs bf16 (table + out/gpu_bench.png; DRY=1: CPU)
 	$(PY) benchmarks/gpu_bench.py --plot out/gpu_bench.png --json out/gpu_bench.json $(DRY_FLAG)
 
-gpu-check: setup ## on a GPU machine: preflight, GPU tests, bench, grade-gpu -> OUT/report.md (DRY=1: CPU dry run)
+gpu-check: $(GPU_SETUP) ## on a GPU machine: preflight, GPU tests, bench, grade-gpu -> OUT/report.md (DRY=1: CPU dry run)
 	$(PY) -m autograder.gpu.check --out $(GPU_CHECK_OUT) $(DRY_FLAG)
 
 .PHONY: otter notebook

@@ -22,6 +22,9 @@ student process and before any student code is imported, every layer the platfor
   ``userfaultfd``, module loading.
 * a **clean environment**: only the variables in :func:`clean_environment`.
 
+A GPU student process gets no Landlock (CUDA does not start under it); in its mount namespace every mount is
+read-only instead, but its private tmpfs (:func:`read_only_rest`).  It is sealed only at ``namespaces``.
+
 The level reached is one of :data:`LEVELS`, weakest first: ``"none"``, ``"seccomp"``,
 ``"landlock+seccomp"``, ``"namespaces"``.  :func:`probe_level` measures it without
 grading anything (a throwaway child process), so a run can refuse to start below
@@ -236,21 +239,19 @@ def landlock_abi() -> int:
         return 0
 
 
-def apply_landlock(submission: str, scratch: str, extra_read: Sequence[str] = (), devices: Sequence[str] = (),
-                   hidden: Sequence[str] = ()) -> bool:
+def apply_landlock(submission: str, scratch: str, hidden: Sequence[str] = ()) -> bool:
     """Restrict file access to reading the system, interpreter and submission, and writing scratch.
 
-    A GPU student process also reads ``extra_read`` (CUDA's library folders, the MPS pipe folder)
-    and opens ``devices`` (``/dev/nvidia*``) read-write, with ``ioctl()``.  The files of ``hidden``
-    (real paths) stay unreadable even where their folder is readable.
+    The files of ``hidden`` (real paths) stay unreadable even where their folder is readable.  Never in a GPU
+    process: CUDA does not start under Landlock (:func:`read_only_rest` seals those instead).
     """
     abi = landlock_abi()
     if abi < 1:
         return False
     try:
         ruleset = landlock.Ruleset()
-        roots = [*_readable_roots(submission), *(p for p in extra_read if os.path.exists(p))]
-        for path, rules in dict.fromkeys(rule for root in roots for rule in read_rules(root, tuple(hidden))):
+        for path, rules in dict.fromkeys(rule for root in _readable_roots(submission)
+                                         for rule in read_rules(root, tuple(hidden))):
             ctypes.set_errno(0)
             ruleset.allow(path, rules=rules)
         ctypes.set_errno(0)
@@ -260,17 +261,45 @@ def apply_landlock(submission: str, scratch: str, extra_read: Sequence[str] = ()
         if abi >= 3:
             null_rights |= FSAccess.TRUNCATE
         ruleset.allow("/dev/null", rules=null_rights)
-        # CUDA drives the GPU through ioctl() on its nodes; from ABI 5 on Landlock refuses ioctl() on every device
-        # node a rule does not name (error 304 in cudaGetDeviceCount, seen on an H200), so the nodes get that right.
-        device_rights = null_rights | FSAccess.IOCTL_DEV if abi >= 5 else null_rights
-        for node in devices:
-            ctypes.set_errno(0)
-            ruleset.allow(node, rules=device_rights)
         ctypes.set_errno(0)
         ruleset.apply()
         return True
     except Exception:  # noqa: BLE001 - no binding, kernel without Landlock, or disabled: a weaker level
         return False
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
+                ("userns_fd", ctypes.c_uint64)]
+
+
+_MOUNT_SETATTR = 442  # mount_setattr(2), Linux 5.12: one number on every architecture (the unified table)
+_AT_FDCWD, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
+
+
+def _set_read_only(libc: Any, path: str, read_only: bool, recursive: bool) -> bool:
+    attr = _MountAttr(_MOUNT_ATTR_RDONLY, 0, 0, 0) if read_only else _MountAttr(0, _MOUNT_ATTR_RDONLY, 0, 0)
+    flags = _AT_RECURSIVE if recursive else 0
+    return libc.syscall(_MOUNT_SETATTR, _AT_FDCWD, path.encode(), flags, ctypes.byref(attr), ctypes.sizeof(attr)) == 0
+
+
+def read_only_rest(libc: Any, writable: Sequence[str]) -> bool:
+    """In a GPU process's private mount namespace: every mount read-only, but the mounts at ``writable`` (the
+    private tmpfs the caller mounted), ``/proc`` and ``/sys``; True if it worked.
+
+    A GPU process gets no Landlock (CUDA's driver fails to start under it: error 304 on an H200 even with every
+    file readable and ``ioctl()`` on the device nodes, docs/gpu.md), so its only way to pass a file to another
+    process would be a world-writable folder the covers missed (``/var/crash``, a course's shared folder...).
+    A read-only mount refuses every write there whatever the folder's mode; device nodes stay writable (a
+    read-only mount refuses writes to files and folders, not to devices).  ``/proc`` and ``/sys`` stay as their
+    permissions make them (an unprivileged uid writes only its own ``/proc/<pid>`` files), in case the driver
+    writes there.  The scratch tmpfs is mounted afterwards, writable.
+    """
+    if not _set_read_only(libc, "/", True, recursive=True):
+        return False
+    for path in ("/proc", "/sys", *writable):
+        _set_read_only(libc, path, False, recursive=False)  # best effort: read-only is the safe failure
+    return True
 
 
 def apply_seccomp(unix_sockets: bool = False) -> bool:
@@ -312,15 +341,16 @@ def clean_environment(scratch: str) -> dict[str, str]:
             "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def confine(submission: str, scratch: str, namespaces: bool, extra_read: Sequence[str] = (),
-            devices: Sequence[str] = (), hidden: Sequence[str] = ()) -> str:
+def confine(submission: str, scratch: str, namespaces: bool, gpu: bool = False, hidden: Sequence[str] = ()) -> str:
     """Apply Landlock and seccomp and clean the environment; return the level reached.
 
-    ``namespaces`` says whether :func:`enter_namespaces` worked for this process (it runs
-    earlier, before the uid switch).  Call after the uid switch, before student code.
+    ``namespaces`` says whether :func:`enter_namespaces` worked for this process and, for a ``gpu`` process,
+    :func:`read_only_rest` too (both run earlier, before the uid switch).  A GPU process gets no Landlock (see
+    :func:`read_only_rest`) and keeps ``AF_UNIX`` sockets (CUDA's MPS client): below ``namespaces`` it reaches
+    ``seccomp``.  Call after the uid switch, before student code.
     """
-    landlocked = apply_landlock(submission, scratch, extra_read, devices, hidden)
-    filtered = apply_seccomp(unix_sockets=bool(devices))
+    landlocked = False if gpu else apply_landlock(submission, scratch, hidden)
+    filtered = apply_seccomp(unix_sockets=gpu)
     os.environ.clear()
     os.environ.update(clean_environment(scratch))
     if namespaces:
@@ -372,6 +402,9 @@ SEALED = "landlock+seccomp"
 #: What a machine lacks to reach the next level up, for the refusal's one line.
 _LACKS = {"none": "libseccomp and Landlock", "seccomp": "Landlock (Linux 5.13 or newer, enabled)",
           "landlock+seccomp": "namespaces (CAP_SYS_ADMIN, or unprivileged user namespaces)"}
+#: What a machine lacks for a sealed GPU student process, at any level below namespaces.
+_GPU_LACKS = ("namespaces with read-only mounts (root with CAP_SYS_ADMIN, Linux 5.12 or newer): a GPU student "
+              "process gets no Landlock, since CUDA does not start under it")
 
 
 def required_level(cli_value: str | None = None) -> str:
@@ -380,25 +413,33 @@ def required_level(cli_value: str | None = None) -> str:
     return parse_level(value) if value else SEALED
 
 
-def refusal(reached: str, required: str) -> str | None:
-    """The one-line message refusing to grade when ``reached`` is below ``required``; None when it is enough."""
+def _lacks(reached: str, gpu: bool) -> str:
+    return _GPU_LACKS if gpu and level_rank(reached) < level_rank("namespaces") else _LACKS[reached]
+
+
+def refusal(reached: str, required: str, gpu: bool = False) -> str | None:
+    """The one-line message refusing to grade when ``reached`` is below ``required``; None when it is enough.
+    ``gpu``: ``reached`` is a GPU student process's level (see :func:`confine`)."""
     if level_rank(reached) >= level_rank(required):
         return None
     sealed = (" (where each student process is sealed from the others and from the grader's files)"
               if required == SEALED else "")
-    return (f"Refusing to grade: student code would run at isolation level {reached!r} here, below the required "
-            f"{required!r}{sealed}: this machine lacks {_LACKS[reached]}. Run as root, or in a container with "
-            f"Docker's default capabilities, or pass --min-isolation {reached} (${settings.MIN_ISOLATION.env}) "
-            f"knowingly.")
+    where = ("Run it as root with CAP_SYS_ADMIN (not in a container with Docker's default capabilities),"
+             if gpu else "Run as root, or in a container with Docker's default capabilities,")
+    return (f"Refusing to grade: {'GPU ' if gpu else ''}student code would run at isolation level {reached!r} here, "
+            f"below the required {required!r}{sealed}: this machine lacks {_lacks(reached, gpu)}. {where} or pass "
+            f"--min-isolation {reached} (${settings.MIN_ISOLATION.env}) knowingly.")
 
 
-def unsealed_warning(reached: str) -> str | None:
-    """The warning for a run allowed below :data:`SEALED` by name; None at or above it."""
-    if level_rank(reached) >= level_rank(SEALED):
+def unsealed_warning(reached: str, gpu: bool = False) -> str | None:
+    """The warning for a run allowed below :data:`SEALED` by name (for a ``gpu`` process: below ``namespaces``);
+    None at or above it."""
+    if level_rank(reached) >= level_rank("namespaces" if gpu else SEALED):
         return None
-    return (f"WARNING: student code runs at isolation level {reached!r}, below {SEALED!r}, because "
-            f"--min-isolation / ${settings.MIN_ISOLATION.env} allowed it: this machine lacks {_LACKS[reached]}, so "
-            f"one student's processes may pass data to another's and read files the grader's user can read.")
+    return (f"WARNING: {'GPU ' if gpu else ''}student code runs at isolation level {reached!r}, below "
+            f"{'the sealed namespaces' if gpu else repr(SEALED)}, because --min-isolation / "
+            f"${settings.MIN_ISOLATION.env} allowed it: this machine lacks {_lacks(reached, gpu)}, so one student's "
+            f"processes may pass data to another's and read files the grader's user can read.")
 
 
 # --------------------------------------------------------------------------- cleanup (the judge's side)

@@ -158,19 +158,21 @@ def _expose_interpreter(libc: Any, scratch: str) -> None:
         libc.mount(str(holder).encode(), str(child).encode(), None, _MS_BIND | _MS_REC, None)
 
 
-def _cover(libc: Any, folder: str, keep: list[str], options: bytes) -> None:
-    """Mount an empty tmpfs over ``folder``, then bind the paths of ``keep`` below it back in place."""
+def _cover(libc: Any, folder: str, keep: list[str], options: bytes) -> bool:
+    """Mount an empty tmpfs over ``folder``, then bind the paths of ``keep`` below it back in place; True if
+    the tmpfs was mounted."""
     if not os.path.isdir(folder) or os.path.islink(folder) or folder in keep:
-        return
+        return False
     inside = [k for k in keep if k.startswith(folder.rstrip("/") + "/") and os.path.isdir(k)]
     inside = [k for k in inside if not any(k.startswith(other + "/") for other in inside)]
     handles = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in inside]
     try:
         if libc.mount(b"tmpfs", folder.encode(), b"tmpfs", 0, options) != 0:
-            return
+            return False
         for path, fd in handles:
             os.makedirs(path, exist_ok=True)
             libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, _MS_BIND | _MS_REC, None)
+        return True
     finally:
         for _, fd in handles:
             os.close(fd)
@@ -212,9 +214,11 @@ def _restore_links(links: list[tuple[str, str]]) -> None:
 
 def _isolate(request: SpawnRequest, parent: int, hidden: list[str], reply_fd: int) -> bool:
     """Namespaces, hidden folders and files, rlimits and the unprivileged uid (best effort); True if namespaces
-    worked.  The judge is told on ``reply_fd`` which process to measure, when namespaces fork a new one."""
+    worked (for a GPU process, and the read-only mounts too: ``confine.read_only_rest``).  The judge is told on
+    ``reply_fd`` which process to measure, when namespaces fork a new one."""
     libc = _libc()
     is_root = os.geteuid() == 0
+    sealed = True
     namespaces = confine.enter_namespaces(  # mount, net, IPC, PID (+user); see autograder.engine.confine
         libc, is_root, tell=lambda child: serve.send(reply_fd, {"measure": child}))
     if namespaces:
@@ -225,8 +229,8 @@ def _isolate(request: SpawnRequest, parent: int, hidden: list[str], reply_fd: in
         for path in PRIVATE_TOPS:
             if os.path.realpath(path) != "/":
                 _cover(libc, os.path.realpath(path), keep, b"mode=0755,size=64k")
-        for path in SHARED_TMP:
-            _cover(libc, os.path.realpath(path), keep, b"mode=1777,size=64m")
+        private_tmp = [path for path in map(os.path.realpath, SHARED_TMP)
+                       if _cover(libc, path, keep, b"mode=1777,size=64m")]
         for path in (str(REPO_ROOT), *request.hide):
             _cover(libc, os.path.realpath(path), keep, b"mode=0755,size=64k")
         _restore_links(links)
@@ -234,7 +238,9 @@ def _isolate(request: SpawnRequest, parent: int, hidden: list[str], reply_fd: in
             libc.mount(b"/dev/null", path.encode(), None, _MS_BIND, None)
         if request.uid is not None:
             _expose_interpreter(libc, request.scratch)
-        confine.cap_scratch(libc, request.scratch, request.uid)
+        if request.device:  # no Landlock in a GPU process: nothing shared may stay writable
+            sealed = confine.read_only_rest(libc, private_tmp)
+        confine.cap_scratch(libc, request.scratch, request.uid)  # after read_only_rest: scratch stays writable
     limits = request.limits
     for name, value in (
         (resource.RLIMIT_AS, None if request.device else limits.memory_bytes),
@@ -253,7 +259,7 @@ def _isolate(request: SpawnRequest, parent: int, hidden: list[str], reply_fd: in
         os.setuid(request.uid)
     # Armed again after the last change of credentials.  In a PID namespace the parent (outside it) reads as 0.
     confine.die_with_parent(parent=None if namespaces else parent)
-    return namespaces
+    return namespaces and sealed
 
 
 def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
@@ -281,8 +287,7 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
         os.chdir(request.scratch)
         device = request.device
         isolation = confine.confine(request.submission, request.scratch, namespaces,  # also a clean environment
-                                    device.keep if device else (), _device_nodes() if device else (),
-                                    [*hidden, *INSTALLED_PACKAGE])
+                                    gpu=device is not None, hidden=[*hidden, *INSTALLED_PACKAGE])
         sys.dont_write_bytecode = True
         tempfile.tempdir = request.scratch  # the zygote's cached answer (/tmp) is not writable from here
         sys.stdout = open(1, "w", buffering=1, closefd=False)
@@ -307,13 +312,6 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
         serve.answer_requests(request_fd, reply_fd, submission)
     finally:
         os._exit(0)
-
-
-def _device_nodes() -> list[str]:
-    """The GPU device nodes a GPU student process may open (``/dev/nvidia*``)."""
-    import glob
-
-    return sorted(glob.glob("/dev/nvidia*"))
 
 
 class Zygote:

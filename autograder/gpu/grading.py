@@ -59,7 +59,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from autograder.engine import rubric, strings
+from autograder.engine import confine, rubric, strings
 from autograder import ROOT, settings
 from autograder.engine.files import write_text_atomic
 from autograder.gpu.gradebook import (GRADEBOOK, MERGED, RESULTS_FILE, STAFF_FILE, UNGRADED,  # noqa: F401 - API
@@ -263,6 +263,7 @@ def _write_preflight(out: Path, ok: bool, line: str, setup: Any = None, found: d
         facts["facts"] = found  # what the student process reported, when the preflight failed
     if setup is not None:
         facts.update(device=setup.device_name, compute_mode=setup.compute_mode, exclusive=setup.exclusive,
+                     isolation=setup.isolation,
                      mode="dry" if setup.dry else "cuda", facts=setup.facts)
     write_text_atomic(out / PREFLIGHT_FILE, json.dumps(facts, indent=2, default=str) + "\n")
 
@@ -309,13 +310,16 @@ def cmd_grade_gpu(args: argparse.Namespace) -> int:
         reference = None
         try:
             try:
-                setup = preflight(dry, limits, uid, hide)
+                setup = preflight(dry, limits, uid, hide, min_isolation=args.min_isolation)
             except PreflightFailed as exc:
                 _write_preflight(out, False, f"GPU preflight failed: {exc}", found=exc.facts)
                 print(f"GPU preflight failed: {exc}", file=sys.stderr)
                 return 1
-            line = (f"GPU preflight: ok ({setup.device_name}, compute mode {setup.compute_mode}"
-                    + (", one CUDA process at a time" if setup.exclusive else "") + ")")
+            line = (f"GPU preflight: ok ({setup.device_name}, compute mode {setup.compute_mode}, isolation "
+                    f"{setup.isolation}" + (", one CUDA process at a time" if setup.exclusive else "") + ")")
+            warning = confine.unsealed_warning(setup.isolation, gpu=True)
+            if warning:
+                print(warning, file=sys.stderr)
             _write_preflight(out, True, line, setup)
             print(line, flush=True)
             if args.preflight_only:
@@ -389,6 +393,10 @@ def add_subcommands(sub: Any) -> None:
     gpu.add_argument("--merge-with", type=Path, metavar="CPU.csv",
                      help="CPU gradebook to merge with (default: OUT/gradebook.csv when it exists)")
     gpu.add_argument("--call-timeout", type=float, metavar="S", help="seconds per student call without its own limit")
+    gpu.add_argument("--min-isolation", choices=confine.LEVELS, default=None,
+                     help="the preflight refuses to grade if GPU student code would run less isolated than this "
+                          f"(default: ${settings.MIN_ISOLATION.env} or {confine.SEALED}); a GPU process is sealed only at namespaces "
+                          "(root with CAP_SYS_ADMIN): CUDA does not start under Landlock")
     gpu.set_defaults(func=cmd_grade_gpu)
     merge = sub.add_parser("merge", help="merge a CPU gradebook and a GPU gradebook into one CSV")
     merge.add_argument("cpu", type=Path, metavar="CPU.csv")

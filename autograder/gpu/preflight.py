@@ -46,6 +46,7 @@ class Setup:
     compute_mode: str = "n/a"
     exclusive: bool = False  # one CUDA process at a time (exclusive or unknown compute mode)
     access: Any = None  # the sandbox's DeviceAccess
+    isolation: str = "none"  # the level the preflight's student process reached (autograder.engine.confine)
     facts: dict[str, Any] = field(default_factory=dict)  # what the student process reported
 
 
@@ -85,9 +86,13 @@ def problems(report: dict[str, Any], plan: gpu_access.AccessPlan, mode: str, dry
 
 
 def preflight(dry: bool, limits: Any, uid: int | None, hide: Sequence[str], *,
-              plan: gpu_access.AccessPlan | None = None) -> Setup:
-    """Check the device from a sandboxed student process; return the Setup or raise PreflightFailed."""
-    from autograder.engine import sandbox
+              plan: gpu_access.AccessPlan | None = None, min_isolation: str | None = None) -> Setup:
+    """Check the device from a sandboxed student process; return the Setup or raise PreflightFailed.
+
+    ``min_isolation``: the lowest isolation level accepted (a level's name; None: ``$AMP_MIN_ISOLATION``, else the
+    sealed level); a GPU student process is sealed only at ``namespaces`` (``confine.read_only_rest``).
+    """
+    from autograder.engine import confine, sandbox
     from checks.runners.harness import SubmissionFault
 
     if plan is None:
@@ -106,12 +111,14 @@ def preflight(dry: bool, limits: Any, uid: int | None, hide: Sequence[str], *,
         runner.close()  # its CUDA context ends before anyone is graded
         shutil.rmtree(empty, ignore_errors=True)
     mode = "n/a" if dry else gpu_access.mode_of(gpu_access.compute_modes(), (report.get("cuda") or {}).get("uuid"))
-    found = problems(report, plan, mode, dry)
+    report["isolation"] = isolation = runner.isolation or "none"
+    refused = confine.refusal(isolation, confine.required_level(min_isolation), gpu=True)
+    found = ([refused] if refused else []) + problems(report, plan, mode, dry)
     if found:
         raise PreflightFailed("; ".join(found), {**report, "compute_mode": mode, "kept_visible": plan.keep,
                                                   "not_exposed": plan.refused})
     info = (report.get("cuda") or {}).get("info") or {}
     return Setup(dry=dry, device="cpu" if dry else "cuda",
                  device_name="cpu (dry mode)" if dry else str(info.get("name", "cuda")),
-                 compute_mode=mode, exclusive=not dry and mode not in ("DEFAULT",), access=access,
+                 compute_mode=mode, exclusive=not dry and mode not in ("DEFAULT",), access=access, isolation=isolation,
                  facts={**report, "compute_mode": mode, "kept_visible": plan.keep, "not_exposed": plan.refused})

@@ -1,0 +1,110 @@
+"""The GPU student process's seal, found on the first real GPU run (docs/gpu.md) and proved here on the CPU.
+
+On an H200 (Linux 6.18, driver 580) CUDA did not start under Landlock at all, even with every file readable and
+``ioctl()`` on the device nodes, and the preflight's node check asked for MIG's administration nodes.  So a GPU
+student process gets no Landlock; in its mount namespace every mount is read-only but its private tmpfs
+(``confine.read_only_rest``), and it is sealed only at ``namespaces``: below that grade-gpu refuses unless the
+operator asks.  The dry mode runs the same sandbox path on the CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from autograder import settings
+from conftest import ROOT
+from test_isolation import DOCKER_CAPS, needs
+
+#: Student code that tries to leave a file for another student in a world-writable folder no cover hides
+#: (a course's shared folder, /var/crash...); it says what happened in the failure it raises.
+PROBE = '''
+def amp_step(*args, **kwargs):
+    import errno
+    try:
+        with open({path!r}, "w") as stream:
+            stream.write("a token for another student")
+        outcome = "WROTE"
+    except OSError as exc:
+        outcome = errno.errorcode.get(exc.errno, str(exc.errno))
+    raise RuntimeError("probe: " + outcome)
+'''
+
+
+def grade_gpu(*args: str, setpriv: tuple[str, ...] = (), env: dict[str, str] | None = None,
+              ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*setpriv, sys.executable, "-m", "autograder", "grade-gpu", *args, "--dry"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
+
+
+@pytest.fixture
+def shared_folder() -> Path:
+    """A world-writable folder under /var, which no cover hides (removed afterwards)."""
+    folder = Path("/var") / f"amp-shared-{uuid.uuid4().hex[:8]}"
+    try:
+        folder.mkdir(mode=0o1777)
+    except PermissionError:
+        pytest.skip("needs root (to make a folder under /var)")
+    os.chmod(folder, 0o1777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_gpu_student_process_can_write_nowhere_shared(tmp_path: Path, shared_folder: Path) -> None:
+    needs("root")
+    submission = tmp_path / "probe"
+    shutil.copytree(ROOT / "solutions", submission, ignore=shutil.ignore_patterns("__pycache__"))
+    target = shared_folder / "from-student"
+    with (submission / "amp_step.py").open("a", encoding="utf-8") as stream:
+        stream.write(PROBE.format(path=str(target)))
+    # The audit hook (a convenience, not a boundary) off: the OS alone must refuse.
+    done = grade_gpu(str(submission), "--out", str(tmp_path / "out"), env=settings.test_hooks_env(runtime_guard=False))
+    assert done.returncode == 0, done.stderr[-2000:]
+    preflight = json.loads((tmp_path / "out" / "gpu_preflight.json").read_text())
+    assert preflight["isolation"] == "namespaces"
+    results = (tmp_path / "out" / "probe" / "gpu_results.json").read_text()
+    assert "probe: EROFS" in results, results[:3000]  # the probe ran, and the mount refused it
+    assert "probe: WROTE" not in results and not target.exists()
+
+
+def test_below_namespaces_grade_gpu_refuses_unless_the_operator_asks(tmp_path: Path) -> None:
+    """Docker's capabilities (no CAP_SYS_ADMIN): no namespaces, and a GPU process gets no Landlock either."""
+    needs("docker")
+    docker = ("setpriv", "--inh-caps=-all", f"--bounding-set={DOCKER_CAPS}")
+    refused = grade_gpu(str(ROOT / "solutions"), "--out", str(tmp_path / "refused"), setpriv=docker)
+    assert refused.returncode == 1
+    line = json.loads((tmp_path / "refused" / "gpu_preflight.json").read_text())["line"]
+    assert "GPU student code would run at isolation level 'seccomp'" in line and "CAP_SYS_ADMIN" in line, line
+    assert "--min-isolation seccomp" in line and not (tmp_path / "refused" / "solutions").exists()
+
+    asked = grade_gpu(str(ROOT / "solutions"), "--out", str(tmp_path / "asked"), "--min-isolation", "seccomp",
+                      setpriv=docker)
+    assert asked.returncode == 0, asked.stderr[-2000:]
+    assert "WARNING: GPU student code runs at isolation level 'seccomp'" in asked.stderr
+    assert "solutions: 10 / 10" in asked.stdout
+
+
+def test_only_the_nodes_every_cuda_process_opens_are_required() -> None:
+    """MIG's administration nodes (root-only on the H200 that ran it) are not CUDA's: a closed one stops nothing."""
+    from autograder.gpu import access as gpu_access
+    from autograder.gpu.preflight import problems
+
+    assert [node for node in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia12", "/dev/nvidia-uvm",
+                              "/dev/nvidia-uvm-tools", "/dev/nvidia-caps/nvidia-cap1", "/dev/nvidia-modeset")
+            if gpu_access.required(node)] == ["/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia12", "/dev/nvidia-uvm"]
+    report = {"torch": "2.13.0", "torch_cuda": "13.0", "rlimit_as": None, "hidden_folders": [], "uid": 64121,
+              "groups": [64120], "cuda": {"available": True, "matmul_ok": True},
+              "nodes": {"/dev/nvidia-caps/nvidia-cap1": False, "/dev/nvidia-caps/nvidia-cap2": False,
+                        "/dev/nvidia0": True, "/dev/nvidiactl": True, "/dev/nvidia-uvm": True}}
+    assert problems(report, gpu_access.AccessPlan(), "DEFAULT", dry=False) == []
+    closed = problems({**report, "nodes": {**report["nodes"], "/dev/nvidia-uvm": False}}, gpu_access.AccessPlan(),
+                      "DEFAULT", dry=False)
+    assert len(closed) == 1 and "cannot open /dev/nvidia-uvm:" in closed[0]
