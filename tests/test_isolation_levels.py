@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.engine import budget, confine
+from autograder.engine import budget, cleanup, confine
 from conftest import ROOT, skip_unless_ci
 from test_isolation import IS_ROOT, MODES, needs, submission, workspace  # noqa: F401 - a fixture
 
@@ -113,7 +113,7 @@ def test_ipc_objects_of_a_sandbox_uid_are_removed(tmp_path: Path) -> None:
     mine = libc.shmget(0, 4096, 0o1600)  # root's own: must survive the cleanup of uid
     try:
         assert made in _shm_ids_of(uid)
-        assert confine.remove_ipc_objects(uid) >= 1
+        assert cleanup.remove_ipc_objects(uid) >= 1
         assert made not in _shm_ids_of(uid) and mine in _shm_ids_of(0)
     finally:
         libc.shmctl(mine, 0, None)

@@ -43,7 +43,6 @@ import signal
 import socket
 import sys
 import sysconfig
-import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -70,7 +69,6 @@ _CLONE_NEWIPC, _CLONE_NEWPID, _CLONE_NEWUTS, _CLONE_NEWCGROUP = 0x08000000, 0x20
 _NAMESPACE_FLAGS = (_CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWUSER, _CLONE_NEWIPC, _CLONE_NEWPID, _CLONE_NEWUTS,
                     _CLONE_NEWCGROUP)
 _MS_REC, _MS_PRIVATE, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x4000, 0x40000, 0x2, 0x4, 0x8
-_IPC_RMID = 0
 
 #: Syscalls a student process never needs; they fail with EPERM.
 DENIED_SYSCALLS = (
@@ -440,134 +438,3 @@ def unsealed_warning(reached: str, gpu: bool = False) -> str | None:
             f"{'the sealed namespaces' if gpu else repr(SEALED)}, because --min-isolation / "
             f"${settings.MIN_ISOLATION.env} allowed it: this machine lacks {_lacks(reached, gpu)}, so one student's "
             f"processes may pass data to another's and read files the grader's user can read.")
-
-
-# --------------------------------------------------------------------------- cleanup (the judge's side)
-
-
-def remove_ipc_objects(uid: int) -> int:
-    """Remove every SysV shared memory segment, message queue and semaphore set owned by ``uid``.
-
-    Covers the platforms without IPC namespaces (root only; seccomp normally stops the
-    student from making any).  Returns how many were removed.
-    """
-    if os.geteuid() != 0:
-        return 0
-    libc = ctypes.CDLL(None, use_errno=True)
-    removed = 0
-    for kind, remove in (("shm", lambda i: libc.shmctl(i, _IPC_RMID, None)),
-                         ("msg", lambda i: libc.msgctl(i, _IPC_RMID, None)),
-                         ("sem", lambda i: libc.semctl(i, 0, _IPC_RMID))):
-        for ident in _ipc_ids_of(kind, uid):
-            removed += remove(ident) == 0
-    return removed
-
-
-def _ipc_ids_of(kind: str, uid: int) -> list[int]:
-    """Ids of the ``kind`` ("shm", "msg", "sem") objects owned or created by ``uid`` (/proc/sysvipc)."""
-    try:
-        lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
-    except OSError:
-        return []
-    if not lines:
-        return []
-    header = lines[0].split()
-    column = {name: k for k, name in enumerate(header)}
-    found = []
-    for line in lines[1:]:
-        fields = line.split()
-        try:
-            if uid in (int(fields[column["uid"]]), int(fields[column["cuid"]])):
-                found.append(int(fields[column[kind + "id" if kind != "msg" else "msqid"]]))
-        except (KeyError, IndexError, ValueError):
-            continue
-    return found
-
-
-def scratch_usage(folder: Path, limit_entries: int = SCRATCH_ENTRIES) -> tuple[int, int]:
-    """(bytes, entries) below ``folder``, counting at most ``limit_entries`` entries (then it stops)."""
-    total = entries = 0
-    stack = [str(folder)]
-    while stack and entries <= limit_entries:
-        try:
-            with os.scandir(stack.pop()) as listing:
-                for entry in listing:
-                    entries += 1
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            stack.append(entry.path)
-                        else:
-                            total += entry.stat(follow_symlinks=False).st_blocks * 512
-                    except OSError:
-                        continue
-        except OSError:
-            continue
-    return total, entries
-
-
-def scratch_over(folder: Path) -> bool:
-    """Whether ``folder`` holds more than :data:`SCRATCH_BYTES` or :data:`SCRATCH_ENTRIES`."""
-    size, entries = scratch_usage(folder)
-    return size > SCRATCH_BYTES or entries > SCRATCH_ENTRIES
-
-
-class ScratchGuard(threading.Thread):
-    """Where scratch cannot be a size-capped tmpfs: watch its size and call ``stop`` when over the cap."""
-
-    def __init__(self, folder: Path, stop: Callable[[], None], interval: float = 0.25) -> None:
-        super().__init__(daemon=True, name="scratch-guard")
-        self.folder, self.stop, self.interval = folder, stop, interval
-        self.exceeded = False
-        self.fired = 0  # how often it stopped the processes: an import that it cut short is judged by this
-        self._done = threading.Event()
-
-    def run(self) -> None:
-        while not self._done.wait(self.interval):
-            if scratch_over(self.folder):
-                self.exceeded = True
-                self.fired += 1
-                self.stop()
-                wipe_scratch(self.folder)
-
-    def cancel(self) -> None:
-        self._done.set()
-
-
-def wipe_scratch(folder: Path) -> None:
-    """Empty every student process's scratch folder inside ``folder`` (one per process), keeping the folders:
-    a process still importing keeps a working folder, and what it writes after this is still counted."""
-    wipe_folder(folder, keep_folders=True)
-
-
-def wipe_folder(folder: Path, keep_folders: bool = False) -> None:
-    """Delete everything inside ``folder`` (kept itself); ``keep_folders``: empty the folders in it, keep them."""
-    import shutil
-
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            if keep_folders:
-                wipe_folder(Path(entry.path))
-            else:
-                shutil.rmtree(entry.path, ignore_errors=True)
-        else:
-            try:
-                os.unlink(entry.path)
-            except OSError:
-                pass
-
-
-def grant_submission(folder: Path, uid: int | None) -> None:
-    """Make a staged submission readable by its student processes only (group ``uid``, the first of their block:
-    0750/0640).
-
-    Without a uid switch the folder stays 0700 (the student process runs as the grader).
-    """
-    if uid is None or os.geteuid() != 0 or not folder.name.startswith("amp-submission-"):
-        return  # only intake's own staging copies are ever handed over, never a folder given directly
-    for path in [folder, *folder.rglob("*")]:
-        os.chown(path, 0, uid, follow_symlinks=False)
-        os.chmod(path, 0o750 if path.is_dir() else 0o640)

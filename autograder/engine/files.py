@@ -86,7 +86,7 @@ def kill_uid(*uids: int) -> None:
     """
     if os.geteuid() != 0:
         return
-    from autograder.engine.confine import remove_ipc_objects  # light: standard library only
+    from autograder.engine.cleanup import remove_ipc_objects  # light: standard library only
 
     if uids and not _exited_cleanly(_fork(lambda: _kill_each(uids))):
         for uid in uids:

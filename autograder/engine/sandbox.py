@@ -42,7 +42,7 @@ from checks.runners import harness
 from checks.student import serve
 
 from autograder import settings
-from autograder.engine import budget, confine, strings, uids
+from autograder.engine import budget, cleanup, confine, strings, uids
 from autograder.engine.files import kill_uid
 from autograder.engine.file_faults import FileFaults
 from autograder.engine.student_processes import OutputLog, StudentProcess
@@ -126,7 +126,7 @@ class SandboxRunner:
         self._prefetch_off = False
         self.scenarios_run = 0  # scenario calls sent to student processes (reported to staff)
         self.isolation: str | None = None  # the level the last student process reached (autograder.engine.confine)
-        self._scratch_guard: confine.ScratchGuard | None = None
+        self._scratch_guard: cleanup.ScratchGuard | None = None
         #: The sandbox's own record of the limits hit: test case -> kind (budget.LIMIT_KINDS); reports
         #: classify by this, never by message text (which student code can imitate).
         self.limits_hit: dict[str, str] = {}
@@ -175,7 +175,7 @@ class SandboxRunner:
         if uid is not None:
             os.chown(scratch, uid, uid)
             self._uids_dirty.add(uid)
-        confine.grant_submission(self.submission, self.uid)
+        cleanup.grant_submission(self.submission, self.uid)
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
         output_r, output_w = os.pipe()
@@ -217,12 +217,12 @@ class SandboxRunner:
                 self.files.import_failed(name, str(message["fault"]))
             # Where scratch is no capped tmpfs, the guard's thread starts too late for an import that fills it.  (With
             # one, the student processes write to their own tmpfs and this side sees an empty folder.)
-            elif confine.scratch_over(self._scratch) or (
+            elif cleanup.scratch_over(self._scratch) or (
                     self._scratch_guard is not None and self._scratch_guard.fired > fired):  # cut short by the guard
                 self.files.import_failed(name, f"importing {harness.CONTRACT_FILES[name]} {SCRATCH_FAULT}",
                                          budget.CRASH_LIMIT)
                 self._kill_all()
-                confine.wipe_scratch(self._scratch)
+                cleanup.wipe_scratch(self._scratch)
                 return self._start(wanted)
         ready = process.read(self.limits.import_seconds, self.output.drain,
                              wall=self._wall_bound(self.limits.import_seconds))
@@ -235,7 +235,7 @@ class SandboxRunner:
             raise harness.SubmissionFault("the submission's process did not start properly")
         self.isolation = str(ready.get("isolation") or "none")
         if self.isolation != "namespaces" and self._scratch_guard is None:  # no size-capped tmpfs there
-            self._scratch_guard = confine.ScratchGuard(self._scratch, self._stop_processes)
+            self._scratch_guard = cleanup.ScratchGuard(self._scratch, self._stop_processes)
             self._scratch_guard.start()
         self._processes[(wanted, self._public)], self._starting = process, None
         return process
