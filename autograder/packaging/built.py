@@ -84,7 +84,8 @@ def _newest(paths: list[Path]) -> tuple[float, Path | None]:
     return max(found, default=(0.0, None))
 
 
-def _shown(path: Path, root: Path) -> str:
+def shown(path: Path, root: Path = ROOT) -> str:
+    """``path`` as a TA reads it in a message: relative to ``root`` where it is below it."""
     try:
         return path.relative_to(root).as_posix()
     except ValueError:
@@ -95,7 +96,7 @@ def check(artefact: Path, target: str | None = None, root: Path = ROOT) -> Stale
     """Whether ``artefact`` (a zip or a folder) is older than its sources; None when current or absent."""
     if not artefact.exists():
         return None
-    shown = _shown(artefact, root)
+    name = shown(artefact, root)
     try:
         data = json.loads(record_path(artefact).read_text(encoding="utf-8"))
         recorded, rebuild, built = dict(data["sources"]), str(data["rebuild"]), str(data["built"])
@@ -105,7 +106,7 @@ def check(artefact: Path, target: str | None = None, root: Path = ROOT) -> Stale
         changed = [part for part, digest in digests(root).items() if recorded.get(part) != digest]
         if not changed:
             return None
-        return Stale(artefact, f"{shown} is older than {' and '.join(changed)} (built {built}): run {rebuild}")
+        return Stale(artefact, f"{name} is older than {' and '.join(changed)} (built {built}): run {rebuild}")
     # no record (built before records existed): modification times, said as such
     files = [p for p in artefact.rglob("*") if p.is_file()] if artefact.is_dir() else [artefact]
     built_at, _ = _newest(files)
@@ -113,7 +114,7 @@ def check(artefact: Path, target: str | None = None, root: Path = ROOT) -> Stale
     if newest is None or newest_at <= built_at:
         return None
     command = f"make {target}" if target else "its packaging command"
-    return Stale(artefact, f"{shown} is older than {_shown(newest, root)} (by modification time: it has no "
+    return Stale(artefact, f"{name} is older than {shown(newest, root)} (by modification time: it has no "
                            f"{SUFFIX} record): run {command}")
 
 

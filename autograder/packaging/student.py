@@ -30,7 +30,8 @@ from pathlib import Path
 
 from autograder import ROOT
 from autograder.packaging import built
-from autograder.packaging.tables import Outcome, _shown, _since, refresh_table
+from autograder.packaging.built import shown
+from autograder.packaging.tables import Outcome, refresh_table, since
 
 NOTEBOOK_LANGUAGES = ("en", "ko")
 OTTER_INSTALL = "make setup-otter   (or: .venv/bin/python -m pip install -e '.[otter]')"
@@ -41,15 +42,15 @@ def refresh_effects(effects: Path, outcome: Outcome, dry_run: bool = False) -> N
     from autograder.packaging import amp_effects
 
     if amp_effects.is_current(effects):
-        outcome.left.append(f"{_shown(effects)} (the Task-2 effects): what records it behaves as it did, unchanged "
-                            f"since {_since(effects)} (docstrings and comments do not count)")
+        outcome.left.append(f"{shown(effects)} (the Task-2 effects): what records it behaves as it did, unchanged "
+                            f"since {since(effects)} (docstrings and comments do not count)")
         return
     if dry_run:
-        outcome.rebuilt.append(f"{_shown(effects)} (the Task-2 effects): what records it changed (a minute or two)")
+        outcome.rebuilt.append(f"{shown(effects)} (the Task-2 effects): what records it changed (a minute or two)")
         return
     started = time.monotonic()
     amp_effects.write(effects)
-    outcome.rebuilt.append(f"{_shown(effects)} (the Task-2 effects): what records it changed "
+    outcome.rebuilt.append(f"{shown(effects)} (the Task-2 effects): what records it changed "
                            f"({time.monotonic() - started:.0f} s)")
 
 
@@ -66,7 +67,7 @@ def regenerate(outcome: Outcome, assignment: Path, dry_run: bool) -> None:
     changed = [name for name, text in files.items() if not (assignment / name).is_file()
                or (assignment / name).read_text(encoding="utf-8") != text]
     release.write_release(ROOT / "solutions", assignment)
-    outcome.rebuilt.append(f"{_shown(assignment)}/*.py ({', '.join(changed) or 'no file'} changed; "
+    outcome.rebuilt.append(f"{shown(assignment)}/*.py ({', '.join(changed) or 'no file'} changed; "
                            f"{time.monotonic() - started:.0f} s)")
     refresh_effects(assignment / "checks" / "amp_effects.json", outcome)
     if importlib.util.find_spec("otter") is None:
@@ -79,7 +80,7 @@ def regenerate(outcome: Outcome, assignment: Path, dry_run: bool) -> None:
         if done.returncode != 0:
             outcome.failed.append(f"the {language} notebook: notebook_build failed:\n{done.stderr[-1500:]}")
         else:
-            outcome.rebuilt.append(f"{_shown(Path(done.stdout.strip().removeprefix('wrote ')))} "
+            outcome.rebuilt.append(f"{shown(Path(done.stdout.strip().removeprefix('wrote ')))} "
                                    f"({time.monotonic() - started:.0f} s)")
 
 
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     regenerate(outcome, ROOT / "assignment", args.dry_run)
     for path, public in ((RELEASED_TABLE, True), (SHIPPED, False)):
         if args.tables == "never":
-            outcome.left.append(f"{_shown(path)}: not checked (--tables never)")
+            outcome.left.append(f"{shown(path)}: not checked (--tables never)")
         else:
             refresh_table(path, public, outcome, always=args.tables == "always", dry_run=args.dry_run)
     print(summary(outcome, built.stale(args.dist), args.dry_run))

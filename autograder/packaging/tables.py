@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import ROOT
+from autograder.packaging.built import shown
 
 
 @dataclass
@@ -25,14 +26,8 @@ class Outcome:
     failed: list[str] = field(default_factory=list)
 
 
-def _shown(path: Path) -> str:
-    try:
-        return path.relative_to(ROOT).as_posix()
-    except ValueError:
-        return str(path)
-
-
-def _since(path: Path) -> str:
+def since(path: Path) -> str:
+    """When ``path`` was last written, for a message."""
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(path.stat().st_mtime))
 
 
@@ -57,16 +52,16 @@ def refresh_table(path: Path, public: bool, outcome: Outcome, always: bool = Fal
     """Rebuild the table at ``path`` when its inputs' behaviour changed (or ``always``); say which and why."""
     name = "the students' diagnosis table" if public else "the grader's diagnosis table"
     if not always and table_is_current(path, public):
-        outcome.left.append(f"{_shown(path)} ({name}): what it is built from behaves as it did when it was built, "
-                            f"unchanged since {_since(path)} (docstrings and comments do not count)")
+        outcome.left.append(f"{shown(path)} ({name}): what it is built from behaves as it did when it was built, "
+                            f"unchanged since {since(path)} (docstrings and comments do not count)")
         return
     why = "rebuilt on request" if always else "what it is built from changed"
     if dry_run:
-        outcome.rebuilt.append(f"{_shown(path)} ({name}): {why} (minutes)")
+        outcome.rebuilt.append(f"{shown(path)} ({name}): {why} (minutes)")
         return
-    print(f"building {_shown(path)} ({name}): {why}; this takes minutes", flush=True)
+    print(f"building {shown(path)} ({name}): {why}; this takes minutes", flush=True)
     started = time.monotonic()
     if _build_table(path, public):
-        outcome.rebuilt.append(f"{_shown(path)} ({name}): {why} ({time.monotonic() - started:.0f} s)")
+        outcome.rebuilt.append(f"{shown(path)} ({name}): {why} ({time.monotonic() - started:.0f} s)")
     else:
-        outcome.failed.append(f"{_shown(path)} ({name}): the build failed (the file there was kept)")
+        outcome.failed.append(f"{shown(path)} ({name}): the build failed (the file there was kept)")
