@@ -29,9 +29,6 @@ COMPUTE_MODES = {0: "DEFAULT", 1: "EXCLUSIVE_THREAD", 2: "PROHIBITED", 3: "EXCLU
 EXCLUSIVE = ("EXCLUSIVE_THREAD", "EXCLUSIVE_PROCESS")
 DRIVER_LIBRARIES = ("libcuda.so.1", "libnvidia-ml.so.1")
 DEFAULT_MPS_PIPE = "/tmp/nvidia-mps"
-#: What the CUDA driver reads about the machine when it starts (its parameters, the GPU's PCI and NUMA facts):
-#: readable by a GPU student process, as by any user; none of it is the grader's or another student's.
-DRIVER_FACTS = ("/proc/driver/nvidia", "/sys/bus/pci", "/sys/devices", "/sys/module/nvidia", "/proc/sys/vm")
 #: The nodes every CUDA process opens: the control node, one per GPU, unified memory.  The rest
 #: (``nvidia-caps/*``: MIG administration, ``nvidia-uvm-tools``, ``nvidia-modeset``) are the administrator's.
 REQUIRED_NODE = re.compile(r"/dev/nvidia(ctl|-uvm|\d+)")
@@ -110,7 +107,6 @@ def plan_access(private: Sequence[str], tops: Sequence[str], env: dict[str, str]
     wanted = [p for p in env.get("LD_LIBRARY_PATH", "").split(os.pathsep)]
     wanted += torch_library_folders() + driver_library_folders()
     wanted.append(env.get("CUDA_MPS_PIPE_DIRECTORY") or DEFAULT_MPS_PIPE)
-    wanted += DRIVER_FACTS
     private_real = [os.path.realpath(p) for p in private]
     tops_real = {os.path.realpath(t) for t in tops} | {"/"}
     # The interpreter's folders are visible to every student process anyway (a venv inside a checkout too).
