@@ -5,7 +5,7 @@ reference solution, torch's scaler and the skeleton's boilerplate are the same f
 is kept under sha256 of everything it depends on: the parts the caller names (the code, the boilerplate removed),
 the code that computes it (``similarity.py``, ``similarity_data.py``, copydetect's ``utils.py``) and
 :data:`FORMAT`.  Kept in the plan cache's folder (:func:`autograder.settings.plan_cache`: 0700, files written
-atomically); a file that is not this user's alone, or not such a record, is ignored and written again; no usable
+atomically, 0600: :func:`autograder.engine.files.read_private`); a file that is not this user's alone, or not such a record, is ignored and written again; no usable
 folder costs only the time.  Nothing here decides a grade: a fingerprint only feeds the similarity report.
 """
 
@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
-import stat
-import tempfile
+import io
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from autograder import settings
+from autograder.engine.files import read_private, write_bytes_atomic
 
 #: Bumped when what a record holds changes.
 FORMAT = 1
@@ -51,26 +50,18 @@ def key(kind: str, *parts: bytes) -> str:
 def remembered(name: str, make: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """The arrays kept as ``name`` (:func:`key`), else ``make()``'s, kept for the next time."""
     path = settings.plan_cache() / f"{name}.npz"
-    try:
-        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(handle, "rb") as stream:
-            info = os.fstat(stream.fileno())
-            if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022:
-                with np.load(stream, allow_pickle=False) as kept:
-                    return {field: kept[field] for field in kept.files}
-    except (OSError, ValueError, KeyError):
-        pass
-    made = make()
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".similarity-", suffix=".tmp")
+    data = read_private(path)
+    if data is not None:
         try:
-            with os.fdopen(handle, "wb") as stream:
-                np.savez(stream, **made)
-            os.replace(temporary, path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
+            with np.load(io.BytesIO(data), allow_pickle=False) as kept:
+                return {field: kept[field] for field in kept.files}
+        except (OSError, ValueError, KeyError):
+            pass
+    made = make()
+    buffer = io.BytesIO()
+    np.savez(buffer, **made)
+    try:
+        write_bytes_atomic(path, buffer.getvalue(), private=True)
     except OSError:
         pass
     return made

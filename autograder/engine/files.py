@@ -10,25 +10,47 @@ import io
 import json
 import os
 import signal
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` (mode 0644) via a synced temporary file and an atomic rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def write_bytes_atomic(path: Path, data: bytes, private: bool = False) -> None:
+    """Write ``data`` to ``path`` (mode 0644) via a synced temporary file and an atomic rename.
+
+    ``private``: a cache file of the grader's (see :func:`read_private`): mode 0600 in a folder made 0700 when
+    missing, not synced (losing one costs only the time to compute it again).
+    """
+    path.parent.mkdir(mode=0o700 if private else 0o777, parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # 0600
     try:
         with os.fdopen(fd, "wb") as stream:
             stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(tmp, 0o644)
+            if not private:
+                stream.flush()
+                os.fsync(stream.fileno())
+        if not private:
+            os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def read_private(path: Path) -> bytes | None:
+    """The bytes of the grader's cache file ``path`` (written with ``write_bytes_atomic(..., private=True)``), or
+    None: missing, a link, or not a regular file of this user's that nobody else may read or write (someone
+    else's file is neither trusted nor secret)."""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(handle, "rb") as stream:
+        info = os.fstat(stream.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+            return None
+        return stream.read()
 
 
 def write_text_atomic(path: Path, text: str) -> None:

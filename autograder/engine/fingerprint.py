@@ -244,35 +244,22 @@ _REMEMBERED: dict[str, str] = {}
 
 def _remembered(key: str, compute: Callable[[], str]) -> str:
     """``compute()``, kept under ``key`` in this process and as ``behaviour-<key>`` in the grader's cache folder
-    (the plan cache's, :func:`autograder.settings.plan_cache`: 0700, the file written atomically).  A file that is
+    (the plan cache's, :func:`autograder.settings.plan_cache`: 0700, the file 0600, written atomically).  A file that is
     not this user's alone, or not a digest, is ignored and rewritten; no usable folder costs only the time."""
     if key in _REMEMBERED:
         return _REMEMBERED[key]
-    import os
     import re
-    import stat
-    import tempfile
+
+    from autograder.engine.files import read_private, write_bytes_atomic
 
     path = grader_settings.plan_cache() / f"behaviour-{key[:32]}"
-    try:
-        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(handle, "rb") as stream:
-            info = os.fstat(stream.fileno())
-            text = stream.read(200).decode("ascii", "replace")
-        if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022:
-            kept, value = (text.split() + ["", ""])[:2]
-            if kept == key and re.fullmatch(r"[0-9a-f]{64}", value):
-                _REMEMBERED[key] = value
-                return value
-    except OSError:
-        pass
+    kept, value = ((read_private(path) or b"")[:200].decode("ascii", "replace").split() + ["", ""])[:2]
+    if kept == key and re.fullmatch(r"[0-9a-f]{64}", value):
+        _REMEMBERED[key] = value
+        return value
     value = _REMEMBERED[key] = compute()
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".behaviour-", suffix=".tmp")
-        with os.fdopen(handle, "w", encoding="ascii") as stream:
-            stream.write(f"{key} {value}\n")
-        os.replace(temporary, path)
+        write_bytes_atomic(path, f"{key} {value}\n".encode("ascii"), private=True)
     except OSError:
         pass
     return value

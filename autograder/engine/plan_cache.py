@@ -19,14 +19,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Iterator
 
 from autograder import settings as grader_settings
 from autograder.engine import fingerprint
+from autograder.engine.files import read_private, write_bytes_atomic
 
 #: Bumped when the file's layout or the meaning of a recorded call changes (older files are then ignored).
 FORMAT = 1
@@ -59,15 +58,8 @@ def _header(key: str) -> str:
 
 def read(key: str) -> str | None:
     """The plan's JSON kept under ``key``; None when missing, stale, or not this user's alone."""
-    try:
-        handle = os.open(_file(key), os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    with os.fdopen(handle, "rb") as stream:
-        info = os.fstat(stream.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
-            return None  # someone else's, or readable by others: neither trusted nor secret
-        text = stream.read().decode("utf-8", errors="replace")
+    data = read_private(_file(key))
+    text = "" if data is None else data.decode("utf-8", errors="replace")
     header = _header(key)
     return text[len(header):] if text.startswith(header) else None
 
@@ -94,19 +86,10 @@ def recording(key: str) -> Iterator[None]:
 
 def write(key: str, plan_json: str) -> Path | None:
     """Keep ``plan_json`` under ``key`` (atomically, mode 0600); None when it cannot be written (costs speed only)."""
-    folder = cache_dir()
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".plan-", suffix=".tmp")  # 0600
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                stream.write(_header(key) + plan_json)
-            os.replace(temporary, _file(key))
-        except BaseException:
-            os.unlink(temporary)
-            raise
+        write_bytes_atomic(_file(key), (_header(key) + plan_json).encode("utf-8"), private=True)
     except OSError as exc:
-        print(f"note: the call plan could not be kept in {folder} ({exc}); it will be recorded again next run",
+        print(f"note: the call plan could not be kept in {cache_dir()} ({exc}); it will be recorded again next run",
               file=sys.stderr)
         return None
     return _file(key)
