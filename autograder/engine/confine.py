@@ -278,7 +278,9 @@ _AT_FDCWD, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
 def _set_read_only(libc: Any, path: str, read_only: bool, recursive: bool) -> bool:
     attr = _MountAttr(_MOUNT_ATTR_RDONLY, 0, 0, 0) if read_only else _MountAttr(0, _MOUNT_ATTR_RDONLY, 0, 0)
     flags = _AT_RECURSIVE if recursive else 0
-    return libc.syscall(_MOUNT_SETATTR, _AT_FDCWD, path.encode(), flags, ctypes.byref(attr), ctypes.sizeof(attr)) == 0
+    # syscall() is variadic: each argument typed, so the 64-bit size reaches the kernel whole on every ABI.
+    return libc.syscall(ctypes.c_long(_MOUNT_SETATTR), ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(path.encode()),
+                        ctypes.c_uint(flags), ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr))) == 0
 
 
 def read_only_rest(libc: Any, writable: Sequence[str]) -> bool:
