@@ -13,6 +13,9 @@
   be graded, with the reason, apart: they are in no statistic; ``score_histogram.png``.
 
 Every file is written atomically, and only when its content changes.
+
+One file past 400 lines: every output derived from the ledger, so the gradebook, the summaries and the per-
+submission files cannot disagree.
 """
 
 from __future__ import annotations

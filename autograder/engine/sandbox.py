@@ -22,6 +22,9 @@ call plan), which shares the process table and the per-test state; one process's
 output log are :mod:`autograder.engine.student_processes`.  The child side's names that callers use
 with a runner (:class:`Limits`, :func:`start_zygote`...) are re-exported here, so that "the sandbox" is
 one import for the rest of the grader.
+
+One file past 400 lines: the judge's whole side of one student process (start, protocol, limits, faults) in
+one place; the process itself is in zygote.py, its pipes in student_processes.py.
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@
 * **Limits.**  :class:`Limits` holds the defaults; the environment variable
   ``AMP_SANDBOX_LIMITS`` (a JSON object such as ``{"call_seconds": 3}``) overrides fields
   of the limits a runner gets when none are passed (tests, slow machines).
+
+One file past 400 lines: everything a student process does before its first student line, in the order it must
+happen (the order is the isolation).
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Plus the underflow training run.  Like
 :mod:`checks.runners.harness`, everything here takes plain data and returns plain data,
 and runs in the student process (the sandbox preloads this module).
+
+One module past 400 lines: the sandbox preloads it whole into each student process that runs ``amp_step``.
 """
 
 from __future__ import annotations
