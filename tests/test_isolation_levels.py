@@ -196,3 +196,25 @@ def test_a_stale_errno_does_not_read_as_a_kernel_without_landlock() -> None:
     assert fresh.returncode == 0, fresh.stderr
     ctypes.set_errno(13)  # EACCES, left by some earlier call
     assert confine.landlock_abi() == int(fresh.stdout.split()[-1])
+
+
+@pytest.mark.skipif(confine.landlock is None, reason="no Landlock binding")
+def test_read_rules_list_each_entry_on_the_way_to_a_hidden_file_and_follow_links(tmp_path: Path) -> None:
+    """Landlock only allows: a folder holding a hidden file is listed and each of its entries gets its own rule
+    (recursively along the way), every rule on the real path a link leads to, the hidden file none."""
+    top = tmp_path / "top"
+    (top / "pkg" / "sub").mkdir(parents=True)
+    for name in ("a.txt", "pkg/hidden.py", "pkg/other.py", "pkg/sub/x.py"):
+        (top / name).write_text("x\n")
+    (top / "to_pkg").symlink_to("pkg")  # a linked folder: the rules are its target's, listed again
+    (top / "to_a").symlink_to("a.txt")
+    (top / "dangling").symlink_to("nowhere")
+    real = Path(os.path.realpath(top))
+    read, listing, file = (confine.FSAccess.READ_FILE | confine.FSAccess.READ_DIR | confine.FSAccess.EXECUTE,
+                           confine.FSAccess.READ_DIR, confine.FSAccess.READ_FILE)
+    pkg = [(str(real / "pkg"), listing), (str(real / "pkg" / "other.py"), file), (str(real / "pkg" / "sub"), read)]
+    expected = [(str(real), listing), (str(real / "a.txt"), file), (str(real / "nowhere"), file), *pkg,
+                (str(real / "a.txt"), file), *pkg]
+    rules = confine._read_rules(str(top / "to_pkg" / ".."), [str(real / "pkg" / "hidden.py")], read)
+    assert rules == expected
+    assert confine._read_rules(str(top / "to_pkg"), [], read) == [(str(real / "pkg"), read)]  # nothing hidden below

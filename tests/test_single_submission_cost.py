@@ -15,6 +15,11 @@
   student process holds its socket.
 * Killing what a block of sandbox uids left (a worker's start, the batch's end, a runner's close) forks one
   helper, not one per uid: forking the judge, which holds torch, costs milliseconds each time.
+* Recording the call plan charges a read of the runner's state to the test that made it, never to the last test
+  run (the report reads import faults and missing files after every test): that test's case would run in pytest
+  in every later grading instead of passing on its answers (a hidden property test: a tenth of a second).
+* The Landlock rules around torch's scaler sources resolve only the links among the entries they list (a
+  site-packages holds hundreds of entries, each resolved component by component before).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import pytest
 
 from autograder.batch import similarity
 from autograder.batch.similarity_data import copied_slices
-from autograder.engine import files, fingerprint, uids
+from autograder.engine import files, fingerprint, rubric, uids
 from conftest import ROOT, skip_unless_ci
 
 
@@ -261,3 +266,39 @@ def test_task1_processes_fork_from_one_zygote_that_holds_nothing_else() -> None:
     assert found["task2_parent"] == found["zygote"]  # amp_step.py alone keeps torch's scaler: the zygote's own
     assert found["helper_fds"] == ["socket"]  # beyond what the grader had open at start: its one socket
     assert found["task2_sockets"] == []  # no student process can ask a zygote for processes
+
+
+def test_reads_after_the_last_test_mark_no_case_of_the_recorded_plan(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from autograder.engine import judge, plan
+
+    class Reference:  # the runner the recording wraps: answers every call
+        submission, import_faults, scenarios_run = tmp_path, {}, 0
+
+        def begin_test(self, name: str, *, public: bool = False) -> None:
+            pass
+
+        def run(self, scenario: str, args: dict[str, object], *, timeout: float | None = None) -> int:
+            return 1
+
+        def source(self, module: str) -> str:
+            return ""
+
+        def output_by_test(self) -> dict[str, str]:
+            return {}
+
+        def close(self) -> None:
+            pass
+
+    def suites(runner: plan.RecordingRunner, items: tuple[object, ...]) -> tuple[list[judge.Outcome], str]:
+        runner.begin_test("test_reads_the_source")  # a test whose verdict depends on more than its answers
+        runner.source("loss_scaler")
+        runner.run("scaler_ops", {})
+        runner.begin_test("test_answers_only")  # the last test run: answers alone
+        runner.run("scaler_ops", {})
+        return [judge.Outcome(item.test, item.test, True) for item in rubric.ITEMS], ""
+
+    monkeypatch.setattr(judge, "run_suites", suites)
+    recorded = plan.record(tmp_path, runner_factory=lambda folder: Reference())
+    assert {case.name: case.answers_only for case in recorded.cases} == {"test_reads_the_source": False,
+                                                                       "test_answers_only": True}
