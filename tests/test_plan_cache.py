@@ -165,3 +165,26 @@ def test_the_batch_process_itself_imports_neither_torch_nor_pytest() -> None:
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_library_versions_in_the_key_are_importlib_metadatas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key's library versions are read from the dist-info folder's name: the same as importlib.metadata's, for
+    the real libraries and for a package with a leftover second dist-info folder (then importlib.metadata decides)."""
+    from importlib import metadata
+
+    from autograder.engine import fingerprint
+
+    assert [fingerprint._version(name) for name in fingerprint.LIBRARIES] == [
+        metadata.version(name) for name in fingerprint.LIBRARIES]
+    site = tmp_path / "site"
+    (site / "fakelib").mkdir(parents=True)
+    (site / "fakelib" / "__init__.py").write_text("")
+    for version in ("1.2.3", "0.9"):
+        info = site / f"fakelib-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: fakelib\nVersion: {version}\n")
+        if version == "1.2.3":
+            monkeypatch.syspath_prepend(str(site))
+            assert fingerprint._version("fakelib") == metadata.version("fakelib") == "1.2.3"
+    assert fingerprint._version("fakelib") == metadata.version("fakelib")  # two folders: importlib.metadata's pick
+    assert fingerprint._version("not_installed_anywhere") is None

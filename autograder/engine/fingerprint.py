@@ -54,15 +54,35 @@ def settings() -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def _versions() -> tuple[tuple[str, str | None], ...]:
-    from importlib import metadata  # a tenth of a second: once per process
+    return tuple((name, _version(name)) for name in LIBRARIES)
 
-    found = []
-    for name in LIBRARIES:
+
+def _version(name: str) -> str | None:
+    """``name``'s installed version, as ``importlib.metadata.version`` gives it.
+
+    Read from the name of the one ``NAME-VERSION.dist-info`` folder beside the package, which pip writes: a
+    listing of one folder, where importlib.metadata reads every entry of every ``sys.path`` folder (a fortieth of
+    a second, in each process that grades).  Any other layout goes to importlib.metadata.
+    """
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec(name)
+    if spec is not None and spec.origin and spec.submodule_search_locations:
+        folder = os.path.dirname(os.path.dirname(spec.origin))
         try:
-            found.append((name, metadata.version(name)))
-        except metadata.PackageNotFoundError:
-            found.append((name, None))
-    return tuple(found)
+            found = [entry[:-len(".dist-info")].split("-", 1) for entry in os.listdir(folder)
+                     if entry.endswith(".dist-info") and entry.split("-", 1)[0].replace(".", "_").lower() == name]
+        except OSError:
+            found = []
+        if len(found) == 1 and len(found[0]) == 2:
+            return found[0][1]
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def digest(files: Iterable[Path], extra: dict[str, Any]) -> str:
