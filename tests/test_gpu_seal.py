@@ -108,3 +108,32 @@ def test_only_the_nodes_every_cuda_process_opens_are_required() -> None:
     closed = problems({**report, "nodes": {**report["nodes"], "/dev/nvidia-uvm": False}}, gpu_access.AccessPlan(),
                       "DEFAULT", dry=False)
     assert len(closed) == 1 and "cannot open /dev/nvidia-uvm:" in closed[0]
+
+
+REMOUNT_CHILD = '''
+import ctypes, errno
+from autograder.engine import confine
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.unshare(0x00020000) == 0  # a mount namespace of its own (CLONE_NEWNS)
+libc.mount(b"none", b"/", None, ctypes.c_ulong(0x4000 | 0x40000), None)  # private, so nothing leaks out
+sealed = confine._remount_each_read_only(libc, {{"/proc", "/sys"}})
+outcome = []
+for path, text in (({target!r}, "a token"), ("/proc/self/comm", "probe")):
+    try:
+        with open(path, "w") as stream:
+            stream.write(text)
+        outcome.append("WROTE")
+    except OSError as exc:
+        outcome.append(errno.errorcode.get(exc.errno, str(exc.errno)))
+print(sealed, *outcome)
+'''
+
+
+def test_without_mount_setattr_each_mount_is_remounted_read_only(tmp_path: Path) -> None:
+    """The fallback for kernels before 5.12 (or a seccomp profile that refuses mount_setattr)."""
+    needs("root")
+    target = tmp_path / "from-student"
+    done = subprocess.run([sys.executable, "-c", REMOUNT_CHILD.format(target=str(target))], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["True", "EROFS", "WROTE"], done.stdout + done.stderr[-2000:]
+    assert not target.exists()  # and its own /proc/<pid> stays writable (where CUDA names its threads)

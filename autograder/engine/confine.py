@@ -321,9 +321,38 @@ def read_only_rest(libc: Any, writable: Sequence[str]) -> bool:
     writes there.  The scratch tmpfs is mounted afterwards, writable.
     """
     if not _set_read_only(libc, "/", True, recursive=True):
-        return False
+        return _remount_each_read_only(libc, {"/proc", "/sys", *writable})
     for path in ("/proc", "/sys", *writable):
         _set_read_only(libc, path, False, recursive=False)  # best effort: read-only is the safe failure
+    return True
+
+
+_MS_RDONLY, _MS_REMOUNT, _MS_BIND = 0x1, 0x20, 0x1000
+#: Per-mount flags a read-only remount must keep (dropping one that the mount is locked with fails).
+_KEPT_FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC, "noatime": 0x400,
+               "nodiratime": 0x800, "relatime": 0x200000}
+
+
+def _remount_each_read_only(libc: Any, skip: set[str]) -> bool:
+    """:func:`read_only_rest` where ``mount_setattr`` is missing (Linux before 5.12) or refused (an older
+    container seccomp profile): each mount of ``/proc/self/mountinfo`` but those at ``skip`` remounted read-only
+    with its own flags; True only if every one was."""
+    import re
+
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        fields = line.split()
+        point = re.sub(r"\\([0-7]{3})", lambda found: chr(int(found.group(1), 8)), fields[4])  # \040: a space
+        if point in skip:
+            continue
+        flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY
+        for option in fields[5].split(","):
+            flags |= _KEPT_FLAGS.get(option, 0)
+        if libc.mount(None, point.encode(), None, ctypes.c_ulong(flags), None) != 0:
+            return False
     return True
 
 
