@@ -31,6 +31,9 @@ grading anything (a throwaway child process), so a run can refuse to start below
 ``--min-isolation`` / ``$AMP_MIN_ISOLATION``.
 
 This module needs only the standard library at import; the bindings load lazily.
+
+One file past 400 lines: every layer a student process gets and the level they add up to, side by side, so
+that a level's name cannot claim a layer the code does not apply.
 """
 
 from __future__ import annotations
