@@ -115,7 +115,7 @@ import ctypes, errno
 from autograder.engine import confine
 libc = ctypes.CDLL(None, use_errno=True)
 assert libc.unshare(0x00020000) == 0  # a mount namespace of its own (CLONE_NEWNS)
-libc.mount(b"none", b"/", None, ctypes.c_ulong(0x4000 | 0x40000), None)  # private, so nothing leaks out
+libc.mount(b"none", b"/", None, ctypes.c_ulong(confine.MS_REC | confine.MS_PRIVATE), None)  # private: nothing leaks out
 sealed = confine._remount_each_read_only(libc, {{"/proc", "/sys"}})
 outcome = []
 for path, text in (({target!r}, "a token"), ("/proc/self/comm", "probe")):

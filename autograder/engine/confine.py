@@ -71,7 +71,9 @@ _CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWUSER = 0x00020000, 0x40000000, 0x10000000
 _CLONE_NEWIPC, _CLONE_NEWPID, _CLONE_NEWUTS, _CLONE_NEWCGROUP = 0x08000000, 0x20000000, 0x04000000, 0x02000000
 _NAMESPACE_FLAGS = (_CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWUSER, _CLONE_NEWIPC, _CLONE_NEWPID, _CLONE_NEWUTS,
                     _CLONE_NEWCGROUP)
-_MS_REC, _MS_PRIVATE, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x4000, 0x40000, 0x2, 0x4, 0x8
+#: mount(2)'s flags, for the namespaces here and the zygote's covers.
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 0x1, 0x2, 0x4, 0x8, 0x20
+MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
 
 #: Syscalls a student process never needs; they fail with EPERM.
 DENIED_SYSCALLS = (
@@ -143,7 +145,7 @@ def enter_namespaces(libc: Any, is_root: bool, tell: Callable[[int], None] | Non
                 Path(f"/proc/self/{name}").write_text(text)
             except OSError:
                 pass
-    libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None)
+    libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
     told_r, told_w = os.pipe()
     child = os.fork()
     if child:  # the original process: stay until the namespace's init ends, then end alike
@@ -160,7 +162,7 @@ def enter_namespaces(libc: Any, is_root: bool, tell: Callable[[int], None] | Non
     os.close(told_w)
     os.read(told_r, 1)  # empty if the original process died first: then die_with_parent ends this one too
     os.close(told_r)
-    libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)  # best effort (Docker masks)
+    libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)  # best effort (Docker masks)
     return True
 
 
@@ -168,7 +170,7 @@ def cap_scratch(libc: Any, scratch: str, uid: int | None) -> None:
     """Replace the scratch folder by a tmpfs of :data:`SCRATCH_BYTES` (inside our mount namespace)."""
     owner = f",uid={uid},gid={uid}" if uid is not None else ""
     options = f"size={SCRATCH_BYTES},nr_inodes={SCRATCH_ENTRIES},mode=0700{owner}".encode()
-    libc.mount(b"tmpfs", scratch.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options)
+    libc.mount(b"tmpfs", scratch.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options)
 
 
 # --------------------------------------------------------------------------- Landlock and seccomp
@@ -330,9 +332,8 @@ def read_only_rest(libc: Any, writable: Sequence[str]) -> bool:
     return True
 
 
-_MS_RDONLY, _MS_REMOUNT, _MS_BIND = 0x1, 0x20, 0x1000
 #: Per-mount flags a read-only remount must keep (dropping one that the mount is locked with fails).
-_KEPT_FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC, "noatime": 0x400,
+_KEPT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": 0x400,
                "nodiratime": 0x800, "relatime": 0x200000}
 
 
@@ -351,7 +352,7 @@ def _remount_each_read_only(libc: Any, skip: set[str]) -> bool:
         point = re.sub(r"\\([0-7]{3})", lambda found: chr(int(found.group(1), 8)), fields[4])  # \040: a space
         if point in skip:
             continue
-        flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
         for option in fields[5].split(","):
             flags |= _KEPT_FLAGS.get(option, 0)
         if libc.mount(None, point.encode(), None, ctypes.c_ulong(flags), None) != 0:

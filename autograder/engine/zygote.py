@@ -68,7 +68,6 @@ TASK1_HIDDEN = absence.scaler_sources()
 INSTALLED_PACKAGE: tuple[str, ...] = () if is_checkout() else (os.path.realpath(PACKAGE),)
 confine.remember_read_rules([*TASK1_HIDDEN, *INSTALLED_PACKAGE])
 confine.remember_read_rules(INSTALLED_PACKAGE)
-_MS_REC, _MS_PRIVATE, _MS_RDONLY, _MS_BIND = 0x4000, 0x40000, 0x1, 0x1000
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -154,11 +153,11 @@ def _expose_interpreter(libc: Any, scratch: str) -> None:
         closed, child = found
         holder = Path(scratch) / f".mnt-{abs(hash(str(child)))}"
         holder.mkdir(exist_ok=True)
-        if libc.mount(str(child).encode(), str(holder).encode(), None, _MS_BIND | _MS_REC, None) != 0:
+        if libc.mount(str(child).encode(), str(holder).encode(), None, confine.MS_BIND | confine.MS_REC, None) != 0:
             continue
         libc.mount(b"tmpfs", str(closed).encode(), b"tmpfs", 0, b"mode=0711,size=64k")
         child.mkdir(exist_ok=True)
-        libc.mount(str(holder).encode(), str(child).encode(), None, _MS_BIND | _MS_REC, None)
+        libc.mount(str(holder).encode(), str(child).encode(), None, confine.MS_BIND | confine.MS_REC, None)
 
 
 def _cover(libc: Any, folder: str, keep: list[str], options: bytes) -> bool:
@@ -174,7 +173,7 @@ def _cover(libc: Any, folder: str, keep: list[str], options: bytes) -> bool:
             return False
         for path, fd in handles:
             os.makedirs(path, exist_ok=True)
-            libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, _MS_BIND | _MS_REC, None)
+            libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, confine.MS_BIND | confine.MS_REC, None)
         return True
     finally:
         for _, fd in handles:
@@ -238,7 +237,7 @@ def _isolate(request: SpawnRequest, parent: int, hidden: list[str], reply_fd: in
             _cover(libc, os.path.realpath(path), keep, b"mode=0755,size=64k")
         _restore_links(links)
         for path in hidden:  # an empty file in its place
-            libc.mount(b"/dev/null", path.encode(), None, _MS_BIND, None)
+            libc.mount(b"/dev/null", path.encode(), None, confine.MS_BIND, None)
         if request.uid is not None:
             _expose_interpreter(libc, request.scratch)
         if request.device:  # no Landlock in a GPU process: nothing shared may stay writable

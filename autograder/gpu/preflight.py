@@ -114,11 +114,11 @@ def preflight(dry: bool, limits: Any, uid: int | None, hide: Sequence[str], *,
     report["isolation"] = isolation = runner.isolation or "none"
     refused = confine.refusal(isolation, confine.required_level(min_isolation), gpu=True)
     found = ([refused] if refused else []) + problems(report, plan, mode, dry)
+    facts = {**report, "compute_mode": mode, "kept_visible": plan.keep, "not_exposed": plan.refused}
     if found:
-        raise PreflightFailed("; ".join(found), {**report, "compute_mode": mode, "kept_visible": plan.keep,
-                                                  "not_exposed": plan.refused})
+        raise PreflightFailed("; ".join(found), facts)
     info = (report.get("cuda") or {}).get("info") or {}
     return Setup(dry=dry, device="cpu" if dry else "cuda",
                  device_name="cpu (dry mode)" if dry else str(info.get("name", "cuda")),
                  compute_mode=mode, exclusive=not dry and mode not in ("DEFAULT",), access=access, isolation=isolation,
-                 facts={**report, "compute_mode": mode, "kept_visible": plan.keep, "not_exposed": plan.refused})
+                 facts=facts)

@@ -27,9 +27,6 @@ notebook (not shipped; the tests execute the solution notebook).
 
 Why one file: it is one generator (the otter-assign master notebook, cell by cell,
 from the handout and the solutions); its parts share the cell builders and only make sense in order.
-
-One file past 400 lines: the notebook is generated from the sources in one pass, cell by cell, so nothing in
-it drifts.
 """
 
 from __future__ import annotations

@@ -39,9 +39,6 @@ are imported (no pytest), as for the harness.
 Why one file of ~750 lines: it is everything the student process runs for the GPU part (preflight,
 training runs, underflow, dry mode) and the few functions the judge computes losses with, preloaded
 into the zygote as one module; splitting it would add modules the sandbox must preload and keep in step.
-
-One module past 400 lines: the zygote preloads it whole into each GPU student process, and the judge's side of
-4.1 shares its one definition of the workload (model, data, evaluation).
 """
 
 from __future__ import annotations
