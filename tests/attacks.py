@@ -246,7 +246,7 @@ for _obj in gc.get_objects():
 #: /proc/self/maps for every live dispatcher registration (pybind's ``_DispatchModule``, found by its type pointer),
 #: validated by pybind's instance layout, each given a Python reference again (its address written into a list's
 #: slot) and reset.  ``_reset`` counts them.
-RAW_MEMORY_RESET = '''
+RAW_WORDS = '''
 import numpy as _np
 import torch
 
@@ -258,7 +258,8 @@ class _Raw:
 
 def _words(address, count):
     return _np.asarray(_Raw(address, count))
-
+'''
+RAW_MEMORY_RESET = RAW_WORDS + '''
 
 def _object_at(address):
     holder = [None]
@@ -294,6 +295,53 @@ for _address in _found_handles:
         except Exception:
             pass
     del _handle
+'''
+
+#: Raw memory without ctypes: the real kernel that the refusing one replaced, still kept inactive in the operator's
+#: list of CPU kernels (the list node that holds the active kernel links to it), copied back into the operator's
+#: CPU slot of its dispatch table.  The operator's entry is found from its pybind handle, the active kernel's words
+#: from torch's own copy of it (``_dispatch_get_computed_kernel_for_dispatch_key``).  ``_revived`` counts them.
+REVIVE_INACTIVE = RAW_WORDS + '''
+_writable = []
+with open("/proc/self/maps") as _maps:
+    for _line in _maps:
+        _fields = _line.split()
+        if _fields[1] == "rw-p" and not (len(_fields) > 5 and _fields[5].startswith(("[v", "/dev/"))):
+            _writable.append(tuple(int(_x, 16) for _x in _fields[0].split("-")))
+
+
+def _readable(address, count):
+    return any(_start <= address and address + 8 * count <= _end for _start, _end in _writable)
+
+
+def _value(wrapper):  # pybind's instance: its head, then the C++ object's address
+    return int(_words(id(wrapper) + 16, 1)[0])
+
+
+_revived = 0
+for _name in ("_amp_update_scale_", "_amp_foreach_non_finite_check_and_unscale_"):
+    _handle = torch._C._dispatch_find_schema_or_throw("aten::" + _name, "")
+    _entry = int(_words(_value(_handle), 1)[0])
+    _active = torch._C._dispatch_get_computed_kernel_for_dispatch_key("aten::" + _name, torch._C.DispatchKey.CPU)
+    _ours = [int(_w) for _w in _words(_value(_active), 4)]
+    _table = _words(_entry, 512)
+    _slot = next(_i for _i in range(508) if [int(_w) for _w in _table[_i:_i + 4]] == _ours)
+    _real = None
+    for _start, _end in _writable:
+        _memory = _words(_start, (_end - _start) // 8)
+        for _index in _np.nonzero(_memory == _ours[1])[0]:
+            _node = _start + 8 * int(_index) - 24  # a list node: next, previous, then the kernel
+            if _node != _entry + 8 * _slot - 16 and _readable(_node, 6) and [int(_w) for _w in _words(_node + 16, 4)] == _ours:
+                _next = int(_words(_node, 1)[0])
+                if _readable(_next, 6) and int(_words(_next + 8, 1)[0]) == _node:  # the next node links back
+                    _kernel = [int(_w) for _w in _words(_next + 16, 4)]
+                    if _readable(_kernel[0], 2) and _kernel[1] and _kernel[2]:  # boxed and unboxed: torch's own
+                        _real = _kernel
+    if _real is not None:
+        _words(_real[0] + 8, 1)[0] += 1  # the slot's reference to the real functor
+        _table[_slot:_slot + 4] = _real
+        _revived += 1
+    del _active, _handle
 '''
 
 #: torch's own grad_scaler.py, pasted into the submission (what the grader hides from Task 1's processes as a file).
@@ -562,6 +610,8 @@ ATTACKS: dict[str, tuple[dict[str, str], str]] = {
     "subprocess_oracle": ({**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": SUBPROCESS_ORACLE}, "skeleton"),
     "ctypes_free_handle": (task1(CTYPES_FREE_HANDLE + REBUILT_FROM_SOURCE), "skeleton"),
     "raw_memory_reset": (task1(RAW_MEMORY_RESET + PASTED_TORCH_SCALER), "pasted_torch_scaler"),
+    "revive_inactive_kernel": ({**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": REVIVE_INACTIVE + ATEN_KERNELS},
+                               "aten_kernels_twin"),
     "hook_swapped_reads_solutions": ({**SKELETON, "answers.py": ANSWERS, **{
         name: appended(SKELETON[name], HOOK_SWAPPED + SOLUTION_FROM_DISK) for name in ("loss_scaler.py", "amp_step.py")}},
         "skeleton"),

@@ -253,3 +253,76 @@ def test_only_processes_that_run_loss_scaler_lose_it(modules: tuple[str, ...], r
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (done.stdout.strip() == "checks.student.absence") is removed
+
+
+ARITHMETIC = """
+def kernel_answers():
+    answers = {}
+    scale, tracker = torch.tensor(4.0), torch.tensor(0, dtype=torch.int32)
+    try:
+        torch._amp_update_scale_(scale, tracker, torch.tensor(0.0), 2.0, 0.5, 1)
+        answers["update"] = [float(scale), int(tracker)]
+    except absence.NotAvailableInTask1:
+        answers["update"] = "refused"
+    grads, found = [torch.tensor([2.0, 4.0]), torch.tensor([float("inf")])], torch.tensor(0.0)
+    try:
+        torch.ops.aten._amp_foreach_non_finite_check_and_unscale_(grads, found, torch.tensor(0.5))
+        answers["unscale"] = [grads[0].tolist(), float(found)]
+    except absence.NotAvailableInTask1:
+        answers["unscale"] = "refused"
+    return answers
+"""
+
+
+def test_the_inactive_real_kernels_cannot_be_copied_back() -> None:
+    """Raw memory without ctypes (tests/attacks.py, REVIVE_INACTIVE): the dispatcher keeps the kernel that the
+    refusing one replaced in its list, below it; copying that one back into the operator's CPU slot would give torch's
+    arithmetic (scale 4 grown to 8, gradients unscaled by 0.5).  Nothing is found to copy: both still refuse."""
+    from attacks import REVIVE_INACTIVE
+
+    result = run_after_removal(ARITHMETIC + REVIVE_INACTIVE + """
+result = {"revived": _revived, **kernel_answers()}
+""")
+    assert result == {"revived": 0, "update": "refused", "unscale": "refused"}
+
+
+def test_no_copy_of_the_real_kernels_is_left_in_memory() -> None:
+    """torch's own copy of each real CPU kernel (a SafeKernelFunction taken before the removal) tells its code
+    addresses; afterwards no writable word of the process pairs its boxed and unboxed functions, the kernel
+    lists show the inactive kernels boxed only (ours), and the DispatchStub tables of their arithmetic are empty."""
+    code = (f"import sys; sys.path.insert(0, {str(ROOT / 'assignment')!r})\n" + textwrap.dedent("""
+        import ctypes, json, os, torch
+        from checks.student import absence, serve
+
+        def words(address, count):
+            return (ctypes.c_uint64 * count).from_address(address)
+
+        taken = [torch._C._dispatch_get_computed_kernel_for_dispatch_key("aten::" + name, torch._C.DispatchKey.CPU)
+                 for name in absence.REFUSED_KERNELS]
+        real = [list(words(absence._pybind_value(kernel), 4)) for kernel in taken]
+        pairs = [(boxed, unboxed) for _, boxed, unboxed, _ in real]
+        serve.prepare(("loss_scaler",))
+        found = 0
+        for start, end, permissions, _ in absence._mappings():
+            if "w" in permissions:
+                memory = torch.frombuffer((ctypes.c_char * (end - start)).from_address(start), dtype=torch.int64)
+                for boxed, unboxed in pairs:
+                    for index in (memory[:-1] == boxed).nonzero().flatten().tolist():
+                        found += int(memory[index + 1]) == unboxed
+        lists = [line.rpartition("[")[2] for name in absence.REFUSED_KERNELS
+                 for line in torch._C._dispatch_dump("aten::" + name).splitlines() if line.startswith("CPU")]
+        library = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))
+        stub = lambda name: [words(ctypes.addressof(ctypes.c_uint64.in_dll(library, name.format(variant))), 1)[0]
+                             for variant in ("7DEFAULT", "4AVX2", "6AVX512")]
+        print(json.dumps({"unboxed": [bool(unboxed) for _, _, unboxed, _ in real], "pairs found": found,
+                          "kernel lists": lists, "scrubbed": absence.scrubbed,
+                          "stubs": [stub("_ZN2at6native12DispatchStubIPFRNS_6TensorES3_S3_RKS2_ddlENS0_48_amp_update_"
+                                         "scale_cpu_stub_DECLARE_DISPATCH_typeEE{}E"),
+                                    stub("_ZN2at6native12DispatchStubIPFvN3c108ArrayRefINS_6TensorEEERS4_RKS4_ENS0_72_amp_"
+                                         "foreach_non_finite_check_and_unscale_cpu_stub_DECLARE_DISPATCH_typeEE{}E")]}))
+    """))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == {"unboxed": [True, True], "pairs found": 0,
+                                       "kernel lists": [" boxed ]", " boxed ]"] * 2, "scrubbed": "yes",
+                                       "stubs": [[0] * 3, [0] * 3]}
