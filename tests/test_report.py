@@ -335,3 +335,30 @@ def test_a_korean_histogram_holds_numbers_only_and_the_page_says_what_its_axes_a
     assert page.endswith('<p class="note" id="histogram-axes">가로축은 점수(90점 만점), 세로축은 제출물 수(모두 4개)입니다.</p>')
     monkeypatch.setenv("AMP_LANGUAGE", "en")
     assert "histogram-axes" not in report_html.histogram_img(tmp_path, data)  # the picture says it in English
+
+
+def test_a_submission_that_reaches_for_raw_memory_is_flagged_for_review_not_graded_down(tmp_path: Path) -> None:
+    """A batch of two correct submissions, one of which also names numpy's array interface, ctypes, a code object
+    and /proc/self/maps (inert lines): both get 90; only that one is flagged for review, with the three reasons, in
+    report.html's students table and in summary.md."""
+    clean, peeker = tmp_path / "clean", tmp_path / "peeker"
+    for folder in (clean, peeker):
+        shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    with (peeker / "loss_scaler.py").open("a") as handle:
+        handle.write('\n_SEEN = ("__array_interface__", "ctypes", "/proc/self/maps")\n_MAKER = __import__("types").CodeType\n')
+    out = tmp_path / "out"
+    done = grade([clean, peeker], out, *JOBS)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert {row["submission"]: float(row["score"]) for row in _csv(out / "gradebook.csv")} == {"clean": 90.0,
+                                                                                                "peeker": 90.0}
+    page = (out / "report.html").read_text()
+    table = page.split('<table id="student-table">', 1)[1].split("</table>", 1)[0]
+    lines = {line.split("</td>", 1)[0]: line for line in table.split("<tr><td>")[1:]}
+    flagged = lines['<a href="peeker/feedback.md">peeker</a>']
+    assert '<span class="flag">for review</span>' in flagged
+    assert "builds arrays over raw addresses" in flagged and "constructs code objects" in flagged
+    assert "reads the process&#x27;s memory map or memory" in flagged
+    assert "for review" not in lines['<a href="clean/feedback.md">clean</a>']
+    summary = (out / "summary.md").read_text()
+    review = [line for line in summary.splitlines() if line.startswith("- Flagged for review")]
+    assert len(review) == 1 and "peeker" in review[0] and "clean" not in review[0]

@@ -53,7 +53,7 @@ from autograder.batch.similarity_outputs import (CSV_HEADER, CSV_NAME, HTML_NAME
                                                  MAX_IN_SUMMARY, NOT_ASKED, csv_rows, label_for, markdown_section,
                                                  report_json)
 from autograder.batch.similarity_groups import (SOLUTION_MARKER, clusters_of, group_pairs,  # noqa: F401 - API
-                                                solution_markers)
+                                                review_reasons, solution_markers)
 from autograder.engine import strings
 from autograder import ROOT
 from autograder.locations import REFERENCE_SOLUTION
@@ -287,6 +287,7 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
         texts[TORCH_KEY] = {"loss_scaler.py": torch_scaler.read_text(encoding="utf-8")}
     markers = {party.key: found for party in parties if not party.reference
                and (found := solution_markers(texts[party.key]))}
+    review = {party.key: found for party in parties if not party.reference and (found := review_reasons(texts[party.key]))}
     prints: dict[tuple[str, str], Fingerprint] = {}
     for file in FILES:
         holders = [party for party in parties if file in texts[party.key]]
@@ -339,7 +340,7 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
              if similarity_score.worth_a_cluster(own.get(members[0].key, 0.0), threshold)]
     clusters, grouped = group_pairs(ordered, worth)
     return Report(parties, ordered, threshold, reason, prints, round(time.perf_counter() - started, 3), clusters,
-                  grouped, markers, solution_note)
+                  grouped, markers, solution_note, review)
 
 
 # --------------------------------------------------------------------------- outputs

@@ -162,6 +162,8 @@ class Report:
     markers: dict[str, list[str]] = field(default_factory=dict)
     #: whether the reference solution was compared, and if not, why ("" when it was)
     solution_note: str = ""
+    #: submission key -> why it is flagged for review (names of similarity_groups.REVIEW_PATTERNS)
+    review: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def flagged(self) -> list[Pair]:

@@ -22,6 +22,23 @@ from autograder.engine import strings
 SOLUTION_MARKER = re.compile(r"#\s*(BEGIN|END)\s+SOLUTION\b|#\s*SOLUTION\s*$", re.MULTILINE)
 
 
+#: What flags a submission for review (a TA's look, never a grade), read from its source text: name -> pattern.
+#: Each name's words (what it does, why it deserves a look) are the report's ``review.<name>``
+#: (autograder.diagnosis.page_words).  Code that does these can reach what plain Python cannot: torch's memory
+#: (docs/security.md, "Raw memory").
+REVIEW_PATTERNS = {
+    "raw_memory": re.compile(r"__array_interface__|__array_struct__|\bfrom_blob\b|\bfrom_address\b|\bctypes\b"
+                             r"|\bcffi\b"),
+    "code_objects": re.compile(r"\bCodeType\b|\bco_code\s*=|\.__code__\s*=(?!=)|\bmarshal\s*\.\s*loads?\b"),
+    "process_memory": re.compile(r"/proc/[^\s'\"]*/(?:maps|smaps|mem|pagemap)\b"),
+}
+
+
+def review_reasons(files: dict[str, str]) -> list[str]:
+    """The names of :data:`REVIEW_PATTERNS` that some file of ``files`` (name -> text) matches."""
+    return [name for name, pattern in REVIEW_PATTERNS.items() if any(pattern.search(text) for text in files.values())]
+
+
 def solution_markers(files: dict[str, str]) -> list[str]:
     """The files (of ``files``: name -> text) that hold the reference's solution markers, which the released
     skeleton never has: a sign the file came from the reference solution."""

@@ -53,6 +53,10 @@ def markdown_section(report: Report, link: str = HTML_NAME) -> str:
         lines.append(strings.text("sim.markers", link=f"{link}#markers", found="; ".join(
             f"{markdown_inline(label_for(report, key))} ({', '.join(files)})"
             for key, files in sorted(report.markers.items()))))
+    if report.review:
+        lines.append(word("review_summary", found="; ".join(
+            f"{markdown_inline(label_for(report, key))} ({'; '.join(word('review.' + name) for name in names)})"
+            for key, names in sorted(report.review.items()))))
     if lines[-1] != "":
         lines.append("")
     if not flagged:
@@ -103,4 +107,6 @@ def report_json(report: Report) -> dict[str, Any]:
                       "labels": [m.label for m in cluster.members]} for rank, cluster in enumerate(report.clusters, 1)],
         "markers": [{"key": key, "label": label_for(report, key), "files": files}
                     for key, files in sorted(report.markers.items())],
+        "review": [{"key": key, "label": label_for(report, key), "reasons": names}
+                   for key, names in sorted(report.review.items())],
     }

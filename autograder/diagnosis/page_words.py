@@ -44,6 +44,13 @@ WORDS: dict[str, dict[str, str]] = {
         "more_pairs": "and {count} more flagged pair(s) ({link})",
         "markers_flag": '<span class="flag">solution markers</span> in {files} ({link})',
         "markers": "markers",
+        "review_flag": '<span class="flag">for review</span> (never a grade): {reasons}',
+        "review_summary": "- Flagged for review (a look, never a grade: the source does what plain Python cannot, and "
+                          "can reach torch's memory): {found}",
+        "review.raw_memory": "builds arrays over raw addresses (__array_interface__, __array_struct__, from_blob, "
+                             "ctypes)",
+        "review.code_objects": "constructs code objects (types.CodeType, co_code, __code__ assignment, marshal.loads)",
+        "review.process_memory": "reads the process's memory map or memory (/proc/self/maps, /proc/self/mem)",
         "rows": "Rows",
         "rows_text": "Passed: full points on the row (the same count as summary.md's). Discrimination: pass rate in "
                      "the top 27% of submissions by total score minus that in the bottom 27% (upper-lower index; "
@@ -138,6 +145,12 @@ WORDS: dict[str, dict[str, str]] = {
         "more_pairs": "표시된 쌍 {count}개 더({link})",
         "markers_flag": '{files}에 <span class="flag">답안 표시</span>가 남아 있음({link})',
         "markers": "표시",
+        "review_flag": '<span class="flag">검토 대상</span>(점수와 무관): {reasons}',
+        "review_summary": "- 검토 대상(점수와 무관, 살펴볼 것: 소스가 평범한 Python으로는 못 하는 일을 하며 torch의 메모리에 "
+                          "닿을 수 있음): {found}",
+        "review.raw_memory": "원시 주소 위에 배열을 만듦(__array_interface__, __array_struct__, from_blob, ctypes)",
+        "review.code_objects": "코드 객체를 만듦(types.CodeType, co_code, __code__ 대입, marshal.loads)",
+        "review.process_memory": "프로세스의 메모리 맵이나 메모리를 읽음(/proc/self/maps, /proc/self/mem)",
         "rows": "항목",
         "rows_text": "통과: 그 항목에서 만점(summary.md와 같은 기준). 변별도: 총점 상위 27% 제출물의 통과율에서 "
                      "하위 27%의 통과율을 뺀 값(상하위 지수. 통과와 실패가 섞인 항목 중 {low} 미만은 음영 표시).",

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 from urllib.parse import quote
 
 from autograder.diagnosis import words
-from autograder.diagnosis.page_words import heads, word
+from autograder.diagnosis.page_words import WORDS, heads, word
 from autograder.diagnosis.report import (CHANGES_NAME, DISCRIMINATION_MIN, GROUP_SHARE, HISTOGRAM_LABEL_LANGUAGES,
                                          HISTOGRAM_MIN_SUBMISSIONS, HISTOGRAM_NAME, HTML_NAME, ITEMS_NAME,
                                          LOW_DISCRIMINATION, MISTAKES_NAME, SIMILARITY_NAME, SUMMARY_NAME, Graded,
@@ -168,6 +168,10 @@ def similarity_flags(similar: dict[str, Any]) -> dict[str, list[str]]:
         flags.setdefault(str(marker.get("key")), []).append(word(
             "markers_flag", files=html_text(", ".join(marker.get("files") or [])),
             link=_link(f"{SIMILARITY_PAGE}#markers", word("markers"))))
+    for flagged in similar.get("review") or []:
+        reasons = [str(name) for name in flagged.get("reasons") or [] if f"review.{name}" in WORDS[strings.DEFAULT]]
+        flags.setdefault(str(flagged.get("key")), []).append(word(
+            "review_flag", reasons=html_text("; ".join(word(f"review.{name}") for name in reasons))))
     return flags
 
 
