@@ -326,3 +326,30 @@ def test_no_copy_of_the_real_kernels_is_left_in_memory() -> None:
     assert json.loads(done.stdout) == {"unboxed": [True, True], "pairs found": 0,
                                        "kernel lists": [" boxed ]", " boxed ]"] * 2, "scrubbed": "yes",
                                        "stubs": [[0] * 3, [0] * 3]}
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_layout_not_the_known_one_stops_the_graders_process_and_not_the_public_checks(strict: bool) -> None:
+    """Where the dispatch table's slots are not where they are looked for (here: a bound too short to reach them),
+    the grader's process (strict) raises before any student line; the public checks' process goes on, saying why,
+    with the refusing kernels in place."""
+    code = (f"import sys; sys.path.insert(0, {str(ROOT / 'assignment')!r})\n" + textwrap.dedent(f"""
+        import json, torch
+        from checks.student import absence
+        absence._ENTRY_BYTES = 64
+        try:
+            absence.remove_reference_scaler({strict})
+            outcome = "went on"
+        except absence.KernelsLeftBehind:
+            outcome = "stopped"
+        try:
+            torch._amp_update_scale_(torch.ones(()), torch.zeros((), dtype=torch.int32), torch.zeros(()), 2.0, 0.5, 1)
+            kernel = "worked"
+        except absence.NotAvailableInTask1:
+            kernel = "refused"
+        print(json.dumps([outcome, absence.scrubbed, kernel]))
+    """))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    why = "no: KernelsLeftBehind: 0 replaced slots found for _amp_update_scale_, not 1"
+    assert json.loads(done.stdout) == ["stopped" if strict else "went on", why, "refused"]

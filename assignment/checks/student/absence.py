@@ -14,7 +14,13 @@ before the first student line runs:
   which is freed, nor the C++ ``torch::Library``, whose ``reset()`` and destructor now undo
   nothing) can unregister the replacement and bring the real kernels back, whoever finds it
   (``gc``, a scan of raw memory).  On a torch whose layout is not the known one, the wrapper is
-  leaked instead (a reference nobody owns), which a raw-memory scan can find again.
+  leaked instead (a reference nobody owns), which a raw-memory scan can find again.  Nothing of
+  the real kernels is left to copy back either (:func:`_scrub`): the dispatcher keeps each kernel
+  it replaced, inactive, in the operator's list of kernels for its key, below ours; every copy of
+  it in the process's writable memory is overwritten with ours, and the ``DispatchStub`` tables
+  that hold the kernels' CPU arithmetic are zeroed.  Where that cannot be done and checked (a
+  torch whose layout is not the known one), the grader's processes (``strict``) raise
+  :class:`KernelsLeftBehind` before any student line; the public checks go on without it.
 * the ``GradScaler`` classes (``torch.amp.GradScaler``, ``torch.GradScaler``,
   ``torch.cuda.amp.GradScaler``, ``torch.cpu.amp.GradScaler`` and their modules
   ``torch.*.amp.grad_scaler``) are replaced by :class:`GradScaler`, a stand-in that raises on
@@ -50,6 +56,8 @@ from checks.words import english
 
 #: The dispatcher operators torch's GradScaler computes with (every overload reaches one of them).
 REFUSED_KERNELS = ("_amp_update_scale_", "_amp_foreach_non_finite_check_and_unscale_")
+#: The dispatch keys whose kernels for them are replaced.
+KEYS = ("CPU", "CUDA")
 #: torch's modules that define a GradScaler class, and the namespaces that export one.
 SCALER_MODULES = ("torch.amp.grad_scaler", "torch.cuda.amp.grad_scaler", "torch.cpu.amp.grad_scaler")
 SCALER_EXPORTS = ("torch", "torch.amp", "torch.cuda.amp", "torch.cpu.amp")
@@ -264,6 +272,9 @@ def _scrub(entries: dict[str, int], before: dict[str, bytearray], real_keys: dic
         if len(slots) != real_keys[name] or len({tuple(ours[1:]) for _, ours in slots}) > 1:
             raise KernelsLeftBehind(f"{len(slots)} replaced slots found for {name}, not {real_keys[name]}")
         replaced += slots
+    writable = [(start, end) for start, end, permissions, _ in mappings if "w" in permissions]
+    if not all(any(start <= ours[0] < end - 16 for start, end in writable) for _, ours in replaced):
+        raise KernelsLeftBehind("our kernel's functor is not in writable memory")
     if not all(_overwrite(replaced, mappings)):
         raise KernelsLeftBehind("an inactive kernel was not found")
     for name in entries:
@@ -281,39 +292,49 @@ kept = ""
 scrubbed = ""
 
 
-def _replace_kernels(strict: bool) -> None:
-    global kept, scrubbed
-    library = torch._C._dispatch_library("IMPL", "aten", "")
-    keys = ("CPU", "CUDA")
+def _located() -> tuple[dict[str, int], dict[str, bytearray], dict[str, int]]:
+    """Before the replacement: each operator's entry, a copy of the start of it (zeroed after use: it holds the real
+    kernels' words), and how many of its keys have a real kernel."""
     entries = {name: _operator_entry(name) for name in REFUSED_KERNELS}
     mappings = _mappings()
     before = {name: _snapshot(entry, mappings) for name, entry in entries.items() if entry is not None}
-    real_keys = {name: sum(torch._C._dispatch_has_kernel_for_dispatch_key("aten::" + name, key) for key in keys)
+    if len(before) != len(REFUSED_KERNELS) or None in before.values():
+        raise KernelsLeftBehind("an operator's entry in torch's dispatcher was not found")
+    real_keys = {name: sum(torch._C._dispatch_has_kernel_for_dispatch_key("aten::" + name, key) for key in KEYS)
                  for name in REFUSED_KERNELS}
+    return entries, before, real_keys  # type: ignore[return-value]
+
+
+def _replace_kernels(strict: bool) -> None:
+    global kept, scrubbed
+    library = torch._C._dispatch_library("IMPL", "aten", "")
+    try:
+        located, failure = _located(), ""
+    except Exception as exc:  # noqa: BLE001 - whatever a torch or a system not the known one raises: said below
+        located, failure = None, f"{type(exc).__name__}: {exc}"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "overriding a previously registered kernel": that is the point
         for name in REFUSED_KERNELS:
-            for key in keys:
+            for key in KEYS:
                 library.impl(name, key, _kernel(name))
-    if _make_permanent(library, len(REFUSED_KERNELS) * len(keys)):
+    if _make_permanent(library, len(REFUSED_KERNELS) * len(KEYS)):
         kept = "permanent"  # the wrapper now owns an empty registration: freeing it changes nothing
     else:
         # Dropping the last reference would unregister the kernels; one reference owned by nobody keeps them.
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(library))
         kept = "leaked"
     try:
-        if len(before) != len(REFUSED_KERNELS) or None in before.values():
-            raise KernelsLeftBehind("an operator's entry in torch's dispatcher was not found")
-        _scrub(entries, before, real_keys)  # type: ignore[arg-type]
+        if located is None:
+            raise KernelsLeftBehind(failure)
+        _scrub(*located)
         scrubbed = "yes"
-    except (KernelsLeftBehind, OSError) as exc:
-        scrubbed = f"no: {exc}"
+    except Exception as exc:  # noqa: BLE001 - as above
+        scrubbed = f"no: {type(exc).__name__}: {exc}"
         if strict:
-            raise KernelsLeftBehind(str(exc)) from None
+            raise KernelsLeftBehind(scrubbed) from None
     finally:
-        for copy in before.values():
-            if copy is not None:
-                copy[:] = bytes(len(copy))
+        for copy in (located[1].values() if located else ()):
+            copy[:] = bytes(len(copy))
 
 
 def _replace_classes() -> None:
