@@ -331,7 +331,8 @@ for _name in ("_amp_update_scale_", "_amp_foreach_non_finite_check_and_unscale_"
         _memory = _words(_start, (_end - _start) // 8)
         for _index in _np.nonzero(_memory == _ours[1])[0]:
             _node = _start + 8 * int(_index) - 24  # a list node: next, previous, then the kernel
-            if _node != _entry + 8 * _slot - 16 and _readable(_node, 6) and [int(_w) for _w in _words(_node + 16, 4)] == _ours:
+            if (_node != _entry + 8 * _slot - 16 and _readable(_node, 6)
+                    and [int(_w) for _w in _words(_node + 16, 4)] == _ours):
                 _next = int(_words(_node, 1)[0])
                 if _readable(_next, 6) and int(_words(_next + 8, 1)[0]) == _node:  # the next node links back
                     _kernel = [int(_w) for _w in _words(_next + 16, 4)]

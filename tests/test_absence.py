@@ -316,10 +316,11 @@ def test_no_copy_of_the_real_kernels_is_left_in_memory() -> None:
                              for variant in ("7DEFAULT", "4AVX2", "6AVX512")]
         print(json.dumps({"unboxed": [bool(unboxed) for _, _, unboxed, _ in real], "pairs found": found,
                           "kernel lists": lists, "scrubbed": absence.scrubbed,
-                          "stubs": [stub("_ZN2at6native12DispatchStubIPFRNS_6TensorES3_S3_RKS2_ddlENS0_48_amp_update_"
-                                         "scale_cpu_stub_DECLARE_DISPATCH_typeEE{}E"),
-                                    stub("_ZN2at6native12DispatchStubIPFvN3c108ArrayRefINS_6TensorEEERS4_RKS4_ENS0_72_amp_"
-                                         "foreach_non_finite_check_and_unscale_cpu_stub_DECLARE_DISPATCH_typeEE{}E")]}))
+                          "stubs": [stub("_ZN2at6native12DispatchStubIPFRNS_6TensorES3_S3_RKS2_ddlENS0_48_amp_"
+                                         "update_scale_cpu_stub_DECLARE_DISPATCH_typeEE{}E"),
+                                    stub("_ZN2at6native12DispatchStubIPFvN3c108ArrayRefINS_6TensorEEERS4_RKS4_ENS0_72"
+                                         "_amp_foreach_non_finite_check_and_unscale_cpu_stub_DECLARE_DISPATCH_typeEE{}E"
+                                         )]}))
     """))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

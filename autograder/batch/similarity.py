@@ -287,7 +287,8 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
         texts[TORCH_KEY] = {"loss_scaler.py": torch_scaler.read_text(encoding="utf-8")}
     markers = {party.key: found for party in parties if not party.reference
                and (found := solution_markers(texts[party.key]))}
-    review = {party.key: found for party in parties if not party.reference and (found := review_reasons(texts[party.key]))}
+    review = {party.key: found for party in parties
+              if not party.reference and (found := review_reasons(texts[party.key]))}
     prints: dict[tuple[str, str], Fingerprint] = {}
     for file in FILES:
         holders = [party for party in parties if file in texts[party.key]]
