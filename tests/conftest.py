@@ -178,6 +178,12 @@ def shown(results: dict[str, Any]) -> str:
     return "\n".join([results["output"], *(str(test.get("output", "")) for test in results["tests"])])
 
 
+def cuda_failed_to_start(trace: str) -> bool:
+    """Whether ``trace`` is torch failing to start CUDA, in either build's words (a CPU build: "not compiled with
+    CUDA"; a CUDA build without a driver or a GPU: "no NVIDIA driver", "no CUDA GPUs"): torch's CUDA start-up raised it."""
+    return "_lazy_init" in trace and "torch" in trace and "cuda" in trace
+
+
 def in_ci() -> bool:
     """Whether this run is CI's: ``CI`` is set (hosted CI exports ``CI=true``; so does .ci/run), and not to 0 or false."""
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
@@ -243,3 +249,19 @@ def gone_within(text: str, seconds: float) -> list[int]:
         time.sleep(0.2)
     return processes_mentioning(text)
 
+
+
+def needs_root(reason: str) -> bool:
+    """Whether a skip's ``reason`` is the lack of root (the sandbox's uid switch, namespaces, chroot, Slurm)."""
+    return "root" in reason.lower()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """As an ordinary user, one line: how many tests skipped for want of root, and how to run them."""
+    if os.geteuid() == 0:
+        return
+    skipped = [report for report in terminalreporter.stats.get("skipped", [])
+               if isinstance(report.longrepr, tuple) and needs_root(str(report.longrepr[2]))]
+    if skipped:
+        terminalreporter.write_line(f"{len(skipped)} test(s) need root and were skipped (uid {os.geteuid()}): run "
+                                    f"them as root from this folder, e.g. `sudo make test` (docs/newcomer.md)")
