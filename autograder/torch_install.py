@@ -4,8 +4,9 @@ grader builds (Gradescope, PrairieLearn, GitHub Classroom, otter, the notebooks)
 PyPI's build of torch for Linux is a CUDA build of several GB; a machine without an NVIDIA GPU uses none of it.
 ``make setup`` therefore offers pip torch's CPU index *beside* the indexes pip is configured with: for the pinned
 ``torch==X`` pip then sees both ``X`` (PyPI's, CUDA) and ``X+cpu`` (the CPU index's, or a local wheel pip's
-find-links hold) and takes ``X+cpu``, the higher version by PEP 440 (a local label sorts above none).  Where neither
-the CPU index nor a local CPU wheel can be reached, pip takes the build it finds, and this says so.  A machine with an
+find-links hold) and takes ``X+cpu``, the higher version by PEP 440 (a local label sorts above none).  The index is
+offered only when one request reaches it (pip would otherwise retry it for every package); where neither it nor a
+local CPU wheel can be reached, pip takes the build it finds, and this says so.  A machine with an
 NVIDIA GPU keeps PyPI's CUDA build, and a venv that already holds the pinned torch, of either build, keeps it.
 
 Standard library only: it runs with the system's Python before the virtual environment has anything in it.
@@ -18,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 #: torch's CPU wheels (and, mirrored there, the packages torch depends on).
@@ -40,6 +42,15 @@ def has_nvidia_gpu() -> bool:
     return any(os.path.exists(node) for node in NVIDIA_NODES)
 
 
+def reachable(url: str = TORCH_CPU_INDEX, seconds: float = 10.0) -> bool:
+    """Whether one request to ``url`` gets an answer (through the proxies the environment names, as pip's do)."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/torch/", timeout=seconds):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
 def installed_torch(python: str) -> str | None:
     """The version of torch in ``python``'s environment (``2.13.0+cpu``, ``2.13.0``), or None."""
     done = subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('torch'))"],
@@ -47,10 +58,10 @@ def installed_torch(python: str) -> str | None:
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 
-def install_command(python: str, pin: str, gpu: bool) -> list[str]:
-    """The pip command that installs ``pin``: the CPU index offered beside pip's own unless ``gpu``."""
+def install_command(python: str, pin: str, cpu_index: bool) -> list[str]:
+    """The pip command that installs ``pin``, with the CPU index offered beside pip's own where ``cpu_index``."""
     command = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", pin]
-    return command if gpu else command + ["--extra-index-url", TORCH_CPU_INDEX, "--timeout", "30"]
+    return command + ["--extra-index-url", TORCH_CPU_INDEX] if cpu_index else command
 
 
 def build_of(version: str) -> str:
@@ -68,9 +79,11 @@ def main(argv: list[str]) -> int:
         print(f"torch {version} is already in this environment, {build_of(version)} build: kept")
         return 0
     gpu = has_nvidia_gpu()
+    offered = not gpu and reachable()
     print(f"installing {pin}: " + ("an NVIDIA GPU is here, so PyPI's CUDA build" if gpu else
-                                   f"no NVIDIA GPU here, so the CPU build ({TORCH_CPU_INDEX} or a local wheel)"))
-    done = subprocess.run(install_command(python, pin, gpu))
+                                   f"no NVIDIA GPU here, so the CPU build ({TORCH_CPU_INDEX}" +
+                                   (")" if offered else " cannot be reached: a local CPU wheel, if pip has one)")))
+    done = subprocess.run(install_command(python, pin, offered))
     if done.returncode != 0:
         return done.returncode
     version = installed_torch(python) or "?"

@@ -21,9 +21,9 @@ def test_the_pin_is_pyprojects() -> None:
     assert '"torch==2.13.0"' in (ROOT / "pyproject.toml").read_text()
 
 
-def test_the_cpu_index_is_offered_beside_pips_own_only_without_a_gpu() -> None:
-    cpu = torch_install.install_command("py", "torch==2.13.0", gpu=False)
-    gpu = torch_install.install_command("py", "torch==2.13.0", gpu=True)
+def test_the_cpu_index_is_offered_beside_pips_own() -> None:
+    cpu = torch_install.install_command("py", "torch==2.13.0", cpu_index=True)
+    gpu = torch_install.install_command("py", "torch==2.13.0", cpu_index=False)
     assert cpu[cpu.index("--extra-index-url") + 1] == "https://download.pytorch.org/whl/cpu"
     assert "--index-url" not in cpu  # pip's own indexes stay: the CPU one is added, never put in their place
     assert "torch==2.13.0" in gpu and not any("download.pytorch.org" in part for part in gpu)
@@ -48,7 +48,7 @@ def test_a_venv_holding_the_pinned_torch_keeps_it() -> None:
 @pytest.mark.skipif(torch_install.has_nvidia_gpu(), reason="an NVIDIA GPU is here: make setup keeps PyPI's CUDA build")
 def test_without_a_gpu_pip_resolves_the_cpu_build(tmp_path: Path) -> None:
     """What make setup's command makes pip choose on this machine, resolved without installing anything."""
-    command = torch_install.install_command(sys.executable, "torch==2.13.0", gpu=False)
+    command = torch_install.install_command(sys.executable, "torch==2.13.0", torch_install.reachable())
     command[command.index("--quiet")] = "--no-deps"
     done = subprocess.run(command + ["--dry-run", "--ignore-installed", "--report", str(tmp_path / "report.json")],
                           capture_output=True, text=True, timeout=600)
