@@ -17,6 +17,7 @@ whatever the number of workers (:func:`built_once`).
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -176,6 +177,20 @@ def shown(results: dict[str, Any]) -> str:
     """Everything a results.json shows: what student code prints during a test sits in that test's row
     (a hidden test's after the due date), not at the top level (see judge.route_output)."""
     return "\n".join([results["output"], *(str(test.get("output", "")) for test in results["tests"])])
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_works() -> bool:
+    """Whether torch can compute on a GPU here, asked in a child process.  On a CUDA build, asking in this one
+    (``torch.cuda.is_available()``) marks every later fork of it as unable to use CUDA, the sandbox's zygote
+    included, so a test process that asked would fail the GPU preflight for a reason no grader has."""
+    import torch
+
+    if not torch.backends.cuda.is_built():
+        return False
+    done = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                          capture_output=True, text=True, timeout=300)
+    return done.stdout.strip() == "True"
 
 
 def cuda_failed_to_start(trace: str) -> bool:
