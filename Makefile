@@ -20,8 +20,10 @@ help: ## list the targets
 
 setup: $(VENV)/.installed ## create .venv with the pinned dependencies
 
-$(VENV)/.installed: pyproject.toml
+# torch first, the build the machine uses (autograder/torch_install.py: CPU where there is no NVIDIA GPU; it says which).
+$(VENV)/.installed: pyproject.toml autograder/torch_install.py
 	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) autograder/torch_install.py $(PY)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[slurm,test]"
 	touch $@
 

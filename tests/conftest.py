@@ -17,6 +17,7 @@ whatever the number of workers (:func:`built_once`).
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -178,6 +179,26 @@ def shown(results: dict[str, Any]) -> str:
     return "\n".join([results["output"], *(str(test.get("output", "")) for test in results["tests"])])
 
 
+@functools.lru_cache(maxsize=None)
+def cuda_works() -> bool:
+    """Whether torch can compute on a GPU here, asked in a child process.  On a CUDA build, asking in this one
+    (``torch.cuda.is_available()``) marks every later fork of it as unable to use CUDA, the sandbox's zygote
+    included, so a test process that asked would fail the GPU preflight for a reason no grader has."""
+    import torch
+
+    if not torch.backends.cuda.is_built():
+        return False
+    done = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                          capture_output=True, text=True, timeout=300)
+    return done.stdout.strip() == "True"
+
+
+def cuda_failed_to_start(trace: str) -> bool:
+    """Whether ``trace`` is torch failing to start CUDA, in either build's words (a CPU build: "not compiled with
+    CUDA"; a CUDA build without a driver or a GPU: "no NVIDIA driver", "no CUDA GPUs"): torch's CUDA start-up raised it."""
+    return "_lazy_init" in trace and "torch" in trace and "cuda" in trace
+
+
 def in_ci() -> bool:
     """Whether this run is CI's: ``CI`` is set (hosted CI exports ``CI=true``; so does .ci/run), and not to 0 or false."""
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
@@ -243,3 +264,19 @@ def gone_within(text: str, seconds: float) -> list[int]:
         time.sleep(0.2)
     return processes_mentioning(text)
 
+
+
+def needs_root(reason: str) -> bool:
+    """Whether a skip's ``reason`` is the lack of root (the sandbox's uid switch, namespaces, chroot, Slurm)."""
+    return "root" in reason.lower()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """As an ordinary user, one line: how many tests skipped for want of root, and how to run them."""
+    if os.geteuid() == 0:
+        return
+    skipped = [report for report in terminalreporter.stats.get("skipped", [])
+               if isinstance(report.longrepr, tuple) and needs_root(str(report.longrepr[2]))]
+    if skipped:
+        terminalreporter.write_line(f"{len(skipped)} test(s) need root and were skipped (uid {os.geteuid()}): run "
+                                    f"them as root from this folder, e.g. `sudo make test` (docs/newcomer.md)")

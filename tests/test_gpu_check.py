@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import ROOT
+from conftest import ROOT, cuda_works
 
 
 def run(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -68,14 +68,14 @@ def test_dry_0_and_friends_run_the_real_mode(how: tuple[str, ...], tmp_path: Pat
     """The real mode is the one whose preflight asks CUDA; without CUDA it stops there, with it it passes."""
     done = run("-m", "autograder", "grade-gpu", "solutions", "--preflight-only", *how, "--out", str(tmp_path))
     preflight = json.loads((tmp_path / "gpu_preflight.json").read_text())
-    if torch.cuda.is_available():
+    if cuda_works():
         assert done.returncode == 0 and preflight["mode"] == "cuda", done.stderr
     else:
         assert done.returncode == 1 and "CUDA does not work in the sandboxed student process" in done.stderr
         assert not preflight["ok"]
 
 
-@pytest.mark.skipif(torch.cuda.is_available(),
+@pytest.mark.skipif(cuda_works(),
                     reason="CUDA is available: the real benchmark would run for minutes (make gpu-check covers it)")
 def test_amp_gpu_dry_false_runs_the_real_mode(tmp_path: Path) -> None:
     done = run("benchmarks/gpu_bench.py", "--plot", str(tmp_path / "b.png"), env={"AMP_GPU_DRY": "false"})
@@ -85,7 +85,7 @@ def test_amp_gpu_dry_false_runs_the_real_mode(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- make gpu-check
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available: gpu-check runs for real there")
+@pytest.mark.skipif(cuda_works(), reason="CUDA is available: gpu-check runs for real there")
 def test_gpu_check_without_cuda_says_so_in_one_line_and_succeeds(tmp_path: Path) -> None:
     done = run("-m", "autograder.gpu.check", "--out", str(tmp_path / "report"), "--dry", "0")
     assert done.returncode == 0 and done.stdout.count("\n") == 1 and not done.stderr

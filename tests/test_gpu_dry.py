@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import torch
 
-from conftest import ROOT
+from conftest import ROOT, cuda_works
 
 GPU_TESTS = ("4.1 test_gpu_amp_reaches_fp32_loss_sooner", "4.2 test_gpu_underflow_needs_the_scaler",
              "4.3 test_gpu_toy_scaler_matches_cuda_gradscaler")
@@ -178,7 +178,7 @@ def test_bench_dry_prints_the_table_and_writes_the_png(tmp_path: Path) -> None:
         assert text in done.stdout
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available: the GPU checks run instead of skipping")
+@pytest.mark.skipif(cuda_works(), reason="CUDA is available: the GPU checks run instead of skipping")
 def test_gpu_checks_skip_with_a_reason_without_cuda() -> None:
     done = run("-m", "pytest", "checks/test_gpu.py", "-rs", cwd=ROOT / "assignment",
                env={"AMP_SUBMISSION": str(ROOT / "solutions"), "AMP_GPU_DRY": ""})

@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 import torch
 
-from conftest import ROOT
+from conftest import ROOT, cuda_failed_to_start, cuda_works
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's covers and uid drop need root")
-NO_CUDA_ONLY = pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available: this simulates a CPU-only box")
-CUDA_ONLY = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU with CUDA (none here)")
+NO_CUDA_ONLY = pytest.mark.skipif(cuda_works(), reason="CUDA is available: this simulates a CPU-only box")
+CUDA_ONLY = pytest.mark.skipif(not cuda_works(), reason="needs an NVIDIA GPU with CUDA (none here)")
 
 
 def python(code: str, *args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -57,7 +57,8 @@ def test_cuda_unavailable_in_the_student_process_stops_before_anyone_is_graded(t
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("GPU preflight failed: CUDA does not work in the sandboxed "
                                                    "student process"), done.stderr
-    assert "built without CUDA" in lines[0]
+    # why, in the words of the torch installed: a CPU build is "built without CUDA", a CUDA build names the driver
+    assert ("built without CUDA" if torch.version.cuda is None else "NVIDIA driver") in lines[0]
     assert not list(tmp_path.glob(f"*/gpu_results.json")) and not (tmp_path / "gpu_gradebook.csv").exists()
     assert json.loads((tmp_path / "gpu_preflight.json").read_text())["ok"] is False
 
@@ -271,7 +272,7 @@ def test_a_device_failure_in_the_graders_code_is_a_grader_fault(tmp_path: Path) 
                                            "ops": [{"op": "new"}]})):
         got = gpu_runs.run_scenario(name, args, submission)
         assert set(got) == {"grader_fault"}, (name, got)
-        assert "Torch not compiled with CUDA enabled" in got["grader_fault"]["trace"]
+        assert cuda_failed_to_start(got["grader_fault"]["trace"]), got["grader_fault"]["trace"]
 
 
 def test_a_cuda_error_raised_by_the_students_code_stays_the_students(tmp_path: Path) -> None:
@@ -321,7 +322,7 @@ def test_a_grader_fault_marks_the_submission_ungraded_never_zero(tmp_path: Path)
     assert done.returncode == 0, done.stderr[-3000:]
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     assert outcome["status"] == "errored" and "grader fault in test 4.1, 4.2, 4.3" in outcome["reason"]
-    assert "Torch not compiled with CUDA enabled" in outcome["staff_log"] and "GraderFault" in outcome["staff_log"]
+    assert cuda_failed_to_start(outcome["staff_log"]) and "GraderFault" in outcome["staff_log"]
     assert all("not your fault" in test["output"] for test in outcome["results"]["tests"])
     with (tmp_path / "gpu_gradebook.csv").open(newline="") as stream:
         row = next(csv.DictReader(stream))
@@ -376,4 +377,4 @@ def test_nothing_touches_cuda_before_the_zygote_forks(tmp_path: Path) -> None:
     assert seen["status"] == 0 and "before_fork" in seen, seen  # the real command reached the fork
     assert seen["before_fork"] == []
     assert seen["loaded"] == ["checks.judge.gpu_reference", "autograder.gpu.preflight"] and seen["import_dynamo"] is True
-    assert seen["after"] == ["is_available"]  # the spies do record
+    assert seen["after"][0] == "is_available"  # the spies do record (a CUDA build's asks torch._C too)

@@ -24,6 +24,8 @@ ALLOWED: dict[str, set[str]] = {
     # where the grader's files are: the two packages' folders
     "autograder.locations": {"checks", "autograder"},
     "autograder.settings": {"autograder", "autograder.locations"},
+    # which build of torch an install takes (make setup runs it before the venv holds anything)
+    "autograder.torch_install": set(),
     "autograder.engine": {"checks", "autograder", "autograder.locations", "autograder.settings"},
     "autograder.diagnosis": {"checks", "autograder", "autograder.locations", "autograder.settings", "autograder.engine"},
     "autograder.batch": {"checks", "autograder", "autograder.locations", "autograder.settings", "autograder.engine",
@@ -34,7 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "autograder.platforms": {"checks", "autograder", "autograder.locations", "autograder.settings",
                              "autograder.engine", "autograder.diagnosis"},
     "autograder.packaging": {"checks", "autograder", "autograder.locations", "autograder.settings", "autograder.engine",
-                             "autograder.diagnosis", "autograder.batch", "autograder.gpu"},
+                             "autograder.diagnosis", "autograder.batch", "autograder.gpu", "autograder.torch_install"},
     "autograder.cli": {"checks", "autograder", "autograder.locations", "autograder.settings", "autograder.engine",
                        "autograder.diagnosis", "autograder.batch", "autograder.gpu", "autograder.packaging"},
     "autograder.__main__": {"autograder.cli"},

@@ -433,6 +433,9 @@ def start_zygote(import_dynamo: bool = False) -> Zygote:
     global _ZYGOTE
     if _ZYGOTE is None:
         torch.set_num_threads(1)
+        # torch picks its CPU kernels (``ATEN_CPU_CAPABILITY``, else the best the CPU has) once, at the first call that
+        # asks: asked here, every student process inherits the judge's choice, whatever environment it gets later.
+        torch.backends.cpu.get_cpu_capability()
         if import_dynamo:
             importlib.import_module("torch._dynamo")
         _ZYGOTE = Zygote()

@@ -21,13 +21,13 @@ from autograder.diagnosis import table as diagnosis_table
 from autograder import locations
 from autograder.engine import strings
 from autograder.packaging import built
+from autograder.torch_install import TORCH_CPU_INDEX
 
 #: The packages the grader imports in the Gradescope image, named as in pyproject.toml's dependencies,
 #: whose pins and environment markers are the ones used here (one source for every install).
 IMAGE_PACKAGES = ("torch", "pytest", "hypothesis", "rich", "pyseccomp", "landlock")
-#: torch's CPU wheels: Gradescope has no GPU, and PyPI's build of torch brings several GB of CUDA.
-#: setup.sh reads $TORCH_INDEX_ENV first, so a test can point pip at an index it reaches.
-TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+#: setup.sh reads $TORCH_INDEX_ENV first, so a test can point pip at an index it reaches (Gradescope has no GPU:
+#: torch's CPU index, declared in autograder/torch_install.py, otherwise).
 TORCH_INDEX_ENV = settings.TORCH_INDEX.env
 #: The grader's own environment, beside source/ (which run() closes to the student uid; the venv stays readable).
 VENV = "venv"

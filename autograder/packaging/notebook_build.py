@@ -43,6 +43,7 @@ from typing import Any
 
 from autograder.packaging import otter_build, release
 from autograder import ROOT
+from autograder.torch_install import TORCH_CPU_INDEX
 
 HANDOUT = ROOT / "assignment" / "README.md"
 NOTEBOOK = "amp_homework.ipynb"
@@ -267,7 +268,6 @@ else:
 LANGUAGES = ("en", "ko")
 INSTALL_COMMENT = ("# Run this cell first: it installs what this notebook needs, at the grader's versions\n"
                    "# (torch's CPU build), unless it is installed already.")
-CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 def install_source(comment: str, pyproject: Path = ROOT / "pyproject.toml") -> str:
@@ -286,7 +286,7 @@ def install_source(comment: str, pyproject: Path = ROOT / "pyproject.toml") -> s
     rest = " ".join(pins[name] for name in ("pytest", "hypothesis", "otter-grader"))
     return (f"{comment}\nimport importlib.util\n\n"
             f'if not all(importlib.util.find_spec(name) for name in ("torch", "pytest", "hypothesis", "otter", "matplotlib")):\n'
-            f"    %pip install --quiet {pins['torch']} --index-url {CPU_INDEX}\n"
+            f"    %pip install --quiet {pins['torch']} --index-url {TORCH_CPU_INDEX}\n"
             f"    %pip install --quiet {rest} matplotlib")
 
 

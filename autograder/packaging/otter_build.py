@@ -58,13 +58,13 @@ from autograder import locations, settings
 from autograder.engine import rubric, strings
 from autograder.packaging import built, otter_bridge
 from autograder import PACKAGE, ROOT
+from autograder.torch_install import TORCH_CPU_INDEX
 
 BRIDGE = Path(__file__).resolve().parent / "otter_bridge.py"
 #: The bridge's name where it ships: files/ of the otter zip, next to the notebook (a name no student picks).
 BRIDGE_NAME = otter_bridge.SHIPPED_NAME
 OTTER_VERSION = "7.0.0"
 PYTHON_VERSION = "3.11"
-TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 #: The judge's runtime dependencies (pins taken from pyproject.toml).
 RUNTIME_PACKAGES = ("torch", "pytest", "hypothesis", "rich")
 DRIVER_NAME = "amp_homework.ipynb"
