@@ -80,23 +80,27 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 0x1, 0x2, 0x4, 0x8, 0x20
 MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
 
 #: The system calls a student process may make: the filter refuses every other one (EPERM; ENOSYS for
-#: :data:`FALLBACK_SYSCALLS`), and the calls below it only with the arguments they list.  Measured: every call a
-#: student process made after its filter was loaded, traced with ``strace -ff`` (``tests/syscall_census.py``
-#: reads the traces), over gradings of the catalogue's submissions (tests/catalogue: bugs and correct variants),
-#: the skeleton, the solution and examples/, and over the honest habits of
-#: ``tests/test_isolation_levels.py::HABITS`` (threads, sleeps, files in scratch, torch.save, tracebacks...).
-#: A name one architecture lacks is skipped there (aarch64 has only the ``*at`` forms, which are listed too).
+#: :data:`FALLBACK_SYSCALLS`); the tables after this one allow a few more, each only with the arguments they name.
+#: Measured: every call a student process made after its filter was loaded, traced with ``strace -ff``
+#: (``tests/syscall_census.py`` reads the traces), over a grading of the catalogue's submissions (tests/catalogue:
+#: bugs and correct variants), the skeleton, the solution and examples/, and over the honest habits of
+#: ``tests/test_allow_list.py::HABITS`` (threads, sleeps, files in scratch, torch.save, tracebacks...).  Beyond
+#: the measured: ``rt_sigreturn`` and ``restart_syscall`` (the kernel's, after a signal handler or an interrupted
+#: sleep), the ``*at`` forms aarch64 has instead of x86_64's older calls, and what older libcs call for the same
+#: operations.  A name one architecture lacks is skipped there.
 ALLOWED_SYSCALLS = (
     # files (Landlock and the mounts decide which)
     "read", "write", "writev", "openat", "close", "lseek", "newfstatat", "getdents64", "readlink", "readlinkat",
     "access", "faccessat", "getcwd", "mkdir", "mkdirat", "rmdir", "rename", "renameat", "renameat2", "unlink",
     "unlinkat", "ftruncate", "fsync", "sendfile", "pipe2", "dup2", "dup3", "close_range",
     # memory, threads (``clone``: below, without namespace flags), time, randomness
-    "brk", "mmap", "munmap", "mprotect", "madvise", "futex", "set_robust_list", "rseq", "gettid", "exit",
+    "brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "futex", "set_robust_list", "rseq", "gettid", "exit",
     "exit_group", "wait4", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "restart_syscall", "clock_gettime",
     "clock_nanosleep", "getrandom",
     # what the process is
     "getpid", "getppid", "getuid", "geteuid", "getgid", "uname", "times", "getrusage",
+    # the same operations as older libcs call them (glibc before 2.33 stats with these; 2.31 sleeps with nanosleep)
+    "stat", "fstat", "lstat", "open", "getdents", "nanosleep",
 )
 #: Refused with ENOSYS rather than EPERM: libc then falls back to an older call (``clone3``'s flags are behind a
 #: pointer no filter can read: glibc falls back to ``clone``, whose flags it can; ``faccessat2``: ``faccessat``).
@@ -113,9 +117,10 @@ SIGNAL_SYSCALLS = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC = 0, 1, 2, 3, 4, 1030
 FCNTL_COMMANDS = (F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_DUPFD_CLOEXEC)
 O_ASYNC = 0o20000
-#: ioctl(2) commands allowed in a CPU process: ``TCGETS`` (``open()`` asks whether a file is a terminal),
-#: ``FIOCLEX``/``FIONCLEX`` (``os.set_inheritable``), ``FIONBIO`` (``os.set_blocking``), ``FIONREAD``,
-#: ``TIOCGWINSZ`` (a terminal's size).  A GPU process keeps every ioctl: CUDA drives ``/dev/nvidia*`` through them.
+#: ioctl(2) commands allowed in a CPU process, measured: ``TCGETS`` (``open()`` asks whether a file is a
+#: terminal), ``FIOCLEX``/``FIONCLEX`` (``os.set_inheritable``), ``FIONBIO`` (``os.set_blocking``), ``TIOCGWINSZ``
+#: (``shutil.get_terminal_size``); and ``FIONREAD`` (bytes waiting on its own descriptor).  A GPU process keeps
+#: every ioctl: CUDA drives ``/dev/nvidia*`` through them.
 IOCTL_COMMANDS = (0x5401, 0x5451, 0x5450, 0x5421, 0x541B, 0x5413)
 #: prctl(2) commands allowed: ``PR_CAPBSET_READ`` (measured: libcap, loaded when ``torch._dynamo`` looks up the
 #: user) and a thread's name (``PR_SET_NAME``, ``PR_GET_NAME``: torch's pools, newer Pythons).  Not
@@ -128,9 +133,10 @@ _PR_SET_DUMPABLE = 4
 GPU_SYSCALLS = (
     "ioctl", "connect", "sendmsg", "recvmsg", "sendto", "recvfrom", "getsockopt", "setsockopt", "getsockname",
     "getpeername", "shutdown", "poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl", "epoll_wait",
-    "epoll_pwait", "eventfd2", "mremap", "memfd_create", "get_mempolicy", "set_mempolicy", "mbind", "sysinfo",
-    "sched_yield", "nanosleep", "getegid", "fstat", "stat", "lstat", "open", "statx", "pread64", "pwrite64",
+    "epoll_pwait", "eventfd2", "memfd_create", "get_mempolicy", "set_mempolicy", "mbind", "sysinfo",
+    "sched_yield", "getegid", "statx", "pread64", "pwrite64",
 )
+
 
 def level_rank(level: str) -> int:
     """Position of ``level`` in :data:`LEVELS` (higher is stronger)."""
