@@ -84,9 +84,11 @@ MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
 #: Measured: every call a student process made after its filter was loaded, traced with ``strace -ff``
 #: (``tests/syscall_census.py`` reads the traces), over a grading of the catalogue's submissions (tests/catalogue:
 #: bugs and correct variants), the skeleton, the solution and examples/, and over the honest habits of
-#: ``tests/test_allow_list.py::HABITS`` (threads, sleeps, files in scratch, torch.save, tracebacks...).  Beyond
+#: ``tests/test_allow_list.py::HABITS`` (threads, sleeps, files in scratch, torch.save, tracebacks...), and
+#: ``grade-gpu --dry`` (a GPU student process's path on the CPU: its preflight asks for ``getgroups``).  Beyond
 #: the measured: ``rt_sigreturn`` and ``restart_syscall`` (the kernel's, after a signal handler or an interrupted
-#: sleep), the ``*at`` forms aarch64 has instead of x86_64's older calls, and what older libcs call for the same
+#: sleep), ``getegid`` beside ``geteuid``, ``sched_yield`` (OpenMP's threads, should a student ask torch for
+#: more), the ``*at`` forms aarch64 has instead of x86_64's older calls, and what older libcs call for the same
 #: operations.  A name one architecture lacks is skipped there.
 ALLOWED_SYSCALLS = (
     # files (Landlock and the mounts decide which)
@@ -98,7 +100,7 @@ ALLOWED_SYSCALLS = (
     "exit_group", "wait4", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "restart_syscall", "clock_gettime",
     "clock_nanosleep", "getrandom",
     # what the process is
-    "getpid", "getppid", "getuid", "geteuid", "getgid", "uname", "times", "getrusage",
+    "getpid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getgroups", "uname", "times", "getrusage", "sched_yield",
     # the same operations as older libcs call them (glibc before 2.33 stats with these; 2.31 sleeps with nanosleep)
     "stat", "fstat", "lstat", "open", "getdents", "nanosleep",
 )
@@ -134,7 +136,7 @@ GPU_SYSCALLS = (
     "ioctl", "connect", "sendmsg", "recvmsg", "sendto", "recvfrom", "getsockopt", "setsockopt", "getsockname",
     "getpeername", "shutdown", "poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl", "epoll_wait",
     "epoll_pwait", "eventfd2", "memfd_create", "get_mempolicy", "set_mempolicy", "mbind", "sysinfo",
-    "sched_yield", "getegid", "statx", "pread64", "pwrite64",
+    "statx", "pread64", "pwrite64",
 )
 
 
