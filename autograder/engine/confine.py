@@ -100,7 +100,8 @@ ALLOWED_SYSCALLS = (
     "exit_group", "wait4", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "restart_syscall", "clock_gettime",
     "clock_nanosleep", "getrandom",
     # what the process is
-    "getpid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getgroups", "uname", "times", "getrusage", "sched_yield",
+    "getpid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getgroups", "uname", "times", "getrusage",
+    "sched_yield",
     # the same operations as older libcs call them (glibc before 2.33 stats with these; 2.31 sleeps with nanosleep)
     "stat", "fstat", "lstat", "open", "getdents", "nanosleep",
 )
