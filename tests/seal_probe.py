@@ -6,16 +6,25 @@ started early also hears from later ones), and prints what it got: ``SEAL {json}
 own folders and every shared one (scratch, HOME, TMPDIR, cwd, the folder above scratch, /tmp, /var/tmp,
 /dev/shm, /run/lock, the submission), an opened-up scratch folder, FIFOs and path sockets found there,
 abstract Unix sockets, SysV shared memory, POSIX message queues, signals to every pid it can name, the
-command names of other processes (``/proc/*/comm``), and the pipes and sockets it inherited (their inodes
-are compared across processes by the test).
+command names of other processes (``/proc/*/comm``), locks on files every process may read (an OFD lock's
+and a POSIX lock's offset carry the token; ``flock`` a file of its choosing among torch's), the size of a file
+in its own scratch folder opened to others by ``chmod``, the owner of a pipe (``F_SETOWN`` to every pid it can
+name: an oracle of which exist, and with ``F_SETSIG`` and ``O_ASYNC`` the kernel would signal them), and the
+pipes and sockets it inherited (their inodes are compared across processes by the test).
 """
 
 CHANNEL_CODE = r'''
 
 def _seal_probe():
-    import ctypes, errno, json, os, socket, stat, sys, threading, time
+    import ctypes, errno, fcntl, json, os, socket, stat, struct, sys, threading, time
+    import torch
     token = "sealtok-" + os.urandom(6).hex()
-    got, sent = {}, []
+    got, sent, held = {}, [], []
+    shared = os.path.dirname(torch.__file__)  # every student process reads torch
+    lockable = sorted(os.path.join(shared, name) for name in os.listdir(shared)
+                      if name.endswith(".py") and name not in ("version.py", "__init__.py"))
+    flocked = int(token[8:], 16) % len(lockable)
+    lock = "hhqqi4x"  # struct flock
     try:
         libc = ctypes.CDLL(None, use_errno=True)
     except Exception:
@@ -36,6 +45,27 @@ def _seal_probe():
         try:
             os.chmod(scratch, 0o777)
             sent.append("scratch opened")
+        except OSError:
+            pass
+        try:  # a size others may stat in an opened scratch folder (Landlock does not govern stat)
+            with open(os.path.join(scratch, "seal-size"), "wb") as stream:
+                stream.truncate(int(token[8:14], 16))
+            sent.append("size")
+        except OSError:
+            pass
+        for name, command in (("version.py", 37), ("__init__.py", fcntl.F_SETLK)):  # F_OFD_SETLK, F_SETLK
+            try:
+                fd = os.open(os.path.join(shared, name), os.O_RDONLY)
+                held.append(fd)
+                fcntl.fcntl(fd, command, struct.pack(lock, fcntl.F_RDLCK, 0, int(token[8:], 16), 1, 0))
+                sent.append("lock %d" % command)
+            except OSError:
+                pass
+        try:
+            fd = os.open(lockable[flocked], os.O_RDONLY)
+            held.append(fd)
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            sent.append("flock")
         except OSError:
             pass
         for folder in folders:
@@ -105,6 +135,47 @@ def _seal_probe():
                 return
 
     def receive():
+        for name, command in (("version.py", 36), ("__init__.py", fcntl.F_GETLK)):  # F_OFD_GETLK, F_GETLK
+            try:
+                fd = os.open(os.path.join(shared, name), os.O_RDONLY)
+            except OSError:
+                continue
+            start = 0
+            try:
+                for _ in range(64):  # each lock in turn, by offset
+                    found = fcntl.fcntl(fd, command, struct.pack(lock, fcntl.F_WRLCK, 0, start, 0, 0))
+                    kind, _, offset, length, _ = struct.unpack(lock, found)
+                    if kind == fcntl.F_UNLCK:
+                        break
+                    note("lock %d" % command, "sealtok-%012x" % offset)
+                    start = offset + max(length, 1)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        for index, path in enumerate(lockable):
+            if index == flocked:
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):  # another process holds it
+                    got.setdefault("flock " + os.path.basename(path), "flock")
+            finally:
+                os.close(fd)
+        parent = os.path.dirname(scratch)
+        for k in range(64):  # the sibling scratch folders (p0, p1...): their files' sizes
+            folder = os.path.join(parent, "p%d" % k)
+            if os.path.realpath(folder) == os.path.realpath(scratch):
+                continue
+            try:
+                note("size in " + folder, "sealtok-%012x" % os.stat(os.path.join(folder, "seal-size")).st_size)
+            except OSError:
+                pass
         for folder in folders:
             try:
                 names = os.listdir(folder)
@@ -191,6 +262,27 @@ def _seal_probe():
             signalled.append(pid)
         except OSError:
             pass
+    owned, armed = [], []
+    try:
+        ear, mouth = os.pipe()
+        for pid in list(range(max(2, own - 300), own + 300)) + [1]:
+            if pid == own:
+                continue
+            try:
+                fcntl.fcntl(ear, fcntl.F_SETOWN, pid)  # works only for a pid that exists
+                owned.append(pid)
+            except OSError:
+                pass
+        for what, command, value in (("F_SETSIG", 10, 23), ("O_ASYNC", fcntl.F_SETFL, os.O_ASYNC)):  # SIGURG
+            try:
+                fcntl.fcntl(ear, command, value)
+                armed.append(what)
+            except OSError:
+                pass
+        if armed:  # nothing is ever written to the pipe; no owner left either
+            fcntl.fcntl(ear, fcntl.F_SETOWN, 0)
+    except OSError:
+        pass
     links = {}
     for fd in os.listdir("/proc/self/fd"):
         try:
@@ -210,7 +302,7 @@ def _seal_probe():
 
     threading.Thread(target=later, daemon=True).start()
     print("SEAL " + json.dumps({"token": token, "got": got, "sent": sent, "signalled": signalled, "fds": links,
-                                "pid": own, "uid": os.getuid()}), flush=True)
+                                "pid": own, "uid": os.getuid(), "owned": owned, "armed": armed}), flush=True)
 
 
 _seal_probe()

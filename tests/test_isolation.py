@@ -246,8 +246,8 @@ NET_AND_READ = '''
 
 PROBE = '''
 
-def _probe():  # hostile: network, grader files, SysV IPC, a daemon, files outside scratch
-    import ctypes, json, os, socket, subprocess
+def _probe():  # hostile: network, grader files, SysV IPC, a daemon, files outside scratch, the grader's environment
+    import ctypes, json, os, socket, subprocess, sys
     report = {{}}
 ''' + NET_AND_READ + '''    libc = ctypes.CDLL(None, use_errno=True)
     report["shm"] = libc.shmget({key}, 1 << 20, 0o1666)  # IPC_CREAT | 0666
@@ -299,6 +299,12 @@ def _probe():  # hostile: network, grader files, SysV IPC, a daemon, files outsi
         except Exception as exc:
             report[folder] = type(exc).__name__
     report["env"] = sorted(os.environ)
+    for name in ("environ", "cmdline"):  # the kernel's copies of what the process started with
+        try:
+            report[name] = open("/proc/self/" + name, "rb").read().decode("latin-1")
+        except OSError as exc:
+            report[name] = type(exc).__name__
+    report["argv"] = [sys.argv, getattr(sys, "orig_argv", [])]
     print("PROBE " + json.dumps(report))
 
 
@@ -348,8 +354,9 @@ def test_confinement_holds_in_every_mode(mode: str, workspace: Path, request: py
     probe = submission(tmp_path / "probe", {"loss_scaler.py": PROBE.format(port=listener.port, secret=str(secret),
                                                                        key=key, token=token,
                                                                        outsider=os.getpid())})
+    canary = f"amp-canary-{uuid.uuid4().hex[:12]}"  # in the grader's environment: in no student process's
     try:
-        done = grade_as(mode, [probe], tmp_path / "out", python=python, root=root)
+        done = grade_as(mode, [probe], tmp_path / "out", python=python, root=root, env={"AMP_SECRET_CANARY": canary})
     finally:
         listener.close()
     assert done.returncode == 0, done.stderr[-3000:]
@@ -362,6 +369,12 @@ def test_confinement_holds_in_every_mode(mode: str, workspace: Path, request: py
     assert listener.accepted == 0 and report["net"] != "connected"  # no network
     assert isinstance(report["read"], str), "a hidden test file was readable"  # grader files unreadable
     assert set(report["env"]) <= set(confine.clean_environment("/x"))  # a clean environment
+    # nothing of the grader's command line (which names the graded folder) or environment, not even the kernel's
+    # copies: erased by the zygote before it forked (unreadable anyway once the process is non-dumpable and its
+    # uid is not root's, whose its /proc files then are)
+    for name in ("environ", "cmdline"):
+        assert report[name] == "PermissionError" or set(report[name]) <= {"\0"}, report
+    assert canary not in json.dumps(report) and str(probe) not in json.dumps(report), report
     assert report["shm"] == -1  # no SysV IPC (seccomp, below every level reached here)...
     time.sleep(0.5)
     assert key not in _shm_keys()  # ...and no IPC object left

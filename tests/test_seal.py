@@ -3,8 +3,9 @@
 Two submissions whose files each append :data:`seal_probe.CHANNEL_CODE` are graded in one batch on two workers,
 as root (``namespaces``), as root with Docker's capabilities (``landlock+seccomp``: Gradescope) and as an
 ordinary user.  Every student process of both (one per file set and kind of test) sends its own token through
-every channel the probe knows and listens on all of them; none may hear another's, none may signal another, and
-no two may hold the same pipe or socket.  The weaker levels, which cannot seal (a world-writable ``/tmp`` is
+every channel the probe knows and listens on all of them; none may hear another's, none may signal another (nor
+name one to ``F_SETOWN``, nor arm a pipe to signal its owner), none may open its scratch folder to the others,
+and no two may hold the same pipe or socket.  The weaker levels, which cannot seal (a world-writable ``/tmp`` is
 shared), are refused unless asked for by name, with a line that says what the machine lacks.
 """
 
@@ -60,6 +61,9 @@ def test_no_byte_passes_between_student_processes(mode: str, workspace: Path, re
     assert len(tokens) >= 8, first  # both submissions, each with a process per file set and kind of test
     for report in first:
         assert report["signalled"] == [], f"a student process may signal others: {report}"
+        assert report["owned"] == [], f"F_SETOWN names other processes: {report}"
+        assert report["armed"] == [], f"a pipe could signal its owner: {report}"
+        assert "scratch opened" not in report["sent"], f"a scratch folder was opened to others: {report}"
     held: dict[str, str] = {}
     for report in first:
         for inode in _inodes(report):

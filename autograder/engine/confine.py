@@ -13,14 +13,17 @@ student process and before any student code is imported, every layer the platfor
 * **Landlock** (unprivileged; allowed by Docker's default seccomp profile): reads only
   from the interpreter, the system folders, the submission and the scratch folder;
   writes only to the scratch folder (and ``/dev/null``).  Binding: ``landlock`` (PyPI).
-* **seccomp** (``pyseccomp`` over libseccomp; sets no-new-privs): no ``socket()`` at all (a GPU
-  process keeps ``AF_UNIX`` for CUDA's MPS pipe), so no network and no abstract socket between two
-  student processes; signals only to the process itself (``kill``/``tgkill``/``rt_*sigqueueinfo``
-  with its own pid, no ``pidfd_*``); no ``execve``/``execveat`` (no other program), no
-  ``ptrace``/``process_vm_*``/``kcmp``, ``mount``/``unshare``/``setns``/namespace flags of ``clone``,
-  SysV IPC, POSIX message queues, ``keyctl``, ``bpf``, ``perf_event_open``, ``io_uring``,
-  ``userfaultfd``, module loading.
-* a **clean environment**: only the variables in :func:`clean_environment`.
+* **seccomp** (``pyseccomp`` over libseccomp; sets no-new-privs): an allow-list, measured
+  (:data:`ALLOWED_SYSCALLS`); every other call is refused.  Among what is not on it: ``socket()``
+  (so no network and no abstract socket between two student processes), ``execve`` (no other
+  program: a fresh interpreter would have torch's scaler kernels), ``ptrace``, ``mount``, SysV IPC,
+  ``flock``, the ``chmod`` and ``chown`` families (a folder opened to a sibling).  ``fcntl``,
+  ``ioctl`` and ``prctl`` only with the commands listed (no lock, no ``F_SETOWN``/``F_SETSIG``/
+  ``O_ASYNC``), signals only to the process itself, ``clone`` without namespace flags.  A GPU
+  process keeps every ``ioctl`` and ``AF_UNIX`` sockets (CUDA), :data:`GPU_SYSCALLS`.
+* a **built environment**: only the variables in :func:`clean_environment`; the zygote erased the
+  grader's command line and environment before forking (:func:`forget_command_line_and_environment`),
+  and the process is non-dumpable.
 
 A GPU student process gets no Landlock (CUDA does not start under it); in its mount namespace every mount is
 read-only instead, but its private tmpfs (:func:`read_only_rest`).  It is sealed only at ``namespaces``.
@@ -41,6 +44,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import functools
+import operator
 import os
 import signal
 import socket
@@ -75,22 +79,66 @@ _NAMESPACE_FLAGS = (_CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWUSER, _CLONE_NEWIPC, 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 0x1, 0x2, 0x4, 0x8, 0x20
 MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
 
-#: Syscalls a student process never needs; they fail with EPERM.
-DENIED_SYSCALLS = (
-    "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot", "unshare",
-    "setns", "shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
-    "semtimedop", "semctl", "mq_open", "keyctl", "add_key", "request_key", "bpf", "perf_event_open",
-    "io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd", "init_module", "finit_module",
-    "delete_module", "kexec_load", "kexec_file_load", "open_by_handle_at", "name_to_handle_at", "acct",
-    "swapon", "swapoff", "reboot", "settimeofday", "clock_settime", "adjtimex", "fanotify_init",
-    "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr",
-    # No new program: a fresh interpreter would have torch's scaler kernels, which Task 1's processes lack.
-    "execve", "execveat",
-    # Nothing that reaches another process by pid (signals are allowed to the process itself below).
-    "tkill", "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "process_madvise", "kcmp",
+#: The system calls a student process may make: the filter refuses every other one (EPERM; ENOSYS for
+#: :data:`FALLBACK_SYSCALLS`); the tables after this one allow a few more, each only with the arguments they name.
+#: Measured: every call a student process made after its filter was loaded, traced with ``strace -ff``
+#: (``tests/syscall_census.py`` reads the traces), over a grading of the catalogue's submissions (tests/catalogue:
+#: bugs and correct variants), the skeleton, the solution and examples/, and over the honest habits of
+#: ``tests/test_allow_list.py::HABITS`` (threads, sleeps, files in scratch, torch.save, tracebacks...), and
+#: ``grade-gpu --dry`` (a GPU student process's path on the CPU: its preflight asks for ``getgroups``).  Beyond
+#: the measured: ``rt_sigreturn`` and ``restart_syscall`` (the kernel's, after a signal handler or an interrupted
+#: sleep), ``getegid`` beside ``geteuid``, ``sched_yield`` (OpenMP's threads, should a student ask torch for
+#: more), the ``*at`` forms aarch64 has instead of x86_64's older calls, and what older libcs call for the same
+#: operations.  A name one architecture lacks is skipped there.
+ALLOWED_SYSCALLS = (
+    # files (Landlock and the mounts decide which)
+    "read", "write", "writev", "openat", "close", "lseek", "newfstatat", "getdents64", "readlink", "readlinkat",
+    "access", "faccessat", "getcwd", "mkdir", "mkdirat", "rmdir", "rename", "renameat", "renameat2", "unlink",
+    "unlinkat", "ftruncate", "fsync", "sendfile", "pipe2", "dup2", "dup3", "close_range",
+    # memory, threads (``clone``: below, without namespace flags), time, randomness
+    "brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "futex", "set_robust_list", "rseq", "gettid", "exit",
+    "exit_group", "wait4", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "restart_syscall", "clock_gettime",
+    "clock_nanosleep", "getrandom",
+    # what the process is
+    "getpid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getgroups", "uname", "times", "getrusage",
+    "sched_yield",
+    # the same operations as older libcs call them (glibc before 2.33 stats with these; 2.31 sleeps with nanosleep)
+    "stat", "fstat", "lstat", "open", "getdents", "nanosleep",
 )
+#: Refused with ENOSYS rather than EPERM: libc then falls back to an older call (``clone3``'s flags are behind a
+#: pointer no filter can read: glibc falls back to ``clone``, whose flags it can; ``faccessat2``: ``faccessat``).
+FALLBACK_SYSCALLS = ("clone3", "faccessat2")
+#: Calls allowed only about the process itself: a first argument of 0 (itself) or its own pid, never another's
+#: (``prlimit64`` could lower a classmate's limits; either would tell which pids exist).
+OWN_PID_SYSCALLS = ("prlimit64", "sched_getaffinity")
 #: Syscalls that send a signal to the pid in their first argument: allowed only with the process's own pid.
 SIGNAL_SYSCALLS = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+#: fcntl(2) commands allowed (the same numbers on x86_64 and aarch64): descriptors' flags only.  No lock
+#: (``F_SETLK``, ``F_OFD_*``: a lock's offset is a number another process reads), no owner or signal
+#: (``F_SETOWN``, ``F_SETSIG``: the kernel would signal another pid), no lease or notification; ``F_SETFL`` only
+#: without ``O_ASYNC``.
+F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC = 0, 1, 2, 3, 4, 1030
+FCNTL_COMMANDS = (F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_DUPFD_CLOEXEC)
+O_ASYNC = 0o20000
+#: ioctl(2) commands allowed in a CPU process, measured: ``TCGETS`` (``open()`` asks whether a file is a
+#: terminal), ``FIOCLEX``/``FIONCLEX`` (``os.set_inheritable``), ``FIONBIO`` (``os.set_blocking``), ``TIOCGWINSZ``
+#: (``shutil.get_terminal_size``); and ``FIONREAD`` (bytes waiting on its own descriptor).  A GPU process keeps
+#: every ioctl: CUDA drives ``/dev/nvidia*`` through them.
+IOCTL_COMMANDS = (0x5401, 0x5451, 0x5450, 0x5421, 0x541B, 0x5413)
+#: prctl(2) commands allowed: ``PR_CAPBSET_READ`` (measured: libcap, loaded when ``torch._dynamo`` looks up the
+#: user) and a thread's name (``PR_SET_NAME``, ``PR_GET_NAME``: torch's pools, newer Pythons).  Not
+#: ``PR_SET_DUMPABLE``: :func:`confine` makes the process non-dumpable, for good.
+PRCTL_COMMANDS = (23, 15, 16)
+_PR_SET_DUMPABLE = 4
+#: What a GPU process adds (not measured: no GPU where the list was measured; ``tests/syscall_census.py``
+#: measures it on one): every ioctl and ``socket(AF_UNIX)`` with its calls (CUDA's MPS client), and the calls
+#: CUDA's driver makes for its threads, events and memory.
+GPU_SYSCALLS = (
+    "ioctl", "connect", "sendmsg", "recvmsg", "sendto", "recvfrom", "getsockopt", "setsockopt", "getsockname",
+    "getpeername", "shutdown", "poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl", "epoll_wait",
+    "epoll_pwait", "eventfd2", "memfd_create", "get_mempolicy", "set_mempolicy", "mbind", "sysinfo",
+    "statx", "pread64", "pwrite64",
+)
 
 
 def level_rank(level: str) -> int:
@@ -360,30 +408,49 @@ def _remount_each_read_only(libc: Any, skip: set[str]) -> bool:
     return True
 
 
-def apply_seccomp(unix_sockets: bool = False) -> bool:
-    """Load the seccomp filter described in the module docstring (also sets no-new-privs).
+def _number(name: str) -> int | None:
+    """``name``'s system call number on this architecture (through libseccomp), None where it has none."""
+    number = seccomp.resolve_syscall(seccomp.Arch.NATIVE, name)
+    return number if number >= 0 else None
 
-    ``unix_sockets``: keep ``socket(AF_UNIX)`` (a GPU process: CUDA's MPS client); otherwise no socket at all.
+
+def apply_seccomp(gpu: bool = False) -> bool:
+    """Load the allow-list filter described in the module docstring (also sets no-new-privs).
+
+    ``gpu``: a GPU process keeps every ``ioctl`` and ``socket(AF_UNIX)`` (:data:`GPU_SYSCALLS`); otherwise no
+    socket at all.  Every call not allowed is refused, never killed: a refusal is an ``OSError`` the feedback names.
     """
     if seccomp is None:
         return False
     try:
-        rules = seccomp.SyscallFilter(seccomp.ALLOW)
-        if unix_sockets:
-            rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket", seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
+        rules = seccomp.SyscallFilter(seccomp.ERRNO(errno.EPERM))
+        allow, arg = seccomp.ALLOW, seccomp.Arg
+        for name in ALLOWED_SYSCALLS + (GPU_SYSCALLS if gpu else ()):
+            if (number := _number(name)) is not None:
+                rules.add_rule(allow, number)
+        for name in FALLBACK_SYSCALLS:
+            if (number := _number(name)) is not None:
+                rules.add_rule(seccomp.ERRNO(errno.ENOSYS), number)
+        if gpu:
+            rules.add_rule(allow, "socket", arg(0, seccomp.EQ, socket.AF_UNIX))
+            rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket", arg(0, seccomp.NE, socket.AF_UNIX))
         else:
-            rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket")
+            rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket")  # a socket's refusal, as a firewall's
+            for command in IOCTL_COMMANDS:
+                rules.add_rule(allow, "ioctl", arg(1, seccomp.EQ, command))
         own = os.getpid()  # in a PID namespace, 1: the filter is loaded after entering it
         for name in SIGNAL_SYSCALLS:  # a signal is a byte too: none reaches another process
-            rules.add_rule(seccomp.ERRNO(errno.EPERM), name, seccomp.Arg(0, seccomp.NE, own))
-        for name in DENIED_SYSCALLS:
-            try:
-                rules.add_rule(seccomp.ERRNO(errno.EPERM), name)
-            except (OSError, ValueError, RuntimeError):
-                pass  # a syscall this architecture or libseccomp does not know
-        rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")  # flags are behind a pointer: libc falls back to clone
-        for flag in _NAMESPACE_FLAGS:
-            rules.add_rule(seccomp.ERRNO(errno.EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+            rules.add_rule(allow, name, arg(0, seccomp.EQ, own))
+        for name in OWN_PID_SYSCALLS:
+            for pid in {0, own}:
+                rules.add_rule(allow, name, arg(0, seccomp.EQ, pid))
+        for command in FCNTL_COMMANDS:
+            rules.add_rule(allow, "fcntl", arg(1, seccomp.EQ, command))
+        rules.add_rule(allow, "fcntl", arg(1, seccomp.EQ, F_SETFL), arg(2, seccomp.MASKED_EQ, O_ASYNC, 0))
+        for command in PRCTL_COMMANDS:
+            rules.add_rule(allow, "prctl", arg(0, seccomp.EQ, command))
+        namespaces = functools.reduce(operator.or_, _NAMESPACE_FLAGS)  # no new namespace: threads and forks only
+        rules.add_rule(allow, "clone", arg(0, seccomp.MASKED_EQ, namespaces, 0))
         rules.load()
         return True
     except Exception:  # noqa: BLE001 - no libseccomp / binding, or seccomp unavailable: a weaker level
@@ -394,21 +461,52 @@ def apply_seccomp(unix_sockets: bool = False) -> bool:
 
 
 def clean_environment(scratch: str) -> dict[str, str]:
-    """The only environment variables a student process gets."""
+    """The only environment variables a student process gets: built, never what is left of the grader's."""
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
             "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
+def forget_command_line_and_environment() -> None:
+    """Erase this process's argument and environment blocks, what the kernel shows as ``/proc/<pid>/cmdline`` and
+    ``/proc/<pid>/environ`` (the graded folder's name, the grader's variables), and ``sys.argv``.
+
+    For the zygote, before it forks any student process: its children inherit the erased blocks.  The blocks'
+    addresses are fields 48 to 51 of ``/proc/self/stat``; libc's ``environ`` points into the environment block,
+    so every variable is first copied to the heap (``os.putenv``), where the zygote's own code still reads it.
+    Copies on the heap remain (``os.environ``, libc's): :func:`confine` replaces ``os.environ`` by
+    :func:`clean_environment`, and only a scan of the process's raw memory could find what is left
+    (docs/security.md).  Does nothing where ``/proc`` cannot tell the addresses.
+    """
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        arg_start, arg_end, env_start, env_end = (int(fields[number - 3]) for number in (48, 49, 50, 51))
+    except (OSError, IndexError, ValueError):
+        return
+    if not 0 < arg_start <= arg_end <= env_start <= env_end:  # fields a kernel hides read as 0
+        return
+    for key, value in os.environ.items():
+        os.putenv(key, value)
+    ctypes.memset(arg_start, 0, arg_end - arg_start)
+    ctypes.memset(env_start, 0, env_end - env_start)
+    sys.argv[:] = [""]
+    sys.orig_argv[:] = [sys.executable]
+
+
 def confine(submission: str, scratch: str, namespaces: bool, gpu: bool = False, hidden: Sequence[str] = ()) -> str:
-    """Apply Landlock and seccomp and clean the environment; return the level reached.
+    """Apply Landlock and seccomp, build the environment and make the process non-dumpable; return the level.
 
     ``namespaces`` says whether :func:`enter_namespaces` worked for this process and, for a ``gpu`` process,
     :func:`read_only_rest` too (both run earlier, before the uid switch).  A GPU process gets no Landlock (see
-    :func:`read_only_rest`) and keeps ``AF_UNIX`` sockets (CUDA's MPS client): below ``namespaces`` it reaches
-    ``seccomp``.  Call after the uid switch, before student code.
+    :func:`read_only_rest`) and keeps every ``ioctl`` and ``AF_UNIX`` sockets (:data:`GPU_SYSCALLS`): below
+    ``namespaces`` it reaches ``seccomp``.  Non-dumpable, its ``/proc/<pid>`` files are root's: another process
+    of the same uid reads none of them.  Call after the uid switch, before student code.
     """
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux
+        pass
     landlocked = False if gpu else apply_landlock(submission, scratch, hidden)
-    filtered = apply_seccomp(unix_sockets=gpu)
+    filtered = apply_seccomp(gpu=gpu)
     os.environ.clear()
     os.environ.update(clean_environment(scratch))
     if namespaces:

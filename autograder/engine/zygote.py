@@ -327,6 +327,7 @@ class Zygote:
         pid = os.fork()
         if pid == 0:  # the zygote
             parent.close()
+            confine.forget_command_line_and_environment()  # before any student process is forked
             self._serve(child)
         child.close()
         self.pid = pid
