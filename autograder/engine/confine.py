@@ -302,33 +302,32 @@ class _MountAttr(ctypes.Structure):
 
 
 _MOUNT_SETATTR = 442  # mount_setattr(2), Linux 5.12: one number on every architecture (the unified table)
-_AT_FDCWD, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
+_AT_FDCWD, _AT_RECURSIVE = -100, 0x8000
+#: mount_setattr's attributes; ``_MOUNT_ATTR_ATIME`` is the mask of the access-time modes.
+_MOUNT_ATTR_RDONLY, _MOUNT_ATTR_NOSUID, _MOUNT_ATTR_NOATIME, _MOUNT_ATTR_ATIME = 0x1, 0x2, 0x10, 0x70
 
 
-def _set_read_only(libc: Any, path: str, read_only: bool, recursive: bool) -> bool:
-    attr = _MountAttr(_MOUNT_ATTR_RDONLY, 0, 0, 0) if read_only else _MountAttr(0, _MOUNT_ATTR_RDONLY, 0, 0)
+def _set_attributes(libc: Any, path: str, set_: int, clear: int, recursive: bool = True) -> bool:
+    attr = _MountAttr(set_, clear, 0, 0)
     flags = _AT_RECURSIVE if recursive else 0
     # syscall() is variadic: each argument typed, so the 64-bit size reaches the kernel whole on every ABI.
     return libc.syscall(ctypes.c_long(_MOUNT_SETATTR), ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(path.encode()),
                         ctypes.c_uint(flags), ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr))) == 0
 
 
-def read_only_rest(libc: Any, writable: Sequence[str]) -> bool:
-    """In a GPU process's private mount namespace: every mount read-only, but the mounts at ``writable`` (the
-    private tmpfs the caller mounted), ``/proc`` and ``/sys``; True if it worked.
+def read_only_rest(libc: Any) -> bool:
+    """In a student process's private mount namespace: every mount read-only and ``nosuid``, and without access-time
+    updates where the kernel allows (a mount locked by a user namespace keeps its own), but ``/proc``; True if every
+    mount is read-only.
 
-    A GPU process gets no Landlock (CUDA's driver fails to start under it: error 304 on an H200 even with every
-    file readable and ``ioctl()`` on the device nodes, docs/gpu.md), so its only way to pass a file to another
-    process would be a world-writable folder the covers missed (``/var/crash``, a course's shared folder...).
-    A read-only mount refuses every write there whatever the folder's mode; device nodes stay writable (a
-    read-only mount refuses writes to files and folders, not to devices).  ``/proc`` and ``/sys`` stay as their
-    permissions make them (an unprivileged uid writes only its own ``/proc/<pid>`` files), in case the driver
-    writes there.  The scratch tmpfs is mounted afterwards, writable.
+    Nothing in the view is then writable but what the caller mounts afterwards (the scratch tmpfs, ``/dev/shm``) and
+    the process's own ``/proc/<pid>`` files (where cuInit names its threads); no read leaves an access time another
+    process could see.  Device nodes stay writable on a read-only mount (it refuses writes to files and folders).
     """
-    if not _set_read_only(libc, "/", True, recursive=True):
-        return _remount_each_read_only(libc, {"/proc", "/sys", *writable})
-    for path in ("/proc", "/sys", *writable):
-        _set_read_only(libc, path, False, recursive=False)  # best effort: read-only is the safe failure
+    if not (_set_attributes(libc, "/", _MOUNT_ATTR_RDONLY | _MOUNT_ATTR_NOSUID | _MOUNT_ATTR_NOATIME, _MOUNT_ATTR_ATIME)
+            or _set_attributes(libc, "/", _MOUNT_ATTR_RDONLY | _MOUNT_ATTR_NOSUID, 0)):
+        return _remount_each_read_only(libc, {"/proc"})
+    _set_attributes(libc, "/proc", 0, _MOUNT_ATTR_RDONLY, recursive=False)  # best effort: read-only is the safe failure
     return True
 
 

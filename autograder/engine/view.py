@@ -1,0 +1,122 @@
+"""A student process's file system view at the namespaces level: built from an allow-list, nothing else in it.
+
+In its private mount namespace (:func:`autograder.engine.confine.enter_namespaces`) a student process gets a new
+root, an empty tmpfs into which only these are bind-mounted, each at its own path:
+
+* the system: :data:`SYSTEM` (``/usr``, ``/etc``; ``/lib*``, ``/bin``, ``/sbin``, which on a merged-``/usr``
+  system are links into ``/usr``, recreated as links);
+* the interpreter: its prefixes, the site-packages torch is imported from, and the public checks (the package
+  ``checks``); a link on the way to one of them (a virtual environment reached through a link) is recreated;
+* in ``/dev``, only :data:`DEVICES` (and a GPU process's NVIDIA nodes); ``/dev/shm`` is a private tmpfs;
+* ``/proc`` (the PID namespace's own) and ``/sys``;
+* the staged submission, and the scratch folder's path (a capped tmpfs is mounted there: ``confine.cap_scratch``);
+* a GPU process's ``DeviceAccess.keep`` (CUDA's library folders, the MPS pipe folder: ``autograder.gpu.access``).
+
+Then ``pivot_root`` into it, and the old root is detached: whatever path the process learns (the folder being
+graded, named in its parent's command line; another submission; the grader's files and caches; ``/tmp``), it does
+not exist there (``ENOENT``).  A folder on the way to an allowed path is an empty folder of the new root, holding
+only that way.  Inside an allowed folder the grader's own files are covered (its package, when pip put it in the
+site-packages the interpreter reads): the only deny-list, within the allow-list.  Every mount is then read-only,
+``nosuid`` and without access-time updates where the kernel allows (``confine.read_only_rest``), but the process's
+own ``/proc``, its ``/dev/shm`` and its scratch tmpfs.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from typing import Any, Iterable, Sequence
+
+import torch
+
+import checks
+from autograder.engine import confine
+
+SYSTEM = ("/usr", "/etc", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/proc", "/sys")
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+#: What a process reaches through ``/dev/fd`` and ``/dev/std*`` (links into its own ``/proc``).
+DEVICE_LINKS = (("/dev/fd", "/proc/self/fd"), ("/dev/stdin", "/proc/self/fd/0"), ("/dev/stdout", "/proc/self/fd/1"),
+                ("/dev/stderr", "/proc/self/fd/2"))
+#: pivot_root(2) has no libc wrapper; its number by architecture.
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
+_MNT_DETACH = 2
+_TMPFS_FLAGS = confine.MS_NOSUID | confine.MS_NODEV
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def resolve(paths: Iterable[str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """(each link on the way to ``paths``, with its text; the real paths, none inside another) of the paths that
+    exist.  A path with a link in it is placed as the link plus the link's target."""
+    links: dict[str, str] = {}
+    real: set[str] = set()
+    for path in paths:
+        path = os.path.normpath(os.path.abspath(path))
+        for _ in range(40):  # the kernel's own bound on links followed
+            walked, parts = "/", path.split("/")[1:]
+            for index, part in enumerate(parts):
+                walked = os.path.join(walked, part)
+                if os.path.islink(walked):
+                    text = links.setdefault(walked, os.readlink(walked))
+                    path = os.path.normpath(os.path.join(os.path.dirname(walked), text, *parts[index + 1:]))
+                    break
+            else:
+                break
+        if path != "/" and os.path.exists(path):
+            real.add(path)
+    return sorted(links.items()), sorted(p for p in real if not any(_within(p, q) and p != q for q in real))
+
+
+def interpreter_paths() -> list[str]:
+    """The interpreter's folders every student process reads, and the public checks."""
+    return [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(torch.__file__)),
+            os.path.dirname(checks.__file__)]
+
+
+#: The part every student process shares, resolved once in the zygote.
+STATIC = (*SYSTEM, *DEVICES, *interpreter_paths())
+
+
+def build(libc: Any, allowed: Sequence[str], scratch: str, grader: Sequence[str]) -> bool:
+    """Make the view of ``allowed`` (with :data:`STATIC`) this process's root; True if it did.
+
+    ``scratch``: its path exists, empty (the caller mounts the process's tmpfs there).  ``grader``: the grader's
+    folders, covered where they lie inside an allowed folder.  On False the process may be left in its old root.
+    """
+    links, binds = resolve([*STATIC, *allowed])
+    new = scratch  # the new root's tmpfs is mounted over the scratch folder (ours alone in this namespace)
+    os.umask(0o022)
+    if libc.mount(b"tmpfs", new.encode(), b"tmpfs", _TMPFS_FLAGS, b"mode=0755,size=1m") != 0:
+        return False
+    for path in binds:
+        target = new + path
+        if os.path.isdir(path):
+            os.makedirs(target, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            open(target, "a").close()
+        if libc.mount(path.encode(), target.encode(), None, confine.MS_BIND | confine.MS_REC, None) != 0:
+            return False
+    for link, text in [*links, *DEVICE_LINKS]:
+        if not os.path.lexists(new + link):
+            os.makedirs(os.path.dirname(new + link), exist_ok=True)
+            os.symlink(text, new + link)
+    for folder in (scratch, "/dev/shm"):
+        os.makedirs(new + folder, exist_ok=True)
+    pivot = _PIVOT_ROOT.get(platform.machine())
+    os.chdir(new)
+    if pivot is None or libc.syscall(pivot, b".", b".") != 0 or libc.umount2(b".", _MNT_DETACH) != 0:
+        return False
+    os.chdir("/")
+    for folder in grader:
+        if any(_within(folder, bound) for bound in binds) and os.path.isdir(folder):
+            libc.mount(b"tmpfs", folder.encode(), b"tmpfs", _TMPFS_FLAGS, b"mode=0755,size=4k")
+    return True
+
+
+def private_shm(libc: Any) -> None:
+    """The process's own ``/dev/shm`` (POSIX semaphores, torch's shared tensors): writable, gone with it."""
+    libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", _TMPFS_FLAGS, b"mode=1777,size=64m")
