@@ -9,7 +9,8 @@ student process and before any student code is imported, every layer the platfor
   namespace when not root).  The process then sees no network, no other process, no
   SysV IPC object of anyone else, and none of its IPC objects or daemons outlive it (the
   PID namespace's init is the student process: when it dies the kernel kills the rest).
-  Its scratch folder becomes a size-capped tmpfs (:data:`SCRATCH_BYTES`).
+  Its root is built from an allow-list (:mod:`autograder.engine.view`), read-only
+  (:func:`read_only_rest`) but its scratch folder, a size-capped tmpfs (:data:`SCRATCH_BYTES`).
 * **Landlock** (unprivileged; allowed by Docker's default seccomp profile): reads only
   from the interpreter, the system folders, the submission and the scratch folder;
   writes only to the scratch folder (and ``/dev/null``).  Binding: ``landlock`` (PyPI).
@@ -22,8 +23,8 @@ student process and before any student code is imported, every layer the platfor
   ``userfaultfd``, module loading.
 * a **clean environment**: only the variables in :func:`clean_environment`.
 
-A GPU student process gets no Landlock (CUDA does not start under it); in its mount namespace every mount is
-read-only instead, but its private tmpfs (:func:`read_only_rest`).  It is sealed only at ``namespaces``.
+A GPU student process gets no Landlock (CUDA does not start under it): its built view is its file seal, so it is
+sealed only at ``namespaces``.
 
 The level reached is one of :data:`LEVELS`, weakest first: ``"none"``, ``"seccomp"``,
 ``"landlock+seccomp"``, ``"namespaces"``.  :func:`probe_level` measures it without
@@ -271,7 +272,7 @@ def apply_landlock(submission: str, scratch: str, hidden: Sequence[str] = ()) ->
     """Restrict file access to reading the system, interpreter and submission, and writing scratch.
 
     The files of ``hidden`` (real paths) stay unreadable even where their folder is readable.  Never in a GPU
-    process: CUDA does not start under Landlock (:func:`read_only_rest` seals those instead).
+    process: CUDA does not start under Landlock (its built view seals it: :mod:`autograder.engine.view`).
     """
     abi = landlock_abi()
     if abi < 1:
@@ -401,9 +402,8 @@ def clean_environment(scratch: str) -> dict[str, str]:
 def confine(submission: str, scratch: str, namespaces: bool, gpu: bool = False, hidden: Sequence[str] = ()) -> str:
     """Apply Landlock and seccomp and clean the environment; return the level reached.
 
-    ``namespaces`` says whether :func:`enter_namespaces` worked for this process and, for a ``gpu`` process,
-    :func:`read_only_rest` too (both run earlier, before the uid switch).  A GPU process gets no Landlock (see
-    :func:`read_only_rest`) and keeps ``AF_UNIX`` sockets (CUDA's MPS client): below ``namespaces`` it reaches
+    ``namespaces`` says whether :func:`enter_namespaces` worked for this process, with its built, read-only view
+    (both earlier, before the uid switch).  A GPU process gets no Landlock (see :func:`apply_landlock`) and keeps ``AF_UNIX`` sockets (CUDA's MPS client): below ``namespaces`` it reaches
     ``seccomp``.  Call after the uid switch, before student code.
     """
     landlocked = False if gpu else apply_landlock(submission, scratch, hidden)

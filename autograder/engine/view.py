@@ -1,24 +1,12 @@
 """A student process's file system view at the namespaces level: built from an allow-list, nothing else in it.
 
-In its private mount namespace (:func:`autograder.engine.confine.enter_namespaces`) a student process gets a new
-root, an empty tmpfs into which only these are bind-mounted, each at its own path:
-
-* the system: :data:`SYSTEM` (``/usr``, ``/etc``; ``/lib*``, ``/bin``, ``/sbin``, which on a merged-``/usr``
-  system are links into ``/usr``, recreated as links);
-* the interpreter: its prefixes, the site-packages torch is imported from, and the public checks (the package
-  ``checks``); a link on the way to one of them (a virtual environment reached through a link) is recreated;
-* in ``/dev``, only :data:`DEVICES` (and a GPU process's NVIDIA nodes); ``/dev/shm`` is a private tmpfs;
-* ``/proc`` (the PID namespace's own) and ``/sys``;
-* the staged submission, and the scratch folder's path (a capped tmpfs is mounted there: ``confine.cap_scratch``);
-* a GPU process's ``DeviceAccess.keep`` (CUDA's library folders, the MPS pipe folder: ``autograder.gpu.access``).
-
-Then ``pivot_root`` into it, and the old root is detached: whatever path the process learns (the folder being
-graded, named in its parent's command line; another submission; the grader's files and caches; ``/tmp``), it does
-not exist there (``ENOENT``).  A folder on the way to an allowed path is an empty folder of the new root, holding
-only that way.  Inside an allowed folder the grader's own files are covered (its package, when pip put it in the
-site-packages the interpreter reads): the only deny-list, within the allow-list.  Every mount is then read-only,
-``nosuid`` and without access-time updates where the kernel allows (``confine.read_only_rest``), but the process's
-own ``/proc``, its ``/dev/shm`` and its scratch tmpfs.
+In its private mount namespace the process gets a new root, an empty tmpfs into which only the system
+(:data:`SYSTEM`, :data:`DEVICES`), the interpreter (its prefixes, torch's site-packages, the public checks), its
+staged submission and what a GPU process needs (``DeviceAccess``) are bind-mounted, each at its own path, with the
+links on the way recreated; then ``pivot_root``, and the old root is detached.  Whatever path the process learns,
+nothing else exists for it (``ENOENT``); a folder on the way to an allowed path holds only that way.  The one
+deny-list is within the allow-list: the grader's own files where they lie inside an allowed folder (a pip-installed
+package in site-packages).  What it holds and why: docs/security.md, *The built view*.
 """
 
 from __future__ import annotations
@@ -76,7 +64,7 @@ def interpreter_paths() -> list[str]:
             os.path.dirname(checks.__file__)]
 
 
-#: The part every student process shares, resolved once in the zygote.
+#: The part every student process shares.
 STATIC = (*SYSTEM, *DEVICES, *interpreter_paths())
 
 
@@ -86,6 +74,13 @@ def build(libc: Any, allowed: Sequence[str], scratch: str, grader: Sequence[str]
     ``scratch``: its path exists, empty (the caller mounts the process's tmpfs there).  ``grader``: the grader's
     folders, covered where they lie inside an allowed folder.  On False the process may be left in its old root.
     """
+    try:
+        return _build(libc, allowed, scratch, grader)
+    except OSError:  # a folder or link that cannot be made: not sealed, which the level reached says
+        return False
+
+
+def _build(libc: Any, allowed: Sequence[str], scratch: str, grader: Sequence[str]) -> bool:
     links, binds = resolve([*STATIC, *allowed])
     new = scratch  # the new root's tmpfs is mounted over the scratch folder (ours alone in this namespace)
     os.umask(0o022)
