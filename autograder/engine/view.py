@@ -72,7 +72,8 @@ def build(libc: Any, allowed: Sequence[str], scratch: str, grader: Sequence[str]
     """Make the view of ``allowed`` (with :data:`STATIC`) this process's root; True if it did.
 
     ``scratch``: its path exists, empty (the caller mounts the process's tmpfs there).  ``grader``: the grader's
-    folders, covered where they lie inside an allowed folder.  On False the process may be left in its old root.
+    folders, covered where they lie strictly inside an allowed folder (the reference solution, graded as the
+    machine's check, is an allowed folder itself).  On False the process may be left in its old root.
     """
     try:
         return _build(libc, allowed, scratch, grader)
@@ -106,8 +107,8 @@ def _build(libc: Any, allowed: Sequence[str], scratch: str, grader: Sequence[str
     if pivot is None or libc.syscall(pivot, b".", b".") != 0 or libc.umount2(b".", _MNT_DETACH) != 0:
         return False
     os.chdir("/")
-    for folder in grader:
-        if any(_within(folder, bound) for bound in binds) and os.path.isdir(folder):
+    for folder in grader:  # strictly inside an allowed folder (never one the process was given)
+        if any(_within(folder, bound) and folder != bound for bound in binds) and os.path.isdir(folder):
             libc.mount(b"tmpfs", folder.encode(), b"tmpfs", _TMPFS_FLAGS, b"mode=0755,size=4k")
     return True
 
