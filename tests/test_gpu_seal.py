@@ -171,30 +171,38 @@ def amp_step(*args, **kwargs):
 '''
 
 
+def hidden_from_view(workspace: Path, root: Path, allowed: list[str]) -> tuple[Path, list[str], Path]:
+    """(the submission ``alice`` with :data:`PEEK` appended, the paths it must not see, a file planted in /tmp that
+    the caller removes): a classmate ``bob`` beside it, the checkout ``root``'s grader files, the plan cache
+    (``$AMP_PLAN_CACHE``: ``workspace/plan-cache``), and each top folder on the way to none of ``allowed``."""
+    folder = workspace / "submissions"
+    alice, bob = folder / "alice", folder / "bob"
+    for student in (alice, bob):
+        shutil.copytree(ROOT / "solutions", student, ignore=shutil.ignore_patterns("__pycache__"))
+    (workspace / "plan-cache").mkdir()
+    planted = Path("/tmp") / f"amp-planted-{uuid.uuid4().hex[:8]}"
+    planted.write_text("a classmate's token")
+    real = [Path(path).resolve() for path in allowed]
+    tops = [top for top in ("/work", "/home", "/root", "/srv", "/opt", "/mnt", "/var", "/run", "/media")
+            if Path(top).is_dir() and not any(path.is_relative_to(top) for path in real)]
+    secret = [str(bob / "amp_step.py"), str(folder), str(planted), str(root / "autograder" / "hidden"),
+              str(root / "tests"), str(root / "solutions"), str(root / "autograder"), str(workspace / "plan-cache"),
+              *tops]
+    with (alice / "amp_step.py").open("a", encoding="utf-8") as stream:
+        stream.write(PEEK.format(paths=secret))
+    return alice, secret, planted
+
+
 def test_a_gpu_student_process_sees_only_its_allow_list(tmp_path: Path) -> None:
     """Its view is built: the folder being graded (named in its command line), a classmate's submission, the
     grader's files and caches, /tmp and the top folders that hold no allowed path do not exist for it at all."""
     needs("root")
-    from autograder.engine import plan_cache
-
-    folder = tmp_path / "submissions"
-    alice, bob = folder / "alice", folder / "bob"
-    shutil.copytree(ROOT / "solutions", alice, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "solutions", bob, ignore=shutil.ignore_patterns("__pycache__"))
-    cache = tmp_path / "plan-cache"
-    cache.mkdir()
-    planted = Path("/tmp") / f"amp-planted-{uuid.uuid4().hex[:8]}"
-    planted.write_text("a classmate's token")
-    allowed = [Path(p).resolve() for p in (sys.prefix, sys.base_prefix, ROOT / "assignment" / "checks")]
-    tops = [top for top in ("/work", "/home", "/root", "/srv", "/opt", "/mnt", "/var", "/run", "/media")
-            if os.path.isdir(top) and not any(path.is_relative_to(top) for path in allowed)]
-    secret = [str(bob / "amp_step.py"), str(folder), str(planted), str(ROOT / "autograder" / "hidden"),
-              str(ROOT / "tests"), str(ROOT / "solutions"), str(ROOT / "autograder"), str(cache), *tops]
-    with (alice / "amp_step.py").open("a", encoding="utf-8") as stream:
-        stream.write(PEEK.format(paths=secret))
+    allowed = [sys.prefix, sys.base_prefix, str(ROOT / "assignment" / "checks")]
+    alice, secret, planted = hidden_from_view(tmp_path, ROOT, allowed)
     try:
         done = grade_gpu(str(alice), "--out", str(tmp_path / "out"),
-                         env={**settings.test_hooks_env(runtime_guard=False), "AMP_PLAN_CACHE": str(cache)})
+                         env={**settings.test_hooks_env(runtime_guard=False),
+                              "AMP_PLAN_CACHE": str(tmp_path / "plan-cache")})
     finally:
         planted.unlink()
     assert done.returncode == 0, done.stderr[-2000:]
@@ -202,4 +210,5 @@ def test_a_gpu_student_process_sees_only_its_allow_list(tmp_path: Path) -> None:
     results = json.loads((tmp_path / "out" / "alice" / "gpu_results.json").read_text())
     text = next(test["output"] for test in results["tests"] if "peek: " in test["output"])
     # told: the folder being graded and the output folder, learnt from its command line
-    assert f"peek: told=ENOENT,ENOENT given={','.join(['ENOENT'] * len(secret))} own=READ scratch=SEEN :end" in text, text
+    given = ",".join(["ENOENT"] * len(secret))
+    assert f"peek: told=ENOENT,ENOENT given={given} own=READ scratch=SEEN :end" in text, text
