@@ -13,7 +13,8 @@
   (:mod:`autograder.engine.view`: the system, the interpreter, its own submission and
   scratch; nothing else exists there), read-only but its scratch.  As root it drops
   to a dedicated unprivileged uid.  :mod:`autograder.engine.confine` adds IPC and PID
-  namespaces, Landlock, seccomp and a clean environment, and reports the level reached; :mod:`autograder.engine.guard` then arms the runtime guard.
+  namespaces, Landlock, seccomp and a clean environment, and reports the level reached;
+  :mod:`autograder.engine.guard` then arms the runtime guard.
 * **What it runs.**  Only the contract files a :class:`SpawnRequest` names are imported
   (``answers.py`` never), then it answers scenario requests, one JSON line each, until
   its request pipe closes.  The judge's side is :mod:`autograder.engine.sandbox`.
