@@ -404,7 +404,8 @@ def confine(submission: str, scratch: str, namespaces: bool, gpu: bool = False, 
 
     ``namespaces`` says whether :func:`enter_namespaces` worked for this process, with its built, read-only view
     (both earlier, before the uid switch).  A GPU process gets no Landlock (see :func:`apply_landlock`) and keeps
-    ``AF_UNIX`` sockets (CUDA's MPS client): below ``namespaces`` it reaches ``seccomp``.  Call after the uid switch, before student code.
+    ``AF_UNIX`` sockets (CUDA's MPS client): below ``namespaces`` it reaches ``seccomp``.  Call after the uid
+    switch, before student code.
     """
     landlocked = False if gpu else apply_landlock(submission, scratch, hidden)
     filtered = apply_seccomp(unix_sockets=gpu)
