@@ -168,10 +168,12 @@ def enter_namespaces(libc: Any, is_root: bool, tell: Callable[[int], None] | Non
 
 
 def cap_scratch(libc: Any, scratch: str, uid: int | None) -> None:
-    """Replace the scratch folder by a tmpfs of :data:`SCRATCH_BYTES` (inside our mount namespace)."""
+    """Replace the scratch folder by a tmpfs of :data:`SCRATCH_BYTES`, and ``/dev/shm`` by one of its own (POSIX
+    semaphores, torch's shared tensors), inside our mount namespace: writable, and gone with the process."""
     owner = f",uid={uid},gid={uid}" if uid is not None else ""
     options = f"size={SCRATCH_BYTES},nr_inodes={SCRATCH_ENTRIES},mode=0700{owner}".encode()
     libc.mount(b"tmpfs", scratch.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options)
+    libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777,size=64m")
 
 
 # --------------------------------------------------------------------------- Landlock and seccomp

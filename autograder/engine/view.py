@@ -71,9 +71,10 @@ STATIC = (*SYSTEM, *DEVICES, *interpreter_paths())
 def build(libc: Any, allowed: Sequence[str], scratch: str, grader: Sequence[str]) -> bool:
     """Make the view of ``allowed`` (with :data:`STATIC`) this process's root; True if it did.
 
-    ``scratch``: its path exists, empty (the caller mounts the process's tmpfs there).  ``grader``: the grader's
-    folders, covered where they lie strictly inside an allowed folder (the reference solution, graded as the
-    machine's check, is an allowed folder itself).  On False the process may be left in its old root.
+    ``scratch``: its path exists, empty, as does ``/dev/shm`` (the caller mounts the process's tmpfs there).
+    ``grader``: the grader's folders, covered where they lie strictly inside an allowed folder (the reference
+    solution, graded as the machine's check, is an allowed folder itself).  On False the process may be left in
+    its old root.
     """
     try:
         return _build(libc, allowed, scratch, grader)
@@ -111,8 +112,3 @@ def _build(libc: Any, allowed: Sequence[str], scratch: str, grader: Sequence[str
         if any(_within(folder, bound) and folder != bound for bound in binds) and os.path.isdir(folder):
             libc.mount(b"tmpfs", folder.encode(), b"tmpfs", _TMPFS_FLAGS, b"mode=0755,size=4k")
     return True
-
-
-def private_shm(libc: Any) -> None:
-    """The process's own ``/dev/shm`` (POSIX semaphores, torch's shared tensors): writable, gone with it."""
-    libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", _TMPFS_FLAGS, b"mode=1777,size=64m")

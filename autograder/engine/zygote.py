@@ -140,8 +140,7 @@ def _isolate(request: SpawnRequest, parent: int, hidden: list[str], reply_fd: in
         for path in hidden:  # an empty file in its place
             libc.mount(b"/dev/null", path.encode(), None, confine.MS_BIND, None)
         sealed = confine.read_only_rest(libc) and built
-        view.private_shm(libc)  # after read_only_rest, as the scratch tmpfs: both stay writable
-        confine.cap_scratch(libc, request.scratch, request.uid)
+        confine.cap_scratch(libc, request.scratch, request.uid)  # after read_only_rest: they stay writable
     limits = request.limits
     for name, value in (
         (resource.RLIMIT_AS, None if request.device else limits.memory_bytes),
