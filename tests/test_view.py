@@ -18,7 +18,7 @@ import pytest
 
 from conftest import ROOT
 from test_gpu_seal import PEEK, hidden_from_view
-from test_isolation import _expected_level, grade_as, needs, results_of
+from test_isolation import _expected_level, grade_as, needs, nobody_python, nobody_root, results_of  # noqa: F401
 
 
 @pytest.mark.parametrize("mode", ["root", "unprivileged"])
