@@ -32,7 +32,7 @@ _MNT_DETACH = 2
 _TMPFS_FLAGS = confine.MS_NOSUID | confine.MS_NODEV
 
 
-def _within(path: str, folder: str) -> bool:
+def within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
@@ -55,17 +55,12 @@ def resolve(paths: Iterable[str]) -> tuple[list[tuple[str, str]], list[str]]:
                 break
         if path != "/" and os.path.exists(path):
             real.add(path)
-    return sorted(links.items()), sorted(p for p in real if not any(_within(p, q) and p != q for q in real))
+    return sorted(links.items()), sorted(p for p in real if not any(within(p, q) and p != q for q in real))
 
 
-def interpreter_paths() -> list[str]:
-    """The interpreter's folders every student process reads, and the public checks."""
-    return [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(torch.__file__)),
-            os.path.dirname(checks.__file__)]
-
-
-#: The part every student process shares.
-STATIC = (*SYSTEM, *DEVICES, *interpreter_paths())
+#: The part every student process shares: the system, the interpreter's folders, torch's site-packages, the checks.
+STATIC = (*SYSTEM, *DEVICES, sys.prefix, sys.base_prefix, sys.exec_prefix,
+          os.path.dirname(os.path.dirname(torch.__file__)), os.path.dirname(checks.__file__))
 
 
 def build(libc: Any, allowed: Sequence[str], scratch: str, grader: Sequence[str]) -> bool:
@@ -76,14 +71,14 @@ def build(libc: Any, allowed: Sequence[str], scratch: str, grader: Sequence[str]
     solution, graded as the machine's check, is an allowed folder itself).  On False the process may be left in
     its old root.
     """
+    links, binds = resolve([*STATIC, *allowed])
     try:
-        return _build(libc, allowed, scratch, grader)
+        return _pivot(libc, links, binds, scratch, grader)
     except OSError:  # a folder or link that cannot be made: not sealed, which the level reached says
         return False
 
 
-def _build(libc: Any, allowed: Sequence[str], scratch: str, grader: Sequence[str]) -> bool:
-    links, binds = resolve([*STATIC, *allowed])
+def _pivot(libc: Any, links: list[tuple[str, str]], binds: list[str], scratch: str, grader: Sequence[str]) -> bool:
     new = scratch  # the new root's tmpfs is mounted over the scratch folder (ours alone in this namespace)
     os.umask(0o022)
     if libc.mount(b"tmpfs", new.encode(), b"tmpfs", _TMPFS_FLAGS, b"mode=0755,size=1m") != 0:
@@ -109,6 +104,6 @@ def _build(libc: Any, allowed: Sequence[str], scratch: str, grader: Sequence[str
         return False
     os.chdir("/")
     for folder in grader:  # strictly inside an allowed folder (never one the process was given)
-        if any(_within(folder, bound) and folder != bound for bound in binds) and os.path.isdir(folder):
+        if any(within(folder, bound) and folder != bound for bound in binds) and os.path.isdir(folder):
             libc.mount(b"tmpfs", folder.encode(), b"tmpfs", _TMPFS_FLAGS, b"mode=0755,size=4k")
     return True

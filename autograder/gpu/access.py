@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from autograder.engine.view import within
+
 #: NVML's compute modes (nvmlComputeMode_t).
 COMPUTE_MODES = {0: "DEFAULT", 1: "EXCLUSIVE_THREAD", 2: "PROHIBITED", 3: "EXCLUSIVE_PROCESS"}
 #: Modes in which only one process may hold a CUDA context at a time.
@@ -97,10 +99,6 @@ def driver_library_folders() -> list[str]:
     return sorted(folders)
 
 
-def _within(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
 def plan_access(private: Sequence[str], env: dict[str, str] | None = None, dev: str = "/dev") -> AccessPlan:
     """Which folders to add to the view and which groups to keep, given the grader's ``private`` folders (its
     checkout, hidden tests, outputs: never in the view).  A top-level folder (``/tmp``, ``/home``...) is never
@@ -124,8 +122,8 @@ def plan_access(private: Sequence[str], env: dict[str, str] | None = None, dev: 
             continue
         if os.path.dirname(real) == "/" or real == "/":
             plan.refused.append(f"{entry}: a whole top-level folder")
-        elif any(_within(p, real) for p in private_real) or (
-                any(_within(real, p) for p in private_real) and not any(_within(real, i) for i in interpreter)):
+        elif any(within(p, real) for p in private_real) or (
+                any(within(real, p) for p in private_real) and not any(within(real, i) for i in interpreter)):
             plan.refused.append(f"{entry}: holds the grader's private files")
         else:
             plan.keep.append(real)
