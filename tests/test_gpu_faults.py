@@ -82,11 +82,10 @@ def test_library_folders_stay_visible_and_a_covered_one_stops_the_preflight(zygo
     from autograder.engine import sandbox
     from autograder.gpu.preflight import PreflightFailed, preflight
 
-    libs = tmp_path / "cuda" / "lib64"  # under /tmp, which the sandbox covers
+    libs = tmp_path / "cuda" / "lib64"  # under /tmp, in no view unless kept
     libs.mkdir(parents=True)
     (libs / "libcudart.so.12").write_text("")
-    plan = gpu_access.plan_access([str(sandbox.REPO_ROOT)], sandbox.PRIVATE_TOPS + sandbox.SHARED_TMP,
-                                  env={"LD_LIBRARY_PATH": f"{libs}:relative/lib"})
+    plan = gpu_access.plan_access([str(sandbox.REPO_ROOT)], env={"LD_LIBRARY_PATH": f"{libs}:relative/lib"})
     assert str(libs.resolve()) in plan.keep and any("relative" in why for why in plan.refused)
     setup = preflight(True, gpu_grading.gpu_limits(), None, (), plan=plan)
     assert setup.facts["hidden_folders"] == []
@@ -102,9 +101,9 @@ def test_folders_holding_the_grader_are_never_kept_visible(tmp_path: Path) -> No
 
     env = {"LD_LIBRARY_PATH": os.pathsep.join([str(ROOT), str(ROOT / "autograder"), "/home", ""]),
            "CUDA_MPS_PIPE_DIRECTORY": str(tmp_path)}
-    plan = gpu_access.plan_access([str(ROOT)], sandbox.PRIVATE_TOPS + sandbox.SHARED_TMP, env=env)
+    plan = gpu_access.plan_access([str(ROOT)], env=env)
     assert str(ROOT) not in plan.keep and str(ROOT / "autograder") not in plan.keep and "/home" not in plan.keep
-    assert str(tmp_path.resolve()) in plan.keep  # the MPS pipe folder, under the covered /tmp
+    assert str(tmp_path.resolve()) in plan.keep  # the MPS pipe folder, under /tmp
     assert any(str(torch.__file__).startswith(os.path.dirname(folder)) for folder in plan.keep)  # torch/lib
 
 

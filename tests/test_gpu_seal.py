@@ -2,9 +2,9 @@
 
 On an H200 (Linux 6.18, driver 580) CUDA did not start under Landlock at all, even with every file readable and
 ``ioctl()`` on the device nodes, and the preflight's node check asked for MIG's administration nodes.  So a GPU
-student process gets no Landlock; in its mount namespace every mount is read-only but its private tmpfs
-(``confine.read_only_rest``), and it is sealed only at ``namespaces``: below that grade-gpu refuses unless the
-operator asks.  The dry mode runs the same sandbox path on the CPU.
+student process gets no Landlock; its root is built from an allow-list (``autograder.engine.view``), read-only but
+its scratch and private tmpfs (``confine.read_only_rest``), and it is sealed only at ``namespaces``: below that
+grade-gpu refuses unless the operator asks.  The dry mode runs the same sandbox path on the CPU.
 """
 
 from __future__ import annotations
@@ -23,18 +23,20 @@ from autograder import settings
 from conftest import ROOT
 from test_isolation import DOCKER_CAPS, needs
 
-#: Student code that tries to leave a file for another student in a world-writable folder no cover hides
-#: (a course's shared folder, /var/crash...); it says what happened in the failure it raises.
+#: Student code that tries to leave a file for another student in world-writable folders (a course's shared
+#: folder, /var/crash...); it says what happened to each in the failure it raises.
 PROBE = '''
 def amp_step(*args, **kwargs):
     import errno
-    try:
-        with open({path!r}, "w") as stream:
-            stream.write("a token for another student")
-        outcome = "WROTE"
-    except OSError as exc:
-        outcome = errno.errorcode.get(exc.errno, str(exc.errno))
-    raise RuntimeError("probe: " + outcome)
+    outcomes = []
+    for path in {paths!r}:
+        try:
+            with open(path, "w") as stream:
+                stream.write("a token for another student")
+            outcomes.append("WROTE")
+        except OSError as exc:
+            outcomes.append(errno.errorcode.get(exc.errno, str(exc.errno)))
+    raise RuntimeError("probe: " + " ".join(outcomes))
 '''
 
 
@@ -59,20 +61,28 @@ def shared_folder() -> Path:
 
 
 def test_a_gpu_student_process_can_write_nowhere_shared(tmp_path: Path, shared_folder: Path) -> None:
+    """A world-writable folder in its view (the MPS pipe folder CUDA is told of) is read-only; one outside its view
+    does not exist for it."""
     needs("root")
     submission = tmp_path / "probe"
     shutil.copytree(ROOT / "solutions", submission, ignore=shutil.ignore_patterns("__pycache__"))
-    target = shared_folder / "from-student"
+    kept, elsewhere = shared_folder / "kept", shared_folder / "elsewhere"
+    kept.mkdir(mode=0o1777)
+    elsewhere.mkdir(mode=0o1777)
+    os.chmod(kept, 0o1777)
+    os.chmod(elsewhere, 0o1777)
+    targets = [str(kept / "from-student"), str(elsewhere / "from-student")]
     with (submission / "amp_step.py").open("a", encoding="utf-8") as stream:
-        stream.write(PROBE.format(path=str(target)))
+        stream.write(PROBE.format(paths=targets))
     # The audit hook (a convenience, not a boundary) off: the OS alone must refuse.
-    done = grade_gpu(str(submission), "--out", str(tmp_path / "out"), env=settings.test_hooks_env(runtime_guard=False))
+    done = grade_gpu(str(submission), "--out", str(tmp_path / "out"),
+                     env={**settings.test_hooks_env(runtime_guard=False), "CUDA_MPS_PIPE_DIRECTORY": str(kept)})
     assert done.returncode == 0, done.stderr[-2000:]
     preflight = json.loads((tmp_path / "out" / "gpu_preflight.json").read_text())
-    assert preflight["isolation"] == "namespaces"
+    assert preflight["isolation"] == "namespaces" and str(kept) in preflight["facts"]["kept_visible"]
     results = (tmp_path / "out" / "probe" / "gpu_results.json").read_text()
-    assert "probe: EROFS" in results, results[:3000]  # the probe ran, and the mount refused it
-    assert "probe: WROTE" not in results and not target.exists()
+    assert "probe: EROFS ENOENT" in results, results[:3000]  # the probe ran; the mount refused, the other is absent
+    assert "WROTE" not in results and not list(shared_folder.glob("*/from-student"))
 
 
 def test_below_namespaces_grade_gpu_refuses_unless_the_operator_asks(tmp_path: Path) -> None:
@@ -137,3 +147,68 @@ def test_without_mount_setattr_each_mount_is_remounted_read_only(tmp_path: Path)
                           capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["True", "EROFS", "WROTE"], done.stdout + done.stderr[-2000:]
     assert not target.exists()  # and its own /proc/<pid> stays writable (where CUDA names its threads)
+
+
+#: Student code that looks for what it should not see: the absolute paths in its command line but the interpreter
+#: (the folder being graded, the output folder), and the paths the test gives it; then reads its own file and
+#: writes its scratch folder.
+PEEK = '''
+def amp_step(*args, **kwargs):
+    import errno, os
+    def seen(path):
+        try:
+            os.stat(path)
+            return "SEEN"
+        except OSError as exc:
+            return errno.errorcode.get(exc.errno, str(exc.errno))
+    told = [arg for arg in open("/proc/self/cmdline").read().split("\\0")[1:] if arg.startswith("/")]
+    with open(__file__) as stream:
+        own = "READ" if "def amp_step" in stream.read() else "EMPTY"
+    with open("scratch-file", "w") as stream:
+        stream.write("mine")
+    raise RuntimeError("peek: told=" + ",".join(map(seen, told)) + " given=" + ",".join(map(seen, {paths!r}))
+                       + " own=" + own + " scratch=" + seen("scratch-file") + " :end")
+'''
+
+
+def hidden_from_view(workspace: Path, root: Path, allowed: list[str]) -> tuple[Path, list[str], Path]:
+    """(the submission ``alice`` with :data:`PEEK` appended, the paths it must not see, a file planted in /tmp that
+    the caller removes): a classmate ``bob`` beside it, the checkout ``root``'s grader files, the plan cache
+    (``$AMP_PLAN_CACHE``: ``workspace/plan-cache``), and each top folder on the way to none of ``allowed``."""
+    folder = workspace / "submissions"
+    alice, bob = folder / "alice", folder / "bob"
+    for student in (alice, bob):
+        shutil.copytree(ROOT / "solutions", student, ignore=shutil.ignore_patterns("__pycache__"))
+    (workspace / "plan-cache").mkdir()
+    planted = Path("/tmp") / f"amp-planted-{uuid.uuid4().hex[:8]}"
+    planted.write_text("a classmate's token")
+    real = [Path(path).resolve() for path in allowed]
+    tops = [top for top in ("/work", "/home", "/root", "/srv", "/opt", "/mnt", "/var", "/run", "/media")
+            if Path(top).is_dir() and not any(path.is_relative_to(top) for path in real)]
+    secret = [str(bob / "amp_step.py"), str(folder), str(planted), str(root / "autograder" / "hidden"),
+              str(root / "tests"), str(root / "solutions"), str(root / "autograder"), str(workspace / "plan-cache"),
+              *tops]
+    with (alice / "amp_step.py").open("a", encoding="utf-8") as stream:
+        stream.write(PEEK.format(paths=secret))
+    return alice, secret, planted
+
+
+def test_a_gpu_student_process_sees_only_its_allow_list(tmp_path: Path) -> None:
+    """Its view is built: the folder being graded (named in its command line), a classmate's submission, the
+    grader's files and caches, /tmp and the top folders that hold no allowed path do not exist for it at all."""
+    needs("root")
+    allowed = [sys.prefix, sys.base_prefix, str(ROOT / "assignment" / "checks")]
+    alice, secret, planted = hidden_from_view(tmp_path, ROOT, allowed)
+    try:
+        done = grade_gpu(str(alice), "--out", str(tmp_path / "out"),
+                         env={**settings.test_hooks_env(runtime_guard=False),
+                              "AMP_PLAN_CACHE": str(tmp_path / "plan-cache")})
+    finally:
+        planted.unlink()
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads((tmp_path / "out" / "gpu_preflight.json").read_text())["isolation"] == "namespaces"
+    results = json.loads((tmp_path / "out" / "alice" / "gpu_results.json").read_text())
+    text = next(test["output"] for test in results["tests"] if "peek: " in test["output"])
+    # told: the folder being graded and the output folder, learnt from its command line
+    given = ",".join(["ENOENT"] * len(secret))
+    assert f"peek: told=ENOENT,ENOENT given={given} own=READ scratch=SEEN :end" in text, text

@@ -9,7 +9,8 @@ student process and before any student code is imported, every layer the platfor
   namespace when not root).  The process then sees no network, no other process, no
   SysV IPC object of anyone else, and none of its IPC objects or daemons outlive it (the
   PID namespace's init is the student process: when it dies the kernel kills the rest).
-  Its scratch folder becomes a size-capped tmpfs (:data:`SCRATCH_BYTES`).
+  Its root is built from an allow-list (:mod:`autograder.engine.view`), read-only
+  (:func:`read_only_rest`) but its scratch folder, a size-capped tmpfs (:data:`SCRATCH_BYTES`).
 * **Landlock** (unprivileged; allowed by Docker's default seccomp profile): reads only
   from the interpreter, the system folders, the submission and the scratch folder;
   writes only to the scratch folder (and ``/dev/null``).  Binding: ``landlock`` (PyPI).
@@ -25,8 +26,8 @@ student process and before any student code is imported, every layer the platfor
   grader's command line and environment before forking (:func:`forget_command_line_and_environment`),
   and the process is non-dumpable.
 
-A GPU student process gets no Landlock (CUDA does not start under it); in its mount namespace every mount is
-read-only instead, but its private tmpfs (:func:`read_only_rest`).  It is sealed only at ``namespaces``.
+A GPU student process gets no Landlock (CUDA does not start under it): its built view is its file seal, so it is
+sealed only at ``namespaces``.
 
 The level reached is one of :data:`LEVELS`, weakest first: ``"none"``, ``"seccomp"``,
 ``"landlock+seccomp"``, ``"namespaces"``.  :func:`probe_level` measures it without
@@ -215,10 +216,12 @@ def enter_namespaces(libc: Any, is_root: bool, tell: Callable[[int], None] | Non
 
 
 def cap_scratch(libc: Any, scratch: str, uid: int | None) -> None:
-    """Replace the scratch folder by a tmpfs of :data:`SCRATCH_BYTES` (inside our mount namespace)."""
+    """Replace the scratch folder by a tmpfs of :data:`SCRATCH_BYTES`, and ``/dev/shm`` by one of its own (POSIX
+    semaphores, torch's shared tensors), inside our mount namespace: writable, and gone with the process."""
     owner = f",uid={uid},gid={uid}" if uid is not None else ""
     options = f"size={SCRATCH_BYTES},nr_inodes={SCRATCH_ENTRIES},mode=0700{owner}".encode()
     libc.mount(b"tmpfs", scratch.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options)
+    libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777,size=64m")
 
 
 # --------------------------------------------------------------------------- Landlock and seccomp
@@ -319,7 +322,7 @@ def apply_landlock(submission: str, scratch: str, hidden: Sequence[str] = ()) ->
     """Restrict file access to reading the system, interpreter and submission, and writing scratch.
 
     The files of ``hidden`` (real paths) stay unreadable even where their folder is readable.  Never in a GPU
-    process: CUDA does not start under Landlock (:func:`read_only_rest` seals those instead).
+    process: CUDA does not start under Landlock (its built view seals it: :mod:`autograder.engine.view`).
     """
     abi = landlock_abi()
     if abi < 1:
@@ -350,33 +353,32 @@ class _MountAttr(ctypes.Structure):
 
 
 _MOUNT_SETATTR = 442  # mount_setattr(2), Linux 5.12: one number on every architecture (the unified table)
-_AT_FDCWD, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
+_AT_FDCWD, _AT_RECURSIVE = -100, 0x8000
+#: mount_setattr's attributes; ``_MOUNT_ATTR_ATIME`` is the mask of the access-time modes.
+_MOUNT_ATTR_RDONLY, _MOUNT_ATTR_NOSUID, _MOUNT_ATTR_NOATIME, _MOUNT_ATTR_ATIME = 0x1, 0x2, 0x10, 0x70
 
 
-def _set_read_only(libc: Any, path: str, read_only: bool, recursive: bool) -> bool:
-    attr = _MountAttr(_MOUNT_ATTR_RDONLY, 0, 0, 0) if read_only else _MountAttr(0, _MOUNT_ATTR_RDONLY, 0, 0)
+def _set_attributes(libc: Any, path: str, set_: int, clear: int, recursive: bool = True) -> bool:
+    attr = _MountAttr(set_, clear, 0, 0)
     flags = _AT_RECURSIVE if recursive else 0
     # syscall() is variadic: each argument typed, so the 64-bit size reaches the kernel whole on every ABI.
     return libc.syscall(ctypes.c_long(_MOUNT_SETATTR), ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(path.encode()),
                         ctypes.c_uint(flags), ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr))) == 0
 
 
-def read_only_rest(libc: Any, writable: Sequence[str]) -> bool:
-    """In a GPU process's private mount namespace: every mount read-only, but the mounts at ``writable`` (the
-    private tmpfs the caller mounted), ``/proc`` and ``/sys``; True if it worked.
+def read_only_rest(libc: Any) -> bool:
+    """In a student process's private mount namespace: every mount read-only and ``nosuid``, and without access-time
+    updates where the kernel allows (a mount locked by a user namespace keeps its own), but ``/proc``; True if every
+    mount is read-only.
 
-    A GPU process gets no Landlock (CUDA's driver fails to start under it: error 304 on an H200 even with every
-    file readable and ``ioctl()`` on the device nodes, docs/gpu.md), so its only way to pass a file to another
-    process would be a world-writable folder the covers missed (``/var/crash``, a course's shared folder...).
-    A read-only mount refuses every write there whatever the folder's mode; device nodes stay writable (a
-    read-only mount refuses writes to files and folders, not to devices).  ``/proc`` and ``/sys`` stay as their
-    permissions make them (an unprivileged uid writes only its own ``/proc/<pid>`` files), in case the driver
-    writes there.  The scratch tmpfs is mounted afterwards, writable.
+    Nothing in the view is then writable but what the caller mounts afterwards (the scratch tmpfs, ``/dev/shm``) and
+    the process's own ``/proc/<pid>`` files (where cuInit names its threads); no read leaves an access time another
+    process could see.  Device nodes stay writable on a read-only mount (it refuses writes to files and folders).
     """
-    if not _set_read_only(libc, "/", True, recursive=True):
-        return _remount_each_read_only(libc, {"/proc", "/sys", *writable})
-    for path in ("/proc", "/sys", *writable):
-        _set_read_only(libc, path, False, recursive=False)  # best effort: read-only is the safe failure
+    if not (_set_attributes(libc, "/", _MOUNT_ATTR_RDONLY | _MOUNT_ATTR_NOSUID | _MOUNT_ATTR_NOATIME, _MOUNT_ATTR_ATIME)
+            or _set_attributes(libc, "/", _MOUNT_ATTR_RDONLY | _MOUNT_ATTR_NOSUID, 0)):
+        return _remount_each_read_only(libc, {"/proc"})
+    _set_attributes(libc, "/proc", 0, _MOUNT_ATTR_RDONLY, recursive=False)  # best effort: read-only is the safe failure
     return True
 
 
@@ -495,11 +497,11 @@ def forget_command_line_and_environment() -> None:
 def confine(submission: str, scratch: str, namespaces: bool, gpu: bool = False, hidden: Sequence[str] = ()) -> str:
     """Apply Landlock and seccomp, build the environment and make the process non-dumpable; return the level.
 
-    ``namespaces`` says whether :func:`enter_namespaces` worked for this process and, for a ``gpu`` process,
-    :func:`read_only_rest` too (both run earlier, before the uid switch).  A GPU process gets no Landlock (see
-    :func:`read_only_rest`) and keeps every ``ioctl`` and ``AF_UNIX`` sockets (:data:`GPU_SYSCALLS`): below
-    ``namespaces`` it reaches ``seccomp``.  Non-dumpable, its ``/proc/<pid>`` files are root's: another process
-    of the same uid reads none of them.  Call after the uid switch, before student code.
+    ``namespaces`` says whether :func:`enter_namespaces` worked for this process, with its built, read-only view
+    (both earlier, before the uid switch).  A GPU process gets no Landlock (see :func:`apply_landlock`) and keeps
+    every ``ioctl`` and ``AF_UNIX`` sockets (:data:`GPU_SYSCALLS`): below ``namespaces`` it reaches ``seccomp``.
+    Non-dumpable, its ``/proc/<pid>`` files are root's: another process of the same uid reads none of them.  Call
+    after the uid switch, before student code.
     """
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)

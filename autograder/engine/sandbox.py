@@ -49,11 +49,11 @@ from autograder.engine import budget, cleanup, confine, strings, uids
 from autograder.engine.files import kill_uid
 from autograder.engine.file_faults import FileFaults
 from autograder.engine.student_processes import OutputLog, StudentProcess
-from autograder.engine.zygote import (PRIVATE_TOPS, REPO_ROOT, SHARED_TMP, DeviceAccess, Limits,  # noqa: F401
+from autograder.engine.zygote import (REPO_ROOT, DeviceAccess, Limits,  # noqa: F401
                                SpawnRequest, Zygote, default_limits, start_zygote)
 
 __all__ = ["SandboxRunner", "Limits", "DeviceAccess", "default_limits", "start_zygote", "SCENARIO_NEEDS",
-           "REPO_ROOT", "PRIVATE_TOPS", "SHARED_TMP"]
+           "REPO_ROOT"]
 
 IMPORT_ORDER, SCENARIO_NEEDS = serve.IMPORT_ORDER, serve.SCENARIO_NEEDS
 SCRATCH_FAULT = (f"wrote more than {confine.SCRATCH_BYTES // 2**20} MiB (or {confine.SCRATCH_ENTRIES} files) "

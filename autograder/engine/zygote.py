@@ -9,12 +9,12 @@
   at its first such request, that took torch's scaler out once before any student file was read.
 * **Isolation.**  A student process runs in its own session, with rlimits (address
   space, CPU seconds, processes, file size, open files), no network and, where the
-  kernel allows it, private namespaces in which the grader's private folders, its
-  repository and the world-writable folders are covered by empty tmpfs mounts (the
-  paths the process needs, its own folders and the interpreter, are bound back).  As
-  root it drops to a dedicated unprivileged uid.  :mod:`autograder.engine.confine` adds
-  IPC and PID namespaces, Landlock, seccomp and a clean environment, and reports the
-  level reached; :mod:`autograder.engine.guard` then arms the runtime guard.
+  kernel allows it, private namespaces in which its root is built from an allow-list
+  (:mod:`autograder.engine.view`: the system, the interpreter, its own submission and
+  scratch; nothing else exists there), read-only but its scratch.  As root it drops
+  to a dedicated unprivileged uid.  :mod:`autograder.engine.confine` adds IPC and PID
+  namespaces, Landlock, seccomp and a clean environment, and reports the level reached;
+  :mod:`autograder.engine.guard` then arms the runtime guard.
 * **What it runs.**  Only the contract files a :class:`SpawnRequest` names are imported
   (``answers.py`` never), then it answers scenario requests, one JSON line each, until
   its request pipe closes.  The judge's side is :mod:`autograder.engine.sandbox`.
@@ -48,17 +48,12 @@ from checks.runners import gpu_runs, probes  # noqa: F401 - preloaded into the z
 from checks.student import absence, serve
 from checks.runners import harness
 
-from autograder.engine import budget, confine, guard
+from autograder.engine import budget, confine, guard, view
 from autograder import PACKAGE, ROOT, is_checkout, settings
 
-#: Covered in every student process: a checkout's whole tree, else (pip-installed, the Gradescope zip)
-#: the grader's own package, never the site-packages torch is imported from.
+#: The grader's files: a checkout's whole tree, else (pip-installed, the Gradescope zip) the grader's own package,
+#: which may sit inside the site-packages every student process reads (covered there: autograder.engine.view).
 REPO_ROOT = ROOT if is_checkout() else PACKAGE
-SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # the usual world-writable folders
-#: Where other copies of the grader (another checkout, a CI clone, /autograder/source) may sit readable
-#: by anyone: covered too, keeping only the interpreter, the submission and the scratch folder.
-PRIVATE_TOPS = ("/work", "/home", "/root", "/srv", "/mnt", "/opt", "/autograder", "/workspace", "/data", "/media",
-) + (str(ROOT.parent),) * is_checkout()
 
 #: torch's scaler sources, hidden from the processes that run loss_scaler.py (found once, before any fork; the
 #: Landlock rules around them too).
@@ -96,15 +91,16 @@ def default_limits() -> Limits:
 class DeviceAccess:
     """What a GPU student process needs beyond a CPU one (built by :mod:`autograder.gpu.access`).
 
-    ``keep``: folders the covers leave visible (``LD_LIBRARY_PATH``, torch's CUDA libraries, the
-    MPS pipe folder): CUDA loads libraries lazily, at the first CUDA call.  ``groups``: the
-    supplementary gids the unprivileged uid keeps (those of ``/dev/nvidia*``).  With a
+    ``keep``: folders its view holds too (``LD_LIBRARY_PATH``, torch's CUDA libraries, the MPS pipe
+    folder): CUDA loads libraries lazily, at the first CUDA call.  ``groups``: the supplementary gids
+    the unprivileged uid keeps (those of ``/dev/nvidia*``).  ``nodes``: the ``/dev/nvidia*`` nodes in its view.  With a
     DeviceAccess no ``RLIMIT_AS`` is set, whatever the limits say: CUDA reserves far more
     address space than it uses, and fails to start under such a limit.
     """
 
     keep: tuple[str, ...] = ()
     groups: tuple[int, ...] = ()
+    nodes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,120 +125,22 @@ def _libc() -> Any:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _closed_ancestor(path: Path) -> tuple[Path, Path] | None:
-    """(closed folder, its child on the way to ``path``) for the first folder others cannot enter."""
-    parts = path.resolve().parts
-    for depth in range(1, len(parts)):
-        folder = Path(*parts[:depth])
-        if not os.stat(folder).st_mode & 0o001:
-            return folder, Path(*parts[: depth + 1])
-    return None
-
-
-def _expose_interpreter(libc: Any, scratch: str) -> None:
-    """Let the unprivileged uid reach Python's files when they sit under a closed folder.
-
-    A pyenv under ``/root`` (mode 700) is common.  In our private mount namespace the
-    closed folder is covered by a tmpfs that others may traverse, and only the way to
-    the interpreter is bind-mounted back into it; the rest of the folder stays hidden.
-    """
-    for prefix in {sys.base_prefix, sys.prefix, os.path.dirname(torch.__file__)}:
-        found = _closed_ancestor(Path(prefix))
-        if found is None:
-            continue
-        closed, child = found
-        holder = Path(scratch) / f".mnt-{abs(hash(str(child)))}"
-        holder.mkdir(exist_ok=True)
-        if libc.mount(str(child).encode(), str(holder).encode(), None, confine.MS_BIND | confine.MS_REC, None) != 0:
-            continue
-        libc.mount(b"tmpfs", str(closed).encode(), b"tmpfs", 0, b"mode=0711,size=64k")
-        child.mkdir(exist_ok=True)
-        libc.mount(str(holder).encode(), str(child).encode(), None, confine.MS_BIND | confine.MS_REC, None)
-
-
-def _cover(libc: Any, folder: str, keep: list[str], options: bytes) -> bool:
-    """Mount an empty tmpfs over ``folder``, then bind the paths of ``keep`` below it back in place; True if
-    the tmpfs was mounted."""
-    if not os.path.isdir(folder) or os.path.islink(folder) or folder in keep:
-        return False
-    inside = [k for k in keep if k.startswith(folder.rstrip("/") + "/") and os.path.isdir(k)]
-    inside = [k for k in inside if not any(k.startswith(other + "/") for other in inside)]
-    handles = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in inside]
-    try:
-        if libc.mount(b"tmpfs", folder.encode(), b"tmpfs", 0, options) != 0:
-            return False
-        for path, fd in handles:
-            os.makedirs(path, exist_ok=True)
-            libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, confine.MS_BIND | confine.MS_REC, None)
-        return True
-    finally:
-        for _, fd in handles:
-            os.close(fd)
-
-
-def _interpreter_links() -> list[tuple[str, str]]:
-    """(symlink, its resolved target) for the first symlink on the way to each interpreter path.
-
-    A virtual environment reached through a symlink (``~/venv -> /data/venv``, a worktree's
-    ``.venv`` pointing at another checkout's) puts the link's path in ``sys.prefix`` and
-    ``sys.path``.  Covering a folder hides the link even when its target is kept, and the
-    student process would then fail its first lazy import: each link is put back after covering.
-    """
-    links: dict[str, str] = {}
-    for entry in (sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path):
-        if not entry or not os.path.isabs(entry):
-            continue
-        walked = "/"
-        for part in Path(os.path.normpath(entry)).parts[1:]:
-            walked = os.path.join(walked, part)
-            if os.path.islink(walked):
-                links.setdefault(walked, os.path.realpath(walked))
-                break
-    return sorted(links.items())
-
-
-def _restore_links(links: list[tuple[str, str]]) -> None:
-    """Recreate, inside our covering tmpfs, each link that covering hid (never on the real disk:
-    a link that still resolves was not hidden, and one that does not sits below one of our tmpfs)."""
-    for link, target in links:
-        if os.path.lexists(link) or not os.path.exists(target):
-            continue
-        try:
-            os.makedirs(os.path.dirname(link), exist_ok=True)
-            os.symlink(target, link)
-        except OSError:
-            pass  # best effort, as every covering step: the process then reports what it cannot import
-
-
 def _isolate(request: SpawnRequest, parent: int, hidden: list[str], reply_fd: int) -> bool:
-    """Namespaces, hidden folders and files, rlimits and the unprivileged uid (best effort); True if namespaces
-    worked (for a GPU process, and the read-only mounts too: ``confine.read_only_rest``).  The judge is told on
-    ``reply_fd`` which process to measure, when namespaces fork a new one."""
+    """Namespaces and the built file view (:mod:`autograder.engine.view`), hidden files, rlimits and the
+    unprivileged uid (best effort); True if the process is in namespaces with its built, read-only view.  The
+    judge is told on ``reply_fd`` which process to measure, when namespaces fork a new one."""
     libc = _libc()
-    is_root = os.geteuid() == 0
-    sealed = True
     namespaces = confine.enter_namespaces(  # mount, net, IPC, PID (+user); see autograder.engine.confine
-        libc, is_root, tell=lambda child: serve.send(reply_fd, {"measure": child}))
+        libc, os.geteuid() == 0, tell=lambda child: serve.send(reply_fd, {"measure": child}))
+    sealed = False
     if namespaces:
-        links = _interpreter_links()
-        keep = [os.path.realpath(p) for p in (request.submission, request.scratch, sys.prefix, sys.base_prefix,
-                                              os.path.dirname(torch.__file__),
-                                              *(request.device.keep if request.device else ()))]
-        for path in PRIVATE_TOPS:
-            if os.path.realpath(path) != "/":
-                _cover(libc, os.path.realpath(path), keep, b"mode=0755,size=64k")
-        private_tmp = [path for path in map(os.path.realpath, SHARED_TMP)
-                       if _cover(libc, path, keep, b"mode=1777,size=64m")]
-        for path in (str(REPO_ROOT), *request.hide):
-            _cover(libc, os.path.realpath(path), keep, b"mode=0755,size=64k")
-        _restore_links(links)
+        device = request.device
+        allowed = [request.submission, *(device.keep + device.nodes if device else ())]
+        built = view.build(libc, allowed, request.scratch, [str(REPO_ROOT), *request.hide])
         for path in hidden:  # an empty file in its place
             libc.mount(b"/dev/null", path.encode(), None, confine.MS_BIND, None)
-        if request.uid is not None:
-            _expose_interpreter(libc, request.scratch)
-        if request.device:  # no Landlock in a GPU process: nothing shared may stay writable
-            sealed = confine.read_only_rest(libc, private_tmp)
-        confine.cap_scratch(libc, request.scratch, request.uid)  # after read_only_rest: scratch stays writable
+        sealed = confine.read_only_rest(libc) and built
+        confine.cap_scratch(libc, request.scratch, request.uid)  # after read_only_rest: they stay writable
     limits = request.limits
     for name, value in (
         (resource.RLIMIT_AS, None if request.device else limits.memory_bytes),
@@ -261,7 +159,7 @@ def _isolate(request: SpawnRequest, parent: int, hidden: list[str], reply_fd: in
         os.setuid(request.uid)
     # Armed again after the last change of credentials.  In a PID namespace the parent (outside it) reads as 0.
     confine.die_with_parent(parent=None if namespaces else parent)
-    return namespaces and sealed
+    return sealed
 
 
 def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
@@ -393,7 +291,7 @@ def _request(data: bytes) -> SpawnRequest:
     fields["limits"] = Limits(**fields["limits"])
     fields["modules"], fields["hide"] = tuple(fields["modules"]), tuple(fields["hide"])
     device = fields.get("device")
-    fields["device"] = DeviceAccess(tuple(device["keep"]), tuple(device["groups"])) if device else None
+    fields["device"] = DeviceAccess(**{name: tuple(value) for name, value in device.items()}) if device else None
     return SpawnRequest(**fields)
 
 

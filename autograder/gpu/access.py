@@ -1,9 +1,10 @@
 """What a GPU student process needs from the machine, found on the trusted side without touching CUDA.
 
-* :func:`device_access`: the folders the sandbox's covers must leave visible (the
-  folders of ``LD_LIBRARY_PATH``, torch's own CUDA libraries -- the ``nvidia/`` pip
-  packages next to torch --, the driver's library folders, the MPS pipe folder) and
-  the groups of the ``/dev/nvidia*`` nodes that the unprivileged uid keeps;
+* :func:`device_access`: what a GPU student process's view holds beyond a CPU one's
+  (:mod:`autograder.engine.view`): the folders of ``LD_LIBRARY_PATH``, torch's own CUDA
+  libraries -- the ``nvidia/`` pip packages next to torch --, the driver's library folders,
+  the MPS pipe folder, and the ``/dev/nvidia*`` nodes; and the groups of those nodes that
+  the unprivileged uid keeps;
 * :func:`compute_modes`: each GPU's compute mode, read through NVML (which creates no
   CUDA context, so the grader never holds the device while a student process runs).
 
@@ -23,12 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from autograder.engine.view import within
+
 #: NVML's compute modes (nvmlComputeMode_t).
 COMPUTE_MODES = {0: "DEFAULT", 1: "EXCLUSIVE_THREAD", 2: "PROHIBITED", 3: "EXCLUSIVE_PROCESS"}
 #: Modes in which only one process may hold a CUDA context at a time.
 EXCLUSIVE = ("EXCLUSIVE_THREAD", "EXCLUSIVE_PROCESS")
 DRIVER_LIBRARIES = ("libcuda.so.1", "libnvidia-ml.so.1")
 DEFAULT_MPS_PIPE = "/tmp/nvidia-mps"
+#: The persistence daemon's socket folder, which the driver's libraries may ask (kept where it exists).
+PERSISTENCED = "/run/nvidia-persistenced"
 #: The nodes every CUDA process opens: the control node, one per GPU, unified memory.  The rest
 #: (``nvidia-caps/*``: MIG administration, ``nvidia-uvm-tools``, ``nvidia-modeset``) are the administrator's.
 REQUIRED_NODE = re.compile(r"/dev/nvidia(ctl|-uvm|\d+)")
@@ -41,7 +46,7 @@ class AccessPlan:
     keep: list[str] = field(default_factory=list)
     groups: list[int] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)  # "path: why it stays covered"
+    refused: list[str] = field(default_factory=list)  # "path: why it stays out of the view"
 
 
 def device_nodes(dev: str = "/dev") -> list[str]:
@@ -94,21 +99,16 @@ def driver_library_folders() -> list[str]:
     return sorted(folders)
 
 
-def _within(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
-def plan_access(private: Sequence[str], tops: Sequence[str], env: dict[str, str] | None = None,
-                dev: str = "/dev") -> AccessPlan:
-    """Which folders to keep visible and which groups to keep, given the grader's ``private`` folders
-    (its checkout, hidden tests, outputs: never exposed) and the covered ``tops`` (never exposed whole)."""
+def plan_access(private: Sequence[str], env: dict[str, str] | None = None, dev: str = "/dev") -> AccessPlan:
+    """Which folders to add to the view and which groups to keep, given the grader's ``private`` folders (its
+    checkout, hidden tests, outputs: never in the view).  A top-level folder (``/tmp``, ``/home``...) is never
+    added whole: it holds what is not CUDA's."""
     env = dict(os.environ if env is None else env)
     plan = AccessPlan()
     wanted = [p for p in env.get("LD_LIBRARY_PATH", "").split(os.pathsep)]
     wanted += torch_library_folders() + driver_library_folders()
-    wanted.append(env.get("CUDA_MPS_PIPE_DIRECTORY") or DEFAULT_MPS_PIPE)
+    wanted += [env.get("CUDA_MPS_PIPE_DIRECTORY") or DEFAULT_MPS_PIPE, PERSISTENCED]
     private_real = [os.path.realpath(p) for p in private]
-    tops_real = {os.path.realpath(t) for t in tops} | {"/"}
     # The interpreter's folders are visible to every student process anyway (a venv inside a checkout too).
     interpreter = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)]
     for entry in wanted:
@@ -120,10 +120,10 @@ def plan_access(private: Sequence[str], tops: Sequence[str], env: dict[str, str]
         real = os.path.realpath(entry)
         if not os.path.isdir(real) or real in plan.keep:
             continue
-        if real in tops_real:
-            plan.refused.append(f"{entry}: a whole top-level folder the sandbox covers")
-        elif any(_within(p, real) for p in private_real) or (
-                any(_within(real, p) for p in private_real) and not any(_within(real, i) for i in interpreter)):
+        if os.path.dirname(real) == "/" or real == "/":
+            plan.refused.append(f"{entry}: a whole top-level folder")
+        elif any(within(p, real) for p in private_real) or (
+                any(within(real, p) for p in private_real) and not any(within(real, i) for i in interpreter)):
             plan.refused.append(f"{entry}: holds the grader's private files")
         else:
             plan.keep.append(real)
@@ -136,7 +136,7 @@ def device_access(plan: AccessPlan) -> "object":
     """The sandbox's DeviceAccess for ``plan``."""
     from autograder.engine.sandbox import DeviceAccess
 
-    return DeviceAccess(tuple(plan.keep), tuple(plan.groups))
+    return DeviceAccess(tuple(plan.keep), tuple(plan.groups), tuple(plan.nodes))
 
 
 def folder_sizes(folders: Iterable[str]) -> dict[str, int]:

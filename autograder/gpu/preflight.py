@@ -90,13 +90,13 @@ def preflight(dry: bool, limits: Any, uid: int | None, hide: Sequence[str], *,
     """Check the device from a sandboxed student process; return the Setup or raise PreflightFailed.
 
     ``min_isolation``: the lowest isolation level accepted (a level's name; None: ``$AMP_MIN_ISOLATION``, else the
-    sealed level); a GPU student process is sealed only at ``namespaces`` (``confine.read_only_rest``).
+    sealed level); a GPU student process is sealed only at ``namespaces`` (its built view: ``autograder.engine.view``).
     """
     from autograder.engine import confine, sandbox
     from checks.runners.harness import SubmissionFault
 
     if plan is None:
-        plan = gpu_access.plan_access([str(sandbox.REPO_ROOT), *hide], sandbox.PRIVATE_TOPS + sandbox.SHARED_TMP)
+        plan = gpu_access.plan_access([str(sandbox.REPO_ROOT), *hide])
     access = gpu_access.device_access(plan)
     empty = Path(tempfile.mkdtemp(prefix="amp-preflight-"))
     os.chmod(empty, 0o755)
