@@ -36,6 +36,10 @@ WORDS: dict[str, dict[str, str]] = {
                            "gradebook.csv are empty and its status column says why), and in no mean, histogram or row "
                            "statistic of this page.",
         "not_graded_head": "submission|student|SID|why",
+        "withheld_heading": "Nothing to grade, and SIDs that submitted twice",
+        "withheld_text": "{count} submission(s) were not graded, for want of anything to grade: no score (not a "
+                         "zero; gradebook.csv's status says why), and in no statistic of this page.",
+        "same_sid_line": "SID <b>{sid}</b> submitted more than once: {submissions}; graded: {graded}.",
         "identical": '<span class="flag">identical</span> to {others} other(s): {link}',
         "cluster": "cluster",
         "matches_solution": '<span class="flag">matches the reference solution</span>',
@@ -130,6 +134,10 @@ WORDS: dict[str, dict[str, str]] = {
                            "있고 status 열에 이유가 있음), 이 페이지의 평균, 히스토그램, 항목 통계 어디에도 들어가지 "
                            "않습니다.",
         "not_graded_head": "제출물|학생|학번|이유",
+        "withheld_heading": "채점할 것이 없는 제출물과 두 번 이상 제출한 학번",
+        "withheld_text": "제출물 {count}개는 채점할 것이 없어 채점하지 않았습니다. 점수가 없으며(0점이 아님. gradebook.csv의 "
+                         "status 열에 이유가 있습니다) 이 페이지의 어떤 통계에도 들어가지 않습니다.",
+        "same_sid_line": "학번 <b>{sid}</b>의 제출물이 여러 개입니다: {submissions}. 채점한 것: {graded}.",
         "identical": '다른 {others}개와 <span class="flag">똑같음</span>: {link}',
         "cluster": "묶음",
         "matches_solution": '<span class="flag">참조 답안과 일치</span>',

@@ -25,7 +25,7 @@ from autograder.diagnosis.report import (CHANGES_NAME, DISCRIMINATION_MIN, GROUP
                                          HISTOGRAM_MIN_SUBMISSIONS, HISTOGRAM_NAME, HTML_NAME, ITEMS_NAME,
                                          LOW_DISCRIMINATION, MISTAKES_NAME, SIMILARITY_NAME, SUMMARY_NAME, Graded,
                                          ItemStats, Mistake, item_stats, items_csv, mistakes, mistakes_csv, read_batch,
-                                         read_csv, read_json)
+                                         UNGRADED, read_csv, read_json)
 from autograder.engine.files import write_bytes_atomic
 from autograder.engine.escape import html_text
 from autograder.engine import strings
@@ -34,6 +34,7 @@ from autograder.engine.rubric import row_passed
 EXAMPLES = 5  # example submissions per mistake on the page
 SHOWN_PAIRS = 20  # similarity pairs and regrade changes on the page, at most
 SIMILARITY_PAGE = "similarity.html"
+CSV_NAME = "similarity.csv"  # every pair, those past similarity.html's list too
 SIMILAR_SHOWN = 3  # "similar to ..." lines per student in the table (the rest: a count and a link)
 SIMILAR_MARK = "<!--similar-->"  # marks the "similar to" lines, whatever the language, to cut their list
 NOTE_CHARACTERS = 160  # a note's first line, at most, in the students table (the whole note is in feedback.md)
@@ -148,22 +149,24 @@ def similarity_flags(similar: dict[str, Any]) -> dict[str, list[str]]:
                 f"{word('matches_' + str(match.get('source') or 'solution'))} <span class=\"nowrap\">("
                 f"{float(match.get('score', 0)):.2f}, "
                 + _link(f"{SIMILARITY_PAGE}#{match.get('anchor')}", str(match.get("anchor"))) + ")</span>")
-    for pair in similar.get("pairs") or []:
+    # every flagged pair (similarity.json's ``flags``; a folder written before it had them: the listed pairs)
+    for pair in similar["flags"] if "flags" in similar else similar.get("pairs") or []:
         sides = [pair.get("a") or {}, pair.get("b") or {}]
-        if not pair.get("flagged") or any(side.get("solution") for side in sides):
+        if not pair.get("flagged", True) or any(side.get("solution") for side in sides):
             continue  # a match with a source: told above
+        anchor = str(pair.get("anchor") or "")
+        where = _link(f"{SIMILARITY_PAGE}#{anchor}", anchor) if anchor else _link(CSV_NAME, CSV_NAME)
         for me, other in (sides, sides[::-1]):
             what = SIMILAR_MARK + word("similar_to", label=html_text(other.get("label", "")))
             for key in me.get("members") or [me.get("key")]:
                 flags.setdefault(str(key), []).append(
-                    f"{what} <span class=\"nowrap\">({float(pair.get('score', 0)):.2f}, "
-                    + _link(f"{SIMILARITY_PAGE}#{pair.get('anchor')}", str(pair.get("anchor"))) + ")</span>")
+                    f"{what} <span class=\"nowrap\">({float(pair.get('score', 0)):.2f}, {where})</span>")
     for key, said in flags.items():  # the strongest flags first, then at most SIMILAR_SHOWN other pairs
         similar_to = [line for line in said if line.startswith(SIMILAR_MARK)]
         rest = len(similar_to) - SIMILAR_SHOWN
+        where = CSV_NAME if any(CSV_NAME in line for line in similar_to[SIMILAR_SHOWN:]) else SIMILARITY_PAGE
         flags[key] = ([line for line in said if not line.startswith(SIMILAR_MARK)] + similar_to[:SIMILAR_SHOWN]
-                      + ([word("more_pairs", count=rest, link=_link(SIMILARITY_PAGE, SIMILARITY_PAGE))]
-                         if rest > 0 else []))
+                      + ([word("more_pairs", count=rest, link=_link(where, where))] if rest > 0 else []))
     for marker in similar.get("markers") or []:
         flags.setdefault(str(marker.get("key")), []).append(word(
             "markers_flag", files=html_text(", ".join(marker.get("files") or [])),
@@ -193,7 +196,7 @@ def students_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any
 def not_graded_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any]) -> str:
     """The submissions that could not be graded, apart from the students table: no score (not a zero), and in
     no statistic of the page; "" when there is none."""
-    missing = [g for g in graded if g.ungraded]
+    missing = [g for g in graded if g.ungraded.startswith(UNGRADED)]
     if not missing:
         return ""
     reasons = {str(row.get("submission")): str(row.get("reason", "")) for row in summary.get("not_graded") or []}
@@ -206,6 +209,26 @@ def not_graded_section(out: Path, graded: Sequence[Graded], summary: dict[str, A
     return (f'<section id="not-graded"><h2>{html_text(word("not_graded_heading"))}</h2>'
             f'<p>{html_text(word("not_graded_text", count=len(missing)))}</p>'
             + _table(heads("not_graded_head"), rows, "not-graded-table") + "</section>")
+
+
+def withheld_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any]) -> str:
+    """What was not graded for want of anything to grade (an empty upload; one superseded by a submission of the
+    same SID) and every SID that submitted more than once, apart from the rest: no score, in no statistic; "" when
+    there is none of either."""
+    withheld = [g for g in graded if g.ungraded and not g.ungraded.startswith(UNGRADED)]
+    twice = summary.get("same_sid") or []
+    if not withheld and not twice:
+        return ""
+    rows = [[_link(f"{quote(g.name)}/feedback.md", g.name) if (out / g.name / "feedback.md").is_file()
+             else html_text(g.name), html_text(g.student) or "-", html_text(g.sid) or "-", html_text(g.ungraded)]
+            for g in withheld]
+    said = [word("same_sid_line", sid=html_text(group.get("sid")), submissions=html_text(", ".join(
+        f"{s.get('submission')} ({s.get('created_at') or '?'})" for s in group.get("submissions") or [])),
+        graded=html_text(", ".join(group.get("graded") or []))) for group in twice]
+    return (f'<section id="withheld"><h2>{html_text(word("withheld_heading"))}</h2>'
+            + (f'<p>{html_text(word("withheld_text", count=len(withheld)))}</p>'
+               + _table(heads("not_graded_head"), rows, "withheld-table") if withheld else "")
+            + "".join(f'<p class="flag same-sid">{line}</p>' for line in said) + "</section>")
 
 
 # --------------------------------------------------------------------------- rows and mistakes
@@ -347,6 +370,7 @@ def render(out: Path, graded: Sequence[Graded], stats: Sequence[ItemStats], foun
         f"{histogram_img(out, summary)}</section>",
         students_section(out, graded, summary, similar, top),
         not_graded_section(out, graded, summary),
+        withheld_section(out, graded, summary),
         rows_section(stats, sum(1 for g in graded if not g.ungraded)),
         mistakes_section(found, diagnosis_off),
         similarity_section(similar),

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from autograder.diagnosis.report import UNGRADED
+from autograder.diagnosis.report import GRADED, UNGRADED
 from autograder.engine import rubric
 from autograder.engine.files import csv_text, write_text_atomic
 
@@ -99,7 +99,7 @@ def merge_gradebooks(cpu_csv: Path, gpu_csv: Path, out_csv: Path) -> list[str]:
     gpu_max = max((_number(row["gpu_max"]) for row in gpu_rows), default=gpu_max_points())
     for row in cpu_rows:
         gpu = by_name.pop(row["submission"], None)
-        if row.get("status", "").startswith(UNGRADED):  # no CPU score: no total either, never a zero
+        if row.get("status", "") not in ("", GRADED):  # no CPU score (not graded, nothing submitted): no total either
             warnings.append(f"{row['submission']}: CPU part {row['status']} (no total)")
             merged.append([row.get(c, "") for c in cpu_header] + [gpu.get(c, "") if gpu else "" for c in gpu_columns]
                           + ["", _number(row["max_score"]) + gpu_max])
