@@ -36,6 +36,10 @@ WORDS: dict[str, dict[str, str]] = {
                            "gradebook.csv are empty and its status column says why), and in no mean, histogram or row "
                            "statistic of this page.",
         "not_graded_head": "submission|student|SID|why",
+        "gpu_heading": "GPU part",
+        "gpu_text": "{count} submission(s) graded by grade-gpu (gpu_gradebook.csv; each links to its gpu_results.json).",
+        "gpu_dry": " {count} of them are a dry run (on the CPU, no speed check): their scores are no grade.",
+        "gpu_head": "submission|student|SID|GPU score|failed GPU tests|status",
         "withheld_heading": "Nothing to grade, and SIDs that submitted twice",
         "withheld_text": "{count} submission(s) were not graded, for want of anything to grade: no score (not a "
                          "zero; gradebook.csv's status says why), and in no statistic of this page.",
@@ -134,6 +138,10 @@ WORDS: dict[str, dict[str, str]] = {
                            "있고 status 열에 이유가 있음), 이 페이지의 평균, 히스토그램, 항목 통계 어디에도 들어가지 "
                            "않습니다.",
         "not_graded_head": "제출물|학생|학번|이유",
+        "gpu_heading": "GPU 파트",
+        "gpu_text": "grade-gpu가 채점한 제출물 {count}개(gpu_gradebook.csv. 각각 gpu_results.json으로 연결됩니다).",
+        "gpu_dry": " 그중 {count}개는 시험 실행(dry run: CPU에서, 속도 확인 없음)이므로 점수가 성적이 아닙니다.",
+        "gpu_head": "제출물|학생|학번|GPU 점수|실패한 GPU 테스트|상태",
         "withheld_heading": "채점할 것이 없는 제출물과 두 번 이상 제출한 학번",
         "withheld_text": "제출물 {count}개는 채점할 것이 없어 채점하지 않았습니다. 점수가 없으며(0점이 아님. gradebook.csv의 "
                          "status 열에 이유가 있습니다) 이 페이지의 어떤 통계에도 들어가지 않습니다.",

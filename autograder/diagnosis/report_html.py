@@ -25,7 +25,7 @@ from autograder.diagnosis.report import (CHANGES_NAME, DISCRIMINATION_MIN, GROUP
                                          HISTOGRAM_MIN_SUBMISSIONS, HISTOGRAM_NAME, HTML_NAME, ITEMS_NAME,
                                          LOW_DISCRIMINATION, MISTAKES_NAME, SIMILARITY_NAME, SUMMARY_NAME, Graded,
                                          ItemStats, Mistake, item_stats, items_csv, mistakes, mistakes_csv, read_batch,
-                                         UNGRADED, read_csv, read_json)
+                                         DRY_STATUS, GPU_GRADEBOOK_NAME, GPU_RESULTS_NAME, UNGRADED, read_csv, read_json)
 from autograder.engine.files import write_bytes_atomic
 from autograder.engine.escape import html_text
 from autograder.engine import strings
@@ -231,6 +231,38 @@ def withheld_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any
             + "".join(f'<p class="flag same-sid">{line}</p>' for line in said) + "</section>")
 
 
+def gpu_section(out: Path, graded: Sequence[Graded]) -> str:
+    """The GPU part once grade-gpu has run here (gpu_gradebook.csv): each submission's GPU score, the GPU rows it
+    failed and its status; a dry run's rows say they are no grade.  "" before grade-gpu."""
+    book = read_csv(out / GPU_GRADEBOOK_NAME)
+    if not book:
+        return ""
+    who = {g.name: g for g in graded}
+    rows, dry = [], 0
+    for line in book:
+        name, status = line.get("submission", ""), line.get("gpu_status", "")
+        dry += status == DRY_STATUS
+        failed = [column.split(" ", 1)[0] for column in line if column[:1].isdigit()
+                  and line[column] not in ("", None) and _failed_gpu_row(out, name, column.split(" ", 1)[0])]
+        score = f"{float(line['gpu_score']):g} / {float(line.get('gpu_max') or 0):g}" if line.get("gpu_score") else "-"
+        person = who.get(name)
+        rows.append([_link(f"{quote(name)}/{GPU_RESULTS_NAME}", name)
+                     if (out / name / GPU_RESULTS_NAME).is_file() else html_text(name),
+                     html_text(person.student if person else "") or "-", html_text(person.sid if person else "") or "-",
+                     score, html_text(", ".join(failed)) or "-", html_text(status) or "-"])
+    said = word("gpu_text", count=len(rows)) + (word("gpu_dry", count=dry) if dry else "")
+    flag = ' class="flag"' if dry else ""
+    return (f'<section id="gpu"><h2>{html_text(word("gpu_heading"))}</h2><p{flag}>{html_text(said)}</p>'
+            + _table(heads("gpu_head"), rows, "gpu-table") + "</section>")
+
+
+def _failed_gpu_row(out: Path, name: str, number: str) -> bool:
+    """Whether row ``number`` of a submission's gpu_results.json failed."""
+    data = read_json(out / name / GPU_RESULTS_NAME)
+    return any(str(test.get("number")) == number and test.get("status") == "failed"
+               for test in data.get("tests") or [] if isinstance(test, dict))
+
+
 # --------------------------------------------------------------------------- rows and mistakes
 
 
@@ -371,6 +403,7 @@ def render(out: Path, graded: Sequence[Graded], stats: Sequence[ItemStats], foun
         students_section(out, graded, summary, similar, top),
         not_graded_section(out, graded, summary),
         withheld_section(out, graded, summary),
+        gpu_section(out, graded),
         rows_section(stats, sum(1 for g in graded if not g.ungraded)),
         mistakes_section(found, diagnosis_off),
         similarity_section(similar),
