@@ -291,6 +291,7 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
                        if e.status == WITHHELD and e.reason != NOTHING],
         "same_sid": same_sid(rows),
         "isolation": isolation_levels(rows),
+        "language": strings.language(),  # of every text the batch wrote (a report rebuilt in another says so)
     }
 
 
@@ -524,8 +525,8 @@ def plan_line(total: int, done: int, rescored: int, why: dict[str, int], where: 
               withheld: Sequence[Submission]) -> str:
     """The run's first line: how many submissions, what is already graded, what is graded now and why, where, and
     what has nothing to grade (``where``: "" (nothing to grade), "slurm", or the number of local workers)."""
-    reasons = ", ".join(f"{count} {strings.text('console.why.' + reason)}" for reason, count in why.items()
-                        if reason != "new" or len(why) > 1)
+    reasons = ", ".join(strings.text("console.reason", count=count, why=strings.text("console.why." + reason))
+                        for reason, count in why.items() if reason != "new" or len(why) > 1)
     line = strings.text("console.plan", total=total, done=done, todo=sum(why.values()),
                         rescored=strings.text("console.rescored", count=rescored) if rescored else "",
                         reasons=strings.text("console.reasons", reasons=reasons) if reasons else "",

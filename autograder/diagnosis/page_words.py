@@ -36,6 +36,11 @@ WORDS: dict[str, dict[str, str]] = {
                            "gradebook.csv are empty and its status column says why), and in no mean, histogram or row "
                            "statistic of this page.",
         "not_graded_head": "submission|student|SID|why",
+        "other_language": "This page is in {page}, its batch was graded in {batch}: the row titles, notes and feedback "
+                          "it quotes are in {batch}. For one language, rebuild it with AMP_LANGUAGE={code} python -m "
+                          "autograder report OUT.",
+        "language.en": "English",
+        "language.ko": "Korean",
         "gpu_heading": "GPU part",
         "gpu_text": "{count} submission(s) graded by grade-gpu (gpu_gradebook.csv; each links to its gpu_results.json).",
         "gpu_dry": " {count} of them are a dry run (on the CPU, no speed check): their scores are no grade.",
@@ -138,6 +143,11 @@ WORDS: dict[str, dict[str, str]] = {
                            "있고 status 열에 이유가 있음), 이 페이지의 평균, 히스토그램, 항목 통계 어디에도 들어가지 "
                            "않습니다.",
         "not_graded_head": "제출물|학생|학번|이유",
+        "other_language": "이 페이지는 {page}로 썼지만 일괄 채점은 {batch}로 했습니다. 페이지가 옮겨 온 항목 제목, "
+                          "안내와 피드백은 {batch}입니다. 한 언어로 보려면 AMP_LANGUAGE={code} python -m autograder "
+                          "report OUT으로 다시 만드세요.",
+        "language.en": "영어",
+        "language.ko": "한국어",
         "gpu_heading": "GPU 파트",
         "gpu_text": "grade-gpu가 채점한 제출물 {count}개(gpu_gradebook.csv. 각각 gpu_results.json으로 연결됩니다).",
         "gpu_dry": " 그중 {count}개는 시험 실행(dry run: CPU에서, 속도 확인 없음)이므로 점수가 성적이 아닙니다.",

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 from urllib.parse import quote
 
 from autograder.diagnosis import words
-from autograder.diagnosis.page_words import heads, word
+from autograder.diagnosis.page_words import WORDS, heads, word
 from autograder.diagnosis.report import (CHANGES_NAME, DISCRIMINATION_MIN, GROUP_SHARE, HISTOGRAM_LABEL_LANGUAGES,
                                          HISTOGRAM_MIN_SUBMISSIONS, HISTOGRAM_NAME, HTML_NAME, ITEMS_NAME,
                                          LOW_DISCRIMINATION, MISTAKES_NAME, SIMILARITY_NAME, SUMMARY_NAME, Graded,
@@ -412,7 +412,19 @@ def render(out: Path, graded: Sequence[Graded], stats: Sequence[ItemStats], foun
     title = html_text(word("title"))
     return (f"<!DOCTYPE html>\n<html lang=\"{word('lang')}\"><head><meta charset=\"utf-8\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{POLICY}\"><title>{title}</title>"
-            f"<style>{STYLE}</style></head><body><h1>{title}</h1>{''.join(sections)}</body></html>\n")
+            f"<style>{STYLE}</style></head><body><h1>{title}</h1>{other_language(summary)}{''.join(sections)}"
+            "</body></html>\n")
+
+
+def other_language(summary: dict[str, Any]) -> str:
+    """A warning at the top when the page is written in another language than its batch (``report OUT`` run with
+    another $AMP_LANGUAGE): the row titles, notes and feedback it quotes stay in the batch's; "" otherwise."""
+    batch, page = str(summary.get("language") or ""), strings.language()
+    if not batch or batch == page:
+        return ""
+    named = {code: word(f"language.{code}") if f"language.{code}" in WORDS["en"] else code for code in (batch, page)}
+    return (f'<p class="flag" id="other-language">'
+            f"{html_text(word('other_language', batch=named[batch], page=named[page], code=batch))}</p>")
 
 
 # --------------------------------------------------------------------------- writing it
