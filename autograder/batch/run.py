@@ -28,6 +28,7 @@ result in the rare case a worker dies twice on the same submission).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import fcntl
 import os
 import sys
@@ -205,13 +206,18 @@ def report_diagnosis() -> None:
 
 def _rescore(todo: list[tuple[Submission, str]], known: dict[str, tuple[str, str]], version: str, ledger: Ledger,
              out: Path, errored: set[str]) -> tuple[list[tuple[Submission, str]], int]:
-    """Rescore, without running code, what only the rubric's points would change; (what is left to grade, count)."""
+    """Rescore, without running code, what only the rubric's points would change; (what is left to grade, count).
+
+    An unchanged submission that could not be graded keeps its verdict under the new grader: nothing that decides
+    whether it can be graded changed (``--retry-errored`` grades it again)."""
     left, count = [], 0
     for submission, digest in todo:
         old = known.get(submission.name)
         entry = (ledger.get(submission.name) if old and old[0] == digest and submission.name not in errored
                  and rescore.points_only(old[1], version) else None)
         new = rescore.rescored(entry, version) if entry is not None else None
+        if entry is not None and entry.status == "errored":  # the same files fail the same way: kept, not retried
+            new = dataclasses.replace(entry, grader=version)
         if new is None:
             left.append((submission, digest))
             continue

@@ -382,9 +382,13 @@ def changes_section(changes: Sequence[dict[str, str]]) -> str:
     shown = changes[:SHOWN_PAIRS]
     said = (word("changes_some", shown=len(shown), total=len(changes), file=CHANGES_NAME)
             if len(shown) < len(changes) else word("changes_all", total=len(changes), file=CHANGES_NAME))
-    rows = [[html_text(c.get(key, "")) for key in ("submission", "old_score", "new_score", "change", "test")]
-            for c in shown]
-    return (f'<section id="changes"><h2>{html_text(word("changes"))}</h2><p>{html_text(said)}</p>'
+    rows = [[html_text(c.get(key, "")) for key in ("submission", "old_score", "new_score", "change", "test",
+                                                    "old_points", "new_points", "cause")] for c in shown]
+    maxima = sorted({(c.get("old_max"), c.get("new_max")) for c in changes
+                     if c.get("old_max") and c.get("new_max") and float(c["old_max"]) != float(c["new_max"])})
+    moved = "".join(f'<p class="flag" id="max-moved">' + html_text(word(
+        "changes_max", old=f"{float(old):g}", new=f"{float(new):g}")) + "</p>" for old, new in maxima)
+    return (f'<section id="changes"><h2>{html_text(word("changes"))}</h2>{moved}<p>{html_text(said)}</p>'
             + _table(heads("changes_head"), rows) + "</section>")
 
 
