@@ -1,15 +1,18 @@
 """``report.html``: the class report as the TA's page (data from :mod:`autograder.diagnosis.report`).
 
-One self-contained page (inline CSS and images, no script, no request), in this order: the batch's counts
-(the same sentence and numbers as summary.md, from summary.json) and score histogram; one line per
-student (submission linked to its feedback.md, name and SID where known, score, failed rows, problems,
-similarity flags, diagnosed mistakes); each row's pass counts and discrimination (with the small-class
-caveat); the most common mistakes; the similarity flags and pairs, linked into similarity.html's anchors;
-the regrade changes.  Nothing is cut silently: every shortened list says how many it shows of how many,
-and where the rest is.
+One self-contained page (inline CSS and images, no script, no request), in this order: a warning when the page is
+in another language than its batch; the batch's counts (the same sentence and numbers as summary.md, from
+summary.json) and score histogram; one line per student (submission linked to its feedback.md, name and SID where
+known, score, failed rows, problems, similarity flags, diagnosed mistakes); those that could not be graded, and
+those with nothing to grade (an empty upload, one superseded by a submission of the same SID), apart; the GPU part
+once grade-gpu has run; each row's pass counts and discrimination (with the small-class caveat); the most common
+mistakes; the similarity flags and pairs, linked into similarity.html's anchors; the regrade changes.  Nothing is
+cut silently: every shortened list says how many it shows of how many, and where the rest is.
 
 Every text from a submission (names, SIDs, notes, labels) passes :func:`html_text`; links are built from
 the batch's own folder names, quoted.
+
+One file past 400 lines: every section of the one page, drawn from the batch's files with the same helpers.
 """
 
 from __future__ import annotations

@@ -45,6 +45,9 @@ own canary (:meth:`GpuRunner.canary`): if that fails too, the submission is mark
 not be graded" with the staff traceback -- never a zero; if it runs, the failure is the
 submission's.  The judge holds no CUDA context: the references run in a
 separate trusted process (:mod:`checks.judge.gpu_reference`).
+
+One file past 400 lines: ``grade-gpu`` from the command line to the files it leaves, one path for every
+submission, the canary included.
 """
 
 from __future__ import annotations
