@@ -105,6 +105,8 @@ EN: dict[str, str] = {
     "what.float16": "unscale_() must raise ValueError for float16 gradients, leaving them and the scaler as they were "
                     "(so trying again raises ValueError again).",
     "what.lists": "scale() of a {container} must return a {container} holding what scale() returns for each item.",
+    "what.lists_item": "scale() of one tensor must run: each item of the {container} is scaled alone first, to compare "
+                       "with what scale() of the {container} returns.",
     "what.state": "state_dict() returns torch's five keys; a new scaler that loads it (with load_state_dict) returns "
                   "the same state_dict() and the same scale and tracker.",
     "what.state_source": "{what} (The state loaded here was saved by {source}.)",
@@ -420,6 +422,8 @@ KO: dict[str, str] = {
                     "합니다(그래서 다시 호출해도 또 ValueError가 발생합니다).",
     "what.lists": "{container}에 대한 scale()은 같은 종류의 컨테이너({container})에 각 항목의 scale() 결과를 담아 돌려주어야 "
                   "합니다.",
+    "what.lists_item": "텐서 하나에 대한 scale()이 실행되어야 합니다. {container}에 대한 scale()의 결과와 비교하려고 "
+                       "{container}의 각 항목을 먼저 따로 스케일합니다.",
     "what.state": "state_dict()는 torch의 다섯 키를 돌려줍니다. 그것을 (load_state_dict로) 불러온 새 스케일러는 같은 "
                   "state_dict()와 같은 스케일, 추적기를 돌려줍니다.",
     "what.state_source": "{what} (여기서 불러온 상태를 저장한 것: {source}.)",
