@@ -219,11 +219,13 @@ def test_the_lms_file_gives_each_student_of_a_group_the_score_and_no_ungraded_a_
 
     (tmp_path / "gpu_gradebook.csv").write_text(
         "submission,gpu_score,gpu_max,gpu_device,gpu_status\n"
-        "pair,7.5,10,H100,graded\nbroken,,10,H100,could not be graded: preflight\nlone,10,10,H100,graded\n")
+        "pair,7.5,10,H100,graded\nbroken,,10,H100,could not be graded: preflight\nlone,10,10,H100,graded\n"
+        "dry,10,10,cpu (dry mode),\"dry run, not a grade\"\n")
     students = {"pair": [("Ada Lovelace", "1815", "ada@example.edu"), ("Alan Turing", "1912", "alan@example.edu")],
                 "broken": [("Bo", "2001", "bo@example.edu")]}
     assert gradebook.lms_rows(tmp_path / "gpu_gradebook.csv", students) == [
         ["Ada Lovelace", "", "1815", "ada@example.edu", "", "7.5", "graded"],
         ["Alan Turing", "", "1912", "alan@example.edu", "", "7.5", "graded"],
         ["Bo", "", "2001", "bo@example.edu", "", "", "could not be graded: preflight"],
-        ["lone", "", "", "", "", "10", "graded"]]
+        ["lone", "", "", "", "", "10", "graded"],
+        ["dry", "", "", "", "", "", "dry run, not a grade"]]  # a dry run's 10 is no grade
