@@ -44,7 +44,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
                             similarity_threshold=args.similarity_threshold,
                             similarity_reference=args.similarity_reference or (),
                             similarity_solution=args.similarity_solution, min_isolation=args.min_isolation,
-                            roster=args.roster)
+                            roster=args.roster, same_sid=args.same_sid)
     try:
         status = batch.run(args.submissions, options)
     except batch.UsageError as exc:
@@ -126,6 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--roster", type=Path, default=None, metavar="CSV",
                        help="GitHub Classroom's roster (classroom_roster.csv): names the cloned repositories "
                             "(<assignment>-<github username>) after their students")
+    from autograder.batch.inputs import SAME_SID_CHOICES  # light: no torch
+
+    grade.add_argument("--same-sid", choices=SAME_SID_CHOICES, default=SAME_SID_CHOICES[0],
+                       help="when a Gradescope export holds several submissions of one SID: grade the latest by "
+                            "created_at (default; the others are listed as superseded, with no score), the "
+                            "earliest, or all of them; each such SID is said in the console, summary.md and report.html")
     grade.add_argument("--language", choices=strings.LANGUAGES, default=None,
                        help=f"language of row titles and fixed feedback (default: ${settings.LANGUAGE.env}, else en; "
                             "--force to regrade what the ledger has in another language)")

@@ -375,6 +375,65 @@ def test_a_failing_public_check_names_the_graders_mistake(graded: dict[str, dict
     assert not missing, f"{entry.name}: failing public checks without the grader's line: {missing}\n{done.stdout[-4000:]}"
 
 
+#: An explanation that names a call ("Call 2 called scaler.update() 0 time(s)."), and the first difference a Task-2
+#: message lists under its heading ("    after call 2: ..."; "    call 2 raised ...").
+EXPLAINED_CALL = re.compile(r"^Call (\d+) called ", re.MULTILINE)
+FIRST_DIFFERENCE = re.compile(r"the effects differ:\n    (?:after )?call (\d+)\b")
+
+
+def message_faults(output: str) -> list[str]:
+    """What is false or unfinished in a failing row's output: an explanation naming another call than the first that
+    differs; a case's line that is a fragment (it starts with a digit: the tail of a sentence) or ends without its outcome
+    (no " … " and what came of it; a snippet's "should" without its "but")."""
+    found = []
+    first = FIRST_DIFFERENCE.search(output)
+    for named in EXPLAINED_CALL.finditer(output):
+        if first is None or named.group(1) != first.group(1):
+            found.append(f"the explanation names call {named.group(1)}, the first difference is in call "
+                         f"{first.group(1) if first else '(none listed)'}")
+    paragraphs = [p for p in output.split("\n\n") if p.strip()]
+    for paragraph in paragraphs[1:]:
+        line = paragraph.strip()
+        if "\n" in line or not (line.startswith("[") or " … " in line or line[:1].isdigit()):
+            continue  # not a case's line: a message's own paragraph
+        said = re.sub(r"^\[[^\]]*\] ", "", line)
+        if said == "fails the same way":
+            continue
+        if said[:1].isdigit():  # the tail of a sentence ("3 times on a small MLP, ...": of "We called ... 3 times")
+            found.append(f"a case's line is a fragment: {line[:200]!r}")
+        elif " … " not in said:
+            found.append(f"a case's line has no outcome: {line[:200]!r}")
+        elif "the last line should:" in said.rsplit(" … ", 1)[1] and "but with your code" not in said:
+            found.append(f"a case's line ends before its outcome: {line[:200]!r}")
+    return found
+
+
+def test_every_failing_rows_message_is_true_for_its_case_and_whole(graded: dict[str, dict[str, Any]]) -> None:
+    """For each catalogue bug's failing rows: the call an explanation names is the first call whose effects differ,
+    and each further case's line is a whole sentence ending with what came of it."""
+    wrong = {f"{entry.name} {number}": said for entry in BUGS for number, row in rows(graded[entry.name]).items()
+             if lost(row) and (said := message_faults(str(row.get("output", ""))))}
+    assert not wrong, "\n".join(f"{where}: {said}" for where, said in wrong.items())
+
+
+def test_the_message_check_sees_a_wrong_call_and_a_fragment() -> None:
+    """:func:`message_faults` on the two messages the catalogue's bugs got before their fix."""
+    explained = ("We called\n    amp_step(...)\n2 times on a small MLP; the gradients of call 2 held an inf.\n"
+                 "Compared with a correct amp_step (x), the effects differ:\n    after call 2: the scaler's (scale, "
+                 "growth tracker, stage) should be (32768, 0, ready) but is (65536, 1, stepped)\nCall 1 called "
+                 "scaler.update() 1 time(s). Call scaler.update() exactly once per call.")
+    assert message_faults(explained) == ["the explanation names call 1, the first difference is in call 2"]
+    assert message_faults(explained.replace("Call 1 called", "Call 2 called")) == []
+    fragment = explained.replace("Call 1 called", "Call 2 called") + (
+        "\n\n3 times on a small MLP; the gradients of call 2 held an inf.")
+    assert message_faults(fragment) == ["a case's line is a fragment: '3 times on a small MLP; the gradients of call 2 "
+                                        "held an inf.'"]
+    cut = explained.replace("Call 1 called", "Call 2 called") + (
+        "\n\n(The observation before printed 8.5.) … the last line should: print 8.5 0")
+    assert message_faults(cut) == ["a case's line ends before its outcome: '(The observation before printed 8.5.) … "
+                                   "the last line should: print 8.5 0'"]
+
+
 def test_every_row_of_tasks_1_and_2_catches_some_bug(graded: dict[str, dict[str, Any]]) -> None:
     """Coverage on the actual verdicts: each Task-1/2 row fails at least one catalogue bug."""
     uncaught = []

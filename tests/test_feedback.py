@@ -129,7 +129,9 @@ def test_a_syntax_error_is_told_once_and_reads_in_a_minute(tmp_path: Path) -> No
         shutil.copy(ROOT / "solutions" / name, broken / name)
     (broken / "loss_scaler.py").write_text("class ToyLossScaler(:\n    pass\n")
     (tmp_path / "subs" / "empty").mkdir()  # a student folder with nothing in it, inside the batch (named alone on
-    done = grade([tmp_path / "subs"], tmp_path / "out", "--jobs", "1")  # the command line, it stops the run)
+    (tmp_path / "subs" / "partial").mkdir()  # the command line, it stops the run); one with amp_step.py alone
+    shutil.copy(ROOT / "solutions" / "amp_step.py", tmp_path / "subs" / "partial" / "amp_step.py")
+    done = grade([tmp_path / "subs"], tmp_path / "out", "--jobs", "1")
     assert done.returncode == 0, done.stderr[-3000:]
     results = load_results(tmp_path / "out", "syntax")
     assert results["score"] == 40  # Task 2 and the Quick Check do not need loss_scaler.py
@@ -137,9 +139,12 @@ def test_a_syntax_error_is_told_once_and_reads_in_a_minute(tmp_path: Path) -> No
                                  "needs it scores 0:\n  loss_scaler.py has a syntax error on line 1: invalid syntax")
     feedback = (tmp_path / "out" / "syntax" / "feedback.md").read_text()
     assert feedback.count("syntax error") == 1 and len(feedback.encode()) < 4000  # was 6.2 KB, 38 repeats
-    empty = load_results(tmp_path / "out", "empty")
-    assert empty["output"] == ("About your submission:\n- Missing: loss_scaler.py, amp_step.py, answers.py. "
-                               "The tests that need them score 0.")
-    quick = [t["output"] for t in empty["tests"] if t["number"].startswith("3.")]
+    empty = load_results(tmp_path / "out", "empty")  # nothing to grade: said, no row, no score
+    assert (empty["output"], empty["tests"]) == (
+        "Nothing submitted: the upload holds no file to grade (no score, not a zero).", [])
+    partial = load_results(tmp_path / "out", "partial")
+    assert partial["output"] == ("About your submission:\n- Missing: loss_scaler.py, answers.py. "
+                                 "The tests that need them score 0.")
+    quick = [t["output"] for t in partial["tests"] if t["number"].startswith("3.")]
     assert quick == ["Not run: answers.py is missing (see the top of this feedback)."] * 5
-    assert json.dumps(empty).count("upload it at the top level") == 0
+    assert json.dumps(partial).count("upload it at the top level") == 0

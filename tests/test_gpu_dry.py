@@ -80,7 +80,7 @@ def test_solution_gets_every_gpu_point_and_skeleton_none(graded: Path) -> None:
     book = read_csv(graded / "gpu_gradebook.csv")
     assert list(next(iter(book.values())).keys()) == ["submission", "gpu_score", "gpu_max", *GPU_TESTS, "gpu_device",
                                                       "gpu_status"]
-    assert {row["gpu_status"] for row in book.values()} == {"graded"}
+    assert {row["gpu_status"] for row in book.values()} == {"dry run, not a grade"}  # CI's scores, no grade
     assert float(book["solutions"]["gpu_score"]) == float(book["solutions"]["gpu_max"]) == 10
     assert float(book["assignment"]["gpu_score"]) == 0
     results = json.loads((graded / "assignment" / "gpu_results.json").read_text())
@@ -128,8 +128,10 @@ def test_the_canary_and_the_preflight_are_kept_apart_from_the_grades(graded: Pat
 
 def test_grading_again_resumes_and_merges(graded: Path) -> None:
     merged = read_csv(graded / "merged_gradebook.csv")
-    assert float(merged["solutions"]["total"]) == 100 and float(merged["solutions"]["total_max"]) == 100
-    assert float(merged["assignment"]["total"]) == 0
+    # a dry run's GPU scores are no grade: said in gpu_status, and no total is made of them
+    assert (merged["solutions"]["gpu_status"], merged["solutions"]["total"]) == ("dry run, not a grade", "")
+    assert float(merged["solutions"]["total_max"]) == 100
+    assert merged["assignment"]["total"] == ""
     assert merged["cpu_only"]["gpu_score"] == "" and float(merged["cpu_only"]["total"]) == 50
     again = run("-m", "autograder", "grade-gpu", "solutions", "--dry", "--out", str(graded))
     assert again.returncode == 0 and "already graded" in again.stdout
@@ -194,3 +196,36 @@ def test_zygote_preloads_the_gpu_runs() -> None:
             "assert sandbox.SCENARIO_NEEDS['gpu_train_fp32'] == ()\n")
     done = run("-c", code, env={"PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'assignment'}"})
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_dry_run_reaches_the_lms_file_and_report_html_as_no_grade(graded: Path) -> None:
+    """gpu_scores.csv (Canvas's import columns) has a row per submission with no score and the dry status; the class
+    report rebuilt after grade-gpu shows the GPU part, each submission's failed GPU rows, and says it is no grade."""
+    with (graded / "gpu_scores.csv").open(newline="") as stream:
+        lines = list(csv.reader(stream))
+    assert lines[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "GPU part", "GPU status"]
+    assert sorted(lines[1:]) == [[name, "", "", "", "", "", "dry run, not a grade"]
+                                 for name in ("assignment", "never_scales", "scaled_loss", "solutions")]
+    page = (graded / "report.html").read_text()
+    part = page.split('<section id="gpu">', 1)[1].split("</section>", 1)[0]
+    assert "4 of them are a dry run (on the CPU, no speed check): their scores are no grade." in part
+    rows = {row.split("</a>", 1)[0].rsplit(">", 1)[1]: row for row in part.split("<tr>")[2:]}
+    assert "<td>10 / 10</td><td>-</td><td>dry run, not a grade</td>" in rows["solutions"]
+    assert "<td>7 / 10</td><td>4.2</td><td>dry run, not a grade</td>" in rows["never_scales"]
+
+
+def test_the_lms_file_gives_each_student_of_a_group_the_score_and_no_ungraded_a_number(tmp_path: Path) -> None:
+    from autograder.gpu import gradebook
+
+    (tmp_path / "gpu_gradebook.csv").write_text(
+        "submission,gpu_score,gpu_max,gpu_device,gpu_status\n"
+        "pair,7.5,10,H100,graded\nbroken,,10,H100,could not be graded: preflight\nlone,10,10,H100,graded\n"
+        "dry,10,10,cpu (dry mode),\"dry run, not a grade\"\n")
+    students = {"pair": [("Ada Lovelace", "1815", "ada@example.edu"), ("Alan Turing", "1912", "alan@example.edu")],
+                "broken": [("Bo", "2001", "bo@example.edu")]}
+    assert gradebook.lms_rows(tmp_path / "gpu_gradebook.csv", students) == [
+        ["Ada Lovelace", "", "1815", "ada@example.edu", "", "7.5", "graded"],
+        ["Alan Turing", "", "1912", "alan@example.edu", "", "7.5", "graded"],
+        ["Bo", "", "2001", "bo@example.edu", "", "", "could not be graded: preflight"],
+        ["lone", "", "", "", "", "10", "graded"],
+        ["dry", "", "", "", "", "", "dry run, not a grade"]]  # a dry run's 10 is no grade

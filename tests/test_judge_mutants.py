@@ -61,6 +61,25 @@ def observed_scale_times(factor: float, when: Callable[[dict[str, Json]], bool])
     return change
 
 
+def test_a_failing_scale_of_one_tensor_is_told_as_that_not_as_the_containers() -> None:
+    """scale() of a list compares with each item scaled alone first: where one of those single calls raises, the
+    message describes scale() of one tensor, not what scale() of the list must return."""
+    def single_raises(args: dict[str, Json], results: Results) -> Results:
+        results[1] = {"error": {"type": "RuntimeError", "message": "no", "trace": ""}}
+        return results
+
+    message = failure(behaviours.lists_and_tuples, Student(single_raises), [2.0, 60000.0], "list")
+    assert message.startswith("scale() of one tensor must run: each item of the list is scaled alone first, to "
+                              "compare with what scale() of the list returns.\n"), message
+    assert "scale() of a list must return" not in message
+    def container_raises(args: dict[str, Json], results: Results) -> Results:
+        results[-1] = {"error": {"type": "RuntimeError", "message": "no", "trace": ""}}
+        return results
+
+    message = failure(behaviours.lists_and_tuples, Student(container_raises), [2.0, 60000.0], "list")
+    assert message.startswith("scale() of a list must return a list holding what scale() returns for each item.")
+
+
 def test_one_backoff_per_update_names_the_last_observation() -> None:
     several_optimizers = observed_scale_times(0.5, lambda args: sum(op["op"] == "step" for op in args["ops"]) > 1)
     message = failure(behaviours.one_backoff_per_update, Student(several_optimizers), 2, 2, math.inf)

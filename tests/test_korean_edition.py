@@ -223,3 +223,41 @@ def test_an_unknown_language_reads_as_english_in_the_checks(monkeypatch: pytest.
     assert words.say("do.raise", error="ValueError") == "raise ValueError"
     monkeypatch.setenv(words.ENV, " ko ")
     assert words.say("do.raise", error="ValueError") == "ValueError 발생"
+
+
+# --------------------------------------------------------------------------- the console, and a page rebuilt
+
+
+def test_the_runs_console_lines_speak_the_batchs_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    from autograder.batch import summary
+
+    monkeypatch.setenv("AMP_LANGUAGE", "ko")
+    assert summary.plan_line(3, 1, 0, {"new": 1, "changed": 1}, 2, []) == (
+        "제출물 3개: 이미 채점됨 1개, 채점할 것 2개(새 제출물 1개, 지난 채점 뒤 파일이 바뀜 1개), 작업자 2개로.")
+    assert strings.text("console.isolation", level="sealed") == "이 기계에서 학생 코드의 격리 수준: sealed"
+    monkeypatch.setenv("AMP_LANGUAGE", "en")
+    assert summary.plan_line(3, 1, 0, {"new": 1, "changed": 1}, 2, []) == (
+        "3 submission(s): 1 already graded, 2 to grade (1 new, 1 changed since their last grading) with 2 worker(s).")
+
+
+@pytest.mark.parametrize("batch, page, said", [
+    ("ko", "en", "This page is in English, its batch was graded in Korean: the row titles, notes and feedback it "
+                 "quotes are in Korean. For one language, rebuild it with AMP_LANGUAGE=ko python -m autograder report "
+                 "OUT."),
+    ("en", "ko", "이 페이지는 한국어로 썼지만 일괄 채점은 영어로 했습니다."),
+    ("en", "en", None), ("", "ko", None)])  # a summary.json written before it said its language: nothing to say
+def test_a_report_rebuilt_in_another_language_says_so_at_the_top(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 batch: str, page: str, said: str | None) -> None:
+    from autograder.diagnosis import report_html
+
+    (tmp_path / "gradebook.csv").write_text("submission,score,max_score,status\nalice,90,90,graded\n")
+    (tmp_path / "summary.json").write_text(json.dumps({"submissions": 1, "graded": 1, "max_score": 90,
+                                                       **({"language": batch} if batch else {})}))
+    monkeypatch.setenv("AMP_LANGUAGE", page)
+    report_html.write(tmp_path)
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    top = html.split("</h1>", 1)[1].split("<section", 1)[0]
+    if said is None:
+        assert top == ""
+    else:
+        assert top.startswith('<p class="flag" id="other-language">') and said in top

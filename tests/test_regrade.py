@@ -217,3 +217,52 @@ def test_a_resubmission_is_a_change_and_a_retried_grading_is_not(tmp_path: Path)
     section = regrade.markdown_section(changes)
     assert "0 by another version of the grader (tests, rubric or limits), 1 with other files (resubmitted)" in section
     assert "| sam | 3 → 6 | +3 | 1.1 0→3 | resubmitted |" in section
+
+
+def _verdict(name: str, grader: str, rows: dict[str, tuple[float, float]], top: float) -> Entry:
+    """A graded verdict whose rows say their points and maximum (as results.json's do)."""
+    tests = [{"number": n, "score": s, "max_score": m} for n, (s, m) in rows.items()]
+    return Entry(name, "digest", grader, "graded", sum(s for s, _ in rows.values()), top, {"tests": tests})
+
+
+def test_a_row_added_and_a_moved_maximum_are_named_as_the_cause(tmp_path: Path) -> None:
+    """Row 1.19 added with 2 points taken from 1.6, and (another rubric) a maximum moved from 90 to 92: the new row
+    is named in changes.csv, summary.md and report.html, even where the student scores 0 on it, 1.6's change is
+    called a change of its points, and the moved maximum comes first."""
+    from autograder.diagnosis import report_html
+
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        ledger.record(_verdict("a", "old", {"1.5": (4, 4), "1.6": (5, 5)}, 90))
+        ledger.record(_verdict("a", "new", {"1.5": (4, 4), "1.6": (3, 3), "1.19": (0, 2)}, 90))
+        ledger.record(_verdict("b", "old", {"1.5": (4, 4)}, 90))
+        ledger.record(_verdict("b", "new", {"1.5": (6, 6)}, 92))
+        changes = regrade.impact(ledger, [(Submission(n, tmp_path, n), ledger.get(n)) for n in "ab"])
+    table = list(csv.DictReader(regrade.changes_csv(changes).splitlines()))
+    assert [(r["submission"], r["test"], r["old_points"], r["new_points"], r["cause"], r["old_max"], r["new_max"])
+            for r in table] == [("a", "1.6", "5.0", "3.0", "row's points 5→3", "90.0", "90.0"),
+                                ("a", "1.19", "0.0", "0.0", "row added", "90.0", "90.0"),
+                                ("b", "1.5", "4.0", "6.0", "row's points 4→6", "90.0", "92.0")]
+    section = regrade.markdown_section(changes)
+    assert section.split("\n")[3].startswith("**The maximum moved: 90 → 92** (the rubric changed)")
+    assert "1.6 5→3 (row's points 5→3), 1.19 0→0 (row added)" in section
+    page = report_html.changes_section(table)
+    assert page.index('id="max-moved"') < page.index("<table")
+    assert "The maximum moved: 90 → 92 (the rubric changed): every new score is out of 92." in page
+    assert "<th>old points</th><th>new points</th><th>cause</th>" in page
+    assert "<td>1.19</td><td>0.0</td><td>0.0</td><td>row added</td>" in page
+
+
+def test_a_points_only_regrade_keeps_an_unchanged_upload_that_could_not_be_graded(tmp_path: Path) -> None:
+    """Nothing that decides whether a damaged upload can be graded changed: it is not retried (no code runs), its
+    verdict stands under the new grader, and it is counted among the rescored, not as "graded by another version"."""
+    from autograder.batch import run
+
+    broken = Entry("z", "d", "SCORING.OLD", "errored", 0.0, rubric.max_points(), {"tests": [], "output": "bad zip"},
+                   "not a readable zip")
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        ledger.record(broken)
+        left, count = run._rescore([(Submission("z", tmp_path / "z.zip", "z.zip"), "d")], {"z": ("d", "SCORING.OLD")},
+                                   "SCORING.NEW", ledger, tmp_path, set())
+        kept = ledger.get("z")
+    assert (left, count) == ([], 1)
+    assert (kept.status, kept.grader, kept.reason) == ("errored", "SCORING.NEW", "not a readable zip")

@@ -170,3 +170,34 @@ def test_half_a_class_handing_in_the_reference_solution_does_not_make_it_common(
     assert matched == {*bugs, "leaked"}, matched
     independent = {FROM_CATALOGUE[k] for k in INDEPENDENT}
     assert not any({pair.a.key, pair.b.key} & independent for pair in report.flagged), report.flagged
+
+
+def test_every_flagged_pair_reaches_the_students_table_past_the_listed_ones(tmp_path: Path) -> None:
+    """Twelve students hand in one student's code, each with a comment of their own (so no two are identical files
+    and none is a cluster): 66 flagged pairs, more than similarity.html lists (MAX_REPORTED).  Every student's line
+    in report.html shows its flags, with the exact count of the pairs past the three it shows, and the pairs part
+    says how many of how many it lists."""
+    from autograder.batch import inputs
+
+    catalogue = load_catalogue()
+    entry = next(e for e in catalogue.ENTRIES if e.name == FROM_CATALOGUE["plain"])
+    source = catalogue.materialize(entry, tmp_path / "source")
+    names = [f"student_{k:02d}" for k in range(12)]
+    for k, name in enumerate(names):
+        for file in CONTRACT:
+            text = MARKERS.sub("", (source / file).read_text())
+            (tmp_path / "class" / name).mkdir(parents=True, exist_ok=True)
+            (tmp_path / "class" / name / file).write_text(f"# written by student {k}\n{text}")
+    found = inputs.discover(sorted((tmp_path / "class").iterdir()), tmp_path / "scratch").submissions
+    data = similarity.report_json(similarity.analyse(found, solution=None))
+    pairs = len(names) * (len(names) - 1) // 2
+    assert data["flagged"] == len(data["flags"]) == pairs > similarity_data.MAX_REPORTED == len(data["pairs"])
+    flags = report_html.similarity_flags(data)
+    rest = len(names) - 1 - report_html.SIMILAR_SHOWN
+    for name in names:
+        lines = flags.get(name, [])
+        assert sum(report_html.SIMILAR_MARK in line for line in lines) == report_html.SIMILAR_SHOWN, (name, lines)
+        assert f"and {rest} more flagged pair(s)" in lines[-1], (name, lines)
+    section = report_html.similarity_section(data)
+    assert (f"{report_html.SHOWN_PAIRS} of {pairs} flagged pair(s) shown (the first {similarity_data.MAX_REPORTED} "
+            "in similarity.html, all in similarity.csv)") in section

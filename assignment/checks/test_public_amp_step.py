@@ -60,7 +60,8 @@ def check_row(student: Any, row: str, **args: Any) -> None:
             head, hint = say("amp.masked_head", right=right), say("amp.masked_hint", masked=verdict.masked_by)
         else:
             head = say("amp.differ_head", right=right)
-            hint = " ".join(filter(None, [effects.explain(row, result, scenario), say(f"amp.hint.{row}")]))
+            failed = verdict.first.call if verdict.first is not None else 0  # the call the explanation reads
+            hint = " ".join(filter(None, [effects.explain(row, result, scenario, failed), say(f"amp.hint.{row}")]))
         again = amp_snippet.reproduction(scenario, verdict.first)
         expect.fail(f"{described(scenario)}\n{head}\n{effects.all_lines(verdict.lines)}\n{hint}\n\n"
                     f"{say('amp.seen')}\n{seen}" + (f"\n\n{again}" if again else ""))

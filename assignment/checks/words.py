@@ -105,6 +105,8 @@ EN: dict[str, str] = {
     "what.float16": "unscale_() must raise ValueError for float16 gradients, leaving them and the scaler as they were "
                     "(so trying again raises ValueError again).",
     "what.lists": "scale() of a {container} must return a {container} holding what scale() returns for each item.",
+    "what.lists_item": "scale() of one tensor must run: each item of the {container} is scaled alone first, to compare "
+                       "with what scale() of the {container} returns.",
     "what.state": "state_dict() returns torch's five keys; a new scaler that loads it (with load_state_dict) returns "
                   "the same state_dict() and the same scale and tracker.",
     "what.state_source": "{what} (The state loaded here was saved by {source}.)",
@@ -236,21 +238,21 @@ EN: dict[str, str] = {
     "explain.backward_inside": "The backward pass ran inside torch.autocast.",
     "explain.grad_ratio": "The gradient reaching the model's output was {ratio} x the true gradient (the scale: {scale}).",
     "explain.direct_step": "amp_step called optimizer.step() directly.",
-    "explain.step_twice": "Call 1 called scaler.step(optimizer) {count} times: torch's scaler refuses the second "
+    "explain.step_twice": "Call {number} called scaler.step(optimizer) {count} times: torch's scaler refuses the second "
                           "(\"step() has already been called since the last update()\"), which ends the call.",
-    "explain.updates": "Call 1 called scaler.update() {count} time(s)",
+    "explain.updates": "Call {number} called scaler.update() {count} time(s)",
     "explain.updates_before_step": ", before scaler.step(optimizer).",
     "explain.updates_end": ".",
     "explain.update_twice": " torch's scaler refuses the second (\"No inf checks were recorded prior to update.\"), "
                             "which ends the call.",
     "explain.no_unscale": "amp_step never called scaler.unscale_(optimizer).",
-    "explain.clip_before_unscale": "Call 1 called clip_grad_norm_ before scaler.unscale_(optimizer): it clipped the "
+    "explain.clip_before_unscale": "Call {number} called clip_grad_norm_ before scaler.unscale_(optimizer): it clipped the "
                                    "scaled gradients.",
-    "explain.unscale_twice": "Call 1 called scaler.unscale_(optimizer) {count} times: torch's scaler refuses the second "
+    "explain.unscale_twice": "Call {number} called scaler.unscale_(optimizer) {count} times: torch's scaler refuses the second "
                              "(\"unscale_() has already been called on this optimizer since the last update()\"); "
                              "scaler.step(optimizer) needs no unscale_ of its own, it unscales gradients not yet "
                              "unscaled.",
-    "explain.unscale_after_step": "Call 1 called scaler.unscale_(optimizer) after scaler.step(optimizer): torch's scaler "
+    "explain.unscale_after_step": "Call {number} called scaler.unscale_(optimizer) after scaler.step(optimizer): torch's scaler "
                                   "refuses it (\"unscale_() is being called after step()\"), and clipping after the "
                                   "step would come too late anyway.",
     # ---- Task 3 (the hidden Quick Check)
@@ -420,6 +422,8 @@ KO: dict[str, str] = {
                     "합니다(그래서 다시 호출해도 또 ValueError가 발생합니다).",
     "what.lists": "{container}에 대한 scale()은 같은 종류의 컨테이너({container})에 각 항목의 scale() 결과를 담아 돌려주어야 "
                   "합니다.",
+    "what.lists_item": "텐서 하나에 대한 scale()이 실행되어야 합니다. {container}에 대한 scale()의 결과와 비교하려고 "
+                       "{container}의 각 항목을 먼저 따로 스케일합니다.",
     "what.state": "state_dict()는 torch의 다섯 키를 돌려줍니다. 그것을 (load_state_dict로) 불러온 새 스케일러는 같은 "
                   "state_dict()와 같은 스케일, 추적기를 돌려줍니다.",
     "what.state_source": "{what} (여기서 불러온 상태를 저장한 것: {source}.)",
@@ -542,22 +546,22 @@ KO: dict[str, str] = {
     "explain.backward_inside": "역전파가 torch.autocast 안에서 실행되었습니다.",
     "explain.grad_ratio": "모델 출력에 도달한 기울기가 진짜 기울기의 {ratio}배였습니다(스케일: {scale}).",
     "explain.direct_step": "amp_step이 optimizer.step()을 직접 호출했습니다.",
-    "explain.step_twice": "호출 1에서 scaler.step(optimizer)를 {count}번 호출했습니다. torch의 스케일러는 두 번째 호출을 "
+    "explain.step_twice": "호출 {number}에서 scaler.step(optimizer)를 {count}번 호출했습니다. torch의 스케일러는 두 번째 호출을 "
                           "거부하며(\"step() has already been called since the last update()\"), 그 오류로 호출이 "
                           "끝납니다.",
-    "explain.updates": "호출 1에서 scaler.update()를 {count}번 호출했습니다",
+    "explain.updates": "호출 {number}에서 scaler.update()를 {count}번 호출했습니다",
     "explain.updates_before_step": ". scaler.step(optimizer)보다 먼저 호출했습니다.",
     "explain.updates_end": ".",
     "explain.update_twice": " torch의 스케일러는 두 번째 호출을 거부하며(\"No inf checks were recorded prior to "
                             "update.\"), 그 오류로 호출이 끝납니다.",
     "explain.no_unscale": "amp_step이 scaler.unscale_(optimizer)를 한 번도 호출하지 않았습니다.",
-    "explain.clip_before_unscale": "호출 1에서 scaler.unscale_(optimizer)보다 먼저 clip_grad_norm_을 호출했습니다. "
+    "explain.clip_before_unscale": "호출 {number}에서 scaler.unscale_(optimizer)보다 먼저 clip_grad_norm_을 호출했습니다. "
                                    "스케일된 기울기를 클리핑한 것입니다.",
-    "explain.unscale_twice": "호출 1에서 scaler.unscale_(optimizer)를 {count}번 호출했습니다. torch의 스케일러는 두 번째 "
+    "explain.unscale_twice": "호출 {number}에서 scaler.unscale_(optimizer)를 {count}번 호출했습니다. torch의 스케일러는 두 번째 "
                              "호출을 거부합니다(\"unscale_() has already been called on this optimizer since the last "
                              "update()\"). scaler.step(optimizer)는 따로 unscale_가 필요 없습니다. 아직 언스케일되지 "
                              "않은 기울기만 언스케일합니다.",
-    "explain.unscale_after_step": "호출 1에서 scaler.step(optimizer) 뒤에 scaler.unscale_(optimizer)를 호출했습니다. "
+    "explain.unscale_after_step": "호출 {number}에서 scaler.step(optimizer) 뒤에 scaler.unscale_(optimizer)를 호출했습니다. "
                                   "torch의 스케일러는 이를 거부하며(\"unscale_() is being called after step()\"), "
                                   "스텝 뒤의 클리핑은 어차피 너무 늦습니다.",
     "quick.unanswered": "answers.py에 {question}의 답이 없습니다({question} = \"A\", \"B\", \"C\", \"D\" 중 하나로 "

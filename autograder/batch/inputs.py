@@ -30,7 +30,7 @@ import shutil
 import stat
 import zipfile
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
@@ -44,6 +44,11 @@ IGNORED = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints", ".DS_Store"}
 MAX_BATCH_MEMBERS = 200_000
 MAX_BATCH_BYTES = 8 * 2**30
 HASH_WHOLE_FILE_BYTES = 64 * 2**20
+#: A submission's status when it is not graded (gradebook.csv's status column, machine-read: the same words in every
+#: language): an upload that holds nothing to grade, and one of a SID that another submission of the run stands for.
+NOTHING, SUPERSEDED = "nothing submitted", "superseded"
+#: Which of several submissions of one SID in an export is graded (``--same-sid``); "all" grades each of them.
+SAME_SID_CHOICES = ("latest", "earliest", "all")
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,10 @@ class Submission:
     source: str
     submitters: tuple[Submitter, ...] = ()
     renamed_from: str = ""  # the name it would have had, taken by another submission of the run ("" when not)
+    #: why it is not graded, listed apart with an empty score: :data:`NOTHING` (an empty upload), or
+    #: :data:`SUPERSEDED` and the submission graded instead (another of the same SID); "" when it is graded
+    withheld: str = ""
+    created_at: str = ""  # when it was submitted (a Gradescope export's metadata), "" when unknown
 
     def identity(self) -> dict[str, str]:
         """Gradebook identity columns (several students are joined with "; ")."""
@@ -106,12 +115,12 @@ def stem(path: Path | PurePosixPath) -> str:
 
 
 def _submission(base: str, path: Path, source: str, taken: set[str], notes: list[str],
-                submitters: tuple[Submitter, ...] = ()) -> Submission:
+                submitters: tuple[Submitter, ...] = (), withheld: str = "", created_at: str = "") -> Submission:
     """A submission named ``base``, or ``base-2``... when that is taken (said in ``notes`` and kept in it)."""
     name = unique_name(base, taken)
     if name != base:
         notes.append(text("batch.renamed", source=source, name=name, base=base))
-    return Submission(name, path, source, submitters, base if name != base else "")
+    return Submission(name, path, source, submitters, base if name != base else "", withheld, created_at)
 
 
 # --------------------------------------------------------------------------- Gradescope metadata
@@ -127,7 +136,12 @@ def _plain(value: Any) -> Any:
 
 
 def parse_metadata(text: str) -> dict[str, tuple[Submitter, ...]]:
-    """Map submission folder -> submitters from a ``submission_metadata.yml`` text.
+    """Map submission folder -> submitters from a ``submission_metadata.yml`` text (:func:`read_metadata`)."""
+    return {folder: people for folder, (people, _) in read_metadata(text).items()}
+
+
+def read_metadata(text: str) -> dict[str, tuple[tuple[Submitter, ...], str]]:
+    """Map submission folder -> (submitters, created_at) from a ``submission_metadata.yml`` text.
 
     The file looks like::
 
@@ -165,14 +179,14 @@ def parse_metadata(text: str) -> dict[str, tuple[Submitter, ...]]:
         raise ValueError(f"{METADATA} is not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{METADATA} does not map submission folders to their data")
-    found: dict[str, tuple[Submitter, ...]] = {}
+    found: dict[str, tuple[tuple[Submitter, ...], str]] = {}
     for folder, entry in data.items():
         people = entry.get("submitters") if isinstance(entry, dict) else None
         if not isinstance(people, list):
             continue
-        found[str(folder)] = tuple(
+        found[str(folder)] = (tuple(
             Submitter(*(str(person.get(key) or "").strip() for key in ("name", "sid", "email")))
-            for person in people if isinstance(person, dict))
+            for person in people if isinstance(person, dict)), str(entry.get("created_at") or "").strip())
     return found
 
 
@@ -314,11 +328,14 @@ def extract_batch_zip(archive: Path, into: Path) -> Path:
             for member in members:
                 parts = _parts(member)
                 mode = member.external_attr >> 16
-                if (not parts or member.is_dir() or ".." in parts or member.filename.startswith(("/", "\\"))
+                if (not parts or ".." in parts or member.filename.startswith(("/", "\\"))
                         or (len(parts[0]) == 2 and parts[0].endswith(":")) or stat.S_ISLNK(mode)
                         or any(p in IGNORED for p in parts)):
                     continue
                 target = partial.joinpath(*parts)
+                if member.is_dir():  # kept: an empty submission folder is a student's empty upload
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with bundle.open(member) as source, open(target, "wb") as sink:
                     while True:
@@ -345,17 +362,20 @@ def extract_batch_zip(archive: Path, into: Path) -> Path:
 
 
 def discover(paths: Iterable[Path], scratch: Path, exclude: Iterable[Path] = (),
-             reserved: Iterable[str] = ()) -> Discovery:
+             reserved: Iterable[str] = (), same_sid: str = "latest") -> Discovery:
     """Every submission named by ``paths`` (in the order given, children sorted by name).
 
     Batch zips are unpacked under ``scratch``; the folders in ``exclude`` (the output
     folder) are never taken for submissions, and no submission gets a name in ``reserved``.
+    An upload that holds nothing to grade is found, withheld as :data:`NOTHING`; of several submissions of one SID
+    in an export, ``same_sid`` (:data:`SAME_SID_CHOICES`) says which is graded, the others withheld as
+    :data:`SUPERSEDED` (each told in ``notes``).
 
     Raises:
         InputError: if a path does not exist, a batch zip cannot be unpacked, or no path holds anything to grade.
     """
     found = Discovery()
-    empty: list[Path] = []  # paths given as one submission that hold nothing intake could grade or name
+    paths = list(paths)
     taken: set[str] = set(reserved)
     seen: set[Path] = set()
     skip = {Path(p).resolve() for p in exclude}
@@ -379,14 +399,57 @@ def discover(paths: Iterable[Path], scratch: Path, exclude: Iterable[Path] = (),
                 if kind == "single":
                     root = resolved
         if kind == "single":
-            if not _holds_files(resolved):
-                empty.append(path)
-            found.submissions.append(_submission(safe_name(stem(path)), resolved, str(path), taken, found.notes))
+            found.submissions.append(_submission(safe_name(stem(path)), resolved, str(path), taken, found.notes,
+                                                 withheld="" if _holds_files(resolved) else NOTHING))
         else:
             found.submissions.extend(_children(root, base, label, taken, skip, found.notes))
-    if empty and len(empty) == len(found.submissions):  # only nobodies: a wrong path, not a class of empty uploads
-        raise InputError(text("batch.no_submission", path=", ".join(map(str, empty))))
+    if found.submissions and all(s.withheld == NOTHING for s in found.submissions) and not any(
+            s.submitters for s in found.submissions):  # only nobodies: a wrong path, not a class of empty uploads
+        raise InputError(text("batch.no_submission", path=", ".join(map(str, paths))))
+    found.submissions = _one_per_sid(found.submissions, same_sid, found.notes)
     return found
+
+
+def _one_per_sid(submissions: list[Submission], choice: str, notes: list[str]) -> list[Submission]:
+    """Of several graded submissions sharing a SID, the one ``choice`` picks by ``created_at`` (ties: by name)
+    stays graded and the others are withheld as superseded by it ("all": every one graded); each SID told once."""
+    if choice not in SAME_SID_CHOICES:
+        raise InputError(f"--same-sid must be one of {', '.join(SAME_SID_CHOICES)}, not {choice!r}")
+    by_sid: dict[str, list[int]] = {}
+    for index, submission in enumerate(submissions):
+        for sid in dict.fromkeys(p.sid for p in submission.submitters if p.sid):
+            if not submission.withheld:
+                by_sid.setdefault(sid, []).append(index)
+    superseded: dict[int, tuple[str, str]] = {}
+    for sid, indices in by_sid.items():
+        if len(indices) < 2:
+            continue
+        ordered = sorted(indices, key=lambda k: (_when(submissions[k].created_at), submissions[k].name))
+        kept = ordered[-1] if choice == "latest" else ordered[0]
+        said = ", ".join(f"{submissions[k].name} ({submissions[k].created_at or '?'})" for k in ordered)
+        if choice == "all":
+            notes.append(text("batch.same_sid_all", sid=sid, submissions=said))
+            continue
+        notes.append(text("batch.same_sid", sid=sid, submissions=said, kept=submissions[kept].name, choice=choice))
+        for k in indices:
+            if k != kept:
+                superseded.setdefault(k, (submissions[kept].name, sid))
+    return [replace(s, withheld=f"{SUPERSEDED} by {superseded[k][0]} (SID {superseded[k][1]})") if k in superseded
+            else s for k, s in enumerate(submissions)]
+
+
+def _when(created_at: str) -> tuple[int, str]:
+    """A sort key for a metadata time (YAML reads Gradescope's as a timestamp: "2024-03-01 10:00:00-08:00"): the
+    instant where it reads as one, with its zone; else after none of them, as text."""
+    from datetime import datetime, timezone
+
+    try:
+        moment = datetime.fromisoformat(created_at)
+    except ValueError:
+        return (0, created_at)  # unreadable: before every readable one, then as text
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return (1, f"{moment.timestamp():020.3f}")
 
 
 #: What a submission holds one of at least: a contract file (or a near miss), a notebook, a zip.
@@ -415,14 +478,17 @@ def _holds_files(path: Path) -> bool:
 
 def _children(root: Path, base: Path, label: str, taken: set[str], skip: set[Path],
               notes: list[str]) -> list[Submission]:
-    people: dict[str, tuple[Submitter, ...]] = {}
+    """The submissions of a batch folder: each child folder or zip, and each entry of an export's metadata that has
+    none (an empty upload the export left out: listed, as nothing submitted)."""
+    people: dict[str, tuple[tuple[Submitter, ...], str]] = {}
     metadata = root / METADATA
     if metadata.is_file():
         try:
-            people = parse_metadata(metadata.read_text(encoding="utf-8", errors="replace"))
+            people = read_metadata(metadata.read_text(encoding="utf-8", errors="replace"))
         except ValueError as exc:
             notes.append(f"{label}: {exc}; the gradebook has no student names for it.")
     found = []
+    listed: set[str] = set()
     for child in sorted(root.iterdir(), key=lambda p: p.name):
         if not _visible(child.name) or not _is_candidate(child):
             continue
@@ -431,10 +497,18 @@ def _children(root: Path, base: Path, label: str, taken: set[str], skip: set[Pat
             notes.append(f"{child} holds the output folder; skipped.")
             continue
         shown = label.rstrip("/") + ("" if label.endswith(":") else "/") + child.relative_to(base).as_posix()
-        submitters = people.get(child.name) or people.get(stem(child), ())
+        key = child.name if child.name in people else stem(child)
+        submitters, created_at = people.get(key, ((), ""))
+        listed.add(key)
         if people and not submitters:
             notes.append(f"{child.name} is not in {METADATA}; graded without student names.")
-        found.append(_submission(safe_name(stem(child)), resolved, shown, taken, notes, submitters))
+        found.append(_submission(safe_name(stem(child)), resolved, shown, taken, notes, submitters,
+                                 "" if _holds_files(resolved) else NOTHING, created_at))
+    for folder, (submitters, created_at) in sorted(people.items()):
+        if folder not in listed:
+            shown = label.rstrip("/") + ("" if label.endswith(":") else "/") + (root / folder).relative_to(base).as_posix()
+            found.append(_submission(safe_name(folder), root / folder, shown, taken, notes, submitters, NOTHING,
+                                     created_at))
     if not found:
         notes.append(f"{label} holds no submissions.")
     return found

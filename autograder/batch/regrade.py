@@ -33,9 +33,12 @@ CHANGES, PREVIOUS_GRADEBOOK = "changes.csv", "gradebook.previous.csv"
 MARKER = ".previous-gradebook-grader"
 MAX_IN_SUMMARY = 20
 CSV_HEADER = ["submission", "name", "old_score", "new_score", "change", "test", "title", "old_points", "new_points",
-              "cause"]
+              "cause", "old_max", "new_max"]
 #: Why a verdict was replaced: the student's files changed, or the grader did (tests, rubric, limits).
 RESUBMITTED, GRADER = "resubmitted", "grader changed"
+#: Why a row moved, where the rubric itself says so (else the verdict's cause): a row the rubric gained or lost,
+#: a row now worth other points.
+ROW_ADDED, ROW_REMOVED, ROW_POINTS = "row added", "row removed", "row's points {old}→{new}"
 
 
 @dataclass
@@ -44,6 +47,7 @@ class RowChange:
     title: str
     old: float
     new: float
+    cause: str = ""  # ROW_ADDED, ROW_REMOVED or ROW_POINTS; "" when the row's cases did (the verdict's cause)
 
 
 @dataclass
@@ -68,6 +72,11 @@ class Change:
     def cause(self) -> str:
         return RESUBMITTED if self.old.digest != self.new.digest else GRADER
 
+    @property
+    def max_moved(self) -> bool:
+        """Whether the maximum score differs between the two verdicts (the rubric gained, lost or moved points)."""
+        return abs(self.old.max_score - self.new.max_score) > 1e-9
+
 
 def keep_previous_gradebook(out: Path, regrading: bool, grader: str) -> None:
     """Before a regrade starts: copy gradebook.csv to gradebook.previous.csv, once per grader."""
@@ -87,19 +96,29 @@ def keep_previous_gradebook(out: Path, regrading: bool, grader: str) -> None:
     write_text_atomic(marker, grader + "\n")
 
 
-def _row_scores(entry: Entry) -> dict[str, float]:
-    return {str(t.get("number")): float(t.get("score", 0.0)) for t in entry.results.get("tests", [])
-            if t.get("number")}
+def _row_scores(entry: Entry) -> dict[str, tuple[float, float | None]]:
+    """Each rubric row of a verdict: (its score, its maximum; None where the verdict does not say)."""
+    return {str(t.get("number")): (float(t.get("score", 0.0)),
+                                   float(t["max_score"]) if isinstance(t.get("max_score"), (int, float)) else None)
+            for t in entry.results.get("tests", []) if t.get("number")}
 
 
 def compare(old: Entry, new: Entry) -> list[RowChange]:
-    """The rubric rows whose points differ between two verdicts (rubric order, then others)."""
+    """The rubric rows whose points differ between two verdicts, and the rows one of them lacks (a row the rubric
+    gained or lost, whatever its points: its cause named), rubric order, then others."""
     before, after = _row_scores(old), _row_scores(new)
+    both = old.status == new.status == "graded"  # else a side graded no row: none was added or removed
     titles = {item.number: item.title for item in rubric.ITEMS}
     order = {item.number: k for k, item in enumerate(rubric.ITEMS)}
-    numbers = sorted(set(before) | set(after), key=lambda n: (order.get(n, len(order)), n))
-    return [RowChange(n, titles.get(n, ""), before.get(n, 0.0), after.get(n, 0.0)) for n in numbers
-            if abs(before.get(n, 0.0) - after.get(n, 0.0)) > 1e-9]
+    changes = []
+    for n in sorted(set(before) | set(after), key=lambda n: (order.get(n, len(order)), n)):
+        (was, was_max), (now, now_max) = before.get(n, (0.0, None)), after.get(n, (0.0, None))
+        cause = ("" if not both else ROW_ADDED if n not in before else ROW_REMOVED if n not in after
+                 else ROW_POINTS.format(old=f"{was_max:g}", new=f"{now_max:g}")
+                 if was_max is not None and now_max is not None and abs(was_max - now_max) > 1e-9 else "")
+        if cause in (ROW_ADDED, ROW_REMOVED) or abs(was - now) > 1e-9:
+            changes.append(RowChange(n, titles.get(n, ""), was, now, cause))
+    return changes
 
 
 def impact(ledger: Ledger, rows: Sequence[tuple[Submission, Entry]]) -> list[Change]:
@@ -131,10 +150,12 @@ def changes_csv(changes: Sequence[Change]) -> str:
     table: list[list[Any]] = []
     for change in changes:
         head = [change.submission.name, _name(change.submission), *change.shown]
+        tail = [change.old.max_score, change.new.max_score]
         for row in change.rows:
-            table.append(head + [row.number, row.title, row.old, row.new, change.cause])
-        if not change.rows and (change.delta or change.old.status != change.new.status):
-            table.append(head + ["", f"status {change.old.status} -> {change.new.status}", "", "", change.cause])
+            table.append(head + [row.number, row.title, row.old, row.new, row.cause or change.cause] + tail)
+        if not change.rows and (change.delta or change.old.status != change.new.status or change.max_moved):
+            table.append(head + ["", f"status {change.old.status} -> {change.new.status}", "", "", change.cause]
+                         + tail)
     return csv_text(CSV_HEADER, [[csv_cell(cell) for cell in row] for row in table])
 
 
@@ -145,18 +166,23 @@ def _fmt(value: float) -> str:
 def markdown_section(changes: Sequence[Change]) -> str:
     tally = counts(changes)
     resubmitted = sum(1 for c in changes if c.cause == RESUBMITTED)
-    lines = ["", "## Regrade impact", "",
-             f"{len(changes)} submission(s) were graded before: {len(changes) - resubmitted} by another version of "
-             f"the grader (tests, rubric or limits), {resubmitted} with other files (resubmitted). Raised: "
-             f"**{tally['raised']}**, lowered: **{tally['lowered']}**, unchanged: "
-             f"**{tally['unchanged']}**. Every moved row is in [{CHANGES}]({CHANGES}); the gradebook from before is "
-             f"kept as [{PREVIOUS_GRADEBOOK}]({PREVIOUS_GRADEBOOK}).", ""]
+    maxima = sorted({(c.old.max_score, c.new.max_score) for c in changes if c.max_moved})
+    lines = ["", "## Regrade impact", ""]
+    if maxima:  # first: every number below is read against it
+        lines += [f"**The maximum moved: {_fmt(old)} → {_fmt(new)}** (the rubric changed): every new score is out of "
+                  f"{_fmt(new)}, so a raised score may be a lower share of the maximum." for old, new in maxima] + [""]
+    lines += [f"{len(changes)} submission(s) were graded before: {len(changes) - resubmitted} by another version of "
+              f"the grader (tests, rubric or limits), {resubmitted} with other files (resubmitted). Raised: "
+              f"**{tally['raised']}**, lowered: **{tally['lowered']}**, unchanged: "
+              f"**{tally['unchanged']}**. Every moved row is in [{CHANGES}]({CHANGES}); the gradebook from before is "
+              f"kept as [{PREVIOUS_GRADEBOOK}]({PREVIOUS_GRADEBOOK}).", ""]
     moved = [c for c in changes if c.delta or c.rows or c.old.status != c.new.status]
     if not moved:
         return "\n".join(lines + ["No score moved."]) + "\n"
     lines += ["| Submission | Old → new | Change | Rows that moved | Cause |", "| --- | ---: | ---: | --- | --- |"]
     for change in moved[:MAX_IN_SUMMARY]:
-        rows = ", ".join(f"{r.number} {_fmt(r.old)}→{_fmt(r.new)}" for r in change.rows) or "-"
+        rows = ", ".join(f"{r.number} {_fmt(r.old)}→{_fmt(r.new)}" + (f" ({r.cause})" if r.cause else "")
+                         for r in change.rows) or "-"
         who = markdown_inline(change.submission.name) + (f" ({markdown_inline(_name(change.submission))})"
                                                        if _name(change.submission) else "")
         old, new, delta = change.shown

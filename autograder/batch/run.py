@@ -28,6 +28,7 @@ result in the rare case a worker dies twice on the same submission).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import fcntl
 import os
 import sys
@@ -37,7 +38,7 @@ from typing import Any, Sequence
 
 from autograder.batch import inputs, regrade, rescore, roster, summary
 from autograder.diagnosis import report_html as class_report
-from autograder.engine import fingerprint, grader, rubric
+from autograder.engine import fingerprint, grader, rubric, strings
 from autograder import ROOT, settings
 from autograder.engine.escape import strip_controls
 from autograder.batch.inputs import Submission
@@ -64,6 +65,7 @@ class Options:
     similarity_solution: bool = True  # also compare with the reference solution (solutions/), flagging matches
     min_isolation: str | None = None  # refuse below this confine level (None: $AMP_MIN_ISOLATION, else confine.SEALED)
     roster: Path | None = None  # GitHub Classroom's roster CSV: names for cloned repositories (autograder.batch.roster)
+    same_sid: str = "latest"  # which of several submissions of one SID is graded (inputs.SAME_SID_CHOICES)
 
 
 def default_jobs() -> int:
@@ -189,7 +191,7 @@ def check_isolation(cli_value: str | None) -> str:
         raise UsageError(f"{exc} (from --min-isolation or ${settings.MIN_ISOLATION.env})") from None
     except grader.IsolationRefused as refused:
         raise UsageError(str(refused)) from None
-    print(f"isolation level for student code here: {reached}", file=sys.stderr)
+    print(strings.text("console.isolation", level=reached), file=sys.stderr)
     return reached
 
 
@@ -204,13 +206,18 @@ def report_diagnosis() -> None:
 
 def _rescore(todo: list[tuple[Submission, str]], known: dict[str, tuple[str, str]], version: str, ledger: Ledger,
              out: Path, errored: set[str]) -> tuple[list[tuple[Submission, str]], int]:
-    """Rescore, without running code, what only the rubric's points would change; (what is left to grade, count)."""
+    """Rescore, without running code, what only the rubric's points would change; (what is left to grade, count).
+
+    An unchanged submission that could not be graded keeps its verdict under the new grader: nothing that decides
+    whether it can be graded changed (``--retry-errored`` grades it again)."""
     left, count = [], 0
     for submission, digest in todo:
         old = known.get(submission.name)
         entry = (ledger.get(submission.name) if old and old[0] == digest and submission.name not in errored
                  and rescore.points_only(old[1], version) else None)
         new = rescore.rescored(entry, version) if entry is not None else None
+        if entry is not None and entry.status == "errored":  # the same files fail the same way: kept, not retried
+            new = dataclasses.replace(entry, grader=version)
         if new is None:
             left.append((submission, digest))
             continue
@@ -224,7 +231,8 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
     _sweep_temporary_files(out)
     try:
         students = roster.read_roster(options.roster) if options.roster else None  # a bad roster stops before grading
-        found = inputs.discover(paths, out / ".inputs", exclude=[out], reserved=summary.RESERVED)
+        found = inputs.discover(paths, out / ".inputs", exclude=[out], reserved=summary.RESERVED,
+                                same_sid=options.same_sid)
     except inputs.InputError as exc:
         raise UsageError(str(exc)) from None
     if students is not None:
@@ -232,27 +240,26 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
     for note in found.notes:
         print(f"note: {strip_controls(note)}", file=sys.stderr)  # names from the input: no escape codes
     version = grader_fingerprint(options.limits)  # of the grader: a change regrades
-    digests = {s.name: inputs.content_digest(s.path) for s in found.submissions}
+    withheld = [s for s in found.submissions if s.withheld]  # nothing to grade: a row each, no score, no ledger entry
+    gradable = [s for s in found.submissions if not s.withheld]
+    digests = {s.name: inputs.content_digest(s.path) for s in gradable}
     ledger = Ledger(out / "ledger.sqlite")
     try:
         known = ledger.keys()
         errored = {e.name for e in ledger.entries() if e.status == "errored"} if options.retry_errored else set()
-        todo = [(s, digests[s.name]) for s in found.submissions
+        todo = [(s, digests[s.name]) for s in gradable
                 if options.force or known.get(s.name) != (digests[s.name], version) or s.name in errored]
         regrading = any(s.name in known and known[s.name][1] != version for s, _ in todo)
         regrade.keep_previous_gradebook(out, regrading, version)
         todo, rescored = (todo, 0) if options.force else _rescore(todo, known, version, ledger, out, errored)
         why = collections.Counter(
             "forced" if options.force else "new" if s.name not in known
-            else "changed since their last grading" if known[s.name][0] != d
-            else "graded by another version of the grader or limits" if known[s.name][1] != version
-            else "not graded last time" for s, d in todo)
-        reasons = ", ".join(f"{count} {reason}" for reason, count in why.items() if reason != "new" or len(why) > 1)
+            else "changed" if known[s.name][0] != d
+            else "grader" if known[s.name][1] != version
+            else "retry" for s, d in todo)
         jobs = min(options.jobs or default_jobs(), max(1, len(todo)))
-        where = "" if not todo else " on Slurm" if options.executor == "slurm" else f" with {jobs} worker(s)"
-        print(f"{len(found.submissions)} submission(s): {len(found.submissions) - len(todo) - rescored} already "
-              f"graded, {f'{rescored} rescored (only the rubric points changed: no code run), ' if rescored else ''}"
-              f"{len(todo)} to grade{f' ({reasons})' if reasons else ''}{where}.",
+        print(summary.plan_line(len(found.submissions), len(gradable) - len(todo) - rescored, rescored, why,
+                                "" if not todo else "slurm" if options.executor == "slurm" else jobs, withheld),
               flush=True)
         if len(found.submissions) >= summary.HISTOGRAM_MIN_SUBMISSIONS:
             summary.preload_plotting()  # overlaps with grading
@@ -277,8 +284,8 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
                 LocalPool(out, jobs, hide, options.limits, options.max_per_worker).run(todo, finish)
         finally:
             view.close()
-        rows = []
-        for submission in found.submissions:
+        rows = [(submission, summary.withheld_entry(submission)) for submission in withheld]
+        for submission in gradable:
             entry = ledger.get(submission.name)
             if entry is None or entry.digest != digests[submission.name]:
                 raise GraderFault(f"{submission.name} was not recorded in the ledger")
@@ -288,7 +295,7 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
         ledger.close()
     if options.similarity and (len(found.submissions) > 1 or options.similarity_reference
                                or options.similarity_solution):  # else: no pair
-        sections.append(_similarity_section(out, found.submissions, options))
+        sections.append(_similarity_section(out, gradable, options))
     report = summary.write_outputs(out, rows, found.has_identity, sections)
     class_report.write_for_batch(out)  # the class report: report.html, items.csv, mistakes.csv
     summary.print_report(rows, report, out)

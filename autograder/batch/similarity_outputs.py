@@ -103,6 +103,10 @@ def report_json(report: Report) -> dict[str, Any]:
         "sources": [{"anchor": anchors.get(id(pair), pair.copier_and_source[1].source),
                      "submission": side(pair.copier_and_source[0]), "source": pair.copier_and_source[1].source,
                      "score": pair.score, "files": files(pair)} for pair in report.matches_solution()],
+        # every flagged pair of students, however many (report.html's students table flags each of its sides; the
+        # pairs past similarity.html's list have no anchor: similarity.csv holds them)
+        "flags": [{"anchor": anchors.get(id(pair), ""), "a": side(pair.a), "b": side(pair.b), "score": pair.score}
+                  for pair in report.flagged if not (pair.a.solution or pair.b.solution)],
         "clusters": [{"anchor": f"cluster-{rank}", "keys": [m.key for m in cluster.members],
                       "labels": [m.label for m in cluster.members]} for rank, cluster in enumerate(report.clusters, 1)],
         "markers": [{"key": key, "label": label_for(report, key), "files": files}

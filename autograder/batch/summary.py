@@ -33,7 +33,7 @@ from autograder.diagnosis import report as class_report
 from autograder.engine import budget, confine, rubric, strings
 from autograder.engine.escape import console, markdown_inline, strip_controls
 from autograder.engine.files import csv_text, write_bytes_atomic
-from autograder.batch.inputs import Submission
+from autograder.batch.inputs import NOTHING, SUPERSEDED, Submission
 from autograder.batch.ledger import Entry
 
 IDENTITY_COLUMNS = ("name", "sid", "email")
@@ -70,6 +70,24 @@ PROBLEMS: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
 )
 
 Row = tuple[Submission, Entry]
+#: The status of an entry the run never graded (:attr:`Submission.withheld` says why: nothing submitted, or
+#: superseded by another submission of the same SID); it lives in no ledger and has no score.
+WITHHELD = "withheld"
+
+
+def withheld_entry(submission: Submission) -> Entry:
+    """What a withheld submission's files and rows are rendered from: no test, no score, its reason."""
+    results = {"tests": [], "output": withheld_text(submission.withheld), "visibility": "visible",
+               "extra_data": {"withheld": submission.withheld}}
+    return Entry(submission.name, "", "", WITHHELD, 0.0, float(rubric.max_points()), results, submission.withheld,
+                 source=submission.source)
+
+
+def withheld_text(reason: str) -> str:
+    """A withheld submission's reason in the current language (its status column keeps the English words)."""
+    if reason.startswith(SUPERSEDED):
+        return strings.text("withheld.superseded", reason=reason.removeprefix(SUPERSEDED).strip())
+    return strings.text("withheld.nothing")
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -141,7 +159,8 @@ def gradebook_rows(rows: Sequence[Row], with_identity: bool) -> list[list[Any]]:
         identity = submission.identity()
         line = [submission.name] + ([identity[key] for key in IDENTITY_COLUMNS] if with_identity else [])
         if entry.status != "graded":
-            table.append(line + ["", rubric.max_points(), f"{UNGRADED}: {strip_controls(entry.reason)}"]
+            status = entry.reason if entry.status == WITHHELD else f"{UNGRADED}: {entry.reason}"
+            table.append(line + ["", rubric.max_points(), strip_controls(status)]
                          + [""] * len(rubric.ITEMS) + [submission.source])
             continue
         scores = {test.get("number"): test.get("score", 0.0) for test in entry.results.get("tests", [])}
@@ -163,6 +182,8 @@ def feedback_markdown(submission: Submission, entry: Entry) -> str:
         lines += [strings.text("feedback.by", people=markdown_inline(people)), ""]
     if submission.renamed_from:
         lines += [renamed_note(submission, markdown_inline), ""]
+    if entry.status == WITHHELD:  # nothing was graded: no score, no row
+        return "\n".join(lines + [f"**{markdown_inline(withheld_text(entry.reason))}**"]) + "\n"
     if entry.status == "graded":  # one that could not be graded has no score, not a zero
         lines += [strings.text("feedback.score", score=_fmt(data.get("score", 0.0)), top=_fmt(rubric.max_points()),
                                gpu=_fmt(rubric.GPU_PART_POINTS)), ""]
@@ -173,6 +194,8 @@ def feedback_markdown(submission: Submission, entry: Entry) -> str:
     if output and not strings.is_graded_note(output):
         fence = _fence(output)
         lines += [strings.text("feedback.about"), "", fence + "text", output, fence, ""]
+    if entry.status != "graded":  # no row was graded: a table of zeros would read as a grade
+        return "\n".join(lines).rstrip() + "\n"
     lines += [strings.text("feedback.tests"), "", strings.text("feedback.tests_head"), "| --- | ---: | --- |"]
     for test in tests:
         mark = strings.text("feedback.passed") if test.get("status") == "passed" else strings.text("feedback.failed")
@@ -249,7 +272,7 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
         "graded": len(graded),
         "full_marks": len(full),
         "lost_points": len(graded) - len(full),
-        "errored": len(rows) - len(graded),
+        "errored": sum(1 for _, e in rows if e.status == "errored"),
         "hit_a_limit": sum(1 for _, e in rows if any(kind in limit_kinds for kind, _ in problems(e))),
         "max_score": top,
         "score": {
@@ -263,8 +286,27 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
         "problems": [{"kind": kind, "limit": kind in limit_kinds, "count": len(names), "submissions": names}
                      for kind, names in sorted(kinds.items(), key=lambda kv: (-len(kv[1]), kv[0]))],
         "not_graded": [{"submission": s.name, "reason": e.reason} for s, e in rows if e.status == "errored"],
+        "nothing_submitted": [s.name for s, e in rows if e.status == WITHHELD and e.reason == NOTHING],
+        "superseded": [{"submission": s.name, "reason": e.reason} for s, e in rows
+                       if e.status == WITHHELD and e.reason != NOTHING],
+        "same_sid": same_sid(rows),
         "isolation": isolation_levels(rows),
+        "language": strings.language(),  # of every text the batch wrote (a report rebuilt in another says so)
     }
+
+
+def same_sid(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """Every SID that several submissions carry (a student who submitted twice in an export): which they are,
+    with when each was submitted, and which of them are graded."""
+    by_sid: dict[str, list[Row]] = {}
+    for row in rows:
+        if row[1].status == WITHHELD and row[1].reason == NOTHING:
+            continue
+        for sid in dict.fromkeys(p.sid for p in row[0].submitters if p.sid):
+            by_sid.setdefault(sid, []).append(row)
+    return [{"sid": sid, "submissions": [{"submission": s.name, "created_at": s.created_at} for s, _ in found],
+             "graded": [s.name for s, e in found if e.status != WITHHELD]}
+            for sid, found in sorted(by_sid.items()) if len(found) > 1]
 
 
 def isolation_levels(rows: Sequence[Row]) -> dict[str, int]:
@@ -315,6 +357,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         lines += [strings.text("summary.not_graded_text"), ""]
     lines += [f"- {markdown_inline(row['submission'])}: {markdown_inline(row['reason'])}"
               for row in summary["not_graded"]] or [strings.text("summary.none")]
+    lines += withheld_markdown(summary)
     levels = summary.get("isolation") or {}
     lines += ["", strings.text("summary.isolation"), ""]
     lines += [strings.text("summary.isolation_line", level=markdown_inline(level), count=count)
@@ -324,6 +367,25 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     if unsealed:
         lines += ["", strings.text("summary.unsealed", levels=", ".join(unsealed), sealed=confine.SEALED)]
     return "\n".join(lines) + "\n"
+
+
+def withheld_markdown(summary: dict[str, Any]) -> list[str]:
+    """summary.md's sections on what was not graded for want of anything to grade, and on SIDs that submitted more
+    than once (none when there is none: a class without them reads as before)."""
+    lines: list[str] = []
+    nothing, superseded = summary.get("nothing_submitted") or [], summary.get("superseded") or []
+    if nothing:
+        lines += ["", strings.text("summary.nothing"), "", strings.text("summary.nothing_text", count=len(nothing)), ""]
+        lines += [f"- {markdown_inline(name)}" for name in nothing]
+    if summary.get("same_sid"):
+        lines += ["", strings.text("summary.same_sid"), ""]
+        for group in summary["same_sid"]:
+            said = ", ".join(f"{markdown_inline(s['submission'])} ({markdown_inline(s['created_at'] or '?')})"
+                             for s in group["submissions"])
+            lines.append(strings.text("summary.same_sid_line", sid=markdown_inline(group["sid"]), submissions=said,
+                                      graded=", ".join(markdown_inline(n) for n in group["graded"])))
+        lines += [f"- {markdown_inline(row['submission'])}: {markdown_inline(row['reason'])}" for row in superseded]
+    return lines
 
 
 def preload_plotting() -> None:
@@ -413,7 +475,7 @@ def print_report(rows: Sequence[Row], summary: dict[str, Any], out: Path, max_ro
     screen = Console(file=sys.stdout, width=120)
     top = rubric.max_points()
     rows = sorted(rows, key=lambda row: row[0].name)
-    shown = rows if len(rows) <= max_rows else [r for r in rows if r[1].status == "errored" or problems(r[1])][:max_rows]
+    shown = rows if len(rows) <= max_rows else [r for r in rows if r[1].status != "graded" or problems(r[1])][:max_rows]
     title = strings.text("console.title", top=_fmt(top))
     if len(shown) < len(rows):
         title += strings.text("console.title_some", shown=len(shown), total=len(rows))
@@ -426,6 +488,8 @@ def print_report(rows: Sequence[Row], summary: dict[str, Any], out: Path, max_ro
         kinds = ", ".join(dict.fromkeys(strings.problem(kind) for kind, _ in problems(entry)))
         if entry.status == "errored":
             kinds = strings.text("console.not_graded", reason=entry.reason)
+        if entry.status == WITHHELD:
+            kinds = withheld_text(entry.reason)
         score = f"{_fmt(entry.results.get('score', 0.0))} / {_fmt(top)}" if entry.status == "graded" else "-"
         table.add_row(console(student_label(submission)), score,
                       console(", ".join(str(n) for n in failed) or "-"), console(kinds or "-"))
@@ -435,7 +499,10 @@ def print_report(rows: Sequence[Row], summary: dict[str, Any], out: Path, max_ro
     screen.print(strings.text("console.totals", submissions=summary["submissions"], graded=summary["graded"],
                               full=summary["full_marks"], errored=summary["errored"], limit=summary["hit_a_limit"])
                  + (strings.text("console.mean", mean=_fmt(score["mean"]), median=_fmt(score["median"]), top=_fmt(top))
-                    if score["mean"] is not None else ""), highlight=False)
+                    if score["mean"] is not None else "")
+                 + (strings.text("console.withheld", nothing=len(summary["nothing_submitted"]),
+                                 superseded=len(summary["superseded"]))
+                    if summary["nothing_submitted"] or summary["superseded"] else ""), highlight=False)
     screen.print(strip_controls(written_line(out, len(rows))), highlight=False, soft_wrap=True, markup=False)
 
 
@@ -452,6 +519,23 @@ def written_line(out: Path, count: int) -> str:
             why = strings.optional_text(f"console.opened.{name}")
             files.append(f"{name} ({why})" if why else name)
     return strings.text("console.wrote", out=out, files=", ".join(files), count=count, folder=out / "<submission>")
+
+
+def plan_line(total: int, done: int, rescored: int, why: dict[str, int], where: str | int,
+              withheld: Sequence[Submission]) -> str:
+    """The run's first line: how many submissions, what is already graded, what is graded now and why, where, and
+    what has nothing to grade (``where``: "" (nothing to grade), "slurm", or the number of local workers)."""
+    reasons = ", ".join(strings.text("console.reason", count=count, why=strings.text("console.why." + reason))
+                        for reason, count in why.items() if reason != "new" or len(why) > 1)
+    line = strings.text("console.plan", total=total, done=done, todo=sum(why.values()),
+                        rescored=strings.text("console.rescored", count=rescored) if rescored else "",
+                        reasons=strings.text("console.reasons", reasons=reasons) if reasons else "",
+                        where="" if where == "" else strings.text("console.slurm") if where == "slurm"
+                        else strings.text("console.workers", jobs=where))
+    nothing = sum(1 for s in withheld if s.withheld == NOTHING)
+    if withheld:
+        line += strings.text("console.withheld", nothing=nothing, superseded=len(withheld) - nothing)
+    return line
 
 
 def student_label(submission: Submission) -> str:

@@ -36,6 +36,19 @@ WORDS: dict[str, dict[str, str]] = {
                            "gradebook.csv are empty and its status column says why), and in no mean, histogram or row "
                            "statistic of this page.",
         "not_graded_head": "submission|student|SID|why",
+        "other_language": "This page is in {page}, its batch was graded in {batch}: the row titles, notes and feedback "
+                          "it quotes are in {batch}. For one language, rebuild it with AMP_LANGUAGE={code} python -m "
+                          "autograder report OUT.",
+        "language.en": "English",
+        "language.ko": "Korean",
+        "gpu_heading": "GPU part",
+        "gpu_text": "{count} submission(s) graded by grade-gpu (gpu_gradebook.csv; each links to its gpu_results.json).",
+        "gpu_dry": " {count} of them are a dry run (on the CPU, no speed check): their scores are no grade.",
+        "gpu_head": "submission|student|SID|GPU score|failed GPU tests|status",
+        "withheld_heading": "Nothing to grade, and SIDs that submitted twice",
+        "withheld_text": "{count} submission(s) were not graded, for want of anything to grade: no score (not a "
+                         "zero; gradebook.csv's status says why), and in no statistic of this page.",
+        "same_sid_line": "SID <b>{sid}</b> submitted more than once: {submissions}; graded: {graded}.",
         "identical": '<span class="flag">identical</span> to {others} other(s): {link}',
         "cluster": "cluster",
         "matches_solution": '<span class="flag">matches the reference solution</span>',
@@ -88,7 +101,8 @@ WORDS: dict[str, dict[str, str]] = {
         "changes": "Regrade changes",
         "changes_some": "{shown} of {total} changed rows shown; all in {file}.",
         "changes_all": "Every changed row ({total}); also in {file}.",
-        "changes_head": "submission|old score|new score|change|row",
+        "changes_head": "submission|old score|new score|change|row|old points|new points|cause",
+        "changes_max": "The maximum moved: {old} → {new} (the rubric changed): every new score is out of {new}.",
         # similarity.html (autograder.batch.similarity_html)
         "sim.title": "Code similarity",
         "sim.submissions": "{count} submission(s)",
@@ -137,6 +151,19 @@ WORDS: dict[str, dict[str, str]] = {
                            "있고 status 열에 이유가 있음), 이 페이지의 평균, 히스토그램, 항목 통계 어디에도 들어가지 "
                            "않습니다.",
         "not_graded_head": "제출물|학생|학번|이유",
+        "other_language": "이 페이지는 {page}로 썼지만 일괄 채점은 {batch}로 했습니다. 페이지가 옮겨 온 항목 제목, "
+                          "안내와 피드백은 {batch}입니다. 한 언어로 보려면 AMP_LANGUAGE={code} python -m autograder "
+                          "report OUT으로 다시 만드세요.",
+        "language.en": "영어",
+        "language.ko": "한국어",
+        "gpu_heading": "GPU 파트",
+        "gpu_text": "grade-gpu가 채점한 제출물 {count}개(gpu_gradebook.csv. 각각 gpu_results.json으로 연결됩니다).",
+        "gpu_dry": " 그중 {count}개는 시험 실행(dry run: CPU에서, 속도 확인 없음)이므로 점수가 성적이 아닙니다.",
+        "gpu_head": "제출물|학생|학번|GPU 점수|실패한 GPU 테스트|상태",
+        "withheld_heading": "채점할 것이 없는 제출물과 두 번 이상 제출한 학번",
+        "withheld_text": "제출물 {count}개는 채점할 것이 없어 채점하지 않았습니다. 점수가 없으며(0점이 아님. gradebook.csv의 "
+                         "status 열에 이유가 있습니다) 이 페이지의 어떤 통계에도 들어가지 않습니다.",
+        "same_sid_line": "학번 <b>{sid}</b>의 제출물이 여러 개입니다: {submissions}. 채점한 것: {graded}.",
         "identical": '다른 {others}개와 <span class="flag">똑같음</span>: {link}',
         "cluster": "묶음",
         "matches_solution": '<span class="flag">참조 답안과 일치</span>',
@@ -187,7 +214,8 @@ WORDS: dict[str, dict[str, str]] = {
         "changes": "재채점으로 바뀐 점수",
         "changes_some": "바뀐 항목 {total}개 중 {shown}개를 보입니다. 모두 {file}에 있습니다.",
         "changes_all": "바뀐 항목 전부({total}개). {file}에도 있습니다.",
-        "changes_head": "제출물|이전 점수|새 점수|변화|항목",
+        "changes_head": "제출물|이전 점수|새 점수|변화|항목|이전 배점 점수|새 배점 점수|원인",
+        "changes_max": "만점이 바뀌었습니다: {old} → {new}(루브릭이 바뀜). 새 점수는 모두 {new}점 만점입니다.",
         "sim.title": "코드 유사도",
         "sim.submissions": "제출물 {count}개",
         "sim.references": "와 참고용 제출물 {count}개",

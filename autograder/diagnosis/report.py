@@ -49,6 +49,10 @@ SUMMARY_NAME, SIMILARITY_NAME, CHANGES_NAME = "summary.json", "similarity.json",
 #: gradebook.csv's status column (autograder.batch.summary writes it, the GPU gradebook's gpu_status says the same):
 #: "graded", or UNGRADED and why (machine-read: the same words in every language)
 GRADED, UNGRADED = "graded", "could not be graded"
+#: the GPU part's gradebook and each submission's GPU rows (autograder.gpu writes them in grade-gpu; the page shows
+#: them), and the gpu_status of a dry run's row: scores that are no grade (machine-read, the same words in every
+#: language)
+GPU_GRADEBOOK_NAME, GPU_RESULTS_NAME, DRY_STATUS = "gpu_gradebook.csv", "gpu_results.json", "dry run, not a grade"
 HISTOGRAM_NAME = "score_histogram.png"  # drawn by autograder.batch.summary, inlined in the page
 #: The languages the histogram's own labels are written in: matplotlib's bundled font (DejaVu Sans) has no Hangul,
 #: and a TA's machine need not have a font that does, so in any other language the picture holds numbers only and

@@ -1,15 +1,18 @@
 """``report.html``: the class report as the TA's page (data from :mod:`autograder.diagnosis.report`).
 
-One self-contained page (inline CSS and images, no script, no request), in this order: the batch's counts
-(the same sentence and numbers as summary.md, from summary.json) and score histogram; one line per
-student (submission linked to its feedback.md, name and SID where known, score, failed rows, problems,
-similarity flags, diagnosed mistakes); each row's pass counts and discrimination (with the small-class
-caveat); the most common mistakes; the similarity flags and pairs, linked into similarity.html's anchors;
-the regrade changes.  Nothing is cut silently: every shortened list says how many it shows of how many,
-and where the rest is.
+One self-contained page (inline CSS and images, no script, no request), in this order: a warning when the page is
+in another language than its batch; the batch's counts (the same sentence and numbers as summary.md, from
+summary.json) and score histogram; one line per student (submission linked to its feedback.md, name and SID where
+known, score, failed rows, problems, similarity flags, diagnosed mistakes); those that could not be graded, and
+those with nothing to grade (an empty upload, one superseded by a submission of the same SID), apart; the GPU part
+once grade-gpu has run; each row's pass counts and discrimination (with the small-class caveat); the most common
+mistakes; the similarity flags and pairs, linked into similarity.html's anchors; the regrade changes.  Nothing is
+cut silently: every shortened list says how many it shows of how many, and where the rest is.
 
 Every text from a submission (names, SIDs, notes, labels) passes :func:`html_text`; links are built from
 the batch's own folder names, quoted.
+
+One file past 400 lines: every section of the one page, drawn from the batch's files with the same helpers.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from autograder.diagnosis.report import (CHANGES_NAME, DISCRIMINATION_MIN, GROUP
                                          HISTOGRAM_MIN_SUBMISSIONS, HISTOGRAM_NAME, HTML_NAME, ITEMS_NAME,
                                          LOW_DISCRIMINATION, MISTAKES_NAME, SIMILARITY_NAME, SUMMARY_NAME, Graded,
                                          ItemStats, Mistake, item_stats, items_csv, mistakes, mistakes_csv, read_batch,
-                                         read_csv, read_json)
+                                         DRY_STATUS, GPU_GRADEBOOK_NAME, GPU_RESULTS_NAME, UNGRADED, read_csv, read_json)
 from autograder.engine.files import write_bytes_atomic
 from autograder.engine.escape import html_text
 from autograder.engine import strings
@@ -34,6 +37,7 @@ from autograder.engine.rubric import row_passed
 EXAMPLES = 5  # example submissions per mistake on the page
 SHOWN_PAIRS = 20  # similarity pairs and regrade changes on the page, at most
 SIMILARITY_PAGE = "similarity.html"
+CSV_NAME = "similarity.csv"  # every pair, those past similarity.html's list too
 SIMILAR_SHOWN = 3  # "similar to ..." lines per student in the table (the rest: a count and a link)
 SIMILAR_MARK = "<!--similar-->"  # marks the "similar to" lines, whatever the language, to cut their list
 NOTE_CHARACTERS = 160  # a note's first line, at most, in the students table (the whole note is in feedback.md)
@@ -148,22 +152,24 @@ def similarity_flags(similar: dict[str, Any]) -> dict[str, list[str]]:
                 f"{word('matches_' + str(match.get('source') or 'solution'))} <span class=\"nowrap\">("
                 f"{float(match.get('score', 0)):.2f}, "
                 + _link(f"{SIMILARITY_PAGE}#{match.get('anchor')}", str(match.get("anchor"))) + ")</span>")
-    for pair in similar.get("pairs") or []:
+    # every flagged pair (similarity.json's ``flags``; a folder written before it had them: the listed pairs)
+    for pair in similar["flags"] if "flags" in similar else similar.get("pairs") or []:
         sides = [pair.get("a") or {}, pair.get("b") or {}]
-        if not pair.get("flagged") or any(side.get("solution") for side in sides):
+        if not pair.get("flagged", True) or any(side.get("solution") for side in sides):
             continue  # a match with a source: told above
+        anchor = str(pair.get("anchor") or "")
+        where = _link(f"{SIMILARITY_PAGE}#{anchor}", anchor) if anchor else _link(CSV_NAME, CSV_NAME)
         for me, other in (sides, sides[::-1]):
             what = SIMILAR_MARK + word("similar_to", label=html_text(other.get("label", "")))
             for key in me.get("members") or [me.get("key")]:
                 flags.setdefault(str(key), []).append(
-                    f"{what} <span class=\"nowrap\">({float(pair.get('score', 0)):.2f}, "
-                    + _link(f"{SIMILARITY_PAGE}#{pair.get('anchor')}", str(pair.get("anchor"))) + ")</span>")
+                    f"{what} <span class=\"nowrap\">({float(pair.get('score', 0)):.2f}, {where})</span>")
     for key, said in flags.items():  # the strongest flags first, then at most SIMILAR_SHOWN other pairs
         similar_to = [line for line in said if line.startswith(SIMILAR_MARK)]
         rest = len(similar_to) - SIMILAR_SHOWN
+        where = CSV_NAME if any(CSV_NAME in line for line in similar_to[SIMILAR_SHOWN:]) else SIMILARITY_PAGE
         flags[key] = ([line for line in said if not line.startswith(SIMILAR_MARK)] + similar_to[:SIMILAR_SHOWN]
-                      + ([word("more_pairs", count=rest, link=_link(SIMILARITY_PAGE, SIMILARITY_PAGE))]
-                         if rest > 0 else []))
+                      + ([word("more_pairs", count=rest, link=_link(where, where))] if rest > 0 else []))
     for marker in similar.get("markers") or []:
         flags.setdefault(str(marker.get("key")), []).append(word(
             "markers_flag", files=html_text(", ".join(marker.get("files") or [])),
@@ -197,7 +203,7 @@ def students_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any
 def not_graded_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any]) -> str:
     """The submissions that could not be graded, apart from the students table: no score (not a zero), and in
     no statistic of the page; "" when there is none."""
-    missing = [g for g in graded if g.ungraded]
+    missing = [g for g in graded if g.ungraded.startswith(UNGRADED)]
     if not missing:
         return ""
     reasons = {str(row.get("submission")): str(row.get("reason", "")) for row in summary.get("not_graded") or []}
@@ -210,6 +216,58 @@ def not_graded_section(out: Path, graded: Sequence[Graded], summary: dict[str, A
     return (f'<section id="not-graded"><h2>{html_text(word("not_graded_heading"))}</h2>'
             f'<p>{html_text(word("not_graded_text", count=len(missing)))}</p>'
             + _table(heads("not_graded_head"), rows, "not-graded-table") + "</section>")
+
+
+def withheld_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any]) -> str:
+    """What was not graded for want of anything to grade (an empty upload; one superseded by a submission of the
+    same SID) and every SID that submitted more than once, apart from the rest: no score, in no statistic; "" when
+    there is none of either."""
+    withheld = [g for g in graded if g.ungraded and not g.ungraded.startswith(UNGRADED)]
+    twice = summary.get("same_sid") or []
+    if not withheld and not twice:
+        return ""
+    rows = [[_link(f"{quote(g.name)}/feedback.md", g.name) if (out / g.name / "feedback.md").is_file()
+             else html_text(g.name), html_text(g.student) or "-", html_text(g.sid) or "-", html_text(g.ungraded)]
+            for g in withheld]
+    said = [word("same_sid_line", sid=html_text(group.get("sid")), submissions=html_text(", ".join(
+        f"{s.get('submission')} ({s.get('created_at') or '?'})" for s in group.get("submissions") or [])),
+        graded=html_text(", ".join(group.get("graded") or []))) for group in twice]
+    return (f'<section id="withheld"><h2>{html_text(word("withheld_heading"))}</h2>'
+            + (f'<p>{html_text(word("withheld_text", count=len(withheld)))}</p>'
+               + _table(heads("not_graded_head"), rows, "withheld-table") if withheld else "")
+            + "".join(f'<p class="flag same-sid">{line}</p>' for line in said) + "</section>")
+
+
+def gpu_section(out: Path, graded: Sequence[Graded]) -> str:
+    """The GPU part once grade-gpu has run here (gpu_gradebook.csv): each submission's GPU score, the GPU rows it
+    failed and its status; a dry run's rows say they are no grade.  "" before grade-gpu."""
+    book = read_csv(out / GPU_GRADEBOOK_NAME)
+    if not book:
+        return ""
+    who = {g.name: g for g in graded}
+    rows, dry = [], 0
+    for line in book:
+        name, status = line.get("submission", ""), line.get("gpu_status", "")
+        dry += status == DRY_STATUS
+        failed = [column.split(" ", 1)[0] for column in line if column[:1].isdigit()
+                  and line[column] not in ("", None) and _failed_gpu_row(out, name, column.split(" ", 1)[0])]
+        score = f"{float(line['gpu_score']):g} / {float(line.get('gpu_max') or 0):g}" if line.get("gpu_score") else "-"
+        person = who.get(name)
+        rows.append([_link(f"{quote(name)}/{GPU_RESULTS_NAME}", name)
+                     if (out / name / GPU_RESULTS_NAME).is_file() else html_text(name),
+                     html_text(person.student if person else "") or "-", html_text(person.sid if person else "") or "-",
+                     score, html_text(", ".join(failed)) or "-", html_text(status) or "-"])
+    said = word("gpu_text", count=len(rows)) + (word("gpu_dry", count=dry) if dry else "")
+    flag = ' class="flag"' if dry else ""
+    return (f'<section id="gpu"><h2>{html_text(word("gpu_heading"))}</h2><p{flag}>{html_text(said)}</p>'
+            + _table(heads("gpu_head"), rows, "gpu-table") + "</section>")
+
+
+def _failed_gpu_row(out: Path, name: str, number: str) -> bool:
+    """Whether row ``number`` of a submission's gpu_results.json failed."""
+    data = read_json(out / name / GPU_RESULTS_NAME)
+    return any(str(test.get("number")) == number and test.get("status") == "failed"
+               for test in data.get("tests") or [] if isinstance(test, dict))
 
 
 # --------------------------------------------------------------------------- rows and mistakes
@@ -331,9 +389,13 @@ def changes_section(changes: Sequence[dict[str, str]]) -> str:
     shown = changes[:SHOWN_PAIRS]
     said = (word("changes_some", shown=len(shown), total=len(changes), file=CHANGES_NAME)
             if len(shown) < len(changes) else word("changes_all", total=len(changes), file=CHANGES_NAME))
-    rows = [[html_text(c.get(key, "")) for key in ("submission", "old_score", "new_score", "change", "test")]
-            for c in shown]
-    return (f'<section id="changes"><h2>{html_text(word("changes"))}</h2><p>{html_text(said)}</p>'
+    rows = [[html_text(c.get(key, "")) for key in ("submission", "old_score", "new_score", "change", "test",
+                                                    "old_points", "new_points", "cause")] for c in shown]
+    maxima = sorted({(c.get("old_max"), c.get("new_max")) for c in changes
+                     if c.get("old_max") and c.get("new_max") and float(c["old_max"]) != float(c["new_max"])})
+    moved = "".join(f'<p class="flag" id="max-moved">' + html_text(word(
+        "changes_max", old=f"{float(old):g}", new=f"{float(new):g}")) + "</p>" for old, new in maxima)
+    return (f'<section id="changes"><h2>{html_text(word("changes"))}</h2>{moved}<p>{html_text(said)}</p>'
             + _table(heads("changes_head"), rows) + "</section>")
 
 
@@ -351,6 +413,8 @@ def render(out: Path, graded: Sequence[Graded], stats: Sequence[ItemStats], foun
         f"{histogram_img(out, summary)}</section>",
         students_section(out, graded, summary, similar, top),
         not_graded_section(out, graded, summary),
+        withheld_section(out, graded, summary),
+        gpu_section(out, graded),
         rows_section(stats, sum(1 for g in graded if not g.ungraded)),
         mistakes_section(found, diagnosis_off),
         similarity_section(similar),
@@ -359,7 +423,19 @@ def render(out: Path, graded: Sequence[Graded], stats: Sequence[ItemStats], foun
     title = html_text(word("title"))
     return (f"<!DOCTYPE html>\n<html lang=\"{word('lang')}\"><head><meta charset=\"utf-8\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{POLICY}\"><title>{title}</title>"
-            f"<style>{STYLE}</style></head><body><h1>{title}</h1>{''.join(sections)}</body></html>\n")
+            f"<style>{STYLE}</style></head><body><h1>{title}</h1>{other_language(summary)}{''.join(sections)}"
+            "</body></html>\n")
+
+
+def other_language(summary: dict[str, Any]) -> str:
+    """A warning at the top when the page is written in another language than its batch (``report OUT`` run with
+    another $AMP_LANGUAGE): the row titles, notes and feedback it quotes stay in the batch's; "" otherwise."""
+    batch, page = str(summary.get("language") or ""), strings.language()
+    if not batch or batch == page:
+        return ""
+    named = {code: word(f"language.{code}") if f"language.{code}" in WORDS["en"] else code for code in (batch, page)}
+    return (f'<p class="flag" id="other-language">'
+            f"{html_text(word('other_language', batch=named[batch], page=named[page], code=batch))}</p>")
 
 
 # --------------------------------------------------------------------------- writing it

@@ -219,8 +219,9 @@ def _labelled(case: Outcome) -> str:
 
 def _summarised(failures: list[tuple[str, Outcome]]) -> str:
     """A row's failures: the first case's message in full, each other case in one line, since the cases of a row
-    fail for the same behaviour: what that case does differently (its first new line after the headline, so its
-    own inputs) and what came of it (the last new line of its first paragraph: the value or error it got)."""
+    fail for the same behaviour.  That line is whole sentences: what that case does differently (its first new line
+    after the headline, so its own inputs, from the start of its sentence; the headline when nothing else is new)
+    and what came of it (:func:`_outcome`), even where the first case's message said the same words."""
     if not failures:
         return ""
     first, case = failures[0]
@@ -229,12 +230,55 @@ def _summarised(failures: list[tuple[str, Outcome]]) -> str:
     for text, case in failures[1:]:
         label = case.case.split("[", 1)[1].rstrip("]") if "[" in case.case else ""
         paragraph = [line for line in case.message.split("\n\n", 1)[0].splitlines() if line.strip()]
-        # a snippet's line (indented) is code: quoted as such on the one line
-        new = [f"`{line.strip()}`" if line.startswith("    ") else line.strip()
-               for line in paragraph[1:] or paragraph if line.strip() not in seen]
-        said = (new[0] if len(new) == 1 else f"{new[0]} … {new[-1]}") if new else strings.text("same_failure")
+        outcome = _outcome(case.message)
+        news = [k for k, line in enumerate(paragraph) if k and line.strip() not in seen
+                and line.strip() not in outcome] or ([0] if paragraph and outcome not in seen else [])
+        if not news:
+            said = strings.text("same_failure")
+        else:
+            scenario = _sentence(paragraph, news[0])
+            said = scenario if not outcome or outcome in scenario else f"{scenario} … {outcome}"
         lines.append(f"[{label}] {said}" if label and not said.startswith(label) else said)
     return "\n\n".join(lines)
+
+
+def _code(line: str) -> str:
+    """A message's line on one line: a snippet's line (indented) is code, quoted as such."""
+    return f"`{line.strip()}`" if line.startswith("    ") else line.strip()
+
+
+def _sentence(paragraph: list[str], index: int) -> str:
+    """Line ``index`` of ``paragraph`` from the start of its sentence: a line of text that goes on from the one above
+    it (it starts in lower case or with a digit) is joined to the lines above (code quoted between them), up to the
+    sentence's first line; a line of code stands alone."""
+    start = index
+    while start > 0 and not paragraph[start].startswith("    ") and _goes_on(paragraph[start]):
+        start -= 1
+        while start > 0 and paragraph[start].startswith("    "):
+            start -= 1
+    return " ".join(_code(line) for line in paragraph[start:index + 1])
+
+
+def _goes_on(line: str) -> bool:
+    """Whether a line of text goes on from the line above it (it starts in lower case or with a digit)."""
+    head = line.strip()[:1]
+    return head.islower() or head.isdigit()
+
+
+def _outcome(message: str) -> str:
+    """What came of a case, as one line: the first difference a Task-2 message lists under its heading, else the
+    snippet's verdict (what its last line should print and what it printed), else its first paragraph's last line."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    heads = [words.template(key).split("{", 1)[0].strip() for key in ("amp.differ_head", "amp.masked_head")]
+    for k, line in enumerate(lines[:-1]):
+        if any(head and line.startswith(head) for head in heads):
+            return lines[k + 1]
+    should, but = (words.template(key).split("{", 1)[0].strip() for key in ("snippet.should", "snippet.but"))
+    for k, line in enumerate(lines):
+        if but and line.startswith(but):
+            return " ".join(filter(None, [lines[k - 1] if k and lines[k - 1].startswith(should) else "", line]))
+    paragraph = [line for line in message.split("\n\n", 1)[0].splitlines() if line.strip()]
+    return _code(paragraph[-1]) if paragraph else ""
 
 
 def score(outcomes: list[Outcome], items: tuple[rubric.Item, ...], file_faults: Mapping[str, str] | None = None,

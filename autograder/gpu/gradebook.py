@@ -1,8 +1,10 @@
-"""The GPU part's files: ``<submission>/gpu_results.json``, ``gpu_gradebook.csv`` and the merge with the CPU one.
+"""The GPU part's files: ``<submission>/gpu_results.json``, ``gpu_gradebook.csv``, the merge with the CPU one and
+``gpu_scores.csv``, the GPU points in the shape an LMS imports them (Canvas's gradebook import; docs/platforms.md).
 
 A submission that could not be graded (``status`` "errored" in its gpu_results.json)
 gets empty score cells and ``gpu_status`` "could not be graded: <why>" -- never a zero --
-and the merge warns about it.
+and the merge warns about it.  A dry run's rows (``--dry``: on the CPU, no speed check) keep their scores for CI
+but their ``gpu_status`` is :data:`DRY_STATUS`: the merge gives them no total and gpu_scores.csv no score.
 """
 
 from __future__ import annotations
@@ -12,12 +14,16 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from autograder.diagnosis.report import UNGRADED
+from autograder.diagnosis.report import (DRY_STATUS, GPU_GRADEBOOK_NAME as GRADEBOOK, GPU_RESULTS_NAME as RESULTS_FILE,
+                                         GRADED, UNGRADED)
 from autograder.engine import rubric
 from autograder.engine.files import csv_text, write_text_atomic
 
-RESULTS_FILE, STAFF_FILE = "gpu_results.json", "gpu_staff.log"
-GRADEBOOK, MERGED = "gpu_gradebook.csv", "merged_gradebook.csv"
+STAFF_FILE = "gpu_staff.log"
+MERGED, LMS_SCORES = "merged_gradebook.csv", "gpu_scores.csv"
+#: gpu_scores.csv's columns: Canvas's gradebook import matches a row to a student by its Student, ID, SIS User ID,
+#: SIS Login ID and Section columns, and takes each other column as an assignment's scores (docs/platforms.md)
+LMS_HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "GPU part", "GPU status"]
 
 
 def gpu_max_points() -> float:
@@ -51,7 +57,8 @@ def gradebook_rows(graded: Sequence[tuple[str, dict[str, Any]]]) -> list[list[An
             continue
         scores = {test.get("number"): test.get("score", 0.0) for test in data.get("tests", [])}
         rows.append([name, data.get("score", 0.0), gpu_max_points()]
-                    + [scores.get(item.number, 0.0) for item in rubric.GPU_ITEMS] + [data.get("device", ""), "graded"])
+                    + [scores.get(item.number, 0.0) for item in rubric.GPU_ITEMS]
+                    + [data.get("device", ""), DRY_STATUS if data.get("mode") == "dry" else GRADED])
     return rows
 
 
@@ -99,9 +106,14 @@ def merge_gradebooks(cpu_csv: Path, gpu_csv: Path, out_csv: Path) -> list[str]:
     gpu_max = max((_number(row["gpu_max"]) for row in gpu_rows), default=gpu_max_points())
     for row in cpu_rows:
         gpu = by_name.pop(row["submission"], None)
-        if row.get("status", "").startswith(UNGRADED):  # no CPU score: no total either, never a zero
+        if row.get("status", "") not in ("", GRADED):  # no CPU score (not graded, nothing submitted): no total either
             warnings.append(f"{row['submission']}: CPU part {row['status']} (no total)")
             merged.append([row.get(c, "") for c in cpu_header] + [gpu.get(c, "") if gpu else "" for c in gpu_columns]
+                          + ["", _number(row["max_score"]) + gpu_max])
+            continue
+        if gpu is not None and gpu.get("gpu_status") == DRY_STATUS:  # scores that are no grade: no total
+            warnings.append(f"{row['submission']}: GPU part {DRY_STATUS} (no total)")
+            merged.append([row.get(c, "") for c in cpu_header] + [gpu.get(c, "") for c in gpu_columns]
                           + ["", _number(row["max_score"]) + gpu_max])
             continue
         if gpu is None:
@@ -118,6 +130,28 @@ def merge_gradebooks(cpu_csv: Path, gpu_csv: Path, out_csv: Path) -> list[str]:
     header = cpu_header + gpu_columns + ["total", "total_max"]
     write_text_atomic(out_csv, csv_text(header, merged))
     return warnings
+
+
+def lms_rows(gpu_csv: Path, students: dict[str, Sequence[tuple[str, str, str]]]) -> list[list[Any]]:
+    """gpu_scores.csv's rows: one per student (each of a group's students gets the group's score), in
+    gpu_gradebook.csv's order; ``students`` maps a submission to its (name, SID, email) triples (none known: the
+    submission's name stands for its student).  A score is given only for a row graded for real: a dry run's, and
+    one that could not be graded, leave it empty and say why in the status, never a zero."""
+    _, rows = _read_csv(gpu_csv)
+    table = []
+    for row in rows:
+        status = row.get("gpu_status", "")
+        score = row.get("gpu_score", "") if status == GRADED else ""
+        for name, sid, email in students.get(row["submission"]) or [(row["submission"], "", "")]:
+            table.append([name, "", sid, email, "", score, status])
+    return table
+
+
+def write_lms_scores(out: Path, students: dict[str, Sequence[tuple[str, str, str]]]) -> Path:
+    """``out/gpu_scores.csv`` from ``out/gpu_gradebook.csv`` (:func:`lms_rows`); its path."""
+    target = out / LMS_SCORES
+    write_text_atomic(target, csv_text(LMS_HEADER, lms_rows(out / GRADEBOOK, students)))
+    return target
 
 
 def refresh_merged(out: Path) -> list[str]:

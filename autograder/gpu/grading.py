@@ -10,6 +10,8 @@ longer calls), and writes
 * ``DIR/gpu_gradebook.csv``: ``submission``, ``gpu_score``, ``gpu_max``, one column per
   GPU test, ``gpu_device``, ``gpu_status`` ("graded", or "could not be graded: why", with
   empty score cells: never a zero);
+* ``DIR/gpu_scores.csv``: one row per student (name, SID, email, GPU score, status) as Canvas's gradebook import
+  takes it (:func:`autograder.gpu.gradebook.lms_rows`; docs/platforms.md says how each platform takes it);
 * ``DIR/gpu_preflight.json``: what the preflight found (device, compute mode, the line);
 * ``DIR/merged_gradebook.csv`` when ``DIR/gradebook.csv`` (the CPU gradebook) is there,
   or ``--merge-with CPU.csv`` names one: see :func:`merge_gradebooks` and
@@ -43,6 +45,9 @@ own canary (:meth:`GpuRunner.canary`): if that fails too, the submission is mark
 not be graded" with the staff traceback -- never a zero; if it runs, the failure is the
 submission's.  The judge holds no CUDA context: the references run in a
 separate trusted process (:mod:`checks.judge.gpu_reference`).
+
+One file past 400 lines: ``grade-gpu`` from the command line to the files it leaves, one path for every
+submission, the canary included.
 """
 
 from __future__ import annotations
@@ -62,8 +67,9 @@ from typing import Any, Iterator, Sequence
 from autograder.engine import confine, rubric, strings
 from autograder import ROOT, settings
 from autograder.engine.files import write_text_atomic
-from autograder.gpu.gradebook import (GRADEBOOK, MERGED, RESULTS_FILE, STAFF_FILE, UNGRADED,  # noqa: F401 - API
-                                      collect, gpu_max_points, merge_gradebooks, write_submission_result)
+from autograder.gpu.gradebook import (DRY_STATUS, GRADEBOOK, MERGED, RESULTS_FILE, STAFF_FILE,  # noqa: F401 - API
+                                      UNGRADED, collect, gpu_max_points, merge_gradebooks, write_lms_scores,
+                                      write_submission_result)
 from checks.gpu_mode import DRY_ENV, dry_from_env, parse_dry
 
 PREFLIGHT_FILE = "gpu_preflight.json"
@@ -284,13 +290,20 @@ def cmd_grade_gpu(args: argparse.Namespace) -> int:
         return 2
     try:
         found = inputs.discover(args.submissions, out / ".inputs", exclude=[out])
-    except inputs.InputError as exc:
+        if args.roster:  # names for GitHub Classroom's cloned repositories, in gpu_scores.csv
+            from autograder.batch import roster
+
+            roster.name_submissions(found, roster.read_roster(args.roster))
+    except (inputs.InputError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for note in found.notes:
         print(note)
     todo = []
     for submission in found.submissions:
+        if submission.withheld:  # nothing to grade (an empty upload, one superseded): no GPU row, as no CPU score
+            print(f"{submission.name}: not graded ({submission.withheld})")
+            continue
         done = out / submission.name / RESULTS_FILE
         if done.exists() and not args.force and json.loads(done.read_text(encoding="utf-8")).get("status") != "errored":
             print(f"{submission.name}: already graded (use --force to regrade)")
@@ -342,12 +355,19 @@ def cmd_grade_gpu(args: argparse.Namespace) -> int:
                 kill_uid(*block(claimed[0]))
                 claimed[1].close()
     gradebook = collect(out)
-    print(f"Wrote {gradebook}" + (" (dry mode: CPU, no speed check; not real GPU grades)" if dry else ""))
+    print(f"Wrote {gradebook}" + (f" ({DRY_STATUS}: CPU, no speed check)" if dry else ""))
+    students = {s.name: [(p.name or p.email or p.sid, p.sid, p.email) for p in s.submitters] for s in found.submissions}
+    print(f"Wrote {write_lms_scores(out, students)} (for the LMS: docs/platforms.md"
+          + (f"; {DRY_STATUS}: no score in it" if dry else "") + ")")
     cpu = args.merge_with or (out / "gradebook.csv")
     if args.merge_with or cpu.exists():
         for warning in merge_gradebooks(cpu, gradebook, out / MERGED):
             print(f"warning: {warning}", file=sys.stderr)
         print(f"Wrote {out / MERGED}")
+    if (out / "gradebook.csv").is_file():  # the CPU batch's class report shows the GPU part from now on
+        from autograder.diagnosis import report_html
+
+        report_html.write_for_batch(out)
     return 0
 
 
@@ -392,6 +412,9 @@ def add_subcommands(sub: Any) -> None:
     gpu.add_argument("--force", action="store_true", help="regrade submissions that already have gpu_results.json")
     gpu.add_argument("--merge-with", type=Path, metavar="CPU.csv",
                      help="CPU gradebook to merge with (default: OUT/gradebook.csv when it exists)")
+    gpu.add_argument("--roster", type=Path, default=None, metavar="CSV",
+                     help="GitHub Classroom's roster (classroom_roster.csv): the students of cloned repositories, for "
+                          "gpu_scores.csv")
     gpu.add_argument("--call-timeout", type=float, metavar="S", help="seconds per student call without its own limit")
     gpu.add_argument("--min-isolation", choices=confine.LEVELS, default=None,
                      help="the preflight refuses to grade if GPU student code would run less isolated than this "

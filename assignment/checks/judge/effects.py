@@ -79,12 +79,14 @@ def _worst(want: list[float], have: Json) -> int | None:
     return max(range(len(want)), key=lambda i: gap((want[i], have[i])))
 
 
-def _mismatch(name: str, want: list[float], have: Json) -> str:
-    """One differing tensor: its first values and the element that differs most."""
+def _mismatch(name: str, want: list[float], have: Json, raw: tuple[Json, Json] = ((), ())) -> str:
+    """One differing tensor: its first values and the element that differs most.  A side whose ``raw`` value (as
+    copied out, before :func:`_values`) is None is shown as None: a gradient never made is not a list of zeros."""
     worst = _worst(want, have)
-    if worst is None:
-        return say("effects.mismatch", name=name, want=_shown(want), have=_shown(have))
-    return say("effects.mismatch_worst", name=name, want=_shown(want), have=_shown(have), worst=worst,
+    shown_want, shown_have = ("None" if r is None else _shown(v) for r, v in zip(raw, (want, have)))
+    if worst is None or "None" in (shown_want, shown_have):
+        return say("effects.mismatch", name=name, want=shown_want, have=shown_have)
+    return say("effects.mismatch_worst", name=name, want=shown_want, have=shown_have, worst=worst,
                expected=f"{want[worst]:.9g}", found=f"{have[worst]:.9g}")
 
 
@@ -151,9 +153,9 @@ class Difference:
 
 
 def _tensor_difference(where: str, index: int, kind: str, number: int, name: str, want: list[float],
-                       have: Json) -> Difference:
+                       have: Json, raw: tuple[Json, Json] = ((), ())) -> Difference:
     worst = _worst(want, have)
-    return Difference(f"{where}: {_mismatch(name, want, have)}", index, kind if worst is not None else "other",
+    return Difference(f"{where}: {_mismatch(name, want, have, raw)}", index, kind if worst is not None else "other",
                       f"{want[worst]:.9g}" if worst is not None else None,
                       f"{have[worst]:.9g}" if worst is not None else None, number, worst)
 
@@ -207,11 +209,12 @@ def difference_items(expected: dict[str, Json], got: dict[str, Json], *, returne
         for number, (w, h) in enumerate(zip(want["params"], have["params"])):
             if isinstance(h, str) or _finite_mismatch(w, h, PARAM_TOLERANCE):
                 found.append(_tensor_difference(where, index, "param", number, _param_name(number), w, h))
-        for number, (w, h) in enumerate(zip(want["grads"], have["grads"])):
+        for number, raw in enumerate(zip(want["grads"], have["grads"])):
             size = len(want["params"][number])
-            w, h = _values(w, size), _values(h, size)
+            w, h = _values(raw[0], size), _values(raw[1], size)
             if isinstance(h, str) or _finite_mismatch(w, h, GRAD_TOLERANCE):
-                found.append(_tensor_difference(where, index, "grad", number, _param_name(number) + ".grad", w, h))
+                found.append(_tensor_difference(where, index, "grad", number, _param_name(number) + ".grad", w, h,
+                                                raw))
         for number, (w, h) in enumerate(zip(want["backward_grads"], have.get("backward_grads", []))):
             size = len(want["params"][number])
             w, h = _values(w, size), _values(h, size)
@@ -285,11 +288,15 @@ def call_order(result: dict[str, Json], index: int = 0) -> str:
     return " -> ".join(words) or say("order.nothing")
 
 
-def explain(row: str, result: dict[str, Json], args: dict[str, Json]) -> str:
-    """What the log says about row ``row``'s behaviour, to explain a failure (never graded; "" when it says nothing)."""
-    events = [e for call in calls_of(result)[:1] for e in call]
+def explain(row: str, result: dict[str, Json], args: dict[str, Json], call: int = 0) -> str:
+    """What the log of call ``call`` (0-based: the call whose effects first differ) says about row ``row``'s
+    behaviour, to explain a failure (never graded; "" when it says nothing).  A sentence naming a call names that
+    one."""
+    calls = calls_of(result)
+    events = list(calls[call]) if 0 <= call < len(calls) else []
     kinds = [e.get("event") for e in events]
     given = args.get("dtype", "float16")
+    number = call + 1
     if row == "2.1":
         wrong = [e for e in events if e.get("event") in ("forward", "loss")
                  and (e.get("autocast") is not True or e.get("dtype") != given)]
@@ -307,21 +314,21 @@ def explain(row: str, result: dict[str, Json], args: dict[str, Json]) -> str:
     if row == "2.5" and any(e.get("event") == "optimizer.step" and e.get("via_scaler") is not True for e in events):
         return say("explain.direct_step")
     if row == "2.5" and kinds.count("scaler.step") > 1:
-        return say("explain.step_twice", count=kinds.count("scaler.step"))
+        return say("explain.step_twice", number=number, count=kinds.count("scaler.step"))
     if row == "2.6":
-        said = say("explain.updates", count=kinds.count("update")) + (
+        said = say("explain.updates", number=number, count=kinds.count("update")) + (
             say("explain.updates_before_step") if "update" in kinds and "scaler.step" in kinds
             and kinds.index("update") < kinds.index("scaler.step") else say("explain.updates_end"))
         return said + (say("explain.update_twice") if kinds.count("update") > 1 else "")
     if row == "2.7" and "clip_grad_norm_" in kinds and "unscale_" in kinds \
             and kinds.index("clip_grad_norm_") < kinds.index("unscale_"):
-        return say("explain.clip_before_unscale")
+        return say("explain.clip_before_unscale", number=number)
     if row == "2.7" and args.get("max_grad_norm") is not None and "unscale_" not in kinds:
         return say("explain.no_unscale")
     if row == "2.7" and "scaler.step" in kinds and "unscale_" in kinds[kinds.index("scaler.step"):]:
-        return say("explain.unscale_after_step")
+        return say("explain.unscale_after_step", number=number)
     if row == "2.7" and kinds.count("unscale_") > 1:
-        return say("explain.unscale_twice", count=kinds.count("unscale_"))
+        return say("explain.unscale_twice", number=number, count=kinds.count("unscale_"))
     return ""
 
 
