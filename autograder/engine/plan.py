@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autograder import locations
-from autograder.engine import plan_cache, rubric
+from autograder.engine import phases, plan_cache, rubric
 from autograder.engine.sandbox import canonical  # the one text answers are compared by
 from autograder import settings
 
@@ -195,22 +195,42 @@ def _parsed(text: str | None, origin: str) -> Plan | None:
     return found
 
 
-def fetch_ahead(runner: Any, case: Case) -> list[str | None]:
-    """``case``'s recorded calls sent through ``runner`` ahead of its test (``prefetch``); the answers, in call order.
+def fetch_phases(runner: Any, cases: list[Case], answered: dict[str, list[str | None]], public: bool) -> None:
+    """The recorded calls of the public checks' tests (or of the hidden tests) of every case, sent through
+    ``runner`` ahead of their tests (``prefetch``), phase by phase (:data:`phases.KINDS`): every case's calls of
+    one kind, then every case's of the next, so that the runner starts each kind's processes once.  Each answer
+    lands in ``answered[case.name]`` at its call's place."""
+    for kind, wanted in enumerate(phases.KINDS):
+        if wanted.public != public:
+            continue
+        for case in cases:
+            indices = [index for index, call in enumerate(case.calls)
+                       if call.public == public and phases.phase_of(call.scenario, call.args, public) == kind]
+            if indices:
+                runner.begin_test(case.name, public=public)
+                fetched = runner.prefetch([(case.calls[i].scenario, case.calls[i].args, case.calls[i].timeout)
+                                           for i in indices])
+                answers = answered.setdefault(case.name, [None] * len(case.calls))
+                for index, answer in zip(indices, fetched):
+                    answers[index] = answer
 
-    The public checks' calls and the hidden suite's go apart, each as its own test's would
-    (``begin_test(..., public=...)``): a public example's replies come from processes that serve nothing hidden.
-    """
-    answers: list[str | None] = [None] * len(case.calls)
+
+def fetch_ahead(runner: Any, cases: list[Case]) -> dict[str, list[str | None]]:
+    """Every call of ``cases`` sent ahead through ``runner``, the public checks' first (:func:`fetch_phases`);
+    the answers by case name, in call order."""
+    answered: dict[str, list[str | None]] = {case.name: [None] * len(case.calls) for case in cases}
     for public in (True, False):
-        indices = [index for index, call in enumerate(case.calls) if call.public == public]
-        if indices:
-            runner.begin_test(case.name, public=public)
-            fetched = runner.prefetch([(case.calls[i].scenario, case.calls[i].args, case.calls[i].timeout)
-                                       for i in indices])
-            for index, answer in zip(indices, fetched):
-                answers[index] = answer
-    return answers
+        fetch_phases(runner, cases, answered, public)
+    return answered
+
+
+def _matches(case: Case, answers: list[str | None], public: bool | None = None) -> bool:
+    """Whether ``case`` passes on ``answers`` without running its test: its verdict depends on the answers alone
+    and they equal the reference's.  With ``public`` (True or False): the case of that suite's test alone, which
+    must have made calls of its own.  A case with no call of its own got its data from a shared fixture (the
+    Quick Check answers): never."""
+    own = [(call, answer) for call, answer in zip(case.calls, answers) if public is None or call.public == public]
+    return case.answers_only and bool(own) and all(answer == call.answer for call, answer in own)
 
 
 def reference_agrees(found: Plan, runner: Any) -> bool:
@@ -219,13 +239,9 @@ def reference_agrees(found: Plan, runner: Any) -> bool:
     The canary for a plan taken from the cache: one batched round trip per case (about a
     third of a recording).  A disagreement means the plan or this machine changed since.
     """
-    for case in found.cases:
-        if not case.calls:
-            continue
-        if fetch_ahead(runner, case) != [c.answer for c in case.calls]:
-            return False
-        runner.forget_prefetched(case.name)
-    return True
+    cases = [case for case in found.cases if case.calls]
+    answered = fetch_ahead(runner, cases)
+    return all(answered[case.name] == [c.answer for c in case.calls] for case in cases)
 
 
 def current_plan(runner_factory: Any = None, solution: Path = locations.REFERENCE_SOLUTION, check: bool = False,
@@ -280,25 +296,36 @@ def grade_with_plan(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ..
         return judge.grade_staged(runner, items, notes)
     started = time.monotonic()
     wanted = {item.test for item in items}
-    passed: list[judge.Outcome] = []
-    answered: dict[str, list[str | None]] = {}  # kept for the diagnosis (autograder.diagnosis)
-    for case in plan.cases:
-        if case.test not in wanted:
-            continue
-        answers = answered[case.name] = fetch_ahead(runner, case)
-        # A case with no call of its own got its data from a shared fixture (the Quick Check answers): run it.
-        if case.answers_only and case.calls and answers == [c.answer for c in case.calls]:
-            passed.append(judge.Outcome(case.test, case.name, True))
-            runner.forget_prefetched(case.name)
-    fast = {o.test for o in passed}
-    by_test = {case.test: [c.name for c in plan.cases if c.test == case.test] for case in plan.cases}
-    names = {o.case for o in passed}
-    done = {test for test in fast if all(name in names for name in by_test[test])}
-    rest = tuple(item for item in items if item.test not in done)
-    outcomes, pytest_output = judge.run_suites(runner, rest) if rest else ([], "")
-    outcomes = [o for o in passed if o.test in done] + outcomes
-    report = judge.build_report(runner, items, outcomes, pytest_output, notes, started)
+    cases = [case for case in plan.cases if case.test in wanted]
+    answered: dict[str, list[str | None]] = {case.name: [None] * len(case.calls) for case in cases}
+    by_test: dict[str, list[Case]] = {}
+    for case in cases:
+        by_test.setdefault(case.test, []).append(case)
+    # The public checks' tests first, their live calls included: no process of theirs may start after a hidden one.
+    fetch_phases(runner, cases, answered, public=True)
+    passes = {True: {case.name for case in cases if _matches(case, answered[case.name], public=True)},
+              False: set()}
+    again = {case.name for case in cases if any(call.public for call in case.calls) and case.name not in passes[True]}
+    retried = {case.test for case in cases if case.name in again} | (wanted - set(by_test))
+    first, first_output = judge.run_suites(runner, _rows(items, retried), select=lambda test, name, public: (
+        judge.RUN if public and (name in again or test not in by_test) else judge.DROP)) if retried else ([], "")
+    fetch_phases(runner, cases, answered, public=False)
+    passes[False] = {case.name for case in cases if _matches(case, answered[case.name], public=False)}
+    done = {test for test, found in by_test.items() if all(_matches(case, answered[case.name]) for case in found)}
+    # A test not passed as a whole runs in pytest; each of its cases whose own calls matched passes as it would
+    # there, without running (the public checks' cases that ran above keep those outcomes).
+    rest = _rows(items, wanted - done)
+    outcomes, pytest_output = judge.run_suites(runner, rest, select=lambda test, name, public: (
+        judge.PASS if name in passes[public] else
+        judge.DROP if public and (name in again or test not in by_test) else judge.RUN)) if rest else ([], "")
+    outcomes = [judge.Outcome(case.test, case.name, True) for case in cases if case.test in done] + first + outcomes
+    report = judge.build_report(runner, items, outcomes, (first_output + "\n" + pytest_output).strip(), notes,
+                                started)
     report.plan, report.answers = plan, answered
     report.staff_log = (f"call plan ({plan.origin}): {len(done)} of {len({i.test for i in items})} tests passed by "
                         f"matching the reference's answers; {len(rest)} run in pytest\n\n" + report.staff_log).strip()
     return report
+
+
+def _rows(items: tuple[rubric.Item, ...], tests: set[str]) -> tuple[rubric.Item, ...]:
+    return tuple(item for item in items if item.test in tests)
