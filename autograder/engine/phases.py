@@ -97,6 +97,7 @@ class Rooms:
         self.folder = folder or default_folder()
         self.inside: int | None = None
         self._fd = -1
+        self._counts: dict[int, int] = {}  # the entering thread's rooms (see _INSIDE)
 
     def _open(self, name: str) -> int:
         return os.open(_safe_folder(self.folder) / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
@@ -111,6 +112,7 @@ class Rooms:
             raise PhaseOrderError(f"this thread is already inside room {KINDS[others[0]].name}: entering "
                                   f"{KINDS[kind].name} would wait for itself")
         inside[kind] = inside.get(kind, 0) + 1
+        self._counts = inside
         try:
             gate = self._open("gate")
             try:
@@ -127,7 +129,7 @@ class Rooms:
             finally:
                 os.close(gate)
         except BaseException:
-            self._forget(kind)
+            inside[kind] -= 1
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
@@ -139,12 +141,8 @@ class Rooms:
             return
         os.close(self._fd)  # releases the shared lock
         self._fd = -1
-        self._forget(self.inside)
+        self._counts[self.inside] -= 1
         self.inside = None
-
-    @staticmethod
-    def _forget(kind: int) -> None:
-        _inside()[kind] -= 1
 
 
 def _inside() -> dict[int, int]:

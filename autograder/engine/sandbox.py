@@ -87,14 +87,14 @@ def _call_key(scenario: str, args: dict[str, Any]) -> str:
     return canonical([scenario, args])
 
 
-def _log_lifetimes(submission: Path, ended: list[StudentProcess]) -> None:
+def _log_lifetimes(grading: str, ended: list[StudentProcess]) -> None:
     """One JSON line per ended process (kind, born, gone: this machine's monotonic clock) where a test asks."""
     path = settings.phase_log()
     if path is None or not ended:
         return
     gone = time.monotonic()
-    lines = "".join(json.dumps({"grading": str(submission), "runner": os.getpid(), "kind": phases.KINDS[p.kind].name,
-                                "born": p.born, "gone": gone}) + "\n" for p in ended)
+    lines = "".join(json.dumps({"grading": grading, "kind": phases.KINDS[p.kind].name, "born": p.born, "gone": gone})
+                    + "\n" for p in ended)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(fd, lines.encode())
@@ -318,7 +318,7 @@ class SandboxRunner:
         if self._uids_dirty and os.geteuid() == 0:  # even when a process ended by itself: its
             kill_uid(*sorted(self._uids_dirty))  # daemons (setsid, double fork) outlive it
         self._uids_dirty.clear()  # one short-lived child per uid: only those that ran something since
-        _log_lifetimes(self.submission, ended)
+        _log_lifetimes(f"{os.getpid()}-{id(self)}-{self.started}", ended)
         self._rooms.leave()
         self._kind = None
 
