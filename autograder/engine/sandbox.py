@@ -233,11 +233,12 @@ class SandboxRunner:
         output_r, output_w = os.pipe()
         request = SpawnRequest(str(self.submission), str(scratch), modules, uid, self.hide, self.limits,
                                self.device_access, self.runtime_guard, group=self.uid)
+        born = time.monotonic()  # before the zygote forks it: a bound on when it was alive
         pid = self.zygote.spawn(request, [request_r, reply_w, output_w])
         for fd in (request_r, reply_w, output_w):
             os.close(fd)
         process = StudentProcess(pid, request_w, reply_r, output_r, self._test)
-        process.slot, process.kind, process.born = slot, self._kind, time.monotonic()
+        process.slot, process.kind, process.born = slot, self._kind, born
         return process
 
     def _start(self, wanted: tuple[str, ...]) -> StudentProcess:

@@ -46,7 +46,7 @@ class StudentProcess:
         self.owner = owner
         self.slot = -1  # its place in the runner's block of uids and scratch folders (SandboxRunner._spawn)
         self.kind = 0  # its kind, an index in autograder.engine.phases.KINDS (SandboxRunner._spawn)
-        self.born = time.monotonic()  # when the runner asked the zygote for it
+        self.born = time.monotonic()  # when the runner asked the zygote for it (SandboxRunner._spawn)
         self.request_fd, self.reply_fd, self.output_fd = request_fd, reply_fd, output_fd
         os.set_blocking(output_fd, False)
         try:  # readable once the process ends, even while a child of it still holds the reply pipe open
