@@ -148,11 +148,8 @@ class JudgePlugin:
                 item.obj = settings(current, max_examples=wanted)(function)
 
     def _phase(self, item: pytest.Item) -> int:
-        """The phase (:data:`phases.KINDS`) a test case runs in: the public checks' first, then Task 1's before the
-        rest (a whole file has one, so a test's cases keep their order).  A case whose calls need both kinds of
-        process is served by the runner switching between them."""
-        task = next((row.task for row in self.rows if row.test == getattr(item, "originalname", item.name)), "")
-        return phases.kind_of(("loss_scaler",) if task == "scaler" else (), _public(item))
+        test = getattr(item, "originalname", item.name)
+        return phase(next((row for row in self.rows if row.test == test), None), _public(item))
 
     def _check_suites(self, items: list[pytest.Item]) -> None:
         """A row whose test is not where the rubric says (a hidden test missing or misspelt, a copy where the row
@@ -185,6 +182,13 @@ class JudgePlugin:
             elif call.excinfo is not None:
                 message, internal = _student_message(call.excinfo.value)
                 self.outcomes.append(Outcome(test, item.name, False, message, internal, public))
+
+
+def phase(row: rubric.Item | None, public: bool) -> int:
+    """The phase (:data:`phases.KINDS`) a test of ``row`` runs in: the public checks' first, then Task 1's before the
+    rest (a whole file has one, so a test's cases keep their order).  A case whose calls need both kinds of
+    process is served by the runner switching between them."""
+    return phases.kind_of(("loss_scaler",) if row is not None and row.task == "scaler" else (), public)
 
 
 def _public(item: pytest.Item) -> bool:

@@ -7,15 +7,20 @@ the reference solution once therefore records, per test case, the exact calls a
 submission, :func:`grade_with_plan`:
 
 1. sends each case's recorded calls to the student process in one batch
-   (:meth:`autograder.engine.sandbox.SandboxRunner.prefetch`: one round trip per case, not
-   per call, which is what dominates grading time on a loaded machine; two where a hidden
-   row's test and its public example share the case's name: :func:`fetch_ahead`);
+   (:meth:`autograder.engine.sandbox.SandboxRunner.prefetch`: one round trip per case and
+   kind of process, not per call, which is what dominates grading time on a loaded machine);
 2. a case whose answers are byte-identical to the recorded ones passes without
    running its test: given the same answers, the same deterministic test code would
    take the same path and pass, as it did for the solution;
 3. every other test runs in pytest as before; its first calls are served from the
    answers already fetched (each used once, in order), later ones (hypothesis
    shrinking a failure) are made live.
+
+It goes phase by phase (:data:`autograder.engine.phases.KINDS`): one kind's calls for every case, then the
+tests of that kind that must run in pytest, then the next kind; so each kind's processes start once, none is
+alive beside another kind's, and the public checks' tests (their live calls included) are over before any hidden
+input is served.  A hidden row's test and its public example share a case's name: the public example's calls
+are compared, and its test run, in the public phases; the hidden test's in the hidden ones.
 
 Only cases whose verdict is a function of the answers alone are skipped: a case that
 reads the submission's source or the runner's state is always run.
@@ -39,7 +44,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from autograder import locations
 from autograder.engine import phases, plan_cache, rubric
@@ -195,32 +200,29 @@ def _parsed(text: str | None, origin: str) -> Plan | None:
     return found
 
 
-def fetch_phases(runner: Any, cases: list[Case], answered: dict[str, list[str | None]], public: bool) -> None:
-    """The recorded calls of the public checks' tests (or of the hidden tests) of every case, sent through
-    ``runner`` ahead of their tests (``prefetch``), phase by phase (:data:`phases.KINDS`): every case's calls of
-    one kind, then every case's of the next, so that the runner starts each kind's processes once.  Each answer
-    lands in ``answered[case.name]`` at its call's place."""
-    for kind, wanted in enumerate(phases.KINDS):
-        if wanted.public != public:
-            continue
-        for case in cases:
-            indices = [index for index, call in enumerate(case.calls)
-                       if call.public == public and phases.phase_of(call.scenario, call.args, public) == kind]
-            if indices:
-                runner.begin_test(case.name, public=public)
-                fetched = runner.prefetch([(case.calls[i].scenario, case.calls[i].args, case.calls[i].timeout)
-                                           for i in indices])
-                answers = answered.setdefault(case.name, [None] * len(case.calls))
-                for index, answer in zip(indices, fetched):
-                    answers[index] = answer
+def fetch_phase(runner: Any, cases: list[Case], answered: dict[str, list[str | None]], kind: int) -> None:
+    """Every case's recorded calls that run in processes of ``kind`` (:data:`phases.KINDS`), sent through ``runner``
+    ahead of their tests (``prefetch``), so that the runner starts that kind's processes once.  Each answer lands
+    in ``answered[case.name]`` at its call's place."""
+    public = phases.KINDS[kind].public
+    for case in cases:
+        indices = [index for index, call in enumerate(case.calls)
+                   if call.public == public and phases.phase_of(call.scenario, call.args, public) == kind]
+        if indices:
+            runner.begin_test(case.name, public=public)
+            fetched = runner.prefetch([(case.calls[i].scenario, case.calls[i].args, case.calls[i].timeout)
+                                       for i in indices])
+            answers = answered.setdefault(case.name, [None] * len(case.calls))
+            for index, answer in zip(indices, fetched):
+                answers[index] = answer
 
 
 def fetch_ahead(runner: Any, cases: list[Case]) -> dict[str, list[str | None]]:
-    """Every call of ``cases`` sent ahead through ``runner``, the public checks' first (:func:`fetch_phases`);
-    the answers by case name, in call order."""
+    """Every call of ``cases`` sent ahead through ``runner``, phase by phase (:func:`fetch_phase`); the answers by
+    case name, in call order."""
     answered: dict[str, list[str | None]] = {case.name: [None] * len(case.calls) for case in cases}
-    for public in (True, False):
-        fetch_phases(runner, cases, answered, public)
+    for kind in range(len(phases.KINDS)):
+        fetch_phase(runner, cases, answered, kind)
     return answered
 
 
@@ -301,30 +303,58 @@ def grade_with_plan(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ..
     by_test: dict[str, list[Case]] = {}
     for case in cases:
         by_test.setdefault(case.test, []).append(case)
-    # The public checks' tests first, their live calls included: no process of theirs may start after a hidden one.
-    fetch_phases(runner, cases, answered, public=True)
-    passes = {True: {case.name for case in cases if _matches(case, answered[case.name], public=True)},
-              False: set()}
-    again = {case.name for case in cases if any(call.public for call in case.calls) and case.name not in passes[True]}
-    retried = {case.test for case in cases if case.name in again} | (wanted - set(by_test))
-    first, first_output = judge.run_suites(runner, _rows(items, retried), select=lambda test, name, public: (
-        judge.RUN if public and (name in again or test not in by_test) else judge.DROP)) if retried else ([], "")
-    fetch_phases(runner, cases, answered, public=False)
-    passes[False] = {case.name for case in cases if _matches(case, answered[case.name], public=False)}
-    done = {test for test, found in by_test.items() if all(_matches(case, answered[case.name]) for case in found)}
-    # A test not passed as a whole runs in pytest; each of its cases whose own calls matched passes as it would
-    # there, without running (the public checks' cases that ran above keep those outcomes).
-    rest = _rows(items, wanted - done)
-    outcomes, pytest_output = judge.run_suites(runner, rest, select=lambda test, name, public: (
-        judge.PASS if name in passes[public] else
-        judge.DROP if public and (name in again or test not in by_test) else judge.RUN)) if rest else ([], "")
-    outcomes = [judge.Outcome(case.test, case.name, True) for case in cases if case.test in done] + first + outcomes
-    report = judge.build_report(runner, items, outcomes, (first_output + "\n" + pytest_output).strip(), notes,
-                                started)
+    passes: dict[bool, set[str]] = {True: set(), False: set()}  # cases whose own calls matched, by suite
+    again: set[str] = set()  # public checks' cases whose calls did not match: run in pytest
+    ran: set[str] = set()  # tests run in pytest (a test passes as a whole only if it never was)
+    outcomes: list[judge.Outcome] = []
+    printed: list[str] = []
+    # Phase by phase: a kind's calls fetched, then its tests that must run in pytest, live calls included.
+    for kind, phase in enumerate(phases.KINDS):
+        fetch_phase(runner, cases, answered, kind)
+        public = phase.public
+        passes[public] = {case.name for case in cases if _matches(case, answered[case.name], public=public)}
+        if public:
+            again = {case.name for case in cases if any(c.public for c in case.calls) and case.name not in passes[True]}
+            due = {case.test for case in cases if case.name in again} | (wanted - set(by_test))
+            select = _retry_public(again, by_test)
+        else:
+            # A test not passed as a whole runs in pytest; each of its cases whose own calls matched passes as it
+            # would there, without running (the public checks' cases that ran before keep those outcomes).
+            due = wanted - {test for test, found in by_test.items()
+                            if all(_matches(case, answered[case.name]) for case in found)}
+            select = _finish(passes, again, by_test)
+        rows = tuple(item for item in items if item.test in due and judge.phase(item, public) == kind)
+        if rows:
+            found, output = judge.run_suites(runner, rows, select=select)
+            outcomes += found
+            printed.append(output)
+            ran |= {item.test for item in rows}
+    done = {test for test, found in by_test.items()
+            if test not in ran and all(_matches(case, answered[case.name]) for case in found)}
+    outcomes = [judge.Outcome(case.test, case.name, True) for case in cases if case.test in done] + outcomes
+    report = judge.build_report(runner, items, outcomes, "\n".join(printed).strip(), notes, started)
     report.plan, report.answers = plan, answered
     report.staff_log = (f"call plan ({plan.origin}): {len(done)} of {len({i.test for i in items})} tests passed by "
-                        f"matching the reference's answers; {len(rest)} run in pytest\n\n" + report.staff_log).strip()
+                        f"matching the reference's answers; {len(wanted - done)} run in pytest\n\n"
+                        + report.staff_log).strip()
     return report
+
+
+def _retry_public(again: set[str], by_test: dict[str, list[Case]]) -> Callable[[str, str, bool], str]:
+    """A public phase's ``select``: the public checks' cases whose answers differed (or that the plan lacks) run."""
+    from autograder.engine import judge
+
+    return lambda test, name, public: judge.RUN if public and (name in again or test not in by_test) else judge.DROP
+
+
+def _finish(passes: dict[bool, set[str]], again: set[str], by_test: dict[str, list[Case]]
+            ) -> Callable[[str, str, bool], str]:
+    """A hidden phase's ``select``: a case whose own calls matched passes, a public one that ran already is left
+    out, the rest runs."""
+    from autograder.engine import judge
+
+    return lambda test, name, public: (judge.PASS if name in passes[public] else
+                                       judge.DROP if public and (name in again or test not in by_test) else judge.RUN)
 
 
 def _rows(items: tuple[rubric.Item, ...], tests: set[str]) -> tuple[rubric.Item, ...]:
