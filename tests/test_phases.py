@@ -145,7 +145,10 @@ def test_a_batch_never_has_two_kinds_alive_at_once(tmp_path: Path) -> None:
 
 def _held_by_someone(path: Path) -> bool:
     """Whether some other open file description holds a lock on ``path`` (a non-blocking try fails)."""
-    fd = os.open(path, os.O_RDWR)
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return False
@@ -178,12 +181,28 @@ def test_a_room_waits_until_every_other_room_is_empty(tmp_path: Path) -> None:
     first, second = phases.Rooms(tmp_path / "rooms"), phases.Rooms(tmp_path / "rooms")
     first.enter(0)
     thread, entered = _enter_in_thread(second, 1)
-    _until(lambda: _held_by_someone(tmp_path / "rooms" / "gate"))  # the second waits, first in line, at the gate
+    _until(lambda: _held_by_someone(tmp_path / "rooms" / "want-public-holding"))  # the second waits for its room
     assert not entered.is_set() and first.inside == 0
     first.leave()
     thread.join(60)
     assert entered.is_set() and second.inside == 1
     second.leave()
+
+
+def test_the_turn_goes_round_in_phase_order_so_a_grading_behind_goes_first(tmp_path: Path) -> None:
+    inside, ahead, behind = (phases.Rooms(tmp_path / "rooms") for _ in range(3))
+    inside.enter(1)
+    ahead_thread, ahead_in = _enter_in_thread(ahead, 3)  # waits for hidden-holding
+    _until(lambda: _held_by_someone(tmp_path / "rooms" / "want-hidden-holding"))
+    behind_thread, behind_in = _enter_in_thread(behind, 2)  # waits for hidden-absent, asked later
+    _until(lambda: _held_by_someone(tmp_path / "rooms" / "want-hidden-absent"))
+    inside.leave()
+    behind_thread.join(60)
+    assert behind_in.is_set() and not ahead_in.is_set()  # room 2 comes after room 1, before room 3
+    behind.leave()
+    ahead_thread.join(60)
+    assert ahead_in.is_set()
+    ahead.leave()
 
 
 def test_many_may_share_a_room(tmp_path: Path) -> None:
@@ -215,7 +234,7 @@ def test_a_grading_killed_inside_a_room_frees_it(tmp_path: Path) -> None:
         assert inside.stdout is not None and inside.stdout.readline().strip() == "inside"
         waiting = phases.Rooms(tmp_path / "rooms")
         thread, entered = _enter_in_thread(waiting, 3)
-        _until(lambda: _held_by_someone(tmp_path / "rooms" / "gate"))
+        _until(lambda: _held_by_someone(tmp_path / "rooms" / "want-hidden-holding"))
         assert not entered.is_set()
         inside.kill()  # SIGKILL: no clean-up of its own
         thread.join(60)

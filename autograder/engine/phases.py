@@ -84,13 +84,20 @@ _INSIDE = threading.local()
 class Rooms:
     """One grading's way into the machine's rooms (``flock`` locks in :func:`default_folder`).
 
-    :meth:`enter` K: take the gate exclusively; for every other kind J take J's lock exclusively (waiting until J
-    is empty) and release it; take K's lock shared; release the gate.  :meth:`leave`: release K's lock.  A
-    grading waits for a room only while it is inside none, so no two gradings wait for each other in a circle;
-    the gate makes a waiting grading first in line, so a busy room cannot keep it out for ever.  A grading that
-    dies (even by SIGKILL) closes its descriptors, and with them its room.  Student processes never have these
-    descriptors: they are forked by the zygote, which was started before any room was entered, and each
-    descriptor is opened close-on-exec and closed when its room is left.
+    Each room has a lock, held shared by everyone inside, and a *want* lock, held shared by everyone waiting for
+    it; a *gate* lock guards each decision and a *turn* file (the room last chosen, and whether anyone entered it
+    since).  :meth:`enter` K, registered as waiting for K, repeats under the gate: when K alone is occupied, join
+    it; when another room is occupied, wait (gate released) until it is empty; when none is, the turn goes to the
+    chosen room if nobody entered it yet, else to the next room after it, in the order of :data:`KINDS`, that
+    someone waits for: that is K (enter) or another room (wait, gate released, until its waiters are in).  So a
+    grading behind the others in its phases goes first and the next phase finds them together, and every waiter
+    gets its turn.  :meth:`leave`: release K's lock.
+
+    Nobody waits while holding the gate, and nobody inside a room waits for one (a grading leaves its room
+    before it asks for another), so no wait can close a circle.  A grading that dies (even by SIGKILL) closes its
+    descriptors, and with them its room and its wish.  Student processes never have these descriptors: they are
+    forked by the zygote, which was started before any room was entered, and each descriptor is opened
+    close-on-exec and closed when its room is left.
     """
 
     def __init__(self, folder: Path | None = None) -> None:
@@ -101,6 +108,40 @@ class Rooms:
 
     def _open(self, name: str) -> int:
         return os.open(_safe_folder(self.folder) / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+
+    def _held(self, name: str) -> bool:
+        """Whether anyone (this process's other descriptors too) holds a lock on ``name``."""
+        fd = self._open(name)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+
+    def _wait_empty(self, name: str) -> None:
+        fd = self._open(name)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # until everyone holding it has let go
+        finally:
+            os.close(fd)
+
+    def _choose(self, turn: int) -> int:
+        """The turn file's descriptor ``turn``: the room whose turn it is now (under the gate, nobody inside)."""
+        os.lseek(turn, 0, os.SEEK_SET)
+        last, used = (os.read(turn, 16).decode().split() + ["0", "1"])[:2]
+        last_room = int(last) % len(KINDS) if last.isdigit() else 0
+        waiting = [room for room in range(len(KINDS)) if self._held("want-" + KINDS[room].name)]
+        if last_room in waiting and used == "0":
+            return last_room
+        return next(room for step in range(1, len(KINDS) + 1)
+                    if (room := (last_room + step) % len(KINDS)) in waiting)
+
+    @staticmethod
+    def _note(turn: int, room: int, used: bool) -> None:
+        os.ftruncate(turn, 0)
+        os.pwrite(turn, f"{room} {int(used)}".encode(), 0)
 
     def enter(self, kind: int) -> None:
         if self.inside == kind:
@@ -113,27 +154,35 @@ class Rooms:
                                   f"{KINDS[kind].name} would wait for itself")
         inside[kind] = inside.get(kind, 0) + 1
         self._counts = inside
+        want = self._open("want-" + KINDS[kind].name)
         try:
-            gate = self._open("gate")
-            try:
-                fcntl.flock(gate, fcntl.LOCK_EX)
-                for other in range(len(KINDS)):
-                    if other != kind:
-                        fd = self._open(KINDS[other].name)
-                        try:
-                            fcntl.flock(fd, fcntl.LOCK_EX)  # until everyone inside has left
-                        finally:
-                            os.close(fd)
-                self._fd = self._open(KINDS[kind].name)
-                fcntl.flock(self._fd, fcntl.LOCK_SH)
-            finally:
-                os.close(gate)
+            fcntl.flock(want, fcntl.LOCK_SH)
+            while self._fd < 0:
+                gate, turn = self._open("gate"), self._open("turn")
+                try:
+                    fcntl.flock(gate, fcntl.LOCK_EX)
+                    occupied = [room for room in range(len(KINDS)) if self._held(KINDS[room].name)]
+                    wait_for = next((KINDS[room].name for room in occupied if room != kind), "")
+                    if not occupied:
+                        chosen = self._choose(turn)
+                        wait_for = "" if chosen == kind else "want-" + KINDS[chosen].name
+                        self._note(turn, chosen, chosen == kind)
+                    if not wait_for:
+                        self._fd = self._open(KINDS[kind].name)
+                        fcntl.flock(self._fd, fcntl.LOCK_SH)
+                finally:
+                    os.close(turn)
+                    os.close(gate)
+                if wait_for:
+                    self._wait_empty(wait_for)
         except BaseException:
             inside[kind] -= 1
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
             raise
+        finally:
+            os.close(want)
         self.inside = kind
 
     def leave(self) -> None:
