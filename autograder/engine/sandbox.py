@@ -162,6 +162,7 @@ class SandboxRunner:
         self._kind: int | None = None
         self._rooms = phases.Rooms()
         self._hidden_started = False  # a process of a hidden kind has started: no public one may start any more
+        self._grading = f"{os.getpid()}-{id(self)}-{time.monotonic()}"  # this runner, in the test hook's log
         #: The judge asked for a public kind after a hidden one: the grader's fault (grader.grade_submission raises)
         self.phase_fault: phases.PhaseOrderError | None = None
 
@@ -210,7 +211,9 @@ class SandboxRunner:
             raise self.phase_fault
         if self._kind is not None and self._kind != kind:
             self._kill_all()
+        waited = time.monotonic()
         self._rooms.enter(kind)
+        self.started += time.monotonic() - waited  # waiting for other gradings is never the submission's time
         self._kind = kind
         self._hidden_started = self._hidden_started or not phases.KINDS[kind].public
 
@@ -319,7 +322,7 @@ class SandboxRunner:
         if self._uids_dirty and os.geteuid() == 0:  # even when a process ended by itself: its
             kill_uid(*sorted(self._uids_dirty))  # daemons (setsid, double fork) outlive it
         self._uids_dirty.clear()  # one short-lived child per uid: only those that ran something since
-        _log_lifetimes(f"{os.getpid()}-{id(self)}-{self.started}", ended)
+        _log_lifetimes(self._grading, ended)
         self._rooms.leave()
         self._kind = None
 
