@@ -154,8 +154,9 @@ class Rooms:
                                   f"{KINDS[kind].name} would wait for itself")
         inside[kind] = inside.get(kind, 0) + 1
         self._counts = inside
-        want = self._open("want-" + KINDS[kind].name)
+        want = -1
         try:
+            want = self._open("want-" + KINDS[kind].name)
             fcntl.flock(want, fcntl.LOCK_SH)
             while self._fd < 0:
                 gate, turn = self._open("gate"), self._open("turn")
@@ -182,7 +183,8 @@ class Rooms:
                 self._fd = -1
             raise
         finally:
-            os.close(want)
+            if want >= 0:
+                os.close(want)
         self.inside = kind
 
     def leave(self) -> None:
