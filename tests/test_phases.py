@@ -181,7 +181,7 @@ def test_a_room_waits_until_every_other_room_is_empty(tmp_path: Path) -> None:
     first, second = phases.Rooms(tmp_path / "rooms"), phases.Rooms(tmp_path / "rooms")
     first.enter(0)
     thread, entered = _enter_in_thread(second, 1)
-    _until(lambda: _held_by_someone(tmp_path / "rooms" / "want-public-holding"))  # the second waits for its room
+    _until(lambda: _held_by_someone(tmp_path / "rooms" / "want-public-holding") or entered.is_set())  # the second waits for its room
     assert not entered.is_set() and first.inside == 0
     first.leave()
     thread.join(60)
@@ -193,9 +193,10 @@ def test_the_turn_goes_round_in_phase_order_so_a_grading_behind_goes_first(tmp_p
     inside, ahead, behind = (phases.Rooms(tmp_path / "rooms") for _ in range(3))
     inside.enter(1)
     ahead_thread, ahead_in = _enter_in_thread(ahead, 3)  # waits for hidden-holding
-    _until(lambda: _held_by_someone(tmp_path / "rooms" / "want-hidden-holding"))
+    _until(lambda: _held_by_someone(tmp_path / "rooms" / "want-hidden-holding") or ahead_in.is_set())
     behind_thread, behind_in = _enter_in_thread(behind, 2)  # waits for hidden-absent, asked later
-    _until(lambda: _held_by_someone(tmp_path / "rooms" / "want-hidden-absent"))
+    _until(lambda: _held_by_someone(tmp_path / "rooms" / "want-hidden-absent") or behind_in.is_set())
+    assert not ahead_in.is_set() and not behind_in.is_set()
     inside.leave()
     behind_thread.join(60)
     assert behind_in.is_set() and not ahead_in.is_set()  # room 2 comes after room 1, before room 3
@@ -234,7 +235,7 @@ def test_a_grading_killed_inside_a_room_frees_it(tmp_path: Path) -> None:
         assert inside.stdout is not None and inside.stdout.readline().strip() == "inside"
         waiting = phases.Rooms(tmp_path / "rooms")
         thread, entered = _enter_in_thread(waiting, 3)
-        _until(lambda: _held_by_someone(tmp_path / "rooms" / "want-hidden-holding"))
+        _until(lambda: _held_by_someone(tmp_path / "rooms" / "want-hidden-holding") or entered.is_set())
         assert not entered.is_set()
         inside.kill()  # SIGKILL: no clean-up of its own
         thread.join(60)
