@@ -103,6 +103,7 @@ HOOK_SWITCHES = {
     "runtime_guard": "false: no audit hook in student processes, to test the OS layers by themselves",
     "die_on": "a submission name: the batch worker handed it exits at once (a worker crash)",
     "reference": "a folder: the batch worker records its call plan (and canary) from it, not solutions/",
+    "phase_log": "a file: the runner appends one JSON line per student process (its kind, when it was alive)",
 }
 #: Settings that change grades: the grader fingerprint holds their values, so a batch regrades when one changes.
 GRADE_SETTINGS = (HIDDEN_VISIBILITY, GPU_POINTS, PUBLIC_TESTS, HIDDEN_TESTS, SANDBOX_LIMITS, HIDDEN_EXAMPLES,
@@ -210,6 +211,12 @@ def reference_override() -> Path | None:
     """The folder a batch worker records its plan from instead of solutions/ (a test hook); None in real grading."""
     folder = test_hooks().get("reference")
     return Path(folder) if folder else None
+
+
+def phase_log() -> Path | None:
+    """The file the runner records its student processes' lifetimes in (a test hook); None in real grading."""
+    path = test_hooks().get("phase_log")
+    return Path(path) if path else None
 
 
 def test_hooks_env(**hooks: Any) -> dict[str, str]:

@@ -1,7 +1,8 @@
 """Output belongs to the process that wrote it (autograder/engine/sandbox.py), whatever the timing.
 
 A student process serves either tests of the public checks or hidden tests, never both (a hidden row's
-public example is a public test: it has the hidden test's name, but not its process); every byte it
+public example is a public test: it has the hidden test's name, but not its process), and the public checks'
+processes are all gone before a hidden one starts (autograder/engine/phases.py); every byte it
 prints is filed under the test it last served, however and whenever it is read: with a reply, when
 another process crashes, hangs or is killed, or when the runner closes.  So what a process that saw
 hidden inputs prints late (a thread of its own, after its last reply) never reaches a visible row or
@@ -19,12 +20,13 @@ from typing import Iterator
 
 import pytest
 
-from autograder.engine import intake, plan, sandbox
+from autograder.engine import intake, phases, plan, sandbox
 from checks.runners.harness import SubmissionFault
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
 
 HIDDEN_TEST = "test_update_rule_properties"  # row 1.6: hidden until the due date
+OTHER_HIDDEN_TEST = "test_one_backoff_per_update"  # another hidden row's
 VISIBLE_TEST = "test_scale_returns_float32_without_overflow"  # row 1.2: students see it at once
 #: Row 1.16 (hidden): its hidden test and its public example (assignment/checks) share this name.
 SHARED_NAME = "test_state_dict_round_trip"
@@ -122,10 +124,10 @@ def where_the_hidden_input_went(runner: sandbox.SandboxRunner) -> set[str]:
 
 @pytest.mark.parametrize("growth_interval, how", [(7, "the crash ends every process"),
                                                   (8, "killed at its time limit")])
-def test_late_output_stays_with_the_hidden_test_when_a_visible_process_ends(
+def test_late_output_stays_with_the_hidden_test_when_another_test_ends_its_process(
         runner: sandbox.SandboxRunner, growth_interval: int, how: str) -> None:
     serve_hidden_then_wait(runner)
-    runner.begin_test(VISIBLE_TEST, public=True)
+    runner.begin_test(OTHER_HIDDEN_TEST)
     with pytest.raises(SubmissionFault):
         runner.run("scaler_ops", construct(2.0, growth_interval=growth_interval))
     assert where_the_hidden_input_went(runner) == {HIDDEN_TEST}, how
@@ -134,7 +136,7 @@ def test_late_output_stays_with_the_hidden_test_when_a_visible_process_ends(
 def test_late_output_stays_with_the_hidden_test_when_the_processes_are_released(
         runner: sandbox.SandboxRunner) -> None:
     serve_hidden_then_wait(runner)
-    runner.begin_test(VISIBLE_TEST, public=True)
+    runner.begin_test(OTHER_HIDDEN_TEST)
     runner.release()
     runner.close()
     assert where_the_hidden_input_went(runner) == {HIDDEN_TEST}
@@ -159,27 +161,27 @@ def first_seen(reply: list[dict[str, object]]) -> object:
 def test_a_public_example_of_a_hidden_row_never_runs_where_hidden_inputs_were_served(
         remembering: sandbox.SandboxRunner) -> None:
     """The public example of row 1.16 has its hidden test's name: it runs in a process of its own kind all the same,
-    live, fetched ahead, and live again after the fetch (a call built from an answer the plan did not record)."""
-    remembering.begin_test(SHARED_NAME)
-    assert first_seen(remembering.run("scaler_ops", construct(12345.0))) == 12345.0  # the hidden case's process
+    live, fetched ahead, and live again after the fetch (a call built from an answer the plan did not record); its
+    hidden test gets a fresh process, and the public example may not run after it."""
     remembering.begin_test(SHARED_NAME, public=True)
     assert first_seen(remembering.run("scaler_ops", construct(2.0))) == 2.0
     remembering.begin_test(SHARED_NAME, public=True)
     (fetched,) = remembering.prefetch([("scaler_ops", construct(4.0), None)])
-    assert "12345" not in str(fetched) and first_seen(remembering.run("scaler_ops", construct(4.0))) == 2.0
+    assert '"scale": 2.0' in str(fetched) and first_seen(remembering.run("scaler_ops", construct(4.0))) == 2.0
     assert first_seen(remembering.run("scaler_ops", construct(8.0))) == 2.0  # live, after the fetch
-    remembering.begin_test(SHARED_NAME)  # and the hidden test's own calls stay where they were
-    assert first_seen(remembering.run("scaler_ops", construct(16.0))) == 12345.0
+    remembering.begin_test(SHARED_NAME)  # the hidden test: a process that never saw the public example
+    assert first_seen(remembering.run("scaler_ops", construct(12345.0))) == 12345.0
+    remembering.begin_test(SHARED_NAME, public=True)
+    with pytest.raises(phases.PhaseOrderError):
+        remembering.run("scaler_ops", construct(2.0))
 
 
 def test_the_call_plan_sends_a_public_examples_calls_apart(remembering: sandbox.SandboxRunner) -> None:
     """A plan case holds the calls of a hidden test and of its public example (one name): each goes to its kind's
-    processes, and the answers come back in the recorded order."""
-    remembering.begin_test(HIDDEN_TEST)
-    remembering.run("scaler_ops", construct(12345.0))
+    processes, the public example's first, and the answers come back in the recorded order."""
     case = plan.Case(SHARED_NAME, SHARED_NAME, [plan.Call("scaler_ops", construct(3.0), None, "", public=False),
                                                 plan.Call("scaler_ops", construct(2.0), None, "", public=True)])
-    hidden, public = plan.fetch_ahead(remembering, case)
-    assert '"scale": 12345.0' in str(hidden) and '"scale": 2.0' in str(public), (hidden, public)
-    remembering.begin_test(SHARED_NAME, public=True)  # the public test, run after: served what was fetched for it
-    assert first_seen(remembering.run("scaler_ops", construct(2.0))) == 2.0
+    hidden, public = plan.fetch_ahead(remembering, [case])[SHARED_NAME]
+    assert '"scale": 3.0' in str(hidden) and '"scale": 2.0' in str(public), (hidden, public)
+    remembering.begin_test(SHARED_NAME)  # the hidden test, run after: served what was fetched for it
+    assert first_seen(remembering.run("scaler_ops", construct(3.0))) == 3.0

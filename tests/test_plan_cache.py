@@ -119,16 +119,12 @@ class _Reference:
 
     def __init__(self, answer: str) -> None:
         self.answer = answer
-        self.forgotten: list[str] = []
 
     def begin_test(self, name: str, *, public: bool = False) -> None:
         pass
 
     def prefetch(self, calls: list[Any]) -> list[str]:
         return [self.answer] * len(calls)
-
-    def forget_prefetched(self, name: str) -> None:
-        self.forgotten.append(name)
 
 
 def test_a_cached_plan_is_checked_against_the_reference_before_a_batch_trusts_it() -> None:

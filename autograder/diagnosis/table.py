@@ -132,14 +132,11 @@ def public_part(case: "call_plan.Case") -> "call_plan.Case":
 
 
 def answers_of(runner: Any, cases: Iterable[call_plan.Case]) -> dict[str, list[str | None]]:
-    """Send each case's recorded calls through ``runner`` (as grading does); the canonical answers, by case."""
+    """Send the cases' recorded calls through ``runner`` (as grading does, phase by phase); the canonical answers,
+    by case."""
     from autograder.engine.plan import fetch_ahead  # the judge's module: loaded only when a table is built
 
-    found = {}
-    for case in cases:
-        found[case.name] = fetch_ahead(runner, case)
-        runner.forget_prefetched(case.name)
-    return found
+    return fetch_ahead(runner, list(cases))
 
 
 def build(plan: call_plan.Plan, entries: Sequence[Any], runner_factory: Callable[[Path], Any] | None = None,

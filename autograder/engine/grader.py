@@ -197,6 +197,9 @@ def grade_submission(name: str, path: Path, *, hide: Sequence[str] = (), limits_
         runner.started = started
         CURRENT["runner"] = runner
         report = plan.grade_with_plan(runner, call_plan, notes=staged.notes)
+        runner.release()  # the last phase's processes end now: its room is free while the results are written
+        if runner.phase_fault is not None:  # caught as a test's failure: the grading is the grader's fault
+            raise runner.phase_fault
         data = (describe or results.gradescope_results)(report, name)
         data["execution_time"] = round(time.monotonic() - started, 1)  # everything, intake included
         data["extra_data"] = {**data.get("extra_data", {}), **sandbox_records(runner)}

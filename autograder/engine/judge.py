@@ -21,12 +21,12 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pytest
 from hypothesis import settings
 
-from autograder.engine import amp_reference, examples, faults, rubric, strings, underflow_steps
+from autograder.engine import amp_reference, examples, faults, phases, rubric, strings, underflow_steps
 from autograder import ROOT
 from autograder import settings as grader_settings  # not hypothesis.settings
 
@@ -44,6 +44,9 @@ HIDDEN_DIR = grader_settings.hidden_tests()
 INI = Path(__file__).resolve().parent / "judge.ini"
 #: The English text of an internal failure (rows carry the current language's, strings.text("internal")).
 INTERNAL = strings.MESSAGES["en"]["internal"]
+#: What :func:`run_suites`' ``select`` says of a collected test case: run it, count it passed without running it
+#: (its answers matched the reference's: :mod:`autograder.engine.plan`), or leave it out.
+RUN, PASS, DROP = "run", "pass", "drop"
 
 
 @dataclass
@@ -114,15 +117,28 @@ class JudgePlugin:
 
     __name__ = "amp-judge"  # the name checks.plugin looks up
 
-    def __init__(self, runner: Any, tests: set[str], rows: tuple[rubric.Item, ...] = ()) -> None:
+    def __init__(self, runner: Any, tests: set[str], rows: tuple[rubric.Item, ...] = (),
+                 select: Callable[[str, str, bool], str] | None = None) -> None:
         self.runner = runner
         self.tests = tests
         self.rows = rows  # whose suites are checked against their declaration (rubric.suite_problem)
+        self.select = select
         self.outcomes: list[Outcome] = []
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         items[:] = [item for item in items if getattr(item, "originalname", item.name) in self.tests]
         self._check_suites(items)
+        if self.select is not None:
+            kept = []
+            for item in items:
+                test, public = getattr(item, "originalname", item.name), _public(item)
+                verdict = self.select(test, item.name, public)
+                if verdict == PASS:
+                    self.outcomes.append(Outcome(test, item.name, True, public=public))
+                elif verdict == RUN:
+                    kept.append(item)
+            items[:] = kept
+        items.sort(key=self._phase)
         for item in items:  # hidden property tests explore more examples than the public ones (25)
             function = getattr(item, "obj", None)
             current = getattr(function, "_hypothesis_internal_use_settings", None)
@@ -130,6 +146,10 @@ class JudgePlugin:
             wanted = examples.count_for(getattr(item, "originalname", item.name))
             if current is not None and current.max_examples != wanted and HIDDEN_DIR in Path(str(item.fspath)).parents:
                 item.obj = settings(current, max_examples=wanted)(function)
+
+    def _phase(self, item: pytest.Item) -> int:
+        test = getattr(item, "originalname", item.name)
+        return phase(next((row for row in self.rows if row.test == test), None), _public(item))
 
     def _check_suites(self, items: list[pytest.Item]) -> None:
         """A row whose test is not where the rubric says (a hidden test missing or misspelt, a copy where the row
@@ -164,18 +184,28 @@ class JudgePlugin:
                 self.outcomes.append(Outcome(test, item.name, False, message, internal, public))
 
 
+def phase(row: rubric.Item | None, public: bool) -> int:
+    """The phase (:data:`phases.KINDS`) a test of ``row`` runs in: the public checks' first, then Task 1's before the
+    rest (a whole file has one, so a test's cases keep their order).  A case whose calls need both kinds of
+    process is served by the runner switching between them."""
+    return phases.kind_of(("loss_scaler",) if row is not None and row.task == "scaler" else (), public)
+
+
 def _public(item: pytest.Item) -> bool:
     """Whether ``item`` is a test of the public checks (by its file: a hidden row's public example has its name)."""
     return PUBLIC_DIR in Path(str(item.fspath)).parents
 
 
 def run_suites(runner: Any, items: tuple[rubric.Item, ...], paths: tuple[Path, ...] | None = None,
-               collect_only: bool = False) -> Any:
-    """Run the tests named by ``items`` with ``runner``; return outcomes and pytest's own output.
+               collect_only: bool = False, select: Callable[[str, str, bool], str] | None = None) -> Any:
+    """Run the tests named by ``items`` with ``runner``, phase by phase (:meth:`JudgePlugin._phase`); return
+    outcomes and pytest's own output.
 
-    With ``collect_only`` return the set of test function names pytest collects instead.
+    ``select(test function, case name, public?)``: whether each case runs (RUN), passes without running (PASS)
+    or is left out (DROP); every case runs without it.  With ``collect_only`` return the set of test function names
+    pytest collects instead.
     """
-    plugin = JudgePlugin(runner, {item.test for item in items}, items)
+    plugin = JudgePlugin(runner, {item.test for item in items}, items, select)
     # Task 2's rows (2.10's every call too) replay the grader's reference, never recorded effects
     recorded.install(amp_reference.judge, underflow=underflow_steps.judge_calls)
     paths = paths or (PUBLIC_DIR, HIDDEN_DIR)

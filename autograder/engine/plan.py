@@ -7,15 +7,20 @@ the reference solution once therefore records, per test case, the exact calls a
 submission, :func:`grade_with_plan`:
 
 1. sends each case's recorded calls to the student process in one batch
-   (:meth:`autograder.engine.sandbox.SandboxRunner.prefetch`: one round trip per case, not
-   per call, which is what dominates grading time on a loaded machine; two where a hidden
-   row's test and its public example share the case's name: :func:`fetch_ahead`);
+   (:meth:`autograder.engine.sandbox.SandboxRunner.prefetch`: one round trip per case and
+   kind of process, not per call, which is what dominates grading time on a loaded machine);
 2. a case whose answers are byte-identical to the recorded ones passes without
    running its test: given the same answers, the same deterministic test code would
    take the same path and pass, as it did for the solution;
 3. every other test runs in pytest as before; its first calls are served from the
    answers already fetched (each used once, in order), later ones (hypothesis
    shrinking a failure) are made live.
+
+It goes phase by phase (:data:`autograder.engine.phases.KINDS`): one kind's calls for every case, then the
+tests of that kind that must run in pytest, then the next kind; so each kind's processes start once, none is
+alive beside another kind's, and the public checks' tests (their live calls included) are over before any hidden
+input is served.  A hidden row's test and its public example share a case's name: the public example's calls
+are compared, and its test run, in the public phases; the hidden test's in the hidden ones.
 
 Only cases whose verdict is a function of the answers alone are skipped: a case that
 reads the submission's source or the runner's state is always run.
@@ -39,10 +44,10 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from autograder import locations
-from autograder.engine import plan_cache, rubric
+from autograder.engine import phases, plan_cache, rubric
 from autograder.engine.sandbox import canonical  # the one text answers are compared by
 from autograder import settings
 
@@ -195,22 +200,39 @@ def _parsed(text: str | None, origin: str) -> Plan | None:
     return found
 
 
-def fetch_ahead(runner: Any, case: Case) -> list[str | None]:
-    """``case``'s recorded calls sent through ``runner`` ahead of its test (``prefetch``); the answers, in call order.
-
-    The public checks' calls and the hidden suite's go apart, each as its own test's would
-    (``begin_test(..., public=...)``): a public example's replies come from processes that serve nothing hidden.
-    """
-    answers: list[str | None] = [None] * len(case.calls)
-    for public in (True, False):
-        indices = [index for index, call in enumerate(case.calls) if call.public == public]
+def fetch_phase(runner: Any, cases: list[Case], answered: dict[str, list[str | None]], kind: int) -> None:
+    """Every case's recorded calls that run in processes of ``kind`` (:data:`phases.KINDS`), sent through ``runner``
+    ahead of their tests (``prefetch``), so that the runner starts that kind's processes once.  Each answer lands
+    in ``answered[case.name]`` at its call's place."""
+    public = phases.KINDS[kind].public
+    for case in cases:
+        indices = [index for index, call in enumerate(case.calls)
+                   if call.public == public and phases.phase_of(call.scenario, call.args, public) == kind]
         if indices:
             runner.begin_test(case.name, public=public)
             fetched = runner.prefetch([(case.calls[i].scenario, case.calls[i].args, case.calls[i].timeout)
                                        for i in indices])
+            answers = answered.setdefault(case.name, [None] * len(case.calls))
             for index, answer in zip(indices, fetched):
                 answers[index] = answer
-    return answers
+
+
+def fetch_ahead(runner: Any, cases: list[Case]) -> dict[str, list[str | None]]:
+    """Every call of ``cases`` sent ahead through ``runner``, phase by phase (:func:`fetch_phase`); the answers by
+    case name, in call order."""
+    answered: dict[str, list[str | None]] = {case.name: [None] * len(case.calls) for case in cases}
+    for kind in range(len(phases.KINDS)):
+        fetch_phase(runner, cases, answered, kind)
+    return answered
+
+
+def _matches(case: Case, answers: list[str | None], public: bool | None = None) -> bool:
+    """Whether ``case`` passes on ``answers`` without running its test: its verdict depends on the answers alone
+    and they equal the reference's.  With ``public`` (True or False): the case of that suite's test alone, which
+    must have made calls of its own.  A case with no call of its own got its data from a shared fixture (the
+    Quick Check answers): never."""
+    own = [(call, answer) for call, answer in zip(case.calls, answers) if public is None or call.public == public]
+    return case.answers_only and bool(own) and all(answer == call.answer for call, answer in own)
 
 
 def reference_agrees(found: Plan, runner: Any) -> bool:
@@ -219,13 +241,9 @@ def reference_agrees(found: Plan, runner: Any) -> bool:
     The canary for a plan taken from the cache: one batched round trip per case (about a
     third of a recording).  A disagreement means the plan or this machine changed since.
     """
-    for case in found.cases:
-        if not case.calls:
-            continue
-        if fetch_ahead(runner, case) != [c.answer for c in case.calls]:
-            return False
-        runner.forget_prefetched(case.name)
-    return True
+    cases = [case for case in found.cases if case.calls]
+    answered = fetch_ahead(runner, cases)
+    return all(answered[case.name] == [c.answer for c in case.calls] for case in cases)
 
 
 def current_plan(runner_factory: Any = None, solution: Path = locations.REFERENCE_SOLUTION, check: bool = False,
@@ -280,25 +298,64 @@ def grade_with_plan(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ..
         return judge.grade_staged(runner, items, notes)
     started = time.monotonic()
     wanted = {item.test for item in items}
-    passed: list[judge.Outcome] = []
-    answered: dict[str, list[str | None]] = {}  # kept for the diagnosis (autograder.diagnosis)
-    for case in plan.cases:
-        if case.test not in wanted:
-            continue
-        answers = answered[case.name] = fetch_ahead(runner, case)
-        # A case with no call of its own got its data from a shared fixture (the Quick Check answers): run it.
-        if case.answers_only and case.calls and answers == [c.answer for c in case.calls]:
-            passed.append(judge.Outcome(case.test, case.name, True))
-            runner.forget_prefetched(case.name)
-    fast = {o.test for o in passed}
-    by_test = {case.test: [c.name for c in plan.cases if c.test == case.test] for case in plan.cases}
-    names = {o.case for o in passed}
-    done = {test for test in fast if all(name in names for name in by_test[test])}
-    rest = tuple(item for item in items if item.test not in done)
-    outcomes, pytest_output = judge.run_suites(runner, rest) if rest else ([], "")
-    outcomes = [o for o in passed if o.test in done] + outcomes
-    report = judge.build_report(runner, items, outcomes, pytest_output, notes, started)
+    cases = [case for case in plan.cases if case.test in wanted]
+    answered: dict[str, list[str | None]] = {case.name: [None] * len(case.calls) for case in cases}
+    by_test: dict[str, list[Case]] = {}
+    for case in cases:
+        by_test.setdefault(case.test, []).append(case)
+    passes: dict[bool, set[str]] = {True: set(), False: set()}  # cases whose own calls matched, by suite
+    again: set[str] = set()  # public checks' cases whose calls did not match: run in pytest
+    ran: set[str] = set()  # tests run in pytest (a test passes as a whole only if it never was)
+    outcomes: list[judge.Outcome] = []
+    printed: list[str] = []
+    # Phase by phase: a kind's calls fetched, then its tests that must run in pytest, live calls included.
+    for kind, phase in enumerate(phases.KINDS):
+        fetch_phase(runner, cases, answered, kind)
+        public = phase.public
+        passes[public] = {case.name for case in cases if _matches(case, answered[case.name], public=public)}
+        if public:
+            again = {case.name for case in cases if any(c.public for c in case.calls) and case.name not in passes[True]}
+            due = {case.test for case in cases if case.name in again} | (wanted - set(by_test))
+            select = _retry_public(again, by_test)
+        else:
+            # A test not passed as a whole runs in pytest; each of its cases whose own calls matched passes as it
+            # would there, without running (the public checks' cases that ran before keep those outcomes).
+            due = wanted - {test for test, found in by_test.items()
+                            if all(_matches(case, answered[case.name]) for case in found)}
+            select = _finish(passes, again, by_test)
+        rows = tuple(item for item in items if item.test in due and judge.phase(item, public) == kind)
+        if rows:
+            found, output = judge.run_suites(runner, rows, select=select)
+            outcomes += found
+            printed.append(output)
+            ran |= {item.test for item in rows}
+    done = {test for test, found in by_test.items()
+            if test not in ran and all(_matches(case, answered[case.name]) for case in found)}
+    outcomes = [judge.Outcome(case.test, case.name, True) for case in cases if case.test in done] + outcomes
+    report = judge.build_report(runner, items, outcomes, "\n".join(printed).strip(), notes, started)
     report.plan, report.answers = plan, answered
     report.staff_log = (f"call plan ({plan.origin}): {len(done)} of {len({i.test for i in items})} tests passed by "
-                        f"matching the reference's answers; {len(rest)} run in pytest\n\n" + report.staff_log).strip()
+                        f"matching the reference's answers; {len(wanted - done)} run in pytest\n\n"
+                        + report.staff_log).strip()
     return report
+
+
+def _retry_public(again: set[str], by_test: dict[str, list[Case]]) -> Callable[[str, str, bool], str]:
+    """A public phase's ``select``: the public checks' cases whose answers differed (or that the plan lacks) run."""
+    from autograder.engine import judge
+
+    return lambda test, name, public: judge.RUN if public and (name in again or test not in by_test) else judge.DROP
+
+
+def _finish(passes: dict[bool, set[str]], again: set[str], by_test: dict[str, list[Case]]
+            ) -> Callable[[str, str, bool], str]:
+    """A hidden phase's ``select``: a case whose own calls matched passes, a public one that ran already is left
+    out, the rest runs."""
+    from autograder.engine import judge
+
+    return lambda test, name, public: (judge.PASS if name in passes[public] else
+                                       judge.DROP if public and (name in again or test not in by_test) else judge.RUN)
+
+
+def _rows(items: tuple[rubric.Item, ...], tests: set[str]) -> tuple[rubric.Item, ...]:
+    return tuple(item for item in items if item.test in tests)

@@ -13,6 +13,11 @@
   owns) and the next call gets fresh ones.  Import faults are
   remembered per file, so tests that do not need a broken file still run; hangs are
   budgeted per file (deterministic) and the submission's wall budget bounds the rest.
+* **Phases.**  Processes of one kind (:mod:`autograder.engine.phases`) are alive at a time: before it starts
+  one of another kind the runner ends every live one and waits until they are gone, and it starts one of kind K
+  only inside the machine's room K, so no other grading's process of another kind is alive either.  A public
+  kind after a hidden one is refused (:class:`~autograder.engine.phases.PhaseOrderError`): the judge orders
+  its calls so that it never asks.
 * **Time.**  Import and call limits are CPU time of the process running the student's code
   (a busy machine is never charged), counted from its "started" message: the grader's own
   set-up of the process comes before it and is not the submission's (:class:`SetupFailed`).
@@ -45,7 +50,7 @@ from checks.runners import harness
 from checks.student import serve
 
 from autograder import settings
-from autograder.engine import budget, cleanup, confine, strings, uids
+from autograder.engine import budget, cleanup, confine, phases, strings, uids
 from autograder.engine.files import kill_uid
 from autograder.engine.file_faults import FileFaults
 from autograder.engine.student_processes import OutputLog, StudentProcess
@@ -59,6 +64,10 @@ IMPORT_ORDER, SCENARIO_NEEDS = serve.IMPORT_ORDER, serve.SCENARIO_NEEDS
 SCRATCH_FAULT = (f"wrote more than {confine.SCRATCH_BYTES // 2**20} MiB (or {confine.SCRATCH_ENTRIES} files) "
                  "to its scratch folder; it was stopped")
 
+
+#: Wall seconds an ended student process may take to be gone (its files closed) before another kind starts: a
+#: SIGKILLed process takes milliseconds; one stuck in the kernel longer is given up on after this.
+GONE_SECONDS = 5.0
 
 #: Wall seconds a new student process may take for the grader's own set-up (namespaces, covers, Landlock,
 #: seccomp), before any student code runs: not charged to the submission; past it the grader is at fault.
@@ -76,6 +85,21 @@ def canonical(value: Any) -> str:
 
 def _call_key(scenario: str, args: dict[str, Any]) -> str:
     return canonical([scenario, args])
+
+
+def _log_lifetimes(grading: str, ended: list[StudentProcess]) -> None:
+    """One JSON line per ended process (kind, born, gone: this machine's monotonic clock) where a test asks."""
+    path = settings.phase_log()
+    if path is None or not ended:
+        return
+    gone = time.monotonic()
+    lines = "".join(json.dumps({"grading": grading, "kind": phases.KINDS[p.kind].name, "born": p.born, "gone": gone})
+                    + "\n" for p in ended)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, lines.encode())
+    finally:
+        os.close(fd)
 
 
 class SandboxRunner:
@@ -134,6 +158,13 @@ class SandboxRunner:
         #: classify by this, never by message text (which student code can imitate).
         self.limits_hit: dict[str, str] = {}
         self._test_fault_kind = ""
+        #: The kind (index in phases.KINDS) of every live process, None when none is alive; the room it holds.
+        self._kind: int | None = None
+        self._rooms = phases.Rooms()
+        self._hidden_started = False  # a process of a hidden kind has started: no public one may start any more
+        self._grading = f"{os.getpid()}-{id(self)}-{time.monotonic()}"  # this runner, in the test hook's log
+        #: The judge asked for a public kind after a hidden one: the grader's fault (grader.grade_submission raises)
+        self.phase_fault: phases.PhaseOrderError | None = None
 
     @property
     def import_faults(self) -> dict[str, str]:
@@ -166,9 +197,30 @@ class SandboxRunner:
 
     # -- lifecycle
 
+    def _enter_phase(self, kind: int) -> None:
+        """Make room for a process of ``kind``: end every live process of another kind (and wait until it is
+        gone), then enter the machine's room of ``kind`` (waiting while another grading is in another room).
+
+        Raises:
+            PhaseOrderError: a public kind after a hidden one in this grading (the grader's fault).
+        """
+        if phases.KINDS[kind].public and self._hidden_started:
+            self.phase_fault = self.phase_fault or phases.PhaseOrderError(
+                f"test {self._test}: a process of kind {phases.KINDS[kind].name} was asked for after one of a hidden "
+                "kind had started")
+            raise self.phase_fault
+        if self._kind is not None and self._kind != kind:
+            self._kill_all()
+        waited = time.monotonic()
+        self._rooms.enter(kind)
+        self.started += time.monotonic() - waited  # waiting for other gradings is never the submission's time
+        self._kind = kind
+        self._hidden_started = self._hidden_started or not phases.KINDS[kind].public
+
     def _spawn(self, modules: tuple[str, ...]) -> StudentProcess:
         """A new student process in the lowest free slot: its own uid of the block and its own fresh scratch
         folder, so nothing another process of this submission left anywhere is within its reach."""
+        self._enter_phase(phases.kind_of(modules, self._public))
         taken = {process.slot for process in self._live()}
         slot = next(k for k in range(uids.BLOCK - 1) if k not in taken)  # at most 4 file sets x public/hidden
         uid = uids.process_uid(self.uid, slot) if self.uid is not None else None
@@ -184,11 +236,12 @@ class SandboxRunner:
         output_r, output_w = os.pipe()
         request = SpawnRequest(str(self.submission), str(scratch), modules, uid, self.hide, self.limits,
                                self.device_access, self.runtime_guard, group=self.uid)
+        born = time.monotonic()  # before the zygote forks it: a bound on when it was alive
         pid = self.zygote.spawn(request, [request_r, reply_w, output_w])
         for fd in (request_r, reply_w, output_w):
             os.close(fd)
         process = StudentProcess(pid, request_w, reply_r, output_r, self._test)
-        process.slot = slot
+        process.slot, process.kind, process.born = slot, self._kind, born
         return process
 
     def _start(self, wanted: tuple[str, ...]) -> StudentProcess:
@@ -258,15 +311,20 @@ class SandboxRunner:
         return [*self._processes.values(), *([self._starting] if self._starting is not None else [])]
 
     def _kill_all(self) -> None:
-        """End every student process of this submission, and whatever their uids still run."""
-        for process in self._live():
+        """End every student process of this submission, and whatever their uids still run; wait until they
+        are gone, then leave the room of their kind."""
+        ended = self._live()
+        for process in ended:
             self.output.drain(process)
-            process.close()
+            process.close(wait=GONE_SECONDS)
         self._processes.clear()
         self._starting = None
         if self._uids_dirty and os.geteuid() == 0:  # even when a process ended by itself: its
             kill_uid(*sorted(self._uids_dirty))  # daemons (setsid, double fork) outlive it
         self._uids_dirty.clear()  # one short-lived child per uid: only those that ran something since
+        _log_lifetimes(self._grading, ended)
+        self._rooms.leave()
+        self._kind = None
 
     def release(self) -> None:
         """End the student processes now (their CUDA contexts with them); the next call starts fresh ones."""
@@ -448,11 +506,6 @@ class SandboxRunner:
                     break
                 answers[index] = canonical({key: reply[key] for key in ("ok", "fault") if key in reply})
         return answers
-
-    def forget_prefetched(self, case: str) -> None:
-        """Drop what :meth:`prefetch` kept for ``case``, public and hidden (it passed without running its test)."""
-        for public in (True, False):
-            self._prefetched.pop((case, public), None)
 
     def source(self, module: str) -> str | None:
         """The text of one contract file (read by the judge, never executed), or None."""

@@ -45,6 +45,8 @@ class StudentProcess:
         #: request), so what it prints late, or what is drained when another test ends it, stays with that test.
         self.owner = owner
         self.slot = -1  # its place in the runner's block of uids and scratch folders (SandboxRunner._spawn)
+        self.kind = 0  # its kind, an index in autograder.engine.phases.KINDS (SandboxRunner._spawn)
+        self.born = time.monotonic()  # when the runner asked the zygote for it (SandboxRunner._spawn)
         self.request_fd, self.reply_fd, self.output_fd = request_fd, reply_fd, output_fd
         os.set_blocking(output_fd, False)
         try:  # readable once the process ends, even while a child of it still holds the reply pipe open
@@ -60,8 +62,12 @@ class StudentProcess:
         #: ...and whether it was computing all along (limit), or for at least COMPUTING_SHARE of the wait.
         self.computing = False
 
-    def close(self) -> None:
+    def close(self, wait: float = 0.0) -> None:
+        """Kill the process group and release the pipes; with ``wait``, first wait up to that many seconds until
+        the process has ended (its pidfd readable: its files closed, its locks released)."""
         self.gone()
+        if wait and self.pidfd >= 0:
+            select.select([self.pidfd], [], [], wait)
         for fd in (self.request_fd, self.reply_fd, self.pidfd, self.output_fd, self.stat_fd):
             if fd >= 0:
                 try:
