@@ -89,6 +89,10 @@ EN: dict[str, str] = {
     "what.matches_torch": "Your scaler must behave exactly like torch.amp.GradScaler('cpu') on this run: the same "
                           "scale, tracker and skipped steps (exactly for power-of-two factors, to 1e-6 otherwise), "
                           "parameters to 1e-6.",
+    "what.stateful": "Your scaler must behave exactly like torch.amp.GradScaler('cpu') after any sequence of calls: "
+                     "every result, error and observation bit for bit (the gradients are multiplied by the float32 "
+                     "reciprocal of the scale; a growth tracker restored at or above growth_interval keeps counting). "
+                     "This is the shortest sequence found where yours differs.",
     "what.skipped_step": "step() must skip optimizer.step() (return None and leave the parameters as they were) when a "
                          "gradient holds inf or -inf, also when it was found by an explicit unscale_() before step() "
                          "(as when clipping), and otherwise return what optimizer.step() returned. (Here the inf is "
@@ -403,6 +407,10 @@ KO: dict[str, str] = {
     "what.matches_torch": "이 실행에서 여러분의 스케일러는 torch.amp.GradScaler('cpu')와 똑같이 동작해야 합니다. 스케일, "
                           "추적기, 건너뛴 스텝이 같아야 하고(2의 거듭제곱 계수에서는 정확히, 그 밖에는 1e-6까지), "
                           "파라미터는 1e-6까지 같아야 합니다.",
+    "what.stateful": "어떤 호출 순서 뒤에도 여러분의 스케일러는 torch.amp.GradScaler('cpu')와 똑같이 동작해야 합니다. "
+                     "모든 결과, 오류, 관찰값이 비트 단위로 같아야 합니다(기울기에는 스케일의 float32 역수를 곱하고, "
+                     "growth_interval 이상으로 복원된 성장 추적기는 계속 셉니다). 여러분의 것이 달라지는 가장 짧은 "
+                     "호출 순서는 다음과 같습니다.",
     "what.skipped_step": "기울기에 inf나 -inf가 있으면 step()은 optimizer.step()을 건너뛰어야 합니다(None을 돌려주고 "
                          "파라미터는 그대로 둠). step() 전에 명시적으로 호출한 unscale_()가 찾아낸 경우(클리핑할 때처럼)도 "
                          "마찬가지입니다. 그렇지 않으면 optimizer.step()이 돌려준 값을 돌려줍니다. (여기서 inf를 찾은 "
