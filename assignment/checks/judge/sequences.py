@@ -64,7 +64,7 @@ ROWS: dict[str, str] = {
 #: mistake seen at every scale is shown at one, and one seen only elsewhere keeps the scale it needs.
 #: No scale a few backoffs take to 0 (a subnormal one): torch then multiplies by an infinite reciprocal, outside
 #: the contract.
-_INIT_SCALES = (2.0, 1.0, 3.0, 65536.0, 0.1, 2.0**-24, 2.0**127, 3.4e38, 7, True)
+_INIT_SCALES = (2.0, 1.0, 3.0, 65536.0, 0.1, 2.0**-24, 2.0**127, 3.4e38, 7)  # a bool is not graded
 _GROWTH = (2.0, 4.0, 1.5, 3.0, 1.0001, 1e10)
 _BACKOFF = (0.5, 0.25, 0.3, 0.9, 0.999, 1e-3)
 _INTERVALS = (1, 2, 3, 5, 2000)
@@ -300,15 +300,17 @@ def _values_kind(args: dict[str, Json], expected: Sequence[dict[str, Json]], ind
 def _walk(args: dict[str, Json], expected: Sequence[dict[str, Json]], upto: int) -> dict[str, Json]:
     """What torch's run had seen before call ``upto``: the last state-changing call, its last observation and
     state_dict, the gradients set, and the overflowing gradients each optimizer unscaled since the last update."""
-    seen: dict[str, Json] = {"cause": None, "observe": None, "state": None, "grads": {}, "overflowing": {},
-                             "restored": False}
+    seen: dict[str, Json] = {"cause": None, "observe": None, "state": None, "grads": {}, "overflowing": {}}
     for index, (op, result) in enumerate(zip(args["ops"][:upto], expected[:upto])):
         kind, ok = op["op"], "ok" in result
         if kind in ("new", "update", "load_state_dict"):
             seen["cause"] = index
             if kind == "update" and ok:
                 seen["overflowing"] = {}
-            seen["restored"] = seen["restored"] or (kind == "load_state_dict" and ok)
+            if kind == "load_state_dict" and ok:  # what torch holds now, whether or not a read follows
+                seen["state"] = op["state"]
+                seen["observe"] = {"scale": float32(float(op["state"]["scale"])),
+                                   "tracker": op["state"]["_growth_tracker"]}
         elif kind == "observe" and ok:
             seen["observe"] = result["ok"]
         elif kind == "state_dict" and ok:
