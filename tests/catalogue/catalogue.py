@@ -387,7 +387,7 @@ STATEFUL_BUGS = [
         "grows at once instead of counting on.",
         Patch(S, "            elif self._growth_tracker + 1 == self._growth_interval:\n",
               "            elif self._growth_tracker + 1 >= self._growth_interval:\n"),
-        fail={"1.11"}, band=(80, 82)),
+        fail={"1.11"}, band=(80, 86)),  # the public example's few sequences may miss it (then half the row)
     bug("load_state_dict_clamps_tracker",
         "load_state_dict() clamps a restored tracker below growth_interval.",
         Patch(S, "        self._growth_tracker = int(state_dict[\"_growth_tracker\"])\n",
