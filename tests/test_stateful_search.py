@@ -62,7 +62,7 @@ def test_every_kind_is_charged_to_a_task_1_row() -> None:
 @pytest.mark.parametrize("public", [True, False], ids=["public", "hidden"])
 def test_the_solution_matches_torch_on_every_sequence(public: bool) -> None:
     behaviours.differential_search(InProcess(ROOT / "solutions"), sequences.call_sequences(public=public),
-                                   25 if public else 100)
+                                   10 if public else 100)
 
 
 def test_a_tracker_restored_above_the_interval_keeps_counting(tmp_path: Path) -> None:
