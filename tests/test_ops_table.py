@@ -45,7 +45,7 @@ WRITTEN: dict[str, dict[str, Any]] = {
     "scale": {"op": "scale", "values": [[1.0, 2.0], 3.0], "dtype": "float16", "container": "list"},
     "unscale_": {"op": "unscale_", "opt": 0},
     "step": {"op": "step", "opt": 0},
-    "update": {"op": "update", "new_scale": 4.0},
+    "update": {"op": "update", "new_scale": 4.0, "tensor": True},
     "clip": {"op": "clip", "opt": 0, "max_norm": 1.0},
     "params": {"op": "params", "opt": 0},
     "grads_of": {"op": "grads_of", "opt": 0},

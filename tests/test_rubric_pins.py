@@ -355,6 +355,16 @@ WORDS: dict[str, str] = {
         'only the first gradient is checked for inf/NaN',
     'only_first_param_group':
         "only the optimizer's first parameter group is unscaled and checked",
+    'div_by_scale_tensor':
+        'unscale_() divides the gradients by the scale instead of multiplying them by its reciprocal rounded to float32',
+    'unscale_in_float64':
+        'unscale_() multiplies the gradients by the float64 reciprocal instead of the reciprocal rounded to float32',
+    'growth_at_or_above_interval':
+        'update() grows once the tracker is at or above growth_interval (>=) instead of when it reaches it (==)',
+    'load_state_dict_clamps_tracker':
+        'load_state_dict() clamps a restored growth tracker below growth_interval',
+    'new_scale_tensor_ignored':
+        'update(new_scale) sets the scale only for a Python float, not for a one-element tensor',
     'crash_on_none_grads':
         'parameters whose .grad is None are not skipped',
     'checks_inf_after_unscale':

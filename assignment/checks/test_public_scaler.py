@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checks.judge import behaviours, expect, cases
+from checks.judge import behaviours, expect, cases, sequences
 from checks.words import say
 
 
@@ -105,6 +105,7 @@ def test_matches_torch_gradscaler(student: Any) -> None:
                 {"op": "grads", "opt": 1, "values": [[2.0, 4.0, 8.0]]}, {"op": "step", "opt": 1},
                 {"op": "update"}, {"op": "observe"}]
     behaviours.matches_torch(student, {"world": w, "ops": ops}, powers_of_two=True)
+    behaviours.differential_search(student, sequences.call_sequences(public=True), 10)
 
 
 def test_unscale_bit_exact(student: Any) -> None:

@@ -89,6 +89,10 @@ EN: dict[str, str] = {
     "what.matches_torch": "Your scaler must behave exactly like torch.amp.GradScaler('cpu') on this run: the same "
                           "scale, tracker and skipped steps (exactly for power-of-two factors, to 1e-6 otherwise), "
                           "parameters to 1e-6.",
+    "what.stateful": "Your scaler must behave exactly like torch.amp.GradScaler('cpu') after any sequence of calls: "
+                     "every result, error and observation bit for bit (the gradients are multiplied by the float32 "
+                     "reciprocal of the scale; a growth tracker restored at or above growth_interval keeps counting). "
+                     "This is the shortest sequence found where yours differs.",
     "what.skipped_step": "step() must skip optimizer.step() (return None and leave the parameters as they were) when a "
                          "gradient holds inf or -inf, also when it was found by an explicit unscale_() before step() "
                          "(as when clipping), and otherwise return what optimizer.step() returned. (Here the inf is "
@@ -405,6 +409,10 @@ KO: dict[str, str] = {
     "what.matches_torch": "이 실행에서 여러분의 스케일러는 torch.amp.GradScaler('cpu')와 똑같이 동작해야 합니다. 스케일, "
                           "추적기, 건너뛴 스텝이 같아야 하고(2의 거듭제곱 계수에서는 정확히, 그 밖에는 1e-6까지), "
                           "파라미터는 1e-6까지 같아야 합니다.",
+    "what.stateful": "어떤 호출 순서 뒤에도 여러분의 스케일러는 torch.amp.GradScaler('cpu')와 똑같이 동작해야 합니다. "
+                     "모든 결과, 오류, 관찰값이 비트 단위로 같아야 합니다(기울기에는 스케일의 float32 역수를 곱하고, "
+                     "growth_interval 이상으로 복원된 성장 추적기는 계속 셉니다). 여러분의 것이 달라지는 가장 짧은 "
+                     "호출 순서는 다음과 같습니다.",
     "what.skipped_step": "기울기에 inf나 -inf가 있으면 step()은 optimizer.step()을 건너뛰어야 합니다(None을 돌려주고 "
                          "파라미터는 그대로 둠). step() 전에 명시적으로 호출한 unscale_()가 찾아낸 경우(클리핑할 때처럼)도 "
                          "마찬가지입니다. 그렇지 않으면 optimizer.step()이 돌려준 값을 돌려줍니다. (여기서 inf를 찾은 "
@@ -684,6 +692,11 @@ MISTAKES: dict[str, dict[str, str]] = {
         "inf_check_via_sum": "inf/NaN is detected through the sum of each gradient (a finite sum can overflow)",
         # Task 1: unscale_, step, state
         "unscale_multiplies_by_scale": "unscale_() multiplies the gradients by the scale instead of its reciprocal",
+        "div_by_scale_tensor": "unscale_() divides the gradients by the scale instead of multiplying them by its reciprocal rounded to float32",
+        "unscale_in_float64": "unscale_() multiplies the gradients by the float64 reciprocal instead of the reciprocal rounded to float32",
+        "growth_at_or_above_interval": "update() grows once the tracker is at or above growth_interval (>=) instead of when it reaches it (==)",
+        "load_state_dict_clamps_tracker": "load_state_dict() clamps a restored growth tracker below growth_interval",
+        "new_scale_tensor_ignored": "update(new_scale) sets the scale only for a Python float, not for a one-element tensor",
         "unscale_not_in_place": "unscale_() replaces each .grad with a new tensor instead of changing it in place",
         "step_unscales_twice": "step() unscales again after an explicit unscale_()",
         "double_unscale_no_error": "a second unscale_() in the same iteration unscales again instead of raising",
@@ -765,6 +778,11 @@ MISTAKES: dict[str, dict[str, str]] = {
         "checks_inf_after_unscale": "inf/NaN을 언스케일하기 전이 아니라 뒤에 찾을",
         "inf_check_via_sum": "각 기울기의 합으로 inf/NaN을 감지할(유한한 값의 합도 오버플로할 수 있음)",
         "unscale_multiplies_by_scale": "unscale_()가 기울기에 스케일의 역수가 아니라 스케일을 곱할",
+        "div_by_scale_tensor": "unscale_()가 기울기에 float32로 반올림한 스케일의 역수를 곱하지 않고 스케일로 나눌",
+        "unscale_in_float64": "unscale_()가 기울기에 float32로 반올림한 역수가 아니라 float64 역수를 곱할",
+        "growth_at_or_above_interval": "update()가 추적기가 growth_interval에 이를 때(==)가 아니라 그 이상일 때(>=) 성장할",
+        "load_state_dict_clamps_tracker": "load_state_dict()가 복원한 성장 추적기를 growth_interval 아래로 잘라 낼",
+        "new_scale_tensor_ignored": "update(new_scale)이 Python float일 때만 스케일을 정하고 원소 하나짜리 텐서는 무시할",
         "unscale_not_in_place": "unscale_()가 각 .grad를 제자리에서 바꾸지 않고 새 텐서로 바꿔 끼울",
         "step_unscales_twice": "명시적인 unscale_() 뒤에 step()이 다시 언스케일할",
         "double_unscale_no_error": "같은 반복에서 두 번째 unscale_()가 오류를 발생시키지 않고 다시 언스케일할",

@@ -7,7 +7,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checks.judge import behaviours, expect, cases
+from autograder.engine import examples
+from checks.judge import behaviours, expect, cases, sequences
 
 
 @given(kwargs=cases.scaler_kwargs(), opts=st.integers(1, 3), data=st.data())
@@ -38,9 +39,10 @@ def test_one_backoff_per_update(student: Any, opts: int, bad_params: int, specia
     behaviours.one_backoff_per_update(student, opts, bad_params, special)
 
 
-@given(powers_of_two=st.booleans(), data=st.data())
-def test_matches_torch_gradscaler(student: Any, powers_of_two: bool, data: st.DataObject) -> None:
-    behaviours.matches_torch(student, data.draw(cases.generated_scenarios(powers_of_two)), powers_of_two)
+def test_matches_torch_gradscaler(student: Any) -> None:
+    count = examples.count_for("test_matches_torch_gradscaler")
+    behaviours.scenario_search(student, count)
+    behaviours.differential_search(student, sequences.call_sequences(), count)
 
 
 @given(scale=cases.power_of_two_scales, special=st.sampled_from(cases.SPECIALS + (None,)),

@@ -367,6 +367,40 @@ SCALE_STATE_BUGS = [
         fail={"1.1"}, band=(85, 89.9)),
 ]
 
+# Mistakes that only a sequence of calls shows, each at a state or scale no other row's inputs reach: the stateful
+# differential search (row 1.11) charges them.
+STATEFUL_BUGS = [
+    bug("div_by_scale_tensor",
+        "unscale_() divides the gradients by the scale instead of multiplying them by its float32 reciprocal: one "
+        "rounding off where the scale is not a power of two.",
+        Patch(S, "            grad.mul_(torch.tensor(inv_scale, dtype=torch.float32, device=grad.device))\n",
+              "            grad.div_(torch.tensor(self._scale, dtype=torch.float32, device=grad.device))\n"),
+        fail={"1.11"}, band=(80, 82)),
+    bug("unscale_in_float64",
+        "unscale_() multiplies the gradients by the float64 reciprocal and rounds the product, not by the "
+        "reciprocal rounded to float32.",
+        Patch(S, "            grad.mul_(torch.tensor(inv_scale, dtype=torch.float32, device=grad.device))\n",
+              "            grad.copy_(grad.double() * (1.0 / self._scale))\n"),
+        fail={"1.11"}, band=(80, 82)),
+    bug("growth_at_or_above_interval",
+        "update() grows once the tracker is at or above growth_interval (>=): a tracker restored above the interval "
+        "grows at once instead of counting on.",
+        Patch(S, "            elif self._growth_tracker + 1 == self._growth_interval:\n",
+              "            elif self._growth_tracker + 1 >= self._growth_interval:\n"),
+        fail={"1.11"}, band=(80, 86)),  # the public example's few sequences may miss it (then half the row)
+    bug("load_state_dict_clamps_tracker",
+        "load_state_dict() clamps a restored tracker below growth_interval.",
+        Patch(S, "        self._growth_tracker = int(state_dict[\"_growth_tracker\"])\n",
+              "        self._growth_tracker = min(int(state_dict[\"_growth_tracker\"]), self._growth_interval - 1)\n"),
+        fail={"1.11"}, band=(80, 82)),
+    bug("new_scale_tensor_ignored",
+        "update(new_scale) sets the scale only for a Python float: a one-element tensor falls through to the "
+        "usual backoff or growth.",
+        Patch(S, "        if new_scale is not None:\n            self._scale = _to_float32_scale(float(new_scale))\n",
+              "        if isinstance(new_scale, float):\n            self._scale = _to_float32_scale(float(new_scale))\n"),
+        fail={"1.11"}, band=(80, 82)),
+]
+
 AMP_STEP_BUGS = [
     bug("backward_inside_autocast",
         "Calls backward() inside the autocast block.",
@@ -570,7 +604,7 @@ CASCADES = {
                           "(row 2.5 has no effect to judge) and training never moves (2.10)",
 }
 
-BUGS: list[Entry] = UPDATE_RULE_BUGS + DETECTION_BUGS + UNSCALE_STEP_BUGS + SCALE_STATE_BUGS + AMP_STEP_BUGS \
+BUGS: list[Entry] = UPDATE_RULE_BUGS + DETECTION_BUGS + UNSCALE_STEP_BUGS + SCALE_STATE_BUGS + STATEFUL_BUGS + AMP_STEP_BUGS \
     + CHEATS + QUICK_CHECK_BUGS
 
 # ============================================================================ variants
@@ -583,11 +617,9 @@ VARIANTS: list[Entry] = [
             "Written from the handout alone: ctypes float32 rounding, string stages, torch.stack detection.",
             files={S: "variants/handout_only/loss_scaler.py"}),
     variant("plain_style",
-            "No type hints, boolean flags, struct rounding, div_ by the Python scale, helpers, other messages.",
+            "No type hints, boolean flags, struct rounding, mul_ by the struct-rounded reciprocal, helpers, other "
+            "messages.",
             files={S: "variants/plain_style/loss_scaler.py"}),
-    variant("div_by_scale_tensor", "Unscales with grad.div_(scale as a float32 tensor).",
-            Patch(S, "            grad.mul_(torch.tensor(inv_scale, dtype=torch.float32, device=grad.device))\n",
-                  "            grad.div_(torch.tensor(self._scale, dtype=torch.float32, device=grad.device))\n")),
     variant("foreach_python_reciprocal", "torch._foreach_mul_ with a Python float; found_inf from one stacked tensor.",
             Patch(S, UNSCALE_LOOP, """\
         found_inf = bool(grads) and not bool(torch.stack([torch.isfinite(g).all() for g in grads]).all())

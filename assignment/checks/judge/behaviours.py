@@ -15,10 +15,16 @@ itself; only :func:`matches_torch` (the differential row) compares everything wi
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Sequence
 
-from checks.judge import expect, cases
+from hypothesis import Phase, find, settings
+from hypothesis.errors import NoSuchExample
+from hypothesis import strategies as st
+from hypothesis.strategies import SearchStrategy
+
+from checks.judge import expect, cases, sequences
 from checks.runners.harness import SubmissionFault
 from checks.words import say
 
@@ -143,6 +149,71 @@ def matches_torch(student: Any, scenario: dict[str, Json], powers_of_two: bool) 
     what = say("what.matches_torch")
     expect.check_results(scenario, expected, got, rel=0.0 if powers_of_two else 1e-6, only=["observe", "step"], what=what)
     expect.check_results(scenario, expected, got, rel=1e-6, what=what)
+
+
+#: How many simpler sequences :func:`checks.judge.sequences.shrink` may try after the search found one that differs
+#: (each a round trip to the student's process): a bound on grading time.
+SHRINK_CALLS = 60
+
+
+def _shrunk(strategy: SearchStrategy, fails: Any, examples: int, shrink: bool = True) -> Any:
+    """The first of ``examples`` draws of ``strategy`` for which ``fails`` is true, shrunk by hypothesis unless
+    ``shrink`` is false (its ``find``, derandomized as every check), or None."""
+    phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
+    try:
+        return find(strategy, fails, settings=settings(max_examples=examples, phases=phases))
+    except NoSuchExample:
+        return None
+
+
+def scenario_search(student: Any, examples: int) -> None:
+    """:func:`matches_torch` on ``examples`` training runs of several optimizers and param groups (the scale and
+    factors powers of two or not); the simplest run that fails it is shown."""
+    drawn = st.booleans().flatmap(lambda powers_of_two: st.tuples(st.just(powers_of_two),
+                                                                   cases.generated_scenarios(powers_of_two)))
+
+    def fails(case: tuple[bool, dict[str, Json]]) -> bool:
+        try:
+            matches_torch(student, case[1], case[0])
+        except AssertionError:
+            return True
+        return False
+
+    found = _shrunk(drawn, fails, examples)
+    if found is not None:
+        matches_torch(student, found[1], found[0])
+
+
+def differential_search(student: Any, strategy: SearchStrategy, examples: int) -> None:
+    """The stateful differential search: ``examples`` sequences of calls (:mod:`checks.judge.sequences`), each
+    run on the student's scaler and on torch.amp.GradScaler('cpu') and compared call by call, bit for bit.
+
+    The first sequence that differs (derandomized: the same sequences on every run) is shrunk to a simpler one
+    (:func:`checks.judge.sequences.shrink`), which is charged to the row whose behaviour its first differing call
+    exercises (:data:`checks.judge.sequences.ROWS`).  This row fails only for its own kinds: one deviation, one row.
+    """
+    runs: dict[str, tuple[int | None, list[Json]]] = {}  # by sequence: its first difference and the answers
+
+    def first(args: dict[str, Json]) -> int | None:
+        key = json.dumps(args, sort_keys=True)
+        if key not in runs:
+            expected, got = cases.torch_results(args), _run(student, args)
+            if len(got) != len(args["ops"]):
+                expect.fail(say("results.malformed", got=len(got), calls=len(args["ops"])))
+            runs[key] = sequences.first_difference(args, expected, got), got
+        return runs[key][0]
+
+    found = _shrunk(strategy, lambda args: first(args) is not None, examples, shrink=False)
+    if found is None:
+        return
+    args = sequences.shrink(found, first, SHRINK_CALLS)
+    index = first(args)
+    expected, got = cases.torch_results(args), runs[json.dumps(args, sort_keys=True)][1]
+    if index is None or sequences.charged(args, expected, got, index) != sequences.DIFFERENTIAL:
+        return  # another row's behaviour: that row's own test charges it
+    op, want = args["ops"][index], expected[index]
+    wanted = say("do.raise", error=want["error"]["type"]) if "error" in want else expect.shown(op, want, should=True)
+    expect.mismatch(args, index, wanted, got[index], what=say("what.stateful"))
 
 
 def skipped_step(student: Any, sizes: Sequence[int], special: float, path: str) -> None:

@@ -131,9 +131,23 @@ def _step(scene: Scene, _op: dict[str, Json], optimizer: Any) -> Json:
     return {"called": changed, "returned": float(returned) if type(returned) is float else None}
 
 
+def _new_scale(op: dict[str, Json]) -> Any:
+    """``update``'s ``new_scale``: None, a Python float, or (``"tensor": true``) a one-element float32 tensor."""
+    value = op.get("new_scale")
+    return torch.tensor(value, dtype=torch.float32) if value is not None and op.get("tensor") else value
+
+
 def _update(scene: Scene, op: dict[str, Json], _opt: Any) -> Json:
-    scene.scaler.update(op.get("new_scale"))
+    scene.scaler.update(_new_scale(op))
     return None
+
+
+def _update_line(op: dict[str, Json]) -> str:
+    if op.get("new_scale") is None:
+        return "scaler.update()"
+    value = number(op["new_scale"])
+    return f"scaler.update(new_scale=torch.tensor({value}, dtype=torch.float32))" if op.get("tensor") \
+        else f"scaler.update(new_scale={value})"
 
 
 def grads_of(optimizer: torch.optim.Optimizer) -> list[Json]:
@@ -382,9 +396,7 @@ OPS: dict[str, Op] = {
     "unscale_": Op(run=_unscale, reply=_unscale_reply, line=_opt_call("unscale_"), printed=_unscale_printed,
                    last_lines=_unscale_lines),
     "step": Op(run=_step, reply=_step_reply, line=_opt_call("step"), printed=_step_printed, last_lines=_step_lines),
-    "update": Op(run=_update, reply=_nothing,
-                 line=lambda op: "scaler.update()" if op.get("new_scale") is None
-                 else f"scaler.update(new_scale={number(op['new_scale'])})"),
+    "update": Op(run=_update, reply=_nothing, line=_update_line),
     "clip": Op(run=lambda _s, op, opt: float(torch.nn.utils.clip_grad_norm_(all_params(opt), op["max_norm"])),
                needs_scaler=False,
                reply=lambda v: None if is_float(v) else "a clip_grad_norm_ result that is not a float",

@@ -1,5 +1,5 @@
 """Correct variant in a plain style: no type hints, boolean flags instead of an Enum,
-float32 rounding through ``struct``, ``div_`` by the scale, a growth counter that is
+float32 rounding through ``struct``, ``mul_`` by the reciprocal rounded through it, a growth counter that is
 incremented before it is compared, helper methods and different error messages.
 """
 import math
@@ -68,8 +68,9 @@ class ToyLossScaler:
         for p in params:
             if self._has_inf_or_nan(p.grad):
                 inf = True
+        inv = to_f32(1.0 / self.s)
         for p in params:
-            p.grad.div_(self.s)
+            p.grad.mul_(inv)
         st["inf"] = inf
         st["unscaled"] = True
 
