@@ -21,7 +21,7 @@ import pytest
 
 from autograder import settings
 from conftest import ROOT
-from test_isolation import DOCKER_CAPS, needs
+from test_isolation import DOCKER_CAPS, needs, nobody_python, nobody_root  # noqa: F401 - fixtures
 
 #: Student code that tries to leave a file for another student in world-writable folders (a course's shared
 #: folder, /var/crash...); it says what happened to each in the failure it raises.
@@ -40,11 +40,13 @@ def amp_step(*args, **kwargs):
 '''
 
 
-def grade_gpu(*args: str, setpriv: tuple[str, ...] = (), env: dict[str, str] | None = None,
-              ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*setpriv, sys.executable, "-m", "autograder", "grade-gpu", *args, "--dry"], cwd=ROOT,
+def grade_gpu(*args: str, setpriv: tuple[str, ...] = (), env: dict[str, str] | None = None, python: str = sys.executable,
+              root: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """``grade-gpu --dry`` with ``python`` from the checkout ``root`` (both packages imported from it)."""
+    path = {"PYTHONPATH": os.pathsep.join([str(root), str(root / "assignment")])} if root != ROOT else {}
+    return subprocess.run([*setpriv, python, "-m", "autograder", "grade-gpu", *args, "--dry"], cwd=root,
                           capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
+                          env={**os.environ, "OMP_NUM_THREADS": "1", **path, **(env or {})})
 
 
 @pytest.fixture
@@ -85,8 +87,11 @@ def test_a_gpu_student_process_can_write_nowhere_shared(tmp_path: Path, shared_f
     assert "WROTE" not in results and not list(shared_folder.glob("*/from-student"))
 
 
-def test_below_namespaces_grade_gpu_refuses_unless_the_operator_asks(tmp_path: Path) -> None:
-    """Docker's capabilities (no CAP_SYS_ADMIN): no namespaces, and a GPU process gets no Landlock either."""
+def test_below_namespaces_grade_gpu_refuses_unless_the_operator_asks(tmp_path: Path, nobody_python: str,
+                                                                    nobody_root: Path) -> None:
+    """Docker's capabilities (no CAP_SYS_ADMIN): no namespaces, and a GPU process gets no Landlock either.  Graded
+    with an interpreter and a checkout the sandbox's uids can read (a checkout in a 0700 folder is not: without a
+    mount namespace, nothing re-exposes the libraries CUDA loads, and the preflight says so)."""
     needs("docker")
     docker = ("setpriv", "--inh-caps=-all", f"--bounding-set={DOCKER_CAPS}")
     refused = grade_gpu(str(ROOT / "solutions"), "--out", str(tmp_path / "refused"), setpriv=docker)
@@ -95,8 +100,8 @@ def test_below_namespaces_grade_gpu_refuses_unless_the_operator_asks(tmp_path: P
     assert "GPU student code would run at isolation level 'seccomp'" in line and "CAP_SYS_ADMIN" in line, line
     assert "--min-isolation seccomp" in line and not (tmp_path / "refused" / "solutions").exists()
 
-    asked = grade_gpu(str(ROOT / "solutions"), "--out", str(tmp_path / "asked"), "--min-isolation", "seccomp",
-                      setpriv=docker)
+    asked = grade_gpu(str(nobody_root / "solutions"), "--out", str(tmp_path / "asked"), "--min-isolation", "seccomp",
+                      setpriv=docker, python=nobody_python, root=nobody_root)
     assert asked.returncode == 0, asked.stderr[-2000:]
     assert "WARNING: GPU student code runs at isolation level 'seccomp'" in asked.stderr
     assert "solutions: 10 / 10" in asked.stdout
@@ -209,6 +214,7 @@ def test_a_gpu_student_process_sees_only_its_allow_list(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "out" / "gpu_preflight.json").read_text())["isolation"] == "namespaces"
     results = json.loads((tmp_path / "out" / "alice" / "gpu_results.json").read_text())
     text = next(test["output"] for test in results["tests"] if "peek: " in test["output"])
-    # told: the folder being graded and the output folder, learnt from its command line
+    # told: what its command line names (nothing: the zygote erased it); given: the folder being graded, a classmate,
+    # the grader's files, whose paths it is handed here
     given = ",".join(["ENOENT"] * len(secret))
-    assert f"peek: told=ENOENT,ENOENT given={given} own=READ scratch=SEEN :end" in text, text
+    assert f"peek: told= given={given} own=READ scratch=SEEN :end" in text, text

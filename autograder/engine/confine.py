@@ -51,6 +51,7 @@ import signal
 import socket
 import sys
 import sysconfig
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -511,6 +512,7 @@ def confine(submission: str, scratch: str, namespaces: bool, gpu: bool = False, 
     filtered = apply_seccomp(gpu=gpu)
     os.environ.clear()
     os.environ.update(clean_environment(scratch))
+    tempfile.tempdir = scratch  # what the parent cached (its /tmp) is not this process's: the built TMPDIR is
     if namespaces:
         return "namespaces"
     if filtered:

@@ -127,6 +127,7 @@ class SandboxRunner:
         #: each student process runs as a uid of its own from the block (None: not root, no switch).
         self.uid = uid if uid is not None or os.geteuid() != 0 else uids.default_base(os.getpid())
         self._uids_dirty: set[int] = set()  # uids given to a process since the last _kill_all: what it must kill
+        self._slots_used: set[int] = set()  # slots (uids) any process of this submission has had
         # Off only to test the OS layers by themselves (a test hook: tests/test_hostile.py, tests/test_isolation.py).
         self.runtime_guard = settings.runtime_guard()
         self.files = FileFaults(self.limits.import_seconds, self.limits.hangs_per_module)
@@ -218,11 +219,14 @@ class SandboxRunner:
         self._hidden_started = self._hidden_started or not phases.KINDS[kind].public
 
     def _spawn(self, modules: tuple[str, ...]) -> StudentProcess:
-        """A new student process in the lowest free slot: its own uid of the block and its own fresh scratch
-        folder, so nothing another process of this submission left anywhere is within its reach."""
+        """A new student process in a slot no earlier process of this submission had (while the block lasts; then
+        the lowest free one): its own uid of the block and its own fresh scratch folder, so nothing another process
+        of this submission left anywhere is within its reach."""
         self._enter_phase(phases.kind_of(modules, self._public))
         taken = {process.slot for process in self._live()}
-        slot = next(k for k in range(uids.BLOCK - 1) if k not in taken)  # at most 4 file sets x public/hidden
+        free = [k for k in range(uids.BLOCK - 1) if k not in taken]  # at most 4 file sets x public/hidden alive
+        slot = next((k for k in free if k not in self._slots_used), free[0])
+        self._slots_used.add(slot)
         uid = uids.process_uid(self.uid, slot) if self.uid is not None else None
         scratch = self._scratch / f"p{slot}"
         shutil.rmtree(scratch, ignore_errors=True)  # what the slot's previous process left

@@ -36,7 +36,6 @@ import resource
 import signal
 import socket
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,7 +188,6 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
         isolation = confine.confine(request.submission, request.scratch, namespaces,  # also a clean environment
                                     gpu=device is not None, hidden=[*hidden, *INSTALLED_PACKAGE])
         sys.dont_write_bytecode = True
-        tempfile.tempdir = request.scratch  # the zygote's cached answer (/tmp) is not writable from here
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         torch.set_num_threads(1)
