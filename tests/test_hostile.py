@@ -293,8 +293,9 @@ def report(data: Graded) -> None:
     for case in data.cases.values():
         for name in case.results or (case.name,):
             result = data.results.get(name)
-            seconds = f"{result['execution_time']:6.1f} s" if result else "     - s"
-            lines.append(f"  {name:28s} {seconds}  score {result['score'] if result else '-'}")
+            took = (result or {}).get("execution_time")  # none where nothing was submitted: nothing ran
+            seconds = f"{took:6.1f} s" if took is not None else "     - s"
+            lines.append(f"  {name:28s} {seconds}  score {result.get('score', '-') if result else '-'}")
     print("\n".join(lines), file=sys.stderr)
 
 
@@ -319,6 +320,10 @@ def test_hostile_submission_is_graded_truthfully(graded: Graded, name: str, requ
 
 def check_result(graded: Graded, case: hostile.Case, result: dict[str, Any]) -> None:
     tests = by_number(result)
+    if case.nothing:  # nothing to grade: no score, no row, said so (a 0 would enter every statistic)
+        assert "score" not in result and result["tests"] == [], result
+        assert all(text in result["output"] for text in case.notes), result["output"]
+        return
     # a well-formed Gradescope results.json, with the real rows
     assert isinstance(result["score"], (int, float)) and isinstance(result["output"], str)
     assert {item.number for item in hostile_rubric()} <= set(tests)
@@ -375,6 +380,8 @@ def test_every_run_finished_and_wrote_a_gradebook(graded: Graded) -> None:
         for name, row in rows.items():
             if row["status"] == "graded":
                 assert float(row["score"]) == pytest.approx(graded.results[name]["score"])
+            elif row["status"] == "nothing submitted":
+                assert row["score"] == "" and graded.cases[name].nothing, row
             else:  # an upload that could not be read: no score a TA would upload, and a status that says why
                 assert row["score"] == "" and row["status"].startswith("could not be graded: "), row
 

@@ -74,6 +74,7 @@ class Case:
     score: float | None = None
     max_score: float | None = None
     error: bool = False  # intake refused it: results.error_results, with the refusal among ``notes``
+    nothing: bool = False  # no file to grade in it: "nothing submitted", no score and no row (never a zero)
     notes: tuple[str, ...] = ()  # substrings of the top-level output
     messages: dict[str, str] = field(default_factory=dict)  # rubric number -> substring of its output
     output_lacks: tuple[str, ...] = ()  # substrings that must not be in the top-level output
@@ -779,8 +780,7 @@ def many_members(kit: Kit) -> Case:
     with zipfile.ZipFile(path, "w") as bundle:
         for index in range(12_000):
             bundle.writestr(f"junk/{index}.txt", b"")
-    return Case(kit.name, path, error=True, notes=("many_members.zip holds 12000 entries; that is not a submission",),
-                group="archives")
+    return Case(kit.name, path, nothing=True, notes=("Nothing submitted",), group="archives")  # no contract file
 
 
 @case
@@ -823,12 +823,13 @@ def corrupt_member_zip(kit: Kit) -> Case:
 @case
 def empty_folder(kit: Kit) -> Case:
     (kit.dest / kit.name).mkdir()
-    return Case(kit.name, kit.dest / kit.name, score=0.0, notes=("Missing",), group="archives")
+    return Case(kit.name, kit.dest / kit.name, nothing=True, notes=("Nothing submitted",), group="archives")
 
 
 @case
 def empty_zip(kit: Kit) -> Case:
-    return Case(kit.name, _zip(kit.dest / "empty_zip.zip", []), score=0.0, notes=("Missing",), group="archives")
+    return Case(kit.name, _zip(kit.dest / "empty_zip.zip", []), nothing=True, notes=("Nothing submitted",),
+                group="archives")
 
 
 @case
