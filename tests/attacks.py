@@ -520,10 +520,13 @@ PRINT_LATE_INIT = '''
 
 def is_hidden_input(init_scale: float, growth_factor: float, backoff_factor: float) -> bool:
     """Tells hidden inputs apart as a student can: the public checks (assignment/checks) build scalers whose initial
-    scale and factors are powers of two, bar row 1.7's example; any other scaler built is a hidden test's."""
+    scale and factors are powers of two, bar row 1.7's example and the public search's fixed lists (its sequences
+    draw from them: checks/judge/sequences.py); any other scaler built is a hidden test's."""
     values = [init_scale, growth_factor, backoff_factor]
-    powers = all(value > 0 and math.frexp(value)[0] == 0.5 for value in values)
-    return not powers and values != [0.1, 1.1, 0.3]
+    lists = [(2.0, 1.0, 3.0, 65536.0, 0.1, 2.0**-24, 2.0**127, 3.4e38, 7), (2.0, 4.0, 1.5, 3.0, 1.0001, 1e10),
+             (0.5, 0.25, 0.3, 0.9, 0.999, 1e-3)]
+    public = all((value > 0 and math.frexp(value)[0] == 0.5) or value in listed for value, listed in zip(values, lists))
+    return not public and values != [0.1, 1.1, 0.3]
 
 
 #: The same, in a submission (which remembers what it saw in ``_HIDDEN_SEEN``).

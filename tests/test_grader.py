@@ -126,7 +126,7 @@ def test_a_row_shows_its_first_failing_case_in_full_and_the_others_in_one_line()
     outcomes.append(judge.Outcome(item.test, f"{item.test}[0.1]", False, "We called\nthe effects differ:"))
     [row], _ = judge.score(outcomes, (item,))
     assert row.message == ("[0.001] " + full.format(norm="0.001") + "\n\n[0.01] `amp_step(..., max_grad_norm=0.01)`"
-                           "\n\n[0.1] fails the same way")
+                           " … Hint: unscale first.\n\n[0.1] fails the same way")  # a whole sentence, its outcome too
 
 
 def test_the_likely_mistake_line_comes_before_the_failure() -> None:

@@ -267,8 +267,8 @@ def test_the_judge_gives_hidden_property_tests_their_examples(tmp_path: Path) ->
     public = SimpleNamespace(obj=property_test(), fspath=ROOT / "assignment" / "checks" / "test_public_scaler.py",
                              name="test_property", originalname="test_property")
     items: list[Any] = [hidden, public]
-    judge.JudgePlugin(runner=None, tests={"test_property"}).pytest_collection_modifyitems(items)
-    assert [item.obj._hypothesis_internal_use_settings.max_examples for item in items] == [expected, 25]
+    judge.JudgePlugin(runner=None, tests={"test_property"}).pytest_collection_modifyitems(items)  # public first
+    assert [item.obj._hypothesis_internal_use_settings.max_examples for item in (hidden, public)] == [expected, 25]
 
 
 # --------------------------------------------------------------------------- 5: limits

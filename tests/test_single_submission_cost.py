@@ -239,15 +239,17 @@ from autograder.engine import sandbox
 zygote = sandbox.start_zygote()
 runner = sandbox.SandboxRunner(Path({root!r}) / "solutions", limits=sandbox.Limits(call_seconds=30, import_seconds=30))
 args = {{"world": {{"optimizers": [{{"groups": [[2]]}}], "device": "cpu"}}, "ops": [{{"op": "new"}}, {{"op": "observe"}}]}}
-for test, public in (("hidden", False), ("public", True)):
-    runner.begin_test(test, public=public)
-    runner.run("scaler_ops", args)
-task2 = runner._start(("amp_step",))
 def parent(pid):
     return int(Path(f"/proc/{{pid}}/stat").read_text().rsplit(")", 1)[1].split()[1])
+parents = []
+for test, public in (("public", True), ("hidden", False)):  # in phase order: each ends the one before
+    runner.begin_test(test, public=public)
+    runner.run("scaler_ops", args)
+    parents += [parent(p.pid) for p in runner._live()]
+task2 = runner._start(("amp_step",))
 helpers = [int(p) for p in os.listdir("/proc") if p.isdigit() and parent(p) == zygote.pid and int(p) != task2.pid]
 print(json.dumps({{"zygote": zygote.pid, "helpers": helpers,
-                  "parents": [parent(p.pid) for p in runner._live() if p is not task2],
+                  "parents": parents,
                   "task2_parent": parent(task2.pid),
                   "helper_fds": sorted(t.split(":")[0] for f, t in fds(helpers[0]).items() if before.get(f) != t),
                   "task2_sockets": sorted(t.split(":")[0] for t in fds(task2.pid).values() if t.startswith("socket"))}}))

@@ -223,7 +223,8 @@ class Zygote:
         pid = os.fork()
         if pid == 0:  # the zygote
             parent.close()
-            confine.forget_command_line_and_environment()  # before any student process is forked
+            # before any student process is forked; ``ps`` shows them as the grader's, by its pid alone
+            confine.forget_command_line_and_environment(f"amp-student grader={os.getppid()}")
             self._serve(child)
         child.close()
         self.pid = pid
