@@ -105,6 +105,12 @@ def test_matches_torch_gradscaler(student: Any) -> None:
                 {"op": "grads", "opt": 1, "values": [[2.0, 4.0, 8.0]]}, {"op": "step", "opt": 1},
                 {"op": "update"}, {"op": "observe"}]
     behaviours.matches_torch(student, {"world": w, "ops": ops}, powers_of_two=True)
+    # A checkpoint saved with a tracker past the interval (torch loads any): a clean step counts on, it does not grow.
+    state = {"scale": 4.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2, "_growth_tracker": 3}
+    restored = [{"op": "new", "kwargs": {}}, {"op": "load_state_dict", "state": state}, {"op": "observe"},
+                {"op": "grads", "opt": 0, "values": [[1.0, -2.0]]}, {"op": "step", "opt": 0}, {"op": "update"},
+                {"op": "observe"}, {"op": "state_dict"}]
+    behaviours.matches_torch(student, {"world": cases.world([[[2]]]), "ops": restored}, powers_of_two=True)
     behaviours.differential_search(student, sequences.call_sequences(public=True), 10)
 
 
