@@ -3,7 +3,8 @@
 In its private mount namespace the process gets a new root, an empty tmpfs into which only the system
 (:data:`SYSTEM`, :data:`DEVICES`), the interpreter (its prefixes, torch's site-packages, the public checks), its
 staged submission and what a GPU process needs (``DeviceAccess``) are bind-mounted, each at its own path, with the
-links on the way recreated; then ``pivot_root``, and the old root is detached.  Whatever path the process learns,
+links on the way recreated; then ``pivot_root``, and the old root is detached (``chroot`` where the grader itself
+runs in a chroot, whose root pivot_root refuses).  Whatever path the process learns,
 nothing else exists for it (``ENOENT``); a folder on the way to an allowed path holds only that way.  The one
 deny-list is within the allow-list: the grader's own files where they lie inside an allowed folder (a pip-installed
 package in site-packages).  What it holds and why: docs/security.md, *The built view*.
@@ -11,8 +12,11 @@ package in site-packages).  What it holds and why: docs/security.md, *The built 
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import platform
+import stat
 import sys
 from typing import Any, Iterable, Sequence
 
@@ -100,10 +104,33 @@ def _pivot(libc: Any, links: list[tuple[str, str]], binds: list[str], scratch: s
         os.makedirs(new + folder, exist_ok=True)
     pivot = _PIVOT_ROOT.get(platform.machine())
     os.chdir(new)
-    if pivot is None or libc.syscall(pivot, b".", b".") != 0 or libc.umount2(b".", _MNT_DETACH) != 0:
+    if pivot is not None and libc.syscall(pivot, b".", b".") == 0:
+        if libc.umount2(b".", _MNT_DETACH) != 0:
+            return False
+    elif not _chroot_instead(libc):
         return False
     os.chdir("/")
     for folder in grader:  # strictly inside an allowed folder (never one the process was given)
         if any(within(folder, bound) and folder != bound for bound in binds) and os.path.isdir(folder):
             libc.mount(b"tmpfs", folder.encode(), b"tmpfs", _TMPFS_FLAGS, b"mode=0755,size=4k")
     return True
+
+
+def _chroot_instead(libc: Any) -> bool:
+    """In a chroot (its root is no mount point, so pivot_root(2) refuses with EINVAL), chroot(2) into the view.
+
+    As sealed as pivot_root for a student process: the old tree stays in this mount namespace, but no path leads
+    to it from the new root, no open folder does either (refused if one is open: its ``openat`` would), the
+    process loses CAP_SYS_CHROOT with its uid, and the seccomp allow-list has no chroot, mount, setns or unshare.
+    """
+    if ctypes.get_errno() != errno.EINVAL or libc.chroot(b".") != 0:
+        return False
+    os.chdir("/")
+    for fd in os.listdir("/proc/self/fd"):  # the fresh /proc of this PID namespace, inside the view
+        try:
+            if stat.S_ISDIR(os.fstat(int(fd)).st_mode):
+                return False
+        except OSError:  # the listing's own descriptor, closed by now
+            pass
+    return True
+
