@@ -26,6 +26,8 @@ from pathlib import Path
 # one thread, unless the caller chose.  Read once, when numpy loads; student processes get a clean environment.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import checks  # noqa: E402,F401 - pins the portable arithmetic (checks/arithmetic.py) before torch computes
+
 #: This package's folder: the hidden tests, the call plan and the diagnosis table live below it.
 PACKAGE = Path(__file__).resolve().parent
 #: The folder holding the package: a checkout's root (with ``solutions/`` and ``tests/``), the

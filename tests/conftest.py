@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("AMP_DIAGNOSIS", "off")
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "assignment"))
+import checks  # noqa: E402,F401 - the grader's arithmetic in every test process, before any test computes
 
 EXAMPLES = {"solutions": ROOT / "solutions", "assignment": ROOT / "assignment",
             "partially_correct": ROOT / "examples" / "partially_correct"}

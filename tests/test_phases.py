@@ -9,7 +9,6 @@ file lock taken by its amp_step.py) must never find one.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -151,10 +150,7 @@ def _held_by_someone(path: Path) -> bool:
     except FileNotFoundError:
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
+        return phases.held(fd)
     finally:
         os.close(fd)
 

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from autograder import settings
+from checks import arithmetic
 
 # Imported now, not in the student process: after the uid switch the interpreter's own files may be
 # unreadable (a pyenv under /root) where no mount namespace re-exposes them.
@@ -466,7 +467,8 @@ def apply_seccomp(gpu: bool = False) -> bool:
 def clean_environment(scratch: str) -> dict[str, str]:
     """The only environment variables a student process gets: built, never what is left of the grader's."""
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+            "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            **arithmetic.PORTABLE}
 
 
 def forget_command_line_and_environment(marker: str = "") -> None:

@@ -81,6 +81,16 @@ def _safe_folder(folder: Path) -> Path:
 _INSIDE = threading.local()
 
 
+def held(fd: int) -> bool:
+    """Whether another open file description holds a lock on ``fd``'s file (a non-blocking try fails; one that
+    succeeds is released when ``fd`` is closed)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+
+
 class Rooms:
     """One grading's way into the machine's rooms (``flock`` locks in :func:`default_folder`).
 
@@ -113,10 +123,7 @@ class Rooms:
         """Whether anyone (this process's other descriptors too) holds a lock on ``name``."""
         fd = self._open(name)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return False
-        except BlockingIOError:
-            return True
+            return held(fd)
         finally:
             os.close(fd)
 

@@ -44,6 +44,7 @@ from typing import Any
 import torch
 
 from checks.runners import gpu_runs, probes  # noqa: F401 - preloaded into the zygote; no CUDA at import
+from checks import arithmetic
 from checks.student import absence, serve
 from checks.runners import harness
 
@@ -331,9 +332,11 @@ def start_zygote(import_dynamo: bool = False) -> Zygote:
     global _ZYGOTE
     if _ZYGOTE is None:
         torch.set_num_threads(1)
-        # torch picks its CPU kernels (``ATEN_CPU_CAPABILITY``, else the best the CPU has) once, at the first call that
-        # asks: asked here, every student process inherits the judge's choice, whatever environment it gets later.
-        torch.backends.cpu.get_cpu_capability()
+        # torch picks its CPU kernels once, at the first call that asks: asked here, every student process inherits
+        # the judge's, which must be the portable ones (checks/arithmetic.py) or no recorded answer holds.
+        if not arithmetic.pinned():
+            raise RuntimeError(f"torch computed before the grader pinned its CPU kernels (it uses "
+                               f"{torch.backends.cpu.get_cpu_capability()}): import autograder or checks first")
         if import_dynamo:
             importlib.import_module("torch._dynamo")
         _ZYGOTE = Zygote()
