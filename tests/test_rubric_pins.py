@@ -395,6 +395,8 @@ WORDS: dict[str, str] = {
         'scale() multiplies by a Python float, so a float16 loss stays float16',
     'scale_tuple_becomes_list':
         'scale() returns a list when given a tuple',
+    'scale_not_nested':
+        'scale() scales the items of a list or tuple but does not recurse into nested ones',
     'load_state_dict_drops_tracker':
         'load_state_dict() does not restore the growth tracker',
     'state_dict_wrong_key':

@@ -133,6 +133,7 @@ def test_float16_grads_rejected(student: Any) -> None:
 
 def test_scale_lists_and_tuples(student: Any) -> None:
     behaviours.lists_and_tuples(student, [2.0, 60000.0], "tuple")
+    behaviours.lists_and_tuples(student, [0.5, 3.0, 60000.0], "nested")  # "nested as you like"
 
 
 def test_state_dict_round_trip(student: Any) -> None:

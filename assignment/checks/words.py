@@ -109,6 +109,8 @@ EN: dict[str, str] = {
     "what.float16": "unscale_() must raise ValueError for float16 gradients, leaving them and the scaler as they were "
                     "(so trying again raises ValueError again).",
     "what.lists": "scale() of a {container} must return a {container} holding what scale() returns for each item.",
+    "what.nested": "scale() of a list holding a tensor and a tuple of tensors must return the same nesting: a list "
+                   "holding what scale() returns for the tensor and a tuple of what it returns for each item.",
     "what.lists_item": "scale() of one tensor must run: each item of the {container} is scaled alone first, to compare "
                        "with what scale() of the {container} returns.",
     "what.state": "state_dict() returns torch's five keys; a new scaler that loads it (with load_state_dict) returns "
@@ -430,6 +432,8 @@ KO: dict[str, str] = {
                     "합니다(그래서 다시 호출해도 또 ValueError가 발생합니다).",
     "what.lists": "{container}에 대한 scale()은 같은 종류의 컨테이너({container})에 각 항목의 scale() 결과를 담아 돌려주어야 "
                   "합니다.",
+    "what.nested": "텐서 하나와 텐서들의 튜플을 담은 리스트에 대한 scale()은 같은 중첩을 돌려주어야 합니다. 곧 그 텐서에 대한 "
+                   "scale() 결과와, 튜플의 각 항목에 대한 scale() 결과를 담은 튜플을 담은 리스트입니다.",
     "what.lists_item": "텐서 하나에 대한 scale()이 실행되어야 합니다. {container}에 대한 scale()의 결과와 비교하려고 "
                        "{container}의 각 항목을 먼저 따로 스케일합니다.",
     "what.state": "state_dict()는 torch의 다섯 키를 돌려줍니다. 그것을 (load_state_dict로) 불러온 새 스케일러는 같은 "
@@ -710,6 +714,7 @@ MISTAKES: dict[str, dict[str, str]] = {
         "float16_grads_not_rejected": "unscale_() accepts float16 gradients instead of raising ValueError",
         "scale_python_float": "scale() multiplies by a Python float, so a float16 loss stays float16",
         "scale_tuple_becomes_list": "scale() returns a list when given a tuple",
+        "scale_not_nested": "scale() scales the items of a list or tuple but does not recurse into nested ones",
         "load_state_dict_drops_tracker": "load_state_dict() does not restore the growth tracker",
         "state_dict_wrong_key": "state_dict() names the tracker differently from torch's '_growth_tracker'",
         "constructor_accepts_growth_factor_one": "the constructor accepts growth_factor == 1",
@@ -796,6 +801,7 @@ MISTAKES: dict[str, dict[str, str]] = {
         "float16_grads_not_rejected": "unscale_()가 ValueError를 발생시키지 않고 float16 기울기를 받아들일",
         "scale_python_float": "scale()이 파이썬 float를 곱해서 float16 손실이 float16으로 남을",
         "scale_tuple_becomes_list": "scale()이 tuple을 받았는데 list를 돌려줄",
+        "scale_not_nested": "scale()이 list나 tuple의 항목은 스케일하지만 중첩된 컨테이너 안으로 재귀하지 않을",
         "load_state_dict_drops_tracker": "load_state_dict()가 성장 추적기를 복원하지 않을",
         "state_dict_wrong_key": "state_dict()가 추적기의 키를 torch의 '_growth_tracker'와 다르게 부를",
         "constructor_accepts_growth_factor_one": "생성자가 growth_factor == 1을 받아들일",

@@ -75,7 +75,7 @@ def test_float16_grads_rejected(student: Any, values: list[float]) -> None:
 
 
 @given(values=st.lists(st.sampled_from([0.5, 3.0, 1000.0, 60000.0]), min_size=1, max_size=3),
-       container=st.sampled_from(["list", "tuple"]))
+       container=st.sampled_from(["list", "tuple", "nested"]))
 def test_scale_lists_and_tuples(student: Any, values: list[float], container: str) -> None:
     behaviours.lists_and_tuples(student, values, container)
 

@@ -352,6 +352,12 @@ SCALE_STATE_BUGS = [
         Patch(S, "            return type(outputs)(self.scale(value) for value in outputs)\n",
               "            return [self.scale(value) for value in outputs]\n"),
         fail={"1.15"}, band=(85, 89.9)),
+    bug("scale_not_nested",
+        "scale() scales the items of a list or tuple but does not recurse: a tuple inside a list fails.",
+        Patch(S, "            return type(outputs)(self.scale(value) for value in outputs)\n",
+              "            return type(outputs)(value * torch.tensor(self._scale, dtype=torch.float32, "
+              "device=value.device) for value in outputs)\n"),
+        fail={"1.15"}, band=(85, 89.9)),
     bug("load_state_dict_drops_tracker",
         "load_state_dict() restores everything but the growth tracker.",
         Patch(S, "        self._growth_tracker = int(state_dict[\"_growth_tracker\"])\n", ""),

@@ -287,18 +287,21 @@ def float16_rejected(student: Any, values: list[float]) -> None:
 
 
 def lists_and_tuples(student: Any, values: list[float], container: str) -> None:
-    """scale() of a list/tuple returns the same container type holding scale() of each item."""
+    """scale() of a list/tuple returns the same container type holding scale() of each item; of ``"nested"`` (a
+    list holding a tensor and a tuple of the rest), the same nesting."""
     items = [{"op": "scale", "values": [v], "dtype": "float16"} for v in values]
     args = {"world": cases.world([[[1]]]),
             "ops": [{"op": "new", "kwargs": {"init_scale": 4096.0}}, *items,
                     {"op": "scale", "values": values, "dtype": "float16", "container": container}]}
     results = _run(student, args)
-    what = say("what.lists", container=container)
+    nested = container == "nested"
+    what = say("what.nested") if nested else say("what.lists", container=container)
     # a call on one tensor that fails is told as that: the container's sentence would not describe it
-    expect.no_errors(args, results[:-1], say("what.lists_item", container=container))
+    expect.no_errors(args, results[:-1], say("what.lists_item", container="list" if nested else container))
     expect.no_errors(args, results, what)
     singles = [r["ok"]["items"][0] for r in results[1:-1]]
-    want = {"ok": {"container": container, "items": singles}}
+    want = {"ok": {"container": "list", "items": [singles[0], {"container": "tuple", "items": singles[1:]}]}
+            if nested else {"container": container, "items": singles}}
     if not expect.close(want["ok"], results[-1]["ok"]):
         expect.mismatch(args, len(args["ops"]) - 1, expect.shown(args["ops"][-1], want, should=True), results[-1],
                         what=what)

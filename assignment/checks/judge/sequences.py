@@ -72,7 +72,7 @@ _NEW_SCALES = (0.5, 3.0, 1024.0, 1e-3, 3.4e38, 1e39)
 _STATE_SCALES = (2.0, 3.0, 0.1, 2.0**127, 3.5e38)
 _VALUES = (1.0, -2.0, 0.5, 3.0, 1e-30, 3e38, -3e38, 1000.0)
 _DTYPES = ("float16", "float32", "bfloat16", "float64")
-_CONTAINERS = ("tensor", "list", "tuple")
+_CONTAINERS = ("tensor", "list", "tuple", "nested")  # nested: a list holding a tensor and a tuple of the rest
 #: The calls a sequence draws, simplest first.
 _CALLS = ("grads", "iteration", "step", "update", "unscale_", "scale", "new_scale", "load_state_dict", "clip")
 #: What is read after a call that changes the scaler's state.
@@ -143,7 +143,8 @@ def call_sequences(draw: st.DrawFn, public: bool = False) -> dict[str, Json]:
             ops.append({"op": "clip", "opt": opt, "max_norm": 0.5})
         elif call == "scale":
             container = draw(_CONTAINER)
-            values = [draw(_SCALED) for _ in range(1 if container == "tensor" else draw(_SCALE_COUNT))]
+            count = 1 if container == "tensor" else max(draw(_SCALE_COUNT), 2 if container == "nested" else 1)
+            values = [draw(_SCALED) for _ in range(count)]
             ops.append({"op": "scale", "values": values, "dtype": draw(_DTYPE), "container": container})
         elif call == "load_state_dict":
             state = draw(_STATE)

@@ -90,22 +90,33 @@ def _set_grads(_scene: Scene, op: dict[str, Json], optimizer: Any) -> Json:
     return None
 
 
+def _given(container: str, items: list[Any]) -> Any:
+    """scale()'s argument from its tensors (or their source text): one tensor, a list or tuple of them, or
+    ``"nested"``, a list holding the first and a tuple of the rest (the handout's "nested as you like")."""
+    if container == "tensor":
+        return items[0]
+    if container == "nested":
+        return [items[0], tuple(items[1:])]
+    return list(items) if container == "list" else tuple(items)
+
+
+def _record(value: Any, depth: int) -> Json:
+    """A tensor as its dtype and values; below a nested argument a list or tuple as its items, ``depth`` levels."""
+    if isinstance(value, torch.Tensor):
+        return {"dtype": str(value.dtype).replace("torch.", ""), "values": tensor_values(value)}
+    if depth and isinstance(value, (list, tuple)):
+        return {"container": type(value).__name__, "items": [_record(item, depth - 1) for item in value]}
+    return {"dtype": type(value).__name__, "values": []}
+
+
 def _scale(scene: Scene, op: dict[str, Json], _opt: Any) -> Json:
     dtype = getattr(torch, op.get("dtype", "float16"))
     tensors = [torch.tensor(v, dtype=dtype, device=scene.device) for v in op["values"]]
     container = op.get("container", "tensor")
-    given: Any = tensors[0] if container == "tensor" else (list(tensors) if container == "list" else tuple(tensors))
-    result = scene.scaler.scale(given)
+    result = scene.scaler.scale(_given(container, tensors))
     items = [result] if container == "tensor" else result
-    return {
-        "container": type(result).__name__,
-        "items": [
-            {"dtype": str(t.dtype).replace("torch.", ""), "values": tensor_values(t)}
-            if isinstance(t, torch.Tensor)
-            else {"dtype": type(t).__name__, "values": []}
-            for t in items
-        ],
-    }
+    depth = 2 if container == "nested" else 0
+    return {"container": type(result).__name__, "items": [_record(item, depth) for item in items]}
 
 
 _DATA_PTR = torch.Tensor.data_ptr
@@ -218,13 +229,17 @@ def _grads(value: Json) -> bool:
     return isinstance(value, list) and all(v is None or floats(v) for v in value)
 
 
-def _scale_reply(value: Json) -> str | None:
+def _scale_reply(value: Json, depth: int = 3) -> str | None:
     if not (isinstance(value, dict) and set(value) == {"container", "items"} and isinstance(value["container"], str)
             and isinstance(value["items"], list)):
         return "a scale() record of the wrong shape"
     for item in value["items"]:
-        if not (isinstance(item, dict) and set(item) == {"dtype", "values"} and isinstance(item["dtype"], str)
-                and floats(item["values"])):
+        if isinstance(item, dict) and set(item) == {"container", "items"} and depth:
+            problem = _scale_reply(item, depth - 1)
+            if problem:
+                return problem
+        elif not (isinstance(item, dict) and set(item) == {"dtype", "values"} and isinstance(item["dtype"], str)
+                  and floats(item["values"])):
             return "a scale() item of the wrong shape"
     return None
 
@@ -289,18 +304,31 @@ def _grads_line(op: dict[str, Json]) -> str:
 
 def _scale_line(op: dict[str, Json]) -> str:
     dtype = op.get("dtype", "float16")
-    tensors = [f"torch.tensor({number(v)}, dtype=torch.{dtype})" for v in op["values"]]
+    tensors = [_Source(f"torch.tensor({number(v)}, dtype=torch.{dtype})") for v in op["values"]]
     container = op.get("container", "tensor")
-    if container == "tensor":
-        given = tensors[0]
+    if container in ("tensor", "nested"):
+        given = repr(_given(container, tensors))
     else:
         given = f"[{', '.join(tensors)}]" if container == "list" else f"({', '.join(tensors)},)"
     return f"scaler.scale({given})"
 
 
+class _Source(str):
+    """Source text that a container's repr() shows as code (a tuple of one keeps its comma)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 def _scale_lines(op: dict[str, Json], _step_return: bool) -> list[str]:
-    if op.get("container", "tensor") == "tensor":
+    container = op.get("container", "tensor")
+    if container == "tensor":
         return [f"result = {_scale_line(op)}", "print(result.dtype, result.tolist())"]
+    if container == "nested":
+        return [f"result = {_scale_line(op)}",
+                "show = lambda x: (type(x).__name__, [show(v) for v in x]) if isinstance(x, (list, tuple)) "
+                "else (x.dtype, x.tolist()) if isinstance(x, torch.Tensor) else type(x).__name__",
+                "print(show(result))"]
     return [f"result = {_scale_line(op)}", "print(type(result).__name__, [(t.dtype, t.tolist()) for t in result])"]
 
 
@@ -327,9 +355,25 @@ def _value(value: Json) -> str:
     return str(value)
 
 
+def _nested_printed(record: Json, given: Any) -> str:
+    """What the nested snippet's ``show`` prints for ``record`` (``given``: the values each tensor came from)."""
+    if isinstance(record, dict) and "items" in record:
+        inner = ", ".join(_nested_printed(item, given) for item in record["items"])
+        return f"({record['container']!r}, [{inner}])"
+    values = record.get("values", []) if isinstance(record, dict) else []
+    source = next(given, None)
+    dtype = str(record.get("dtype", "")) if isinstance(record, dict) else ""
+    if not values and (dtype in ("float", "int", "complex") or not isinstance(getattr(torch, dtype, None), torch.dtype)):
+        return repr(dtype)  # not a tensor: ``show`` prints its type's name
+    shown = values[0] if not isinstance(source, list) and len(values) == 1 else values
+    return f"(torch.{record.get('dtype')}, {_value(shown)})"
+
+
 def _scale_printed(op: dict[str, Json], value: Json, _step_return: bool) -> str | None:
     if not isinstance(value, dict):
         return None
+    if op.get("container") == "nested":
+        return _nested_printed(value, iter(op["values"]))
     texts = []
     for given, item in zip(op["values"], value.get("items", [])):
         values = item.get("values", [])

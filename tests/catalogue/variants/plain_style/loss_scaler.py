@@ -93,7 +93,7 @@ class ToyLossScaler:
             self.count = 0
             return
         self.count += 1
-        if self.count >= self.gi:
+        if self.count == self.gi:
             self.count = 0
             bigger = to_f32(self.s * self.gf)
             if bigger != math.inf:
