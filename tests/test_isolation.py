@@ -5,8 +5,8 @@ The confinement runs are few and representative (one probing submission per mode
 whole hostile suite again: each costs one short grading run.
 
 Why one file: every test here drives the same grader run in the same modes (root,
-Docker's capabilities, unprivileged) with shared probes.  The levels' layers one at a time, the IPC cleanup
-and the scratch watcher, which need no grading run, are in tests/test_isolation_levels.py.
+Docker's capabilities, unprivileged) with shared probes.  The levels' layers one at a time and the scratch
+watcher, which need no grading run, are in tests/test_isolation_levels.py.
 """
 
 from __future__ import annotations
