@@ -19,8 +19,8 @@ The public checks (``assignment/checks``) ship to students without the grader, s
 import this module; their four settings are read where they are used (each once, in the module
 whose job it is, :data:`CHECKS_SETTINGS` says which) and listed here so that one table names them all.
 
-Test-only switches (a worker that dies on cue, a plan recorded from another folder) are behind one variable, ``AMP_TEST_HOOKS``
-(:func:`test_hooks`): unset in real grading, and nothing of it acts unless it is set.
+Test-only switches (a worker that dies on cue, a plan recorded from another folder) are behind one variable,
+``AMP_TEST_HOOKS`` (:func:`test_hooks`): unset in real grading, and nothing of it acts unless it is set.
 """
 
 from __future__ import annotations

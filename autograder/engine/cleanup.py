@@ -1,8 +1,8 @@
 """The judge's side of a student process's confinement: what it cleans and grants around the processes.
 
 Where a student process cannot have a size-capped tmpfs (below ``namespaces``), :class:`ScratchGuard` watches
-its scratch folder; the scratch folders are wiped between processes; a staged submission is granted to its processes' group.  The
-student process's own layers are in :mod:`autograder.engine.confine`.
+its scratch folder; the scratch folders are wiped between processes; a staged submission is granted to its
+processes' group.  The student process's own layers are in :mod:`autograder.engine.confine`.
 """
 
 from __future__ import annotations
