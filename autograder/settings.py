@@ -19,8 +19,8 @@ The public checks (``assignment/checks``) ship to students without the grader, s
 import this module; their four settings are read where they are used (each once, in the module
 whose job it is, :data:`CHECKS_SETTINGS` says which) and listed here so that one table names them all.
 
-Test-only switches (layers off, a worker that dies on cue) are behind one variable, ``AMP_TEST_HOOKS``
-(:func:`test_hooks`): unset in real grading, and nothing of it acts unless it is set.
+Test-only switches (a worker that dies on cue, a plan recorded from another folder) are behind one variable,
+``AMP_TEST_HOOKS`` (:func:`test_hooks`): unset in real grading, and nothing of it acts unless it is set.
 """
 
 from __future__ import annotations
@@ -100,7 +100,6 @@ SETTINGS = (MIN_ISOLATION, HIDDEN_VISIBILITY, GPU_POINTS, PUBLIC_TESTS, HIDDEN_T
 
 #: The switches ``AMP_TEST_HOOKS`` may hold: name -> what it does.
 HOOK_SWITCHES = {
-    "runtime_guard": "false: no audit hook in student processes, to test the OS layers by themselves",
     "die_on": "a submission name: the batch worker handed it exits at once (a worker crash)",
     "reference": "a folder: the batch worker records its call plan (and canary) from it, not solutions/",
     "phase_log": "a file: the runner appends one JSON line per student process (its kind, when it was alive)",
@@ -195,11 +194,6 @@ def test_hooks() -> dict[str, Any]:
     if not isinstance(hooks, dict) or not set(hooks) <= set(HOOK_SWITCHES):
         raise ValueError(f"${HOOKS.env} must be a JSON object with keys among {sorted(HOOK_SWITCHES)}: {text!r}")
     return hooks
-
-
-def runtime_guard() -> bool:
-    """Whether student processes get the audit hook (always, unless a test hook turns it off)."""
-    return test_hooks().get("runtime_guard", True) is not False
 
 
 def die_on() -> str | None:

@@ -2,9 +2,9 @@
 
 Each attack is the code a student adds to an honest baseline (the untouched skeleton, or a real
 bug); ``tests/test_forgery.py`` grades them through the real CLI and requires each to earn no more
-than that baseline, with every in-process layer on and with each switched off in turn.  Nothing
-here is restricted: student code may use all of Python (``gc``, frames, reflection, ``ctypes``,
-threads, subprocesses), so an attack fails only because what it reaches for is not there.
+than that baseline, at each isolation level it runs.  Nothing here is restricted: student code may
+use all of Python (``gc``, frames, reflection, ``ctypes``, threads, subprocesses), so an attack
+fails only because what it reaches for is not there.
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ for _obj in gc.get_objects():
         ctypes.pythonapi.Py_DecRef(ctypes.py_object(_obj))
 '''
 
-#: Raw memory without ctypes: numpy's array interface over any address (no audit event), a scan of
+#: Raw memory without ctypes: numpy's array interface over any address, a scan of
 #: /proc/self/maps for every live dispatcher registration (pybind's ``_DispatchModule``, found by its type pointer),
 #: validated by pybind's instance layout, each given a Python reference again (its address written into a list's
 #: slot) and reset.  ``_reset`` counts them.
@@ -350,30 +350,10 @@ TORCH_SCALER_SOURCE = (Path(torch.__file__).parent / "amp" / "grad_scaler.py").r
     "from __future__ import annotations\n", "")
 PASTED_TORCH_SCALER = TORCH_SCALER_SOURCE + "\n_found = GradScaler\n" + USE_FOUND
 
-#: The audit hook disarmed: gc finds its function (a closure of autograder.engine.guard.install) and its code is
-#: swapped for one that refuses nothing (assigning ``__code__`` is an audited event the hook does not refuse).
-HOOK_SWAPPED = '''
-import gc
-
-
-def _refusing_nothing(free):
-    names = [f"_v{i}" for i in range(free)]  # the replacement needs as many free variables as the closure has
-    source = ("def _outer():\\n" + "".join(f"    {n} = None\\n" for n in names)
-              + "    def hook(event, args):\\n        return (" + "".join(f"{n}, " for n in names) + ")\\n"
-              + "    return hook\\n")
-    space = {}
-    exec(source, space)
-    return space["_outer"]().__code__
-
-
-for _obj in gc.get_objects():
-    if type(_obj).__name__ == "function" and _obj.__qualname__ == "install.<locals>.hook":
-        _obj.__code__ = _refusing_nothing(len(_obj.__closure__ or ()))
-'''
-
-#: Then the reference solution's file of the same name, read from the grader's checkout (found from the harness's
-#: path) and run in place of the skeleton's code.
+#: The reference solution's file of the same name, read from the grader's checkout (found from the harness's path)
+#: and run in place of the skeleton's code.
 SOLUTION_FROM_DISK = '''
+import gc
 import os
 
 for _obj in gc.get_objects():
@@ -616,9 +596,8 @@ ATTACKS: dict[str, tuple[dict[str, str], str]] = {
     "raw_memory_reset": (task1(RAW_MEMORY_RESET + PASTED_TORCH_SCALER), "pasted_torch_scaler"),
     "revive_inactive_kernel": ({**SKELETON, "answers.py": ANSWERS, "loss_scaler.py": REVIVE_INACTIVE + ATEN_KERNELS},
                                "aten_kernels_twin"),
-    "hook_swapped_reads_solutions": ({**SKELETON, "answers.py": ANSWERS, **{
-        name: appended(SKELETON[name], HOOK_SWAPPED + SOLUTION_FROM_DISK) for name in ("loss_scaler.py", "amp_step.py")}},
-        "skeleton"),
+    "solutions_from_disk": ({**SKELETON, "answers.py": ANSWERS, **{
+        name: appended(SKELETON[name], SOLUTION_FROM_DISK) for name in ("loss_scaler.py", "amp_step.py")}}, "skeleton"),
     "harness_patched": (task1(HARNESS_PATCHED), "skeleton"),
     "frame_walk": (task1(FRAME_WALK), "skeleton"),
     "amp_step_harness_patched": (task2(HARNESS_PATCHED), "skeleton"),

@@ -84,8 +84,7 @@ LONGEST_FIRST = ("tests/test_catalogue.py", "tests/test_hostile.py", "tests/test
                  "tests/test_public_checks.py", "tests/test_report.py", "tests/test_classroom.py")
 #: The named part of each slow suite that `make test` still runs (marker ``representative``).
 REPRESENTATIVE = (
-    # forgery: the batch at the namespaces level with every layer on, every case of it (the other levels and the
-    # audit hook off are left to test-all)
+    # forgery: the batch at the namespaces level, every case of it (the other level is left to test-all)
     "tests/test_forgery.py::test_attack_earns_no_more_than_its_honest_baseline[namespaces-",
     "tests/test_forgery.py::test_delegation_fails_with_a_message_that_says_why[namespaces-",
     "tests/test_forgery.py::test_the_bug_baseline_really_loses_its_row[namespaces]",

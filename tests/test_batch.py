@@ -66,10 +66,6 @@ def copy_contract(source: Path, target: Path, files: tuple[str, ...] = CONTRACT)
     return target
 
 
-#: The mixed batch holds a submission that exits and hangs on purpose (the OS layers' job, not the rules').
-BATCH_ENV = settings.test_hooks_env(runtime_guard=False)
-
-
 def grade(*args: object, env: dict[str, str] | None = None, timeout: float = 400) -> subprocess.CompletedProcess[str]:
     """Run ``python -m autograder grade ARGS`` like a TA would (stdout not a terminal)."""
     return subprocess.run([sys.executable, "-m", "autograder", "grade", *map(str, args)], cwd=ROOT,
@@ -102,8 +98,7 @@ def batch_inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     copy_contract(ASSIGNMENT, mixed / "skeleton")
     broken = copy_contract(SOLUTIONS, mixed / "broken", ("amp_step.py", "answers.py"))
     (broken / "loss_scaler.py").write_text("class ToyLossScaler(:\n    pass\n")
-    # A process that exits and one that hangs.  answers.py is never run (it is parsed); the batch runs with the audit
-    # hook off (see BATCH_ENV), so that these meet the OS layers alone.
+    # A process that exits and one that hangs.  answers.py is never run (it is parsed).
     hostile = copy_contract(SOLUTIONS, mixed / "hostile", ("answers.py",))
     (hostile / "loss_scaler.py").write_text("import os\nprint('bye')\nos._exit(3)\n")
     (hostile / "amp_step.py").write_text("while True:\n    pass\n")
@@ -129,7 +124,7 @@ BATCH_FLAGS = ("--jobs", "2", "--import-timeout", "3")
 def graded(batch_inputs: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The mixed batch graded once, uninterrupted: (OUT, stdout)."""
     out = tmp_path_factory.mktemp("batch-out") / "out"
-    done = grade(*batch_inputs, "--out", out, *BATCH_FLAGS, env=BATCH_ENV)
+    done = grade(*batch_inputs, "--out", out, *BATCH_FLAGS)
     assert done.returncode == 0, done.stdout + done.stderr
     return out, done.stdout
 
@@ -266,7 +261,7 @@ def test_rerun_grades_nothing_and_gives_identical_files(graded: tuple[Path, str]
     out = graded[0]
     before = {name: (out / name).read_bytes() for name in ("gradebook.csv", "summary.json", "summary.md",
                                                           "score_histogram.png")}
-    again = grade(*batch_inputs, "--out", out, *BATCH_FLAGS, env=BATCH_ENV, timeout=120)
+    again = grade(*batch_inputs, "--out", out, *BATCH_FLAGS, timeout=120)
     assert again.returncode == 0, again.stderr
     assert "9 submission(s): 9 already graded, 0 to grade." in again.stdout
     assert {name: (out / name).read_bytes() for name in before} == before
@@ -276,7 +271,7 @@ def test_kill_9_mid_run_then_resume_gives_the_same_gradebook(graded: tuple[Path,
                                                              tmp_path: Path) -> None:
     out = tmp_path / "out"
     process = subprocess.Popen([sys.executable, "-m", "autograder", "grade", *map(str, batch_inputs), "--out", str(out),
-                                *BATCH_FLAGS], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **BATCH_ENV},
+                                *BATCH_FLAGS], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     while ledger_count(out / "ledger.sqlite") < 1:
@@ -291,7 +286,7 @@ def test_kill_9_mid_run_then_resume_gives_the_same_gradebook(graded: tuple[Path,
     # its workers die with it (and their student processes with them)
     assert not gone_within(str(out), 20)
 
-    resumed = grade(*batch_inputs, "--out", out, *BATCH_FLAGS, env=BATCH_ENV)
+    resumed = grade(*batch_inputs, "--out", out, *BATCH_FLAGS)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     first_line = resumed.stdout.splitlines()[0]
     already = int(first_line.split(": ")[1].split(" already")[0])
@@ -577,14 +572,6 @@ def test_a_claimed_uid_is_seen_as_claimed_until_released() -> None:
     assert not claimed(uid)
 
 
-def test_a_refused_call_is_a_problem_of_its_own() -> None:
-    """The sandbox's refusal (engine/guard.py's message) shows as "refused call" in summary.md and report.html."""
-    tests = [{"number": "2.1", "status": "failed", "score": 0.0, "max_score": 4.0,
-              "output": "PermissionError: opening '/etc/shadow' is not allowed while the grader runs your code"}]
-    entry = Entry("s", "d", "g", "graded", 0.0, TOP, {"score": 0.0, "tests": tests})
-    assert summary.problems(entry) == [("refused call", "2.1")]
-
-
 @pytest.mark.parametrize("note", ["amp_step.py was skipped: larger than 1 MiB.",
                                   "amp_step.py는 1 MiB보다 커서 건너뛰었습니다."])
 def test_a_file_skipped_for_its_size_is_that_problem_not_a_missing_file(note: str) -> None:
@@ -608,7 +595,6 @@ PROBLEM_OUTPUTS = {
         ("missing file", "Not run: amp_step.py is missing (see the top of this feedback)."),
         ("missing file", "amp_step.py is missing: upload it at the top level of your submission."),
         ("grader fault", "The grader hit an internal problem in this test (not your fault); staff can see the details."),
-        ("refused call", "PermissionError: opening '/etc/shadow' is not allowed while the grader runs your code"),
     ],
     "ko": [
         ("import error", "실행하지 않음: loss_scaler.py를 import할 수 없습니다(이 피드백의 맨 위 참고)."),
@@ -620,8 +606,6 @@ PROBLEM_OUTPUTS = {
         ("missing file", "amp_step.py 파일이 없습니다. 제출물의 최상위에 올리세요."),
         ("grader fault", "이 테스트에서 채점기에 내부 문제가 생겼습니다(여러분의 잘못이 아닙니다). 조교가 자세한 내용을 볼 수 "
                          "있습니다."),
-        ("refused call", "PermissionError: '/etc/shadow' 열기: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 않습니다"),
-        ("refused call", "PermissionError: socket.__new__: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 않습니다"),
     ],
 }
 

@@ -1,13 +1,12 @@
 """The attack corpus (tests/attacks.py) graded end to end: no attack earns more than its honest baseline.
 
-Every attack is graded by ``python -m autograder grade`` four times: at the isolation level this
+Every attack is graded by ``python -m autograder grade`` twice: at the isolation level this
 machine gives root (``namespaces``) and at the one Gradescope's containers give (root without
-``CAP_SYS_ADMIN``: ``landlock+seccomp``), each with every layer on and with the one in-process
-layer left (the audit hook, test hook ``runtime_guard``) switched off, so that these tests show which
-layer stops what (docs/security.md's table of layers comes from these runs).  Nothing
-in the student process is restricted by a rule of Python: what an attack reaches for is either not
-there (torch's scaler and its kernels, the grader's files, another program) or decides nothing
-(the harness's records, the probe's log), because the judge recomputes every effect it grades.
+``CAP_SYS_ADMIN``: ``landlock+seccomp``), so that these tests show which layer stops what
+(docs/security.md's table of layers comes from these runs).  Nothing in the student process is
+restricted by a rule of Python: what an attack reaches for is either not there (torch's scaler and
+its kernels, the grader's files, another program) or decides nothing (the harness's records, the
+probe's log), because the judge recomputes every effect it grades.
 """
 
 from __future__ import annotations
@@ -25,19 +24,16 @@ import pytest
 
 from attacks import (ANSWERS, ATTACKS, BASELINES, PRINTERS, SKELETON, SKELETON_WITH_ANSWERS, TELLERS, appended,
                      is_hidden_input)
-from autograder import settings
 from conftest import ROOT, load_results, skip_unless_ci
 from test_isolation import DOCKER_CAPS
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")]
 
-#: name -> (command prefix, environment, the isolation level the batch must report)
+#: name -> (command prefix, the isolation level the batch must report)
 DOCKER = ["setpriv", "--bounding-set", DOCKER_CAPS]
 LAYERS = {
-    "namespaces": ([], {}, "namespaces"),
-    "namespaces, audit hook off": ([], settings.test_hooks_env(runtime_guard=False), "namespaces"),
-    "landlock+seccomp": (DOCKER, {}, "landlock+seccomp"),
-    "landlock+seccomp, audit hook off": (DOCKER, settings.test_hooks_env(runtime_guard=False), "landlock+seccomp"),
+    "namespaces": ([], "namespaces"),
+    "landlock+seccomp": (DOCKER, "landlock+seccomp"),
 }
 
 
@@ -57,13 +53,13 @@ def _rows(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _grade_all(root: Path, cases: dict[str, dict[str, str]], layers: str = "namespaces") -> dict[str, dict[str, Any]]:
-    prefix, env, level = LAYERS[layers]
+    prefix, level = LAYERS[layers]
     if os.geteuid() != 0 or (prefix and shutil.which("setpriv") is None):
         skip_unless_ci("needs root and setpriv (util-linux): the isolation levels root reaches")
     out = root / "out"
     command = [*prefix, sys.executable, "-m", "autograder", "grade", *map(str, _write(root / "in", cases)),
                "--out", str(out), "--jobs", "2"]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200, env={**os.environ, **env})
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     graded = {name: load_results(out, name) for name in cases}
     assert {results["extra_data"]["isolation"] for results in graded.values()} == {level}
@@ -100,7 +96,7 @@ def test_delegation_fails_with_a_message_that_says_why(graded: dict[str, dict[st
     assert words in outputs, outputs[:1500]
 
 
-@pytest.fixture(scope="module", params=["namespaces", "namespaces, audit hook off"])
+@pytest.fixture(scope="module", params=["namespaces"])
 def graded_printers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tellers = {name: files for name, (files, _) in TELLERS.items()}
     return _grade_all(tmp_path_factory.mktemp("printers"), {**PRINTERS, **tellers}, request.param)
@@ -205,8 +201,6 @@ def test_gpu_part_cannot_be_forged_in_dry_mode(tmp_path: Path) -> None:
     for number in ("4.1", "4.2"):  # the forged replies were the ones judged (the skeleton would have raised)
         assert "NotImplementedError" not in forged[number]["output"], forged[number]["output"][:600]
         assert "computed by the grader" in forged[number]["output"] or "grader computed" in forged[number]["output"]
-    outputs = " ".join(test["output"] for test in forged.values())
-    assert "not allowed" not in outputs and "may be imported" not in outputs  # no refusal: none is needed
 
 
 def test_gpu_judge_keeps_its_secrets_and_its_verdicts(tmp_path: Path) -> None:

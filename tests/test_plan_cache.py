@@ -91,7 +91,7 @@ def test_key_follows_the_reference_the_hidden_tests_and_the_switches(tmp_path: P
     first.write_text(first.read_text() + "\n# a changed hidden test\n")
     changed_tests = plan_cache.plan_key(reference)
     assert changed_tests not in (edited, elsewhere)
-    monkeypatch.setenv(*settings.test_hooks_env(runtime_guard=False).popitem())
+    monkeypatch.setenv(*settings.test_hooks_env(die_on="nobody").popitem())
     assert plan_cache.plan_key(reference) != changed_tests
     monkeypatch.delenv(settings.HOOKS.env)
 

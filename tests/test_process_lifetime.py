@@ -25,7 +25,6 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from autograder import settings
 from conftest import ROOT, gone_within, processes_mentioning
 import test_isolation
 from test_isolation import MODES, needs, nobody_python, nobody_root  # noqa: F401 - fixtures
@@ -80,8 +79,7 @@ def grading(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
         token = f"lifetime-{uuid.uuid4().hex}"
         code = GRADING.format(root=str(root), submission=str(submission), import_seconds=import_seconds)
         process = subprocess.Popen(MODES[mode] + [python, "-c", code, token], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, text=True, cwd=root,
-                                   env={**os.environ, **settings.test_hooks_env(runtime_guard=False)})
+                                   stdout=subprocess.PIPE, text=True, cwd=root)
         assert process.stdout is not None
         first = process.stdout.readline().split()
         assert first[:1] == ["ZYGOTE"], first

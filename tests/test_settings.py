@@ -80,23 +80,36 @@ def test_set_settings_are_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_test_hooks_do_nothing_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AMP_TEST_HOOKS", raising=False)
     assert settings.test_hooks() == {}
-    assert settings.runtime_guard() is True and settings.die_on() is None and settings.reference_override() is None
+    assert settings.die_on() is None and settings.reference_override() is None and settings.phase_log() is None
     monkeypatch.setenv("AMP_TEST_HOOKS", "  ")
     assert settings.test_hooks() == {}
 
 
 def test_test_hooks_act_when_set(monkeypatch: pytest.MonkeyPatch) -> None:
-    env = settings.test_hooks_env(runtime_guard=False, die_on="alice", reference="/tmp/ref")
-    assert env == {"AMP_TEST_HOOKS": '{"die_on": "alice", "reference": "/tmp/ref", "runtime_guard": false}'}
+    env = settings.test_hooks_env(reference="/tmp/ref", die_on="alice")
+    assert env == {"AMP_TEST_HOOKS": '{"die_on": "alice", "reference": "/tmp/ref"}'}
     monkeypatch.setenv(*env.popitem())
-    assert settings.runtime_guard() is False and settings.die_on() == "alice"
-    assert settings.reference_override() == Path("/tmp/ref")
+    assert settings.die_on() == "alice" and settings.reference_override() == Path("/tmp/ref")
 
 
-@pytest.mark.parametrize("value", ['{"runtime_gaurd": false}', '["runtime_guard"]', "off"])
+@pytest.mark.parametrize("value", ['{"die_onn": "alice"}', '["die_on"]', "off"])
 def test_a_misspelt_test_hook_is_refused(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AMP_TEST_HOOKS", value)
     with pytest.raises(ValueError):
         settings.test_hooks()
     with pytest.raises(ValueError, match="unknown test hooks"):
-        settings.test_hooks_env(runtime_gaurd=False)
+        settings.test_hooks_env(die_onn="alice")
+
+
+def test_a_test_hook_changes_the_grader_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/security.md: the test hooks are part of the grader fingerprint, so a batch regrades when they change."""
+    from autograder.batch.run import grader_fingerprint
+
+    switch, value = settings.test_hooks_env(die_on="alice").popitem()
+    monkeypatch.delenv(switch, raising=False)
+    monkeypatch.delenv("AMP_UNRELATED_SETTING", raising=False)
+    default = grader_fingerprint({})
+    monkeypatch.setenv("AMP_UNRELATED_SETTING", "1")  # the control: a variable the grader does not read
+    assert grader_fingerprint({}) == default
+    monkeypatch.setenv(switch, value)
+    assert grader_fingerprint({}) != default

@@ -26,6 +26,9 @@ from checks.runners import harness
 from checks.student import serve
 
 REFUSED = "torch.amp.GradScaler: cannot be used while loss_scaler.py runs"  # the English opening of refused.task1
+#: refused.task1 said of torch.amp.GradScaler, as the judge renders it in Korean.
+REFUSED_KO = ("torch.amp.GradScaler: loss_scaler.py가 실행되는 동안에는 쓸 수 없습니다. 과제 1은 손실 스케일러를 직접 "
+              "작성하는 과제입니다(과제 안내서의 \"코드에서 쓸 수 없는 것\" 참고)")
 
 
 @pytest.fixture(autouse=True)
@@ -124,37 +127,35 @@ def test_the_judge_renders_what_was_said_in_its_language(monkeypatch: pytest.Mon
     assert words.rendered(trace + missing) == trace + missing  # not heard: stays English
     words.hear(json.loads(json.dumps(said)))  # through the pipe
     assert words.rendered(trace + missing) == (
-        "  loss_scaler.py, line 3, in <module>\nNotAvailableInTask1: torch.amp.GradScaler: loss_scaler.py가 "
-        "실행되는 동안에는 쓸 수 없습니다. 과제 1은 손실 스케일러를 직접 작성하는 과제입니다(과제 안내서의 "
-        "\"코드에서 쓸 수 없는 것\" 참고)\namp_step.py 파일이 없습니다. 제출물의 최상위에 올리세요.")
+        "  loss_scaler.py, line 3, in <module>\nNotAvailableInTask1: " + REFUSED_KO
+        + "\namp_step.py 파일이 없습니다. 제출물의 최상위에 올리세요.")
     monkeypatch.setenv(words.ENV, "en")
     assert words.rendered(trace + missing) == trace + missing  # English: byte for byte
 
 
 def test_nothing_is_recognised_from_english_words(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same sentence with other fields than the ones said stays English: no pattern is made of the template."""
-    words.hear([{"id": "refused.call", "fields": {"call": "os.system"}}])
+    words.hear([{"id": "file.missing", "fields": {"file": "amp_step.py"}}])
     monkeypatch.setenv(words.ENV, "ko")
-    other = "subprocess.Popen is not allowed while the grader runs your code"
+    other = "loss_scaler.py is missing: upload it at the top level of your submission."
     assert words.rendered(other) == other
-    assert words.rendered("os.system is not allowed while the grader runs your code") == \
-        "os.system: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 않습니다"
+    assert words.rendered("amp_step.py is missing: upload it at the top level of your submission.") == \
+        "amp_step.py 파일이 없습니다. 제출물의 최상위에 올리세요."
 
 
 def test_refusals_inside_an_import_fault_are_rendered_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A refusal quoted in an import's traceback: the outer message and the inner one, a path with a space in it."""
-    inner = words.english("refused.write", path=repr("/srv/other student/x.py"))
-    outer = words.english("file.import_raised", file="amp_step.py",
-                          frames=f"  amp_step.py, line 1\nPermissionError: {inner}")
-    reply = serve.said({"imported": "amp_step", "fault": outer})
+    """A refusal quoted in an import's traceback: the outer message and the inner one."""
+    inner = words.english("refused.task1", what="torch.amp.GradScaler")
+    outer = words.english("file.import_raised", file="loss_scaler.py",
+                          frames=f"  loss_scaler.py, line 1\nNotAvailableInTask1: {inner}")
+    reply = serve.said({"imported": "loss_scaler", "fault": outer})
     monkeypatch.setenv(words.ENV, "ko")
     words.hear(reply["said"])
     assert words.rendered(outer) == (
-        "amp_step.py를 import하는 중에 예외가 발생했습니다:\n  amp_step.py, line 1\nPermissionError: "
-        "'/srv/other student/x.py'에 쓰기: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 않습니다. 쓸 수 있는 곳은 "
-        "현재 폴더(스크래치 폴더)뿐입니다")
-    cut = outer.split("\n", 1)[0] + "\n  amp_step.py, li"  # cut short after its first line
-    assert words.rendered(cut) == "amp_step.py를 import하는 중에 예외가 발생했습니다:\n  amp_step.py, li"
+        "loss_scaler.py를 import하는 중에 예외가 발생했습니다:\n  loss_scaler.py, line 1\nNotAvailableInTask1: "
+        + REFUSED_KO)
+    cut = outer.split("\n", 1)[0] + "\n  loss_scaler.py, li"  # cut short after its first line
+    assert words.rendered(cut) == "loss_scaler.py를 import하는 중에 예외가 발생했습니다:\n  loss_scaler.py, li"
 
 
 def test_a_message_with_a_very_long_field_has_its_first_line_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -191,8 +192,8 @@ def test_a_new_submission_starts_with_nothing_heard(tmp_path: Path, monkeypatch:
     from autograder.engine import sandbox
 
     monkeypatch.setenv(words.ENV, "ko")
-    words.hear([{"id": "refused.call", "fields": {"call": "os.system"}}])
-    forged = "os.system is not allowed while the grader runs your code"  # the next submission's own text
+    words.hear([{"id": "file.missing", "fields": {"file": "amp_step.py"}}])
+    forged = "amp_step.py is missing: upload it at the top level of your submission."  # the next submission's own text
     assert words.rendered(forged) != forged
     sandbox.SandboxRunner(tmp_path).close()
     assert words.rendered(forged) == forged
@@ -202,15 +203,15 @@ def test_what_is_heard_is_bounded() -> None:
     words.hear([{"id": "file.missing", "fields": {"file": f"{n}.py"}} for n in range(words.SAID_LIMIT + 5)])
     assert len(words._heard) == words.SAID_LIMIT  # a reply names at most SAID_LIMIT
     for start in range(0, words.HEARD_LIMIT + 40, words.SAID_LIMIT):
-        words.hear([{"id": "refused.call", "fields": {"call": f"c{start + n}"}} for n in range(words.SAID_LIMIT)])
+        words.hear([{"id": "refused.task1", "fields": {"what": f"c{start + n}"}} for n in range(words.SAID_LIMIT)])
     assert len(words._heard) == words.HEARD_LIMIT
 
 
 def test_a_failed_check_renders_what_the_process_said(monkeypatch: pytest.MonkeyPatch) -> None:
     """``expect.fail`` (the judge's and the public checks') renders the quoted refusal in the student's language."""
-    refused = words.english("refused.open", path=repr("/etc/shadow"))
+    refused = words.english("refused.task1", what="torch.amp.GradScaler")
     words.hear(words.take_said())
-    message = f"{words.EN['what.defaults']}\nbut your code raised PermissionError: {refused}"
+    message = f"{words.EN['what.defaults']}\nbut your code raised NotAvailableInTask1: {refused}"
     monkeypatch.setenv(words.ENV, "en")
     with pytest.raises(AssertionError) as english:
         expect.fail(message)
@@ -218,8 +219,7 @@ def test_a_failed_check_renders_what_the_process_said(monkeypatch: pytest.Monkey
     monkeypatch.setenv(words.ENV, "ko")
     with pytest.raises(AssertionError) as korean:
         expect.fail(message)
-    assert str(korean.value).endswith("PermissionError: '/etc/shadow' 열기: 채점기가 여러분의 코드를 실행하는 동안에는 "
-                                      "허용되지 않습니다")
+    assert str(korean.value).endswith("NotAvailableInTask1: " + REFUSED_KO)
 
 
 def test_the_public_checks_render_a_fault_in_the_students_language(tmp_path: Path,

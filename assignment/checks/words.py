@@ -319,11 +319,6 @@ EN: dict[str, str] = {
     "file.undefined": "{file} does not define `{name}`.",
     "refused.task1": "{what} is not available while loss_scaler.py runs: Task 1 asks you to write the loss scaler "
                      "yourself (see \"What your code may not use\" in the handout)",
-    # ---- the audit hook's refusals (autograder.engine.guard), where the OS layers are missing
-    "refused.call": "{call} is not allowed while the grader runs your code",
-    "refused.open": "opening {path} is not allowed while the grader runs your code",
-    "refused.write": "writing {path} is not allowed while the grader runs your code: only the current folder, a "
-                     "scratch folder, is writable",
     "process.ended": "the process running your code ended during this call (it exited or crashed)",
     # ---- the "Likely mistake" line (checks.judge.diagnose)
     "mistake.line": "Likely mistake: this is what happens when {words}.",
@@ -632,10 +627,6 @@ KO: dict[str, str] = {
     "file.undefined": "{file}에 `{name}`의 정의가 없습니다.",
     "refused.task1": "{what}: loss_scaler.py가 실행되는 동안에는 쓸 수 없습니다. 과제 1은 손실 스케일러를 직접 "
                      "작성하는 과제입니다(과제 안내서의 \"코드에서 쓸 수 없는 것\" 참고)",
-    "refused.call": "{call}: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 않습니다",
-    "refused.open": "{path} 열기: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 않습니다",
-    "refused.write": "{path}에 쓰기: 채점기가 여러분의 코드를 실행하는 동안에는 허용되지 않습니다. 쓸 수 있는 곳은 "
-                     "현재 폴더(스크래치 폴더)뿐입니다",
     "process.ended": "이 호출 중에 여러분의 코드를 실행하던 프로세스가 끝났습니다(종료 또는 충돌)",
     "mistake.line": "예상되는 실수: {words} 때 이런 결과가 나옵니다.",
     "mistake.or": ", 또는 ",
@@ -913,7 +904,7 @@ def localised(english_text: str) -> str:
 
 #: The messages a student process says: the only ids a reply's "said" may name.
 STUDENT_PROCESS = ("file.missing", "file.not_utf8", "file.syntax", "file.import_raised", "file.undefined",
-                   "refused.task1", "refused.write", "refused.open", "refused.call")
+                   "refused.task1")
 #: At most this many messages per reply, and remembered by the judge; a field at most this long.
 SAID_LIMIT, HEARD_LIMIT, FIELD_LIMIT = 32, 512, 4000
 _spoken: collections.deque[dict[str, Any]] = collections.deque(maxlen=SAID_LIMIT)

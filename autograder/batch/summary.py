@@ -64,8 +64,6 @@ PROBLEMS: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
                              *strings.phrases("row_file_broken"))),
     ("missing file", False, (*words.phrases("file.missing"), *strings.phrases("row_file_missing"))),
     (TOO_LARGE, False, ()),  # found by intake's note (results.json's extra_data.notes), not by a row's message
-    ("refused call", False, (*words.phrases("refused.call"), *words.phrases("refused.open"),
-                             *words.phrases("refused.write"))),
     ("grader fault", False, (INTERNAL_PREFIX, *strings.phrases("internal"))),
 )
 

@@ -1,62 +1,18 @@
 """The judge's side of a student process's confinement: what it cleans and grants around the processes.
 
 Where a student process cannot have a size-capped tmpfs (below ``namespaces``), :class:`ScratchGuard` watches
-its scratch folder; where there is no IPC namespace, :func:`remove_ipc_objects` removes what its uid left; the
-scratch folders are wiped between processes; a staged submission is granted to its processes' group.  The
-student process's own layers are in :mod:`autograder.engine.confine`.
+its scratch folder; the scratch folders are wiped between processes; a staged submission is granted to its
+processes' group.  The student process's own layers are in :mod:`autograder.engine.confine`.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import threading
 from pathlib import Path
 from typing import Callable
 
 from autograder.engine.confine import SCRATCH_BYTES, SCRATCH_ENTRIES
-
-_IPC_RMID = 0
-
-
-def remove_ipc_objects(uid: int) -> int:
-    """Remove every SysV shared memory segment, message queue and semaphore set owned by ``uid``.
-
-    Covers the platforms without IPC namespaces (root only; seccomp normally stops the
-    student from making any).  Returns how many were removed.
-    """
-    if os.geteuid() != 0:
-        return 0
-    libc = ctypes.CDLL(None, use_errno=True)
-    removed = 0
-    for kind, remove in (("shm", lambda i: libc.shmctl(i, _IPC_RMID, None)),
-                         ("msg", lambda i: libc.msgctl(i, _IPC_RMID, None)),
-                         ("sem", lambda i: libc.semctl(i, 0, _IPC_RMID))):
-        for ident in _ipc_ids_of(kind, uid):
-            removed += remove(ident) == 0
-    return removed
-
-
-def _ipc_ids_of(kind: str, uid: int) -> list[int]:
-    """Ids of the ``kind`` ("shm", "msg", "sem") objects owned or created by ``uid`` (/proc/sysvipc)."""
-    try:
-        lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
-    except OSError:
-        return []
-    if not lines:
-        return []
-    header = lines[0].split()
-    column = {name: k for k, name in enumerate(header)}
-    found = []
-    for line in lines[1:]:
-        fields = line.split()
-        try:
-            if uid in (int(fields[column["uid"]]), int(fields[column["cuid"]])):
-                found.append(int(fields[column[kind + "id" if kind != "msg" else "msqid"]]))
-        except (KeyError, IndexError, ValueError):
-            continue
-    return found
-
 
 def scratch_usage(folder: Path, limit_entries: int = SCRATCH_ENTRIES) -> tuple[int, int]:
     """(bytes, entries) below ``folder``, counting at most ``limit_entries`` entries (then it stops)."""

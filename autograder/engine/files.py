@@ -97,9 +97,11 @@ def csv_text(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def kill_uid(*uids: int) -> None:
-    """Kill every process owned by each of ``uids`` and remove their SysV IPC objects (root only).
+    """Kill every process owned by each of ``uids`` (root only).
 
-    Catches escapes from a process group, and shared memory that would outlive every process.  One
+    Catches escapes from a process group.  SysV IPC objects need no removal: seccomp refuses the calls that make
+    them at every level that has it (``confine.ALLOWED_SYSCALLS``), and under namespaces they die with the
+    process's IPC namespace (at level ``none``, which seals nothing, one may outlive its process).  One
     short-lived child sends ``kill(-1)`` as each uid in turn, with that uid as its real and effective one:
     then no capability is in effect and the signal reaches exactly the processes whose real or saved uid is
     that uid (a child that kept root as its real or effective uid would reach the grader's own).  It keeps
@@ -108,13 +110,9 @@ def kill_uid(*uids: int) -> None:
     """
     if os.geteuid() != 0:
         return
-    from autograder.engine.cleanup import remove_ipc_objects  # light: standard library only
-
     if uids and not _exited_cleanly(_fork(lambda: _kill_each(uids))):
         for uid in uids:
             _exited_cleanly(_fork(lambda uid=uid: _kill_as(uid)))
-    for uid in uids:
-        remove_ipc_objects(uid)
 
 
 def _kill_each(uids: Sequence[int]) -> None:

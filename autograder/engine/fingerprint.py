@@ -1,7 +1,7 @@
 """What decides a grade, hashed: the key of a batch's ledger and of a recorded call plan.
 
 A grade depends on the engine's code, the public and hidden tests, the switches read from
-the environment (runtime guard, examples, visibility, ...) and the versions
+the environment (examples, visibility, limits, test hooks, ...) and the versions
 of the libraries that run the tests (hypothesis's examples change between its versions).
 :func:`digest` hashes files and settings into one hex string; callers add what else is
 theirs (the batch its worker and limits, the call plan its reference solution).

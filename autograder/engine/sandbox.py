@@ -128,8 +128,6 @@ class SandboxRunner:
         self.uid = uid if uid is not None or os.geteuid() != 0 else uids.default_base(os.getpid())
         self._uids_dirty: set[int] = set()  # uids given to a process since the last _kill_all: what it must kill
         self._slots_used: set[int] = set()  # slots (uids) any process of this submission has had
-        # Off only to test the OS layers by themselves (a test hook: tests/test_hostile.py, tests/test_isolation.py).
-        self.runtime_guard = settings.runtime_guard()
         self.files = FileFaults(self.limits.import_seconds, self.limits.hangs_per_module)
         words.forget_heard()  # this submission's messages only
         self.output = OutputLog()
@@ -239,7 +237,7 @@ class SandboxRunner:
         reply_r, reply_w = os.pipe()
         output_r, output_w = os.pipe()
         request = SpawnRequest(str(self.submission), str(scratch), modules, uid, self.hide, self.limits,
-                               self.device_access, self.runtime_guard, group=self.uid)
+                               self.device_access, group=self.uid)
         born = time.monotonic()  # before the zygote forks it: a bound on when it was alive
         pid = self.zygote.spawn(request, [request_r, reply_w, output_w])
         for fd in (request_r, reply_w, output_w):

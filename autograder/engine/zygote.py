@@ -13,8 +13,7 @@
   (:mod:`autograder.engine.view`: the system, the interpreter, its own submission and
   scratch; nothing else exists there), read-only but its scratch.  As root it drops
   to a dedicated unprivileged uid.  :mod:`autograder.engine.confine` adds IPC and PID
-  namespaces, Landlock, seccomp and a clean environment, and reports the level reached;
-  :mod:`autograder.engine.guard` then arms the runtime guard.
+  namespaces, Landlock, seccomp and a clean environment, and reports the level reached.
 * **What it runs.**  Only the contract files a :class:`SpawnRequest` names are imported
   (``answers.py`` never), then it answers scenario requests, one JSON line each, until
   its request pipe closes.  The judge's side is :mod:`autograder.engine.sandbox`.
@@ -48,7 +47,7 @@ from checks import arithmetic
 from checks.student import absence, serve
 from checks.runners import harness
 
-from autograder.engine import budget, confine, guard, view
+from autograder.engine import budget, confine, view
 from autograder import PACKAGE, ROOT, is_checkout, settings
 
 #: The grader's files: a checkout's whole tree, else (pip-installed, the Gradescope zip) the grader's own package,
@@ -114,7 +113,6 @@ class SpawnRequest:
     hide: tuple[str, ...]
     limits: Limits = field(default_factory=Limits)
     device: DeviceAccess | None = None  # a GPU student process (see DeviceAccess)
-    runtime_guard: bool = True  # off only to test the OS layers alone (settings.runtime_guard)
     group: int | None = None  # a supplementary group that may read the staged submission (the block's first uid)
 
 
@@ -166,8 +164,7 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
     """Body of a student process; never returns.
 
     It imports only ``request.modules`` (one student file per process where the tests
-    allow it), with the runtime guard armed first and, when ``loss_scaler.py`` is among
-    them, torch's GradScaler and private AMP kernels disabled.
+    allow it); when ``loss_scaler.py`` is among them, torch's GradScaler and private AMP kernels are disabled first.
     """
     request_fd, reply_fd, output_fd = fds
     try:
@@ -185,18 +182,15 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
         hidden = TASK1_HIDDEN if serve.loses_reference_scaler(request.modules) else []
         namespaces = _isolate(request, zygote, hidden, reply_fd)
         os.chdir(request.scratch)
-        device = request.device
         isolation = confine.confine(request.submission, request.scratch, namespaces,  # also a clean environment
-                                    gpu=device is not None, hidden=[*hidden, *INSTALLED_PACKAGE])
+                                    gpu=request.device is not None, hidden=[*hidden, *INSTALLED_PACKAGE])
         sys.dont_write_bytecode = True
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         torch.set_num_threads(1)
         for name in [name for name in sys.modules if name.split(".")[0] in ("checks", "autograder")]:
             del sys.modules[name]  # student code cannot simply import and patch the harness we run
-        serve.prepare(request.modules)  # before the audit hook: it refuses the ctypes this uses
-        if request.runtime_guard:
-            guard.install(request.submission, request.scratch, device.keep if device else (), tuple(hidden))
+        serve.prepare(request.modules)  # before the first student line
         submission = harness.Submission(Path(request.submission))
         serve.said({})  # what the zygote said is no student process's
         serve.send(reply_fd, {"started": True})  # the limits on the submission's time count from here
