@@ -137,7 +137,10 @@ def test_the_page_renders_in_headless_chromium_without_console_messages(batch: P
         assert html.unescape(cells[1]) == STUDENTS[row["submission"]][0]  # the name as typed, never as markup
         assert html.unescape(cells[2]) == STUDENTS[row["submission"]][1]
         assert cells[3] == f'{float(row["score"]):g} / {rubric.max_points():g}'
-    assert "<script>" not in dom and "&lt;script&gt;alert(1)&lt;/script&gt;" in dom and "<img src=\"x\"" not in dom
+    # the page's one script is its own (sorting the table); the hostile name's is text
+    assert re.findall(r"<script\b[^>]*>(.*?)</script>", dom, re.S) == [report_html.SCRIPT]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom and "<img src=\"x\"" not in dom
+    assert dom.count('<th><button type="button">') == 8  # the script ran: each heading of the table sorts it
     bob = lines[list(BATCH).index("bob")]
     assert "1.6: growth_off_by_one" in bob and "identical" in bob  # alice and bob handed in the same files
     assert "matches the reference solution" in lines[list(BATCH).index("erin")]  # erin's is solutions/ itself
@@ -146,6 +149,7 @@ def test_the_page_renders_in_headless_chromium_without_console_messages(batch: P
     assert len(links) >= len(BATCH) + 3
     for link in links:
         target, _, anchor = html.unescape(link).partition("#")
+        target = target or page.name  # "#entry-2": an anchor of the page itself
         assert (batch / target).is_file(), link
         if anchor:
             assert re.search(rf"""id=['"]{re.escape(anchor)}['"]""", (batch / target).read_text()), link
@@ -272,13 +276,15 @@ def test_hostile_names_sids_notes_and_labels_stay_text_in_the_page(tmp_path: Pat
     report_html.write(tmp_path)
     page = (tmp_path / "report.html").read_text()
     body = page.split("<body>", 1)[1]
-    assert "<script>" not in body and "<i>" not in body and "<u>" not in body and "<b>1</b>" not in body
+    assert re.findall(r"<script\b[^>]*>(.*?)</script>", body, re.S) == [report_html.SCRIPT]  # the page's own only
+    assert report_html.SCRIPT_SOURCE in page.split("<body>", 1)[0]  # and the page's policy lets nothing else run
+    assert "<i>" not in body and "<u>" not in body and "<b>1</b>" not in body
     assert "onmouseover=\"" not in body and "<x>" not in body
     assert "&lt;script&gt;alert(1)&lt;/script&gt; &#x27;Bo&#x27; &quot;Bobby&quot; **bold**" in body
     assert "&quot;&gt;&lt;b&gt;1&lt;/b&gt;" in body and "&lt;i&gt;note&lt;/i&gt;" in body
     assert 'href="x%22%20onmouseover%3D%22alert%283%29/feedback.md"' in body  # the folder, quoted in the link
     assert set(re.findall(r'href="([^"#]*)', body)) == {"x%22%20onmouseover%3D%22alert%283%29/feedback.md",
-                                                        "similarity.html"}
+                                                        "similarity.html", ""}  # "": the line's entry, and back
 
 
 def test_the_batch_compares_every_submission_with_torchs_own_scaler(batch: Path) -> None:

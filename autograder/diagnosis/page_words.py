@@ -27,9 +27,19 @@ WORDS: dict[str, dict[str, str]] = {
         "histogram_axes": "Across: score (out of {top}); up: submissions ({count} in all).",
         "students": "Students",
         "students_text": "One line per submission, as in gradebook.csv; the submission links to the feedback.md its "
-                         "student reads. Problems: limits hit, faults, files that could not be graded, and the "
-                         "grader's notes on the submission (first line; the whole note is in feedback.md).",
+                         "student reads. Failed rows: how many, and the first of them; they link to everything about "
+                         "the submission below (each failed row, problem, flag and mistake in full). Problems: limits "
+                         "hit, faults, files that could not be graded, and the grader's notes on the submission. A "
+                         "cell too long for its column ends in …",
         "students_head": "submission|student|SID|score|failed rows|problems|similarity|diagnosed mistakes",
+        "sort_hint": "Click a column's heading to sort the table by it; click it again for the other way.",
+        "details": "Each submission in full",
+        "details_text": "What the students table shortens, one submission after the other, in the table's first order: "
+                        "every failed row with its points, every problem and note, every similarity flag and every "
+                        "diagnosed mistake.",
+        "details_link": "everything about this submission",
+        "back": "back to its line in the table",
+        "nothing_more": "Nothing failed, nothing to report.",
         "not_graded": "not graded: {reason}",
         "not_graded_heading": "Could not be graded",
         "not_graded_text": "{count} submission(s) could not be graded: no score (not a zero; their cells in "
@@ -142,9 +152,17 @@ WORDS: dict[str, dict[str, str]] = {
         "histogram_axes": "가로축은 점수({top}점 만점), 세로축은 제출물 수(모두 {count}개)입니다.",
         "students": "학생",
         "students_text": "gradebook.csv처럼 제출물마다 한 줄입니다. 제출물 이름은 그 학생이 읽는 feedback.md로 "
-                         "연결됩니다. 문제: 걸린 한도, 오류, 채점할 수 없었던 파일, 제출물에 대한 채점기의 안내"
-                         "(첫 줄만. 전체 안내는 feedback.md에 있음).",
+                         "연결됩니다. 실패한 항목: 개수와 처음 몇 개이며, 아래에 있는 그 제출물의 모든 내용(실패한 "
+                         "항목, 문제, 표시, 실수 전부)으로 연결됩니다. 문제: 걸린 한도, 오류, 채점할 수 없었던 파일, "
+                         "제출물에 대한 채점기의 안내. 칸보다 긴 내용은 …으로 끝납니다.",
         "students_head": "제출물|학생|학번|점수|실패한 항목|문제|유사도|진단된 실수",
+        "sort_hint": "열 제목을 누르면 그 열로 표를 정렬합니다. 한 번 더 누르면 반대 순서입니다.",
+        "details": "제출물별 전체 내용",
+        "details_text": "학생 표가 줄여 보인 내용을 제출물마다 표의 처음 순서대로 모두 보입니다: 실패한 항목과 그 점수, "
+                        "문제와 안내, 유사도 표시, 진단된 실수 전부.",
+        "details_link": "이 제출물의 모든 내용",
+        "back": "표의 그 줄로 돌아가기",
+        "nothing_more": "실패한 항목도, 알릴 것도 없습니다.",
         "not_graded": "채점 안 됨: {reason}",
         "not_graded_heading": "채점할 수 없었던 제출물",
         "not_graded_text": "제출물 {count}개를 채점할 수 없었습니다. 점수가 없으며(0점이 아님. gradebook.csv의 칸은 비어 "

@@ -16,9 +16,10 @@ summary.json), so the two never disagree.
   ``extra_data.diagnosis`` (:mod:`autograder.diagnosis.match`), counted per catalogued mistake and row,
   most common first; ``submissions`` lists every one, ``;``-separated.
 * **report.html** (:mod:`autograder.diagnosis.report_html`): one self-contained page (inline CSS and
-  images, no script, no network) for the TA: the batch's counts and histogram, one line per student (name
-  and SID where known, score, problems, diagnosed mistakes, a link to their feedback.md), the items, the
-  mistakes, the similarity flags and pairs (linked into similarity.html) and the regrade changes.
+  images, one script of its own that sorts the students table, no network) for the TA: the batch's counts and
+  histogram, one line per student (name and SID where known, score, problems, diagnosed mistakes, a link to
+  their feedback.md, and one to the student's entry in full at the end), the items, the mistakes, the
+  similarity flags and pairs (linked into similarity.html) and the regrade changes.
 
 Everything a submission controls (names, metadata, notes) is escaped with :mod:`autograder.engine.escape`.
 Imports neither torch nor pytest (the batch's main process calls it).

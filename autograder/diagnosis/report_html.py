@@ -1,13 +1,20 @@
 """``report.html``: the class report as the TA's page (data from :mod:`autograder.diagnosis.report`).
 
-One self-contained page (inline CSS and images, no script, no request), in this order: a warning when the page is
-in another language than its batch; the batch's counts (the same sentence and numbers as summary.md, from
+One self-contained page (inline CSS, images and one script of its own, no request), in this order: a warning when the
+page is in another language than its batch; the batch's counts (the same sentence and numbers as summary.md, from
 summary.json) and score histogram; one line per student (submission linked to its feedback.md, name and SID where
 known, score, failed rows, problems, similarity flags, diagnosed mistakes); those that could not be graded, and
 those with nothing to grade (an empty upload, one superseded by a submission of the same SID), apart; the GPU part
 once grade-gpu has run; each row's pass counts and discrimination (with the small-class caveat); the most common
-mistakes; the similarity flags and pairs, linked into similarity.html's anchors; the regrade changes.  Nothing is
-cut silently: every shortened list says how many it shows of how many, and where the rest is.
+mistakes; the similarity flags and pairs, linked into similarity.html's anchors; the regrade changes; last, each
+student's line in full.  Nothing is cut silently: every shortened list says how many it shows of how many, and where
+the rest is.
+
+The students table is for scanning (a class fits a 1400-pixel window, one line per submission): every cell stays on
+one line and ends in "…" where it is too long for its column; its failed-rows cell says how many and the first of
+them, and links to the student's entry at the end of the page, which holds all of it.  :data:`SCRIPT` sorts the
+table by any column (the page's only script, allowed by its hash in the page's policy); without it the table reads
+in the gradebook's order.
 
 Every text from a submission (names, SIDs, notes, labels) passes :func:`html_text`; links are built from
 the batch's own folder names, quoted.
@@ -18,6 +25,8 @@ One file past 400 lines: every section of the one page, drawn from the batch's f
 from __future__ import annotations
 
 import base64
+import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import quote
@@ -40,20 +49,88 @@ SIMILARITY_PAGE = "similarity.html"
 CSV_NAME = "similarity.csv"  # every pair, those past similarity.html's list too
 SIMILAR_SHOWN = 3  # "similar to ..." lines per student in the table (the rest: a count and a link)
 SIMILAR_MARK = "<!--similar-->"  # marks the "similar to" lines, whatever the language, to cut their list
-NOTE_CHARACTERS = 160  # a note's first line, at most, in the students table (the whole note is in feedback.md)
+NOTE_CHARACTERS = 160  # a note's first line, at most, in the students table (the whole note: its entry, feedback.md)
+FAILED_SHOWN = 3  # failed rows named in the students table's short form (all of them: in the student's entry)
 
-#: No script, no request: whatever a submission's name smuggled in could neither run nor reach the network.
-POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+#: Sorts the students table by the column whose heading is clicked (a button the script puts in each heading):
+#: ascending, then descending; a column whose every cell starts with a number ("77 / 90", "3: 1.5, …", a SID) by
+#: that number, any other as text (numbers inside it in order), "-" (nothing) last either way, ties in the
+#: gradebook's order; the sorted heading says so (aria-sort, and an arrow).  A truncated cell shows its whole text
+#: on hover.  Plain DOM calls, no request: the page stays one file that works from file://.
+SCRIPT = """(function () {
+  var table = document.getElementById('student-table');
+  if (!table || !table.tHead || !table.tBodies.length) return;
+  var body = table.tBodies[0], heads = table.tHead.rows[0].cells, rows = Array.prototype.slice.call(body.rows);
+  var number = /^\\s*(-?\\d+(?:\\.\\d+)?)/;
+  var collator = new Intl.Collator(document.documentElement.lang || undefined, {numeric: true});
+  function sort(column, direction) {
+    var keys = rows.map(function (row) {
+      var text = row.cells[column] ? row.cells[column].textContent.trim() : '';
+      return text === '-' ? '' : text;
+    });
+    var numeric = keys.every(function (key) { return key === '' || number.test(key); });
+    var sign = direction === 'ascending' ? 1 : -1;
+    var order = rows.map(function (row, index) { return index; });
+    order.sort(function (a, b) {
+      var x = keys[a], y = keys[b];
+      if (x === '' || y === '') return (x === '') - (y === '') || a - b;
+      var by = numeric ? parseFloat(number.exec(x)[1]) - parseFloat(number.exec(y)[1]) : collator.compare(x, y);
+      return sign * by || a - b;
+    });
+    order.forEach(function (index) { body.appendChild(rows[index]); });
+    Array.prototype.forEach.call(heads, function (head, at) {
+      if (at === column) head.setAttribute('aria-sort', direction); else head.removeAttribute('aria-sort');
+    });
+  }
+  Array.prototype.forEach.call(heads, function (head, column) {
+    var button = document.createElement('button');
+    button.type = 'button';
+    while (head.firstChild) button.appendChild(head.firstChild);
+    head.appendChild(button);
+    button.addEventListener('click', function () {
+      sort(column, head.getAttribute('aria-sort') === 'ascending' ? 'descending' : 'ascending');
+    });
+  });
+  table.addEventListener('mouseover', function (event) {
+    var cell = event.target.closest && event.target.closest('td, th');
+    var box = cell && (cell.querySelector('button') || cell);
+    if (box && !cell.title && box.scrollWidth > box.clientWidth) cell.title = cell.textContent.trim();
+  });
+  var hint = document.getElementById('sort-hint');
+  if (hint) hint.hidden = false;
+})();"""
+#: What the policy lets run: :data:`SCRIPT`, by its digest (an inline script the page did not write never runs).
+SCRIPT_SOURCE = "'sha256-" + base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode("ascii") + "'"
+#: No other script, no request: whatever a submission's name smuggled in could neither run nor reach the network.
+POLICY = f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src {SCRIPT_SOURCE}"
 #: Hangul breaks between words, never inside one (word-break:keep-all: 학생 and 점수 stay whole in a narrow column, as
-#: English words do); a score ("77 / 90", the students table's 4th column) and a file's similarity never wrap; a
-#: long token with no space still wraps rather than widening the table (overflow-wrap:break-word does not shrink a
-#: column below its longest word, as anywhere would).
+#: English words do); a file's similarity never wraps; a long token with no space still wraps rather than widening a
+#: table (overflow-wrap:break-word does not shrink a column below its longest word, as anywhere would).
+#: The students table is as wide as the page and lays its columns out from the headings' widths (table-layout:fixed:
+#: no cell's text widens it): the narrow columns in em (their numbers, SIDs and Hangul headings whole), the others
+#: share the rest; each cell holds one line (a fixed line height, whatever font a Hangul name falls back on) and
+#: ends in "…" where it overflows.
 STYLE = """body{font-family:sans-serif;margin:2em;max-width:90em;word-break:keep-all;overflow-wrap:break-word}
 table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #bbb;padding:.25em .6em;text-align:left;vertical-align:top}th{background:#eee}
-.nowrap,#student-table td:nth-child(4){white-space:nowrap}
+.nowrap{white-space:nowrap}
 .low{background:#fde2e2}.flag{color:#a00000;font-weight:bold}.note{color:#555}
-section{margin-bottom:2em}img{max-width:100%;height:auto}"""
+section{margin-bottom:2em}img{max-width:100%;height:auto}
+#student-table{table-layout:fixed;width:100%;font-size:.875em}
+#student-table td,#student-table th{white-space:nowrap;overflow:hidden;text-overflow:ellipsis;line-height:1.5}
+#student-table th:nth-child(1){width:13%}#student-table th:nth-child(2){width:11%}
+#student-table th:nth-child(3){width:6em}#student-table th:nth-child(4){width:7em}
+#student-table th:nth-child(5){width:11em}
+#student-table th button{font:inherit;color:inherit;background:none;border:0;padding:0;margin:0;text-align:inherit;
+display:block;width:100%;overflow:hidden;text-overflow:ellipsis;cursor:pointer}
+#student-table th button:focus-visible{outline:2px solid #06c}
+#student-table th button::after{content:" \\2195";color:#888;font-weight:normal}
+#student-table th[aria-sort=ascending] button::after{content:" \\25B2";color:inherit}
+#student-table th[aria-sort=descending] button::after{content:" \\25BC";color:inherit}
+#student-table tbody tr:hover{background:#f4f8ff}
+.entry{margin:.4em 0;padding:.3em .6em;border-left:3px solid #bbb}.entry:target{border-color:#06c;background:#f4f8ff}
+.entry h3{font-size:1em;margin:.2em 0}.entry dl{margin:.2em 0}.entry dt{font-weight:bold;margin-top:.3em}
+.entry dd{margin-left:1.5em}.entry dd.rows{columns:24em}.entry .whole{white-space:pre-wrap}"""
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], table_id: str = "") -> str:
@@ -181,23 +258,81 @@ def similarity_flags(similar: dict[str, Any]) -> dict[str, list[str]]:
     return flags
 
 
-def students_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any], similar: dict[str, Any],
-                     top: float) -> str:
+@dataclass
+class Line:
+    """One graded submission as the students table and its entry show it (HTML fragments, escaped)."""
+    graded: Graded
+    name: str  # the submission, linked to its feedback.md where there is one
+    failed: list[str]  # the rubric numbers of its failed rows
+    problems: list[str]  # limits, faults, could-not-be-graded reasons
+    notes: list[str]  # the grader's notes, as written (the table shows their first lines, the entry all of them)
+    flags: list[str]  # similarity flags, linked into similarity.html
+
+
+def student_lines(out: Path, graded: Sequence[Graded], summary: dict[str, Any], similar: dict[str, Any]) -> list[Line]:
+    """The graded submissions in gradebook.csv's order (by submission name), as their lines show them."""
     problems = _problems_by_submission(summary)
     flags = similarity_flags(similar)
+    return [Line(g, _link(f"{quote(g.name)}/feedback.md", g.name) if (out / g.name / "feedback.md").is_file()
+                 else html_text(g.name),
+                 [number for number, row in g.rows.items() if row.get("max_score") and not row_passed(row)],
+                 [html_text(p) for p in problems.get(g.name, [])], [note for note in g.notes if note.strip()],
+                 flags.get(g.name, []))
+            for g in graded if not g.ungraded]
+
+
+def _short_failed(failed: Sequence[str]) -> str:
+    """The failed-rows cell: how many, and the first :data:`FAILED_SHOWN` of them ("3: 1.5, 1.6, 2.4", "12: 1.1,
+    1.2, 1.3, …", "0"); the entry lists them all."""
+    shown = ", ".join(failed[:FAILED_SHOWN]) + (", …" if len(failed) > FAILED_SHOWN else "")
+    return f"{len(failed)}: {shown}" if failed else "0"
+
+
+def students_section(lines: Sequence[Line], top: float) -> str:
+    """The students table: one line per submission (each cell one line, cut with "…" by the page's style; the lists
+    in it joined with "; "), its failed-rows cell a link to the submission's entry (:func:`details_section`)."""
     rows = []
-    for g in (g for g in graded if not g.ungraded):  # gradebook.csv's order: by submission name
-        feedback = out / g.name / "feedback.md"
-        name = (_link(f"{quote(g.name)}/feedback.md", g.name) if feedback.is_file() else html_text(g.name))
-        failed = [number for number, row in g.rows.items() if row.get("max_score") and not row_passed(row)]
-        said = [html_text(p) for p in problems.get(g.name, [])]
-        said += [f'<span class="note">{html_text(_first_line(note))}</span>' for note in g.notes if note.strip()]
+    for index, line in enumerate(lines, 1):
+        g = line.graded
+        said = line.problems + [f'<span class="note">{html_text(_first_line(note))}</span>' for note in line.notes]
         mistakes = [f"{html_text(number)}: {html_text('+'.join(bugs))}" for number, bugs in sorted(g.diagnosis.items())]
-        rows.append([name, html_text(g.student) or "-", html_text(g.sid) or "-", f"{g.score:g} / {top:g}",
-                     html_text(", ".join(failed)) or "-", _lines(said), _lines(flags.get(g.name, [])),
-                     _lines(mistakes)])
+        failed = (f'<a id="line-{index}" href="#entry-{index}" title="{html_text(word("details_link"))}">'
+                  f'{html_text(_short_failed(line.failed))}</a>')
+        rows.append([line.name, html_text(g.student) or "-", html_text(g.sid) or "-", f"{g.score:g} / {top:g}",
+                     failed, "; ".join(said) or "-", "; ".join(line.flags) or "-", "; ".join(mistakes) or "-"])
     return (f'<section id="students"><h2>{html_text(word("students"))}</h2><p>{html_text(word("students_text"))}'
-            "</p>" + _table(heads("students_head"), rows, "student-table") + "</section>")
+            f'</p><p class="note" id="sort-hint" hidden>{html_text(word("sort_hint"))}</p>'
+            + _table(heads("students_head"), rows, "student-table") + "</section>")
+
+
+def details_section(lines: Sequence[Line], top: float) -> str:
+    """Each line of the students table in full, in the table's first order (its failed-rows cell links here, and each
+    entry back): every failed row with its title and points, every problem, the whole of every note, every similarity
+    flag and every mistake with what happens when it is made; "" when no submission was graded."""
+    head = heads("students_head")
+    entries = []
+    for index, line in enumerate(lines, 1):
+        g = line.graded
+        failed = [html_text(f"{g.rows[number].get('name') or number} "
+                            f"({float(g.rows[number].get('score') or 0):g} / {float(g.rows[number]['max_score']):g})")
+                  for number in line.failed]
+        said = line.problems + [f'<span class="note whole">{html_text(note.strip())}</span>' for note in line.notes]
+        mistakes = [f"{html_text(number)}: {html_text('+'.join(bugs))}: {html_text(words.described(list(bugs)))}"
+                    for number, bugs in sorted(g.diagnosis.items())]
+        parts = [(head[4], failed, ' class="rows"'), (head[5], said, ""), (head[6], line.flags, ""),
+                 (head[7], mistakes, "")]
+        listed = "".join(f"<dt>{html_text(title)}</dt><dd{kind}>{_lines(items)}</dd>" for title, items, kind in parts
+                         if items)
+        who = " · ".join([line.name, *(html_text(v) for v in (g.student, g.sid) if v), f"{g.score:g} / {top:g}"])
+        back = html_text(word("back"))
+        entries.append(f'<div class="entry" id="entry-{index}"><h3>{who} <a href="#line-{index}" title="{back}" '
+                       f'aria-label="{back}">↑</a></h3>'
+                       + (f"<dl>{listed}</dl>" if listed else f'<p class="note">{html_text(word("nothing_more"))}</p>')
+                       + "</div>")
+    if not entries:
+        return ""
+    return (f'<section id="details"><h2>{html_text(word("details"))}</h2><p>{html_text(word("details_text"))}</p>'
+            + "".join(entries) + "</section>")
 
 
 def not_graded_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any]) -> str:
@@ -408,10 +543,11 @@ def render(out: Path, graded: Sequence[Graded], stats: Sequence[ItemStats], foun
     summary = read_json(out / SUMMARY_NAME)
     similar = read_json(out / SIMILARITY_NAME)
     top = float(summary.get("max_score") or sum(s.max_score for s in stats))
+    lines = student_lines(out, graded, summary, similar)
     sections = [
         f'<section id="scores"><h2>{html_text(word("scores"))}</h2>{counts_sentence(summary, graded, top)}'
         f"{histogram_img(out, summary)}</section>",
-        students_section(out, graded, summary, similar, top),
+        students_section(lines, top),
         not_graded_section(out, graded, summary),
         withheld_section(out, graded, summary),
         gpu_section(out, graded),
@@ -419,12 +555,13 @@ def render(out: Path, graded: Sequence[Graded], stats: Sequence[ItemStats], foun
         mistakes_section(found, diagnosis_off),
         similarity_section(similar),
         changes_section(read_csv(out / CHANGES_NAME)),
+        details_section(lines, top),
     ]
     title = html_text(word("title"))
     return (f"<!DOCTYPE html>\n<html lang=\"{word('lang')}\"><head><meta charset=\"utf-8\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{POLICY}\"><title>{title}</title>"
             f"<style>{STYLE}</style></head><body><h1>{title}</h1>{other_language(summary)}{''.join(sections)}"
-            "</body></html>\n")
+            f"<script>{SCRIPT}</script></body></html>\n")
 
 
 def other_language(summary: dict[str, Any]) -> str:
