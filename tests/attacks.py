@@ -63,7 +63,8 @@ while _stack:
             pass
 ''' + USE_FOUND
 
-#: The stdlib's reflection helpers that did attribute access for their caller under the old policy.
+#: The stdlib's reflection helpers that do attribute access for their caller (a rule on the caller's own access
+#: would not see them).
 REFLECTION_HELPERS = '''
 import copy
 import functools

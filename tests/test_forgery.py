@@ -163,8 +163,8 @@ def test_answers_file_is_read_not_run(tmp_path: Path) -> None:
 
 
 #: Answers the GPU scenarios itself from amp_step.py's module level, found through ``gc``: a fabricated 33x
-#: speed-up for the old in-process timing (run_speed), and well-formed, instant replies for the runs the grader
-#: now times and measures (run_train: the untrained model's weights; run_gpu_underflow: a made-up weight).
+#: speed-up for an in-process timing (run_speed), and well-formed, instant replies for the runs the grader times
+#: and measures itself (run_train: the untrained model's weights; run_gpu_underflow: a made-up weight).
 GPU_FORGERY = '''
 import gc
 for _obj in gc.get_objects():

@@ -175,7 +175,8 @@ time.sleep(30)
 
 def test_a_worker_told_to_stop_twice_cleans_up_once_and_ends(tmp_path: Path) -> None:
     """A batch killed with -9 makes the kernel send the worker's death signal once per thread of the batch.
-    A second cleanup nested in the first (inside its ``fork``) used to wait forever on the first one's lock."""
+    A second cleanup nested in the first (inside its ``fork``) must not wait on the first one's lock: it would wait
+    forever."""
     log = tmp_path / "log"
     done = subprocess.run([sys.executable, "-c", TERMINATED_TWICE.format(root=str(ROOT), log=str(log))],
                           capture_output=True, text=True, timeout=60)
