@@ -126,3 +126,12 @@ def test_the_modules_and_tests_of_the_guarantee_table_exist() -> None:
                 if not re.search(rf"^(?:async )?def {name}\(", current.read_text(encoding="utf-8"), re.MULTILINE):
                     missing.append(f"{current.name}::{name}")
     assert missing == []
+
+
+def test_the_tests_index_lists_every_test_file_and_only_those() -> None:
+    """tests/README.md, the index a newcomer reads by area: every test file is in it, and every file it names exists."""
+    index = (ROOT / "tests" / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`(test_[a-z0-9_]+\.py)`", index))
+    files = {path.name for path in (ROOT / "tests").glob("test_*.py")}
+    assert not files - named, f"tests/README.md does not list {sorted(files - named)}"
+    assert not named - files, f"tests/README.md names files that do not exist: {sorted(named - files)}"
