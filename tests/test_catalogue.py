@@ -34,6 +34,7 @@ import pytest
 
 from autograder.diagnosis.table import Table
 from autograder.engine import rubric
+from checks import arithmetic
 from conftest import ROOT, grade
 
 
@@ -265,7 +266,9 @@ def run_snippet(program: str, files: Path, folder: Path) -> subprocess.Completed
     for name in CONTRACT:
         shutil.copyfile(files / name, folder / name)
     (folder / "snippet.py").write_text(program, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    # a student's fresh Python: none of the grader's environment, the pinned arithmetic included (the snippet's
+    # import of ``checks`` pins it, as in the student's own)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and k not in arithmetic.PORTABLE}
     return subprocess.run([sys.executable, "snippet.py"], cwd=folder, capture_output=True, text=True, timeout=120,
                           env={**env, "OMP_NUM_THREADS": "1"})
 

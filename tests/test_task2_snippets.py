@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from autograder.diagnosis.table import load_catalogue
+from checks import arithmetic
 from conftest import ROOT, grade, load_results
 
 catalogue = load_catalogue()
@@ -51,7 +52,8 @@ def run(program: str, folder: Path, *, correct_step: bool = False) -> subprocess
         program = program.replace(LAST_CALL, "loss = correct_amp_step(")  # 2.10's: in the loop
         program = "from correct_amp_step import amp_step as correct_amp_step\n" + program
     (folder / "snippet.py").write_text(program, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AMP_SUBMISSION")}
+    # a student's fresh Python: the snippet's import of ``checks`` pins the grader's arithmetic, not this environment
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AMP_SUBMISSION", *arithmetic.PORTABLE)}
     return subprocess.run([sys.executable, "snippet.py"], cwd=folder, capture_output=True, text=True, timeout=120,
                           env={**env, "OMP_NUM_THREADS": "1"})
 
