@@ -55,6 +55,9 @@ SLOW = (
     # and test_platform_agreement.py mark themselves slow
     "tests/test_classroom.py::test_the_skeleton_gets_no_public_point_and_says_why",
     "tests/test_classroom.py::test_a_row_whose_cases_partly_pass_gets_its_share_as_in_the_batch",
+    # docs/changing.md's "Add a platform" walked (a copy, its packaging, four Autolab jobs and the copy's own tests:
+    # one to three minutes); its cheap checks (the count, every step applies and parses) stay in make test
+    "tests/test_platform_guide.py::test_walking_the_guide_adds_autolab_and_make_grades_its_handins",
     "tests/test_korean_edition.py::test_every_catalogue_bug_speaks_korean",  # the whole catalogue, in Korean
     # the GPU check's whole dry run (test_gpu_dry.py keeps the GPU part's dry grading and bench in make test)
     "tests/test_gpu_check.py::test_gpu_check_dry_writes_the_report",

@@ -145,8 +145,8 @@ def besides_pins() -> list[str]:
     return [name for name in hand_edited() if name != PINS]
 
 
-def apply(root: Path) -> None:
-    for edit in STEPS:
+def apply(root: Path, steps: tuple[Edit, ...] = STEPS) -> None:
+    for edit in steps:
         path = root / edit.file
         text = path.read_text(encoding="utf-8")
         assert text.count(edit.old) == 1, f"{edit.file}: the guide's step no longer applies: {edit.old!r}"
@@ -165,8 +165,9 @@ def copy_project(dest: Path) -> Path:
 
 
 def run_in(root: Path, command: list[str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    """``command`` in the copy, importing the copy's grader and checks (not this checkout's)."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("AMP_")}
+    """``command`` in the copy, importing the copy's grader and checks (not this checkout's); the run's plan cache
+    (conftest's ``plan_cache``), never the user's."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AMP_") or key == "AMP_PLAN_CACHE"}
     env.update(PYTHONPATH=f"{root}{os.pathsep}{root / 'assignment'}", AMP_DIAGNOSIS="off", PYTHONDONTWRITEBYTECODE="1")
     return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
 

@@ -41,12 +41,19 @@ def test_only_the_door_grades_or_starts_the_zygote() -> None:
     assert offenders == []
 
 
+def runtimes() -> list[str]:
+    """Every platform's runtime: each module of ``autograder/platforms/`` (docs/changing.md, *Add a platform*)."""
+    return sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "autograder" / "platforms").glob("*.py")
+                  if path.name != "__init__.py")
+
+
 def test_every_entry_point_grades_through_the_door() -> None:
-    """The batch worker and a Slurm array task call grade_submission; Gradescope's and PrairieLearn's runtimes call
-    it through the platforms' one function, grade_upload."""
+    """The batch worker and a Slurm array task call grade_submission; every platform's runtime (Gradescope's,
+    PrairieLearn's, any added) calls it through the platforms' one function, grade_upload."""
     for relative in ("autograder/batch/worker.py", "autograder/batch/slurm_chunk.py", "autograder/platforms/__init__.py"):
         assert "grade_submission" in _calls(ROOT / relative), relative
-    for relative in ("autograder/platforms/gradescope.py", "autograder/platforms/prairielearn.py"):
+    assert {"autograder/platforms/gradescope.py", "autograder/platforms/prairielearn.py"} <= set(runtimes())
+    for relative in runtimes():
         assert "grade_upload" in _calls(ROOT / relative), relative
 
 
@@ -73,7 +80,7 @@ def test_the_door_starts_the_zygote_before_the_judge() -> None:
 def test_no_entry_point_imports_pytest_before_the_door_opens() -> None:
     """Importing an entry point must leave the order to grader.start(): pytest is not imported yet."""
     entries = ["autograder.cli", "autograder.batch.worker", "autograder.batch.slurm_chunk", "autograder.engine.plan",
-               "autograder.platforms.gradescope", "autograder.platforms.prairielearn", "autograder.gpu.grading",
+               *(relative[:-3].replace("/", ".") for relative in runtimes()), "autograder.gpu.grading",
                "autograder.diagnosis.cli", "autograder.packaging.prairielearn", "autograder.packaging.classroom"]
     code = f"import importlib, sys\nfor name in {entries!r}:\n    importlib.import_module(name)\nprint(sorted(m for m in ('pytest', 'hypothesis') if m in sys.modules))\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)

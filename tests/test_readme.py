@@ -22,12 +22,15 @@ HISTORY_WORDS = ("this round", "History:", "before this round", "earlier rounds"
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 MAKE = re.compile(r"\bmake ([a-z][a-z0-9_-]*)")
 TARGET = re.compile(r"^([a-zA-Z][a-zA-Z0-9_-]*):", re.MULTILINE)
+FENCED = re.compile(r"^```.*?^```$", re.MULTILINE | re.DOTALL)
 
 
 def relative_links(path: Path) -> list[str]:
-    """The targets of the Markdown links in ``path`` that point into this repository (no scheme, no anchor)."""
+    """The targets of the Markdown links in ``path`` that point into this repository (no scheme, no anchor).
+
+    A link inside a fenced code block is text, not a link (docs/changing.md shows a README paragraph to paste)."""
     targets = []
-    for target in LINK.findall(path.read_text(encoding="utf-8")):
+    for target in LINK.findall(FENCED.sub("", path.read_text(encoding="utf-8"))):
         if re.match(r"^[a-z]+:", target) or target.startswith("#"):
             continue
         targets.append(target.split("#", 1)[0])
