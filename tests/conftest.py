@@ -51,6 +51,7 @@ SLOW = (
     "tests/test_batch.py::test_slurm_executor_with_submitits_local_cluster",  # Slurm: test_slurm.py's real cluster
     "tests/test_slurm.py::test_real_cluster_",
     "tests/test_similarity.py::test_html_report_shows_matched_regions_in_headless_chromium",  # a browser
+    "tests/test_similarity_small_class.py::test_every_independent_fixture_is_correct",  # ten submissions graded
     # the classroom workflow run on the skeleton (the solution's run stays in make test); test_prairielearn_image.py
     # and test_platform_agreement.py mark themselves slow
     "tests/test_classroom.py::test_the_skeleton_gets_no_public_point_and_says_why",

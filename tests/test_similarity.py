@@ -93,13 +93,21 @@ def test_all_pairs_gives_copydetects_numbers() -> None:
 
 
 def test_default_threshold_is_the_outlier_fence_within_bounds() -> None:
-    scores = [0.1, 0.2, 0.2, 0.3, 0.3, 0.3, 0.4, 0.4, 0.95, 1.0]
-    threshold, reason = similarity.default_threshold(scores)
+    size = similarity.FENCE_FROM
+    scores = [0.1, 0.2, 0.2, 0.3, 0.3, 0.3, 0.4, 0.4, 0.5, 0.55, 0.6, 0.95, 1.0] * 4
+    scores += [0.3] * (size * (size - 1) // 2 - len(scores))
+    threshold, reason = similarity.default_threshold(scores, size)
     q1, _, q3 = np.percentile(scores, [25, 50, 75])
-    assert threshold == pytest.approx(min(0.95, max(0.5, q3 + 1.5 * (q3 - q1))), abs=1e-4)
-    assert "Q3 + 1.5 IQR" in reason
-    assert similarity.default_threshold([0.0] * 3)[0] == similarity.THRESHOLD_FLOOR  # too few pairs
-    assert similarity.default_threshold([0.5, 0.9] * 10)[0] == similarity.THRESHOLD_CEILING
+    fence = q3 + 1.5 * (q3 - q1)
+    assert similarity.THRESHOLD_FLOOR < fence < similarity.THRESHOLD_CEILING
+    assert threshold == pytest.approx(fence, abs=1e-4) and "Q3 + 1.5 IQR" in reason
+    assert similarity.default_threshold([0.3] * len(scores), size)[0] == similarity.THRESHOLD_FLOOR
+    assert similarity.default_threshold([0.5, 0.9] * 33, size + 1)[0] == similarity.THRESHOLD_CEILING
+    # a smaller class gets the floor, however its scores spread: a few copies would lift its fence past them
+    small = size - 1
+    threshold, reason = similarity.default_threshold(scores[:small * (small - 1) // 2], small)
+    assert threshold == similarity.THRESHOLD_FLOOR and f"a class of {small} submission(s)" in reason, reason
+    assert similarity.default_threshold([0.0], 2)[0] == similarity.THRESHOLD_FLOOR
 
 
 def test_escaping_helpers() -> None:

@@ -104,7 +104,7 @@ def test_independent_correct_students_and_a_draft_are_not_flagged(reported: tupl
         scores = {frozenset((row["submission_a"], row["submission_b"])): float(row["pair_score"])
                   for row in csv.DictReader(handle)}
     independent = [scores.get(frozenset(pair), 0.0) for pair in itertools.combinations(INDEPENDENT, 2)]
-    assert max(independent) < 0.45, independent  # a clear gap below the 0.5 floor (measured 0.42 at most)
+    assert max(independent) < 0.45, independent  # measured 0.42 at most: well below the floor (0.7)
     assert scores[frozenset(("plain", "renamed"))] == scores[frozenset(("leaked", "solutions/"))] == 1.0
     for first, second in itertools.combinations(INDEPENDENT, 2):
         assert not any({first, second} <= pair for pair in flagged), (first, second)

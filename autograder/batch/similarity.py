@@ -61,8 +61,13 @@ from autograder.locations import REFERENCE_SOLUTION
 SKELETON = ROOT / "assignment"
 #: every match this long is guaranteed to be found (winnowing window = GUARANTEE - NOISE + 1)
 GUARANTEE = 30
-#: the default threshold is the upper outlier fence of the class's pair scores, kept in these bounds
-THRESHOLD_FLOOR, THRESHOLD_CEILING = 0.5, 0.95
+#: the default threshold is the upper outlier fence of the class's pair scores, kept in these bounds.  The floor lies
+#: between what independently written correct submissions scored (0.60 at most, in classes of 2 to 13) and what a
+#: copy disguised in every way scored (0.85 at least): benchmarks/similarity_small_classes.py, docs/batch.md
+THRESHOLD_FLOOR, THRESHOLD_CEILING = 0.7, 0.95
+#: the fewest submissions whose pair scores estimate the class's own fence; a smaller class is held to the floor (a few
+#: copies among its pairs lifted the fence to the ceiling, above a disguised copy's score, in classes of 5 to 7)
+FENCE_FROM = 11
 #: distinct files from which fingerprinting is spread over the cores (below: a pool costs more than it saves)
 PARALLEL_FROM = 200
 
@@ -188,14 +193,15 @@ def all_pairs(prints: Sequence[Fingerprint]) -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------- the report
 
 
-def default_threshold(scores: Sequence[float]) -> tuple[float, str]:
-    """The upper outlier fence (Q3 + 1.5 IQR, Tukey) of the pair scores, within [floor, ceiling].
+def default_threshold(scores: Sequence[float], submissions: int) -> tuple[float, str]:
+    """The upper outlier fence (Q3 + 1.5 IQR, Tukey) of the pair scores of a class of ``submissions``, within
+    [floor, ceiling]; the floor below :data:`FENCE_FROM` submissions.
 
     Independently written solutions to the same small assignment share idioms, so the class's
     own distribution says what "normal" overlap is; a pair far above it is worth a look.
     """
-    if len(scores) < 8:
-        return THRESHOLD_FLOOR, strings.text("sim.floor", count=len(scores))
+    if submissions < FENCE_FROM:
+        return THRESHOLD_FLOOR, strings.text("sim.floor", count=submissions, least=FENCE_FROM)
     q1, _, q3 = statistics.quantiles(scores, n=4, method="inclusive")
     fence = q3 + 1.5 * (q3 - q1)
     chosen = min(THRESHOLD_CEILING, max(THRESHOLD_FLOOR, fence))
@@ -332,9 +338,9 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
     ordered = sorted(pairs.values(), key=lambda pair: (-pair.score, pair.a.key, pair.b.key))
     if threshold is None:
         among = [pair.score for pair in ordered if not pair.b.reference]
-        total = sum(1 for i, a in enumerate(parties) for b in parties[i + 1:] if not a.reference and not b.reference)
-        among += [0.0] * (total - len(among))  # pairs sharing nothing score 0
-        threshold, reason = default_threshold(among)
+        count = sum(1 for party in parties if not party.reference)
+        among += [0.0] * (count * (count - 1) // 2 - len(among))  # pairs sharing nothing score 0
+        threshold, reason = default_threshold(among, count)
     else:
         reason = strings.text("sim.set")
     worth = [members for members in found_clusters

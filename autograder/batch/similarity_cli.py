@@ -18,7 +18,8 @@ def _fraction(text: str) -> float:
 def _add_shared(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--similarity-threshold", type=_fraction, default=None, metavar="FRACTION",
                         help="flag pairs at or above this similarity (0-1; default: chosen from the data, the upper "
-                             "outlier fence Q3 + 1.5 IQR of all pair scores, kept within [0.5, 0.95])")
+                             "outlier fence Q3 + 1.5 IQR of all pair scores kept between a floor and a ceiling, or "
+                             "in a small class the floor: summary.md says which and its numbers, docs/batch.md why)")
     parser.add_argument("--similarity-reference", type=Path, action="append", metavar="DIR",
                         help="earlier submissions (e.g. last year's) to compare every submission with; repeatable")
     parser.add_argument("--no-similarity-solution", dest="similarity_solution", action="store_false", default=True,

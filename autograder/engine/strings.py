@@ -205,7 +205,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                         "count); [{csv}]({csv}) has every pair that shares code, [{link}]({link}) shows the flagged "
                         "pairs side by side.",
         "sim.threshold": "Threshold **{threshold}**: {reason}.",
-        "sim.floor": "the floor, as there are too few pairs ({count}) to estimate the class's outlier fence",
+        "sim.floor": "the floor, as a class of {count} submission(s) is too small to estimate its own outlier fence "
+                     "(used from {least} submissions on)",
         "sim.fence": "upper outlier fence of the {count} pair scores, Q3 + 1.5 IQR = {q3} + 1.5 x {iqr} = {fence}, "
                      "kept within [{floor}, {ceiling}]",
         "sim.identical": "- [Identical files]({link}): {labels}.",
@@ -390,7 +391,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                         "코드를 공유하는 모든 쌍은 [{csv}]({csv})에, 표시된 쌍을 나란히 본 것은 [{link}]({link})에 "
                         "있습니다.",
         "sim.threshold": "기준값 **{threshold}**: {reason}.",
-        "sim.floor": "쌍이 너무 적어({count}개) 반 전체의 이상치 경계를 추정할 수 없으므로 하한값",
+        "sim.floor": "제출물 {count}개인 반은 너무 작아 자체 이상치 경계를 추정할 수 없으므로 하한값(이상치 경계는 제출물 "
+                     "{least}개부터 사용)",
         "sim.fence": "쌍 점수 {count}개의 위쪽 이상치 경계, Q3 + 1.5 IQR = {q3} + 1.5 x {iqr} = {fence}, "
                      "[{floor}, {ceiling}] 안으로 제한",
         "sim.identical": "- [똑같은 파일]({link}): {labels}.",
