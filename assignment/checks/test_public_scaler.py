@@ -105,12 +105,16 @@ def test_matches_torch_gradscaler(student: Any) -> None:
                 {"op": "grads", "opt": 1, "values": [[2.0, 4.0, 8.0]]}, {"op": "step", "opt": 1},
                 {"op": "update"}, {"op": "observe"}]
     behaviours.matches_torch(student, {"world": w, "ops": ops}, powers_of_two=True)
-    # A checkpoint saved with a tracker past the interval (torch loads any): a clean step counts on, it does not grow.
-    state = {"scale": 4.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2, "_growth_tracker": 3}
+    # Checkpoints: one with a tracker below the interval (a wrong load_state_dict shows here: row 1.16's), then one
+    # past it (torch loads any), from which a clean step counts on and does not grow (this row's).  Charged as the
+    # search charges, unshrunk: a deviation another row's behaviour owns is that row's (one cause, one deduction).
+    state = {"scale": 4.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 3, "_growth_tracker": 1}
     restored = [{"op": "new", "kwargs": {}}, {"op": "load_state_dict", "state": state}, {"op": "observe"},
-                {"op": "grads", "opt": 0, "values": [[1.0, -2.0]]}, {"op": "step", "opt": 0}, {"op": "update"},
-                {"op": "observe"}, {"op": "state_dict"}]
-    behaviours.matches_torch(student, {"world": cases.world([[[2]]]), "ops": restored}, powers_of_two=True)
+                {"op": "load_state_dict", "state": {**state, "growth_interval": 2, "_growth_tracker": 3}},
+                {"op": "observe"}, {"op": "grads", "opt": 0, "values": [[1.0, -2.0]]}, {"op": "step", "opt": 0},
+                {"op": "update"}, {"op": "observe"}, {"op": "state_dict"}]
+    behaviours.differential_search(student, st.just({"world": cases.world([[[2]]]), "ops": restored}), 1,
+                                   shrink=False)
     behaviours.differential_search(student, sequences.call_sequences(public=True), 10)
 
 

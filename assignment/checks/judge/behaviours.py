@@ -184,12 +184,13 @@ def scenario_search(student: Any, examples: int) -> None:
         matches_torch(student, found[1], found[0])
 
 
-def differential_search(student: Any, strategy: SearchStrategy, examples: int) -> None:
+def differential_search(student: Any, strategy: SearchStrategy, examples: int, shrink: bool = True) -> None:
     """The stateful differential search: ``examples`` sequences of calls (:mod:`checks.judge.sequences`), each
     run on the student's scaler and on torch.amp.GradScaler('cpu') and compared call by call, bit for bit.
 
     The first sequence that differs (derandomized: the same sequences on every run) is shrunk to a simpler one
-    (:func:`checks.judge.sequences.shrink`), which is charged to the row whose behaviour its first differing call
+    (:func:`checks.judge.sequences.shrink`; not with ``shrink=False``: a fixed sequence keeps the charge it was
+    written for), which is charged to the row whose behaviour its first differing call
     exercises (:data:`checks.judge.sequences.ROWS`).  This row fails only for its own kinds: one deviation, one row.
     """
     runs: dict[str, tuple[int | None, list[Json]]] = {}  # by sequence: its first difference and the answers
@@ -206,7 +207,7 @@ def differential_search(student: Any, strategy: SearchStrategy, examples: int) -
     found = _shrunk(strategy, lambda args: first(args) is not None, examples, shrink=False)
     if found is None:
         return
-    args = sequences.shrink(found, first, SHRINK_CALLS)
+    args = sequences.shrink(found, first, SHRINK_CALLS) if shrink else found
     index = first(args)
     expected, got = cases.torch_results(args), runs[json.dumps(args, sort_keys=True)][1]
     if index is None or sequences.charged(args, expected, got, index) != sequences.DIFFERENTIAL:
