@@ -151,9 +151,12 @@ def test_points_only_change_rescores_without_a_student_process_and_resubmissions
             assert now == pytest.approx(was * points / {"2.4": 3, "2.5": 4}[number], abs=1e-4), (name, number)
             expected += now - was
         assert float(after[name]["score"]) == pytest.approx(expected, abs=1e-4)
-    expected_moves = {(name, number, "grader changed") for name, row in before.items() for number in PATCHED
+    # the cause a TA reads is the row's new worth (the rubric row, its points from before and now), not "grader changed"
+    old_points = {"2.4": 3, "2.5": 4}
+    expected_moves = {(name, number, f"row's points {old_points[number]}\u2192{points:g}")
+                      for name, row in before.items() for number, points in PATCHED.items()
                       if float(next(v for c, v in row.items() if c.startswith(number + " ")))}
-    assert ("alice", "2.4", "grader changed") in expected_moves  # alice had every point: +1 on 2.4, -1 on 2.5
+    assert ("alice", "2.4", "row's points 3\u21924") in expected_moves  # alice had every point: +1 on 2.4, -1 on 2.5
     changes = _rows(out / "changes.csv")
     assert {(c["submission"], c["test"], c["cause"]) for c in changes} == expected_moves
     kept = {row["submission"]: row["score"] for row in _rows(out / "gradebook.previous.csv")}
@@ -168,7 +171,8 @@ def test_points_only_change_rescores_without_a_student_process_and_resubmissions
     assert "1 rescored (only the rubric points changed: no code run), 1 to grade" in third.stdout, third.stdout
     changes = _rows(out / "changes.csv")
     moved = {(c["submission"], c["cause"]) for c in changes}
-    assert ("sam", "resubmitted") in moved and ("alice", "grader changed") in moved
+    assert ("sam", "resubmitted") in moved  # the points back: alice's rows move by their worth, 4→3 and 3→4
+    assert {("alice", "row's points 4\u21923"), ("alice", "row's points 3\u21924")} <= moved
     sam_rows = [c for c in changes if c["submission"] == "sam"]
     assert {float(c["old_score"]) for c in sam_rows} == {float(after["sam"]["score"])}
     assert {float(c["new_score"]) for c in sam_rows} == {90.0}
