@@ -30,3 +30,15 @@ def test_an_installed_pytest_plugin_changes_no_grade(tmp_path: Path) -> None:
     done = grade([EXAMPLES["partially_correct"]], tmp_path / "out", env={"PYTHONPATH": str(site)})
     assert done.returncode == 0, done.stderr[-3000:]
     assert load_results(tmp_path / "out", "partially_correct")["score"] == 70.0  # as without the plugin
+
+
+def test_pytest_options_and_plugins_from_the_environment_change_no_grade(tmp_path: Path) -> None:
+    """``PYTEST_ADDOPTS`` and ``PYTEST_PLUGINS`` (read by pytest whatever the autoload switch) are the caller's,
+    not the judge's: ``-x`` would stop the suite at the first failing case, the plugin would pass every test."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "everything_passes.py").write_text(PLUGIN)
+    env = {"PYTHONPATH": str(site), "PYTEST_ADDOPTS": "-x", "PYTEST_PLUGINS": "everything_passes"}
+    done = grade([EXAMPLES["partially_correct"]], tmp_path / "out", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert load_results(tmp_path / "out", "partially_correct")["score"] == 70.0  # as without them

@@ -212,6 +212,9 @@ def run_suites(runner: Any, items: tuple[rubric.Item, ...], paths: tuple[Path, .
     # Only the plugins named below: one that the grading machine happens to hold (pytest-randomly reorders tests
     # and reseeds) must not change a grade, and finding them means reading every installed package's metadata.
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    # Nor options or plugins the caller's environment adds (a TA's PYTEST_ADDOPTS="-x" would end the suite early).
+    for name in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
+        os.environ.pop(name, None)
     args = [str(p) for p in paths] + ["-c", str(INI), "--rootdir", str(ROOT), "-p", "checks.plugin",
                                       "-p", "_hypothesis_pytestplugin",  # what hypothesis's entry point names
                                       "-p", "no:cacheprovider", "-p", "no:unraisableexception", "--capture=no", "-q", "--no-header",
