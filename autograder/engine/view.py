@@ -133,4 +133,3 @@ def _chroot_instead(libc: Any) -> bool:
         except OSError:  # the listing's own descriptor, closed by now
             pass
     return True
-
