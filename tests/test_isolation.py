@@ -453,6 +453,52 @@ def test_a_virtual_environment_reached_through_a_symlink_still_grades_correct_co
     assert data["score"] == 90, [t["output"][:300] for t in data["tests"] if t["score"] != t["max_score"]]
 
 
+LATE_IMPORTS = """
+import colorsys, graphlib, wave  # the standard library, never loaded before a student process starts
+import torch.utils.file_baton  # torch, the same
+"""
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_modules_first_imported_by_student_code_import_in_every_mode(mode: str, workspace: Path,
+                                                                    request: pytest.FixtureRequest) -> None:
+    """Correct code that imports what no student process had loaded gets full marks at every level: a uid of its
+    own cannot enter a pyenv under /root (0700) unless the grader reaches it for it (autograder.engine.reach)."""
+    needs(mode)
+    python = request.getfixturevalue("nobody_python") if mode == "unprivileged" else sys.executable
+    root = request.getfixturevalue("nobody_root") if mode == "unprivileged" else ROOT
+    folder = workspace / "late"
+    folder.mkdir()
+    for name in FILES:
+        text = (SOLUTIONS / name).read_text()
+        if name != "answers.py":  # after the first lines (a docstring, then ``from __future__``)
+            text = text.replace("from __future__ import annotations\n",
+                                "from __future__ import annotations\n" + LATE_IMPORTS, 1)
+        (folder / name).write_text(text)
+    assert LATE_IMPORTS in (folder / "loss_scaler.py").read_text()
+    done = grade_as(mode, [folder], workspace / "out", python=python, root=root)
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = results_of(workspace / "out", "late")
+    assert data["score"] == 90, [t["output"][:500] for t in data["tests"] if t["score"] != t["max_score"]]
+
+
+@pytest.mark.parametrize("mode", ["root", "docker"])
+def test_a_reference_inside_a_private_folder_is_recorded_from_a_staged_copy(mode: str, tmp_path: Path) -> None:
+    """A checkout cloned into a folder of mode 0700 (``mktemp -d``, root's home): the reference solution's student
+    processes, under uids of their own, cannot enter it. They read a staged copy, as every submission's do; read in
+    place, the canary refused to grade ("the reference solution loses points on this machine")."""
+    needs(mode)
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    reference = private / "solutions"
+    shutil.copytree(SOLUTIONS, reference)
+    env = {**settings.test_hooks_env(reference=str(reference)), settings.PLAN_CACHE.env: str(tmp_path / "cache")}
+    done = grade_as(mode, [SOLUTIONS], tmp_path / "out", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert results_of(tmp_path / "out", "solutions")["score"] == 90
+    assert (tmp_path / "cache").is_dir() and any((tmp_path / "cache").iterdir())  # recorded, not taken from a cache
+
+
 def test_min_isolation_refuses_below_the_level_reached(tmp_path: Path) -> None:
     needs("docker")
     done = grade_as("docker", [SOLUTIONS], tmp_path / "out", "--min-isolation", "namespaces")

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from autograder import settings
+from autograder.engine import reach
 from checks import arithmetic
 
 # Imported now, not in the student process: after the uid switch the interpreter's own files may be
@@ -240,15 +241,21 @@ def _interpreter_roots() -> set[str]:
 _INTERPRETER_ROOTS = _interpreter_roots()
 
 
+def interpreter_folders() -> list[str]:
+    """The folders a student process reads Python and torch from (every rule below reads them)."""
+    folders = set(_INTERPRETER_ROOTS)
+    torch = sys.modules.get("torch")  # loaded by the zygote: its site-packages holds native libraries
+    if torch is not None and getattr(torch, "__file__", None):
+        folders.add(os.path.dirname(os.path.dirname(torch.__file__)))
+    return sorted(folders)
+
+
 def _readable_roots(submission: str) -> list[str]:
     # Not all of /proc: other processes' command lines would show (without a PID namespace).
     paths = {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", f"/proc/{os.getpid()}", "/proc/cpuinfo",
              "/proc/meminfo", "/proc/stat", "/sys/devices/system/cpu", "/dev/urandom", "/dev/random", "/dev/zero",
-             submission, *_INTERPRETER_ROOTS}
-    torch = sys.modules.get("torch")  # loaded by the zygote: its site-packages holds native libraries
-    if torch is not None and getattr(torch, "__file__", None):
-        paths.add(os.path.dirname(os.path.dirname(torch.__file__)))
-    return sorted(p for p in {os.path.realpath(p) for p in paths} | paths if os.path.exists(p))
+             submission, *interpreter_folders()}
+    return sorted(p for p in {os.path.realpath(p) for p in paths} | paths if os.path.exists(reach.alias(p)))
 
 
 @functools.lru_cache(maxsize=64)
@@ -287,7 +294,7 @@ def _resolved_rules(real: str, hidden: Sequence[str], read: Any, folder: bool | 
     if real in hidden:
         return []
     if folder is None:
-        folder = os.path.isdir(real)
+        folder = os.path.isdir(reach.alias(real))
     if not below or not folder:
         return [(real, read if folder else FSAccess.READ_FILE)]
     rules: list[tuple[str, Any]] = [(real, FSAccess.READ_DIR)]
@@ -334,7 +341,7 @@ def apply_landlock(submission: str, scratch: str, hidden: Sequence[str] = ()) ->
         for path, rules in dict.fromkeys(rule for root in _readable_roots(submission)
                                          for rule in read_rules(root, tuple(hidden))):
             ctypes.set_errno(0)
-            ruleset.allow(path, rules=rules)
+            ruleset.allow(reach.alias(path), rules=rules)
         ctypes.set_errno(0)
         ruleset.allow(scratch)  # every right, below scratch only
         ctypes.set_errno(0)

@@ -41,6 +41,7 @@ process answered them.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,9 +153,7 @@ def record(solution: Path = locations.REFERENCE_SOLUTION, runner_factory: Any = 
     Raises:
         ReferenceFails: a row of the reference solution failed (its message says which and why).
     """
-    from autograder.engine.sandbox import SandboxRunner
-
-    inner = (runner_factory or SandboxRunner)(solution)
+    staged, inner = _staged_runner(solution, runner_factory)
     recorder = RecordingRunner(inner)
     try:
         from autograder.engine import judge
@@ -166,7 +165,7 @@ def record(solution: Path = locations.REFERENCE_SOLUTION, runner_factory: Any = 
         recorder.current = None
         report = judge.build_report(recorder, rubric.ITEMS, outcomes, pytest_output, None, started)
     finally:
-        inner.close()
+        _close(staged, inner)
     failed = [row for row in report.rows if not row.passed]
     if failed:
         first = failed[0]
@@ -279,14 +278,36 @@ def current_plan(runner_factory: Any = None, solution: Path = locations.REFERENC
     return _PLANS[solution]
 
 
-def _agrees(found: Plan, solution: Path, runner_factory: Any) -> bool:
+def _staged_runner(solution: Path, runner_factory: Any) -> tuple[Path, Any]:
+    """A runner on a staged copy of ``solution``, as every submission is graded: the student processes read the
+    copy, never the checkout (which their uid may not be able to enter: a clone in a folder of mode 0700)."""
+    from autograder.engine import intake
     from autograder.engine.sandbox import SandboxRunner
 
-    runner = (runner_factory or SandboxRunner)(solution)
+    try:
+        staged = intake.stage(solution).folder
+    except intake.IntakeError as exc:
+        raise ReferenceFails(f"the reference solution ({solution}) cannot be read: {exc}") from exc
+    try:
+        return staged, (runner_factory or SandboxRunner)(staged)
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+
+
+def _close(staged: Path, runner: Any) -> None:
+    try:
+        runner.close()
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+
+
+def _agrees(found: Plan, solution: Path, runner_factory: Any) -> bool:
+    staged, runner = _staged_runner(solution, runner_factory)
     try:
         return reference_agrees(found, runner)
     finally:
-        runner.close()
+        _close(staged, runner)
 
 
 def grade_with_plan(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ...] = rubric.ITEMS,

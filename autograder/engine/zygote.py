@@ -47,7 +47,7 @@ from checks import arithmetic
 from checks.student import absence, serve
 from checks.runners import harness
 
-from autograder.engine import budget, confine, view
+from autograder.engine import budget, confine, reach, view
 from autograder import PACKAGE, ROOT, is_checkout, settings
 
 #: The grader's files: a checkout's whole tree, else (pip-installed, the Gradescope zip) the grader's own package,
@@ -151,6 +151,8 @@ def _isolate(request: SpawnRequest, parent: int, hidden: list[str], reply_fd: in
         if value is not None:
             resource.setrlimit(name, (value, value))
     if request.uid is not None:
+        if not namespaces:  # no view re-exposes the interpreter: folders the uid cannot enter are opened now
+            reach.open_unreachable(confine.interpreter_folders())
         groups = [request.group] if request.group is not None else []  # reads the staged submission
         os.setgroups(groups + (list(request.device.groups) if request.device else []))  # GPU: /dev/nvidia*'s group
         os.setgid(request.uid)
@@ -184,6 +186,7 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
         os.chdir(request.scratch)
         isolation = confine.confine(request.submission, request.scratch, namespaces,  # also a clean environment
                                     gpu=request.device is not None, hidden=[*hidden, *INSTALLED_PACKAGE])
+        reach.reroute_imports()
         sys.dont_write_bytecode = True
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
