@@ -22,10 +22,16 @@ from checks.judge import behaviours, expect, cases, sequences
 from checks.words import say
 
 
-@pytest.mark.parametrize("kwargs", cases.BAD_CONSTRUCTOR_KWARGS, ids=lambda kw: expect.kwargs_text(kw))
+@pytest.mark.parametrize("kwargs", cases.BAD_CONSTRUCTOR_KWARGS + cases.EDGE_CONSTRUCTOR_KWARGS,
+                         ids=lambda kw: expect.kwargs_text(kw))
 def test_constructor_rejects_bad_arguments(student: Any, kwargs: dict[str, Any]) -> None:
     args = {"world": cases.world([[[1]]]), "ops": [{"op": "new", "kwargs": kwargs}]}
     [result] = student.run("scaler_ops", args)
+    if kwargs in cases.EDGE_CONSTRUCTOR_KWARGS:  # bad arguments only: these are good ones
+        if "error" in result:
+            expect.mismatch(args, 0, say("do.run"), result,
+                            what=say("what.constructor_edge", kwargs=expect.kwargs_text(kwargs)))
+        return
     if not expect.raised(result, "ValueError"):
         expect.mismatch(args, 0, say("do.raise", error="ValueError"), result,
                         what=say("what.constructor", kwargs=expect.kwargs_text(kwargs)))

@@ -68,6 +68,8 @@ EN: dict[str, str] = {
     "before.new_scale": "\n(The observation before this update printed {scale} {tracker}.)",
     # ---- what each scaler behaviour must do (checks.judge.behaviours, the public scaler checks)
     "what.constructor": "ToyLossScaler({kwargs}) must raise ValueError.",
+    "what.constructor_edge": "ToyLossScaler({kwargs}) must be accepted: float32 holds this init_scale (torch accepts "
+                             "it too); only bad arguments raise ValueError.",
     "what.scale": "scale() must multiply by the scale held as a 0-dim float32 tensor: a 0-dim float16 loss comes "
                   "back float32 (no overflow above 65504); a float16 tensor with dimensions keeps its dtype (torch's "
                   "type promotion).",
@@ -83,6 +85,9 @@ EN: dict[str, str] = {
     "what.no_growth_to_inf": "A growth that would overflow float32 must be skipped: the scale stays as it was (finite).",
     "what.new_scale": "update(new_scale) sets the scale to new_scale (rounded to float32), leaves the growth tracker "
                       "alone and, like every update(), lets the next iteration start fresh.",
+    "what.new_scale_beyond": "update(new_scale) with a finite new_scale beyond float32's range (its magnitude above "
+                             "3.4028234663852886e38) must raise RuntimeError, as torch does: the scale, a float32, "
+                             "cannot hold it.",
     "what.one_backoff": "One update() backs off once however many gradients overflow: with {bad} overflowing "
                         "gradient(s) in each of {opts} optimizer(s) the scale and tracker must be what they are with a "
                         "single overflowing gradient in a single optimizer.",
@@ -386,6 +391,8 @@ KO: dict[str, str] = {
     "before.update_pair": "\n(이 update() 바로 전에 출력된 관측값: {scale} {tracker}.)",
     "before.new_scale": "\n(이 update 바로 전에 출력된 관측값: {scale} {tracker}.)",
     "what.constructor": "ToyLossScaler({kwargs})는 ValueError를 발생시켜야 합니다.",
+    "what.constructor_edge": "ToyLossScaler({kwargs})는 받아들여져야 합니다. float32는 이 init_scale을 담을 수 있고 "
+                             "(torch도 받아들입니다), 잘못된 인자만 ValueError를 발생시킵니다.",
     "what.scale": "scale()은 0차원 float32 텐서로 들고 있는 스케일을 곱해야 합니다. 0차원 float16 손실은 float32로 "
                   "돌아오고(65504를 넘어도 오버플로 없음), 차원이 있는 float16 텐서는 dtype을 유지합니다(torch의 타입 "
                   "승격 규칙).",
@@ -400,6 +407,9 @@ KO: dict[str, str] = {
     "what.no_growth_to_inf": "float32를 오버플로하게 될 성장은 건너뛰어야 합니다. 스케일은 그대로(유한한 값) 남습니다.",
     "what.new_scale": "update(new_scale)은 스케일을 new_scale(float32로 반올림)로 정하고 성장 추적기는 건드리지 않으며, "
                       "다른 모든 update()처럼 다음 반복이 새로 시작하게 합니다.",
+    "what.new_scale_beyond": "float32 범위를 넘는 유한한 new_scale(절댓값이 3.4028234663852886e38보다 큼)로 "
+                             "update(new_scale)을 부르면 torch처럼 RuntimeError가 발생해야 합니다. float32인 스케일은 "
+                             "그 값을 담을 수 없습니다.",
     "what.one_backoff": "update() 한 번은 오버플로한 기울기가 몇 개든 백오프를 한 번만 합니다. 옵티마이저 {opts}개 각각에 "
                         "오버플로한 기울기가 {bad}개 있을 때의 스케일과 추적기는 옵티마이저 하나에 오버플로한 기울기가 "
                         "하나뿐일 때와 같아야 합니다.",

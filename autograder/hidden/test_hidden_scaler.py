@@ -4,16 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from autograder.engine import examples
 from checks.judge import behaviours, expect, cases, sequences
 
 
-@given(kwargs=cases.scaler_kwargs(), opts=st.integers(1, 3), data=st.data())
-def test_update_rule_properties(student: Any, kwargs: dict[str, Any], opts: int, data: st.DataObject) -> None:
-    behaviours.growth(student, kwargs, data.draw(cases.optimizer_runs(opts)), opts)
+@st.composite
+def _growth_cases(draw: st.DrawFn) -> tuple[dict[str, Any], list[list[int]], int]:
+    kwargs, opts = draw(cases.scaler_kwargs()), draw(st.integers(1, 3))
+    return kwargs, draw(cases.optimizer_runs(opts)), opts
+
+
+#: Growth at an interval above 256 (torch's default is 2000): CPython caches the ints up to 256, so a tracker
+#: compared with ``is`` grows below it and never above.
+_LONG_INTERVAL = ({"init_scale": 1.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 300},
+                  [[]] * 301, 1)
+
+
+@given(case=_growth_cases())
+@example(case=_LONG_INTERVAL)
+def test_update_rule_properties(student: Any, case: tuple[dict[str, Any], list[list[int]], int]) -> None:
+    kwargs, runs, opts = case
+    behaviours.growth(student, kwargs, runs, opts)
 
 
 @given(kwargs=cases.scaler_kwargs(powers_of_two=False), overflows=cases.overflow_runs)
@@ -27,8 +41,15 @@ def test_growth_skipped_when_float32_would_overflow(student: Any, exponent: int,
                                           "growth_interval": 1}, 4)
 
 
+_NEW_SCALE_KWARGS = {"init_scale": 1024.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2}
+
+
 @given(kwargs=cases.scaler_kwargs(), clean=st.integers(0, 3), new_scale=cases.any_scales,
        after=st.lists(st.booleans(), max_size=3))
+@example(kwargs=_NEW_SCALE_KWARGS, clean=1, new_scale=1e39, after=[])  # beyond float32: RuntimeError, as torch
+@example(kwargs=_NEW_SCALE_KWARGS, clean=1, new_scale=-1e39, after=[])
+@example(kwargs=_NEW_SCALE_KWARGS, clean=1, new_scale=cases.FLOAT32_MAX, after=[False])  # the largest it holds
+@example(kwargs=_NEW_SCALE_KWARGS, clean=1, new_scale=float("inf"), after=[])  # stored as inf
 def test_update_new_scale_keeps_tracker(student: Any, kwargs: dict[str, Any], clean: int, new_scale: float,
                                         after: list[bool]) -> None:
     behaviours.new_scale_keeps_tracker(student, kwargs, clean, new_scale, after)

@@ -99,11 +99,20 @@ def no_growth_to_inf(student: Any, kwargs: dict[str, Json], iterations: int) -> 
 
 def new_scale_keeps_tracker(student: Any, kwargs: dict[str, Json], clean: int, new_scale: float,
                             after: Sequence[bool]) -> None:
-    """update(new_scale): scale = float32(new_scale), tracker unchanged; the next iteration starts fresh."""
+    """update(new_scale): scale = float32(new_scale), tracker unchanged; the next iteration starts fresh.  A finite
+    new_scale beyond float32's range raises RuntimeError (torch's fill_ refuses it); inf is stored as inf."""
     args = cases.run_args({**kwargs, "growth_interval": 1000}, [False] * clean)
     sizes = [cases.param_sizes(args["world"], 0)]
     args["ops"] += [{"op": "observe"}] + cases.iteration_ops(1, [], sizes)[:-2]
-    args["ops"] += [{"op": "update", "new_scale": new_scale}, {"op": "observe"}]
+    args["ops"] += [{"op": "update", "new_scale": new_scale}]
+    if math.isfinite(new_scale) and abs(new_scale) > cases.FLOAT32_MAX:
+        results = _run(student, args)
+        what = say("what.new_scale_beyond")
+        expect.no_errors(args, results[:-1], what)
+        if not expect.raised(results[-1], "RuntimeError"):
+            expect.mismatch(args, len(results) - 1, say("do.raise", error="RuntimeError"), results[-1], what=what)
+        return
+    args["ops"] += [{"op": "observe"}]
     for overflow in after:  # the next iterations must run: update(new_scale) clears the per-optimizer state
         args["ops"] += cases.iteration_ops(1, [0] if overflow else [], sizes)
     results = _run(student, args)

@@ -25,6 +25,10 @@ SPECIALS = (math.inf, -math.inf, math.nan)
 # --------------------------------------------------------------------------- references
 
 
+#: float32's largest finite value: update(new_scale) beyond it (finite) raises RuntimeError, as torch's fill_.
+FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+
+
 def float32(value: float) -> float:
     """``value`` rounded to float32 (inf when out of range), as torch's kernels store it."""
     return torch.tensor(value, dtype=torch.float64).to(torch.float32).item()
@@ -192,6 +196,9 @@ BAD_CONSTRUCTOR_KWARGS: tuple[dict[str, Json], ...] = (
     *({"backoff_factor": v} for v in (0.0, 1.0, 1.5, -0.5)),
     *({"growth_interval": v} for v in (0, -1, -2000, 2.5, True)),
 )
+
+#: Valid at the edge of float32 (its largest value; a subnormal that does not round to 0): accepted, as torch does.
+EDGE_CONSTRUCTOR_KWARGS: tuple[dict[str, Json], ...] = ({"init_scale": FLOAT32_MAX}, {"init_scale": 1e-45})
 
 
 @st.composite

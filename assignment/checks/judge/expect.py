@@ -61,6 +61,36 @@ def printing_lines(op: dict[str, Json], step_return: bool = True) -> list[str]:
 ABSENCE = ["from checks.student.absence import remove_reference_scaler", "remove_reference_scaler()"]
 
 
+#: A block of statements repeated at least this often in a row becomes a loop (a run hundreds of iterations long
+#: stays a snippet to paste); below it the statements stay written out, as short runs read best.
+LOOP_FROM = 16
+_LONGEST_BLOCK = 12
+
+
+def looped(lines: list[str]) -> list[str]:
+    """``lines`` with each block repeated :data:`LOOP_FROM` times or more in a row written once, in a loop (the
+    block that covers the most lines first; the shortest of those)."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        best_period, best_count = 0, 0
+        for period in range(1, _LONGEST_BLOCK + 1):
+            block = lines[i:i + period]
+            count = 1
+            while lines[i + count * period:i + (count + 1) * period] == block:
+                count += 1
+            if count >= LOOP_FROM and count * period > best_count * best_period:
+                best_period, best_count = period, count
+        if best_period:
+            out.append(f"for _ in range({best_count}):")
+            out += ["    " + line for line in lines[i:i + best_period]]
+            i += best_period * best_count
+        else:
+            out.append(lines[i])
+            i += 1
+    return out
+
+
 def snippet(args: dict[str, Json], upto: int | None = None, step_return: bool = True) -> str:
     """A runnable program that replays ``args["ops"][:upto + 1]`` and prints the last op's observation."""
     ops = args["ops"] if upto is None else args["ops"][: upto + 1]
@@ -83,8 +113,8 @@ def snippet(args: dict[str, Json], upto: int | None = None, step_return: bool = 
             + "]}" for sizes in spec["groups"])
         lines.append(f"opt{index} = {optimizer}([{groups}], lr={spec.get('lr', 0.1)})")
     # Observations before the last are printed too (handy to follow the run); the last line printed is the one compared.
-    lines += [f"print({op_line(op)})" if getattr(OPS.get(op["op"]), "prints", False) else op_line(op)
-              for op in ops[:-1]]
+    lines += looped([f"print({op_line(op)})" if getattr(OPS.get(op["op"]), "prints", False) else op_line(op)
+                     for op in ops[:-1]])
     if ops:
         lines += printing_lines(ops[-1], step_return)
     return "\n".join("    " + line for line in lines)
