@@ -501,10 +501,11 @@ PRINT_LATE_INIT = '''
 
 def is_hidden_input(init_scale: float, growth_factor: float, backoff_factor: float) -> bool:
     """Tells hidden inputs apart as a student can: the public checks (assignment/checks) build scalers whose initial
-    scale and factors are powers of two, bar row 1.7's example and the public search's fixed lists (its sequences
-    draw from them: checks/judge/sequences.py); any other scaler built is a hidden test's."""
+    scale and factors are powers of two, bar row 1.7's example, row 1.1's valid edge values and the public search's
+    fixed lists (its sequences draw from them: checks/judge/sequences.py); any other scaler built is a hidden test's."""
     values = [init_scale, growth_factor, backoff_factor]
-    lists = [(2.0, 1.0, 3.0, 65536.0, 0.1, 2.0**-24, 2.0**127, 3.4e38, 7), (2.0, 4.0, 1.5, 3.0, 1.0001, 1e10),
+    lists = [(2.0, 1.0, 3.0, 65536.0, 0.1, 2.0**-24, 2.0**127, 3.4e38, 7, 3.4028234663852886e38, 1e-45),
+             (2.0, 4.0, 1.5, 3.0, 1.0001, 1e10),
              (0.5, 0.25, 0.3, 0.9, 0.999, 1e-3)]
     public = all((value > 0 and math.frexp(value)[0] == 0.5) or value in listed for value, listed in zip(values, lists))
     return not public and values != [0.1, 1.1, 0.3]

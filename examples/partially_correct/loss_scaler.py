@@ -52,7 +52,10 @@ class ToyLossScaler:
 
     def update(self, new_scale=None):
         if new_scale is not None:
-            self.scale_value = torch.tensor(float(new_scale), dtype=torch.float32)
+            value = float(new_scale)
+            if value != value * 2 and abs(value) > torch.finfo(torch.float32).max:  # finite, beyond float32
+                raise RuntimeError("new_scale overflows float32")
+            self.scale_value = torch.tensor(value, dtype=torch.float32)
         elif not self.states:
             raise RuntimeError("update without step")
         elif any(s["inf"] for s in self.states.values()):

@@ -105,7 +105,10 @@ class ToyLossScaler:
                 raise RuntimeError("nothing to update")
             self._grow_or_backoff(any(st["inf"] for st in self.opt.values()))
         else:
-            self.s = to_f32(float(new_scale))
+            v = float(new_scale)
+            if math.isfinite(v) and abs(v) > 3.4028234663852886e38:
+                raise RuntimeError("new_scale does not fit in float32")
+            self.s = to_f32(v)
         self.opt.clear()
 
     def get_scale(self):
