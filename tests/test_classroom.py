@@ -216,7 +216,7 @@ def test_checks_cut_short_still_report_every_row_at_zero(template: Path, tmp_pat
 
 
 def test_a_row_whose_cases_partly_pass_gets_its_share_as_in_the_batch(template: Path, tmp_path: Path) -> None:
-    """A constructor that accepts growth_factor == 1 fails 1 of row 1.1's 22 cases: 3 * 21 / 22 points on every
+    """A constructor that accepts growth_factor == 1 fails 1 of row 1.1's 24 cases: 3 * 23 / 24 points on every
     push, as the TA batch gives it, instead of the command grader's all or nothing."""
     from autograder.diagnosis.table import load_catalogue
 
@@ -224,11 +224,11 @@ def test_a_row_whose_cases_partly_pass_gets_its_share_as_in_the_batch(template: 
     submission = load_catalogue().materialize(entry, tmp_path / "bug")
     repository = push(template, submission, tmp_path / "repo")
     run = run_workflow(repository / ".github/workflows/classroom.yml", repository, tmp_path / "runner")
-    assert run.points == pytest.approx(23 + 3 * 21 / 22) and run.max_points == 26 and run.failed
+    assert run.points == pytest.approx(23 + 3 * 23 / 24) and run.max_points == 26 and run.failed
     row = run.rows["1.1 Constructor rejects bad arguments"]
-    assert [t["status"] for t in row["tests"]].count("fail") == 1 and len(row["tests"]) == 22
+    assert [t["status"] for t in row["tests"]].count("fail") == 1 and len(row["tests"]) == 24
     done = grade([submission], tmp_path / "batch")
     assert done.returncode == 0, done.stderr[-3000:]
     batch = {t["number"]: t["score"] for t in load_results(tmp_path / "batch", "bug")["tests"]
              if t.get("number") in PUBLIC_ROWS}
-    assert batch["1.1"] == 2.8636 and round(run.points, 4) == round(sum(batch.values()), 4)
+    assert batch["1.1"] == 2.875 and round(run.points, 4) == round(sum(batch.values()), 4)

@@ -106,8 +106,8 @@ class ToyLossScaler:
             self._grow_or_backoff(any(st["inf"] for st in self.opt.values()))
         else:
             v = float(new_scale)
-            if math.isfinite(v) and abs(v) > 3.4028234663852886e38:
-                raise RuntimeError("new_scale does not fit in float32")
+            if -math.inf < v < -3.4028234663852886e38 or 3.4028234663852886e38 < v < math.inf:
+                raise RuntimeError("new_scale is out of float32's range")
             self.s = to_f32(v)
         self.opt.clear()
 

@@ -116,9 +116,10 @@ class ToyLossScaler:
     def update(self, new_scale: float | torch.Tensor | None = None) -> None:
         if new_scale is not None:
             value = new_scale.item() if isinstance(new_scale, torch.Tensor) else float(new_scale)
-            if math.isfinite(value) and abs(value) > torch.finfo(torch.float32).max:
+            wide = torch.tensor(value, dtype=torch.float64)
+            if bool(wide.isfinite()) and bool(wide.abs() > torch.finfo(torch.float32).max):
                 raise RuntimeError(f"new_scale {value} overflows float32")
-            self._scale_tensor = self._to_float32(value)
+            self._scale_tensor = wide.to(torch.float32)
         else:
             if len(self._states) == 0:
                 raise RuntimeError("update() needs an unscale_() or step() first")
