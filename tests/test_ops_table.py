@@ -259,3 +259,13 @@ def test_the_public_checks_refuse_a_malformed_reply_as_the_grader_does(monkeypat
                                   "observation of the wrong shape); the grader only accepts what its own checking "
                                   "code reports")
     assert sandbox.replies is plugin.replies  # the grader's sandbox checks with the very same module
+
+
+def test_a_block_repeated_often_is_written_once_in_a_loop() -> None:
+    """Row 1.6's 300 clean iterations paste as a loop; a short run stays written out (16 is the threshold)."""
+    from checks.judge.expect import looped
+
+    block = ["set_grads(opt0, [torch.tensor([1.0])])", "scaler.step(opt0)", "scaler.update()"]
+    assert looped(["a"] + block * 300 + ["b"]) == ["a", "for _ in range(300):", *("    " + line for line in block), "b"]
+    assert looped(block * 15) == block * 15
+    assert looped(["x"] * 16) == ["for _ in range(16):", "    x"]
