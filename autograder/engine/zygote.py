@@ -151,7 +151,9 @@ def _isolate(request: SpawnRequest, parent: int, hidden: list[str], reply_fd: in
         if value is not None:
             resource.setrlimit(name, (value, value))
     if request.uid is not None:
-        if not namespaces:  # no view re-exposes the interpreter: folders the uid cannot enter are opened now
+        # No view re-exposes the interpreter: folders the uid cannot enter are opened now, only where Landlock will
+        # bound what the descriptors reach (``..`` from one leaves the folder; a GPU process gets no Landlock).
+        if not namespaces and request.device is None and confine.landlock_abi() >= 1:
             reach.open_unreachable(confine.interpreter_folders())
         groups = [request.group] if request.group is not None else []  # reads the staged submission
         os.setgroups(groups + (list(request.device.groups) if request.device else []))  # GPU: /dev/nvidia*'s group
