@@ -44,6 +44,8 @@ if _found is not None:
 #: Raw reflection from everything: gc's objects and every class's subclasses, for any GradScaler but the stand-in.
 REAL_CLASS_BY_WALK = '''
 import gc
+
+gc.unfreeze()  # the zygote froze its heap out of the collector's sight, not out of a student's
 import sys
 
 _found = None
@@ -101,6 +103,8 @@ _found = _module.GradScaler
 #: imported afresh.
 HANDLES_DESTROYED = '''
 import gc
+
+gc.unfreeze()  # the zygote froze its heap out of the collector's sight, not out of a student's
 import importlib
 import sys
 
@@ -236,6 +240,8 @@ CTYPES_FREE_HANDLE = '''
 import ctypes
 import gc
 
+gc.unfreeze()  # the zygote froze its heap out of the collector's sight, not out of a student's
+
 _libc = ctypes.CDLL(None)
 _found = None
 for _obj in gc.get_objects():
@@ -355,6 +361,8 @@ PASTED_TORCH_SCALER = TORCH_SCALER_SOURCE + "\n_found = GradScaler\n" + USE_FOUN
 #: and run in place of the skeleton's code.
 SOLUTION_FROM_DISK = '''
 import gc
+
+gc.unfreeze()  # the zygote froze its heap out of the collector's sight, not out of a student's
 import os
 
 for _obj in gc.get_objects():
@@ -371,6 +379,8 @@ for _obj in gc.get_objects():
 #: Replaces the harness's scenario runner (reached through gc) with one that answers with torch's scaler.
 HARNESS_PATCHED = '''
 import gc
+
+gc.unfreeze()  # the zygote froze its heap out of the collector's sight, not out of a student's
 
 for _obj in gc.get_objects():
     if type(_obj).__name__ == "module" and getattr(_obj, "__name__", "") == "checks.runners.harness":
@@ -393,6 +403,8 @@ while _frame is not None:
 #: amp_step takes the grader's reference amp_step from the grader's own files, found from the harness's path.
 REFERENCE_FROM_DISK = '''
 import gc
+
+gc.unfreeze()  # the zygote froze its heap out of the collector's sight, not out of a student's
 import os
 import sys
 

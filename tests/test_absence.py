@@ -10,9 +10,11 @@ sandbox, are in tests/test_forgery.py.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -357,3 +359,44 @@ def test_a_layout_not_the_known_one_stops_the_graders_process_and_not_the_public
     real = 1 if torch.version.cuda is None else 2  # a CUDA build has a CUDA kernel beside the CPU one
     why = f"no: KernelsLeftBehind: 0 replaced slots found for _amp_update_scale_, not {real}"
     assert json.loads(done.stdout) == ["stopped" if strict else "went on", why, "refused"]
+
+
+#: At import, in a Task-1 process: every GradScaler class the garbage collector knows of (what the zygote froze
+#: included: a student may unfreeze it) that is not the stand-in.
+COUNTS_REAL_CLASSES = """
+import gc as _gc
+_gc.unfreeze()
+print("REAL-CLASSES", sum(1 for _o in _gc.get_objects() if isinstance(_o, type) and _o.__name__ == "GradScaler"
+                           and "absence" not in _o.__module__), flush=True)
+"""
+
+IN_A_STUDENT_PROCESS = '''
+import sys
+from pathlib import Path
+sys.path[:0] = [{root!r}, {root!r} + "/assignment"]
+from autograder.engine import intake, sandbox
+sandbox.start_zygote()
+from checks.judge import cases
+staged = intake.stage(Path({submission!r}))
+runner = sandbox.SandboxRunner(staged.folder)
+runner.begin_test("t")
+runner.run("scaler_ops", cases.run_args({{"init_scale": 4.0}}, [False]))
+runner.close()
+print(runner.output_by_test().get("t", ""))
+import shutil; shutil.rmtree(staged.folder, ignore_errors=True)
+'''
+
+
+def test_a_task1_process_forked_by_the_grader_finds_no_real_class_even_in_the_frozen_heap(tmp_path: Path) -> None:
+    """The zygotes keep their heap out of the collector's sight (``gc.freeze``): the collection that frees torch's
+    classes in the Task-1 zygote must still see it, or they would live on, frozen, for a student's ``gc.unfreeze``."""
+    submission = tmp_path / "probe"
+    submission.mkdir()
+    for name in ("amp_step.py", "answers.py"):
+        shutil.copy(ROOT / "solutions" / name, submission / name)
+    (submission / "loss_scaler.py").write_text((ROOT / "solutions" / "loss_scaler.py").read_text()
+                                               + COUNTS_REAL_CLASSES)
+    code = IN_A_STUDENT_PROCESS.format(root=str(ROOT), submission=str(submission))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "REAL-CLASSES 0" in done.stdout, done.stdout[-2000:]

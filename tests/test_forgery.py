@@ -167,6 +167,8 @@ def test_answers_file_is_read_not_run(tmp_path: Path) -> None:
 #: and measures itself (run_train: the untrained model's weights; run_gpu_underflow: a made-up weight).
 GPU_FORGERY = '''
 import gc
+
+gc.unfreeze()  # the zygote froze its heap out of the collector's sight, not out of a student's
 for _obj in gc.get_objects():
     if type(_obj).__name__ == "module" and getattr(_obj, "__name__", "") == "checks.runners.gpu_runs":
         _obj.run_speed = lambda *a, **k: {"amp": {"time_to_target_ms": 1.0, "losses": [0.0]}}

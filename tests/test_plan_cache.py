@@ -123,7 +123,7 @@ class _Reference:
     def begin_test(self, name: str, *, public: bool = False) -> None:
         pass
 
-    def prefetch(self, calls: list[Any]) -> list[str]:
+    def prefetch(self, calls: list[Any], keys: list[str] | None = None) -> list[str]:
         return [self.answer] * len(calls)
 
 

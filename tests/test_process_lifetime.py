@@ -150,6 +150,77 @@ def _left(token: str, grader: int, zygote: int) -> set[int]:
     return others - set(sorted(helpers)[:1])
 
 
+#: At import: a daemon (a double fork; seccomp refuses setsid) that outlives the process and lives on doing nothing.
+DAEMON_AT_IMPORT = """
+import os as _os, time as _time
+if _os.fork() == 0:
+    try:
+        if _os.fork() == 0:
+            while True:
+                _time.sleep(1)
+    finally:
+        _os._exit(0)
+_os.wait()
+"""
+
+RELEASING = '''
+import os, sys
+from pathlib import Path
+sys.path[:0] = [{root!r}, {root!r} + "/assignment"]
+from autograder.engine import intake, sandbox, uids
+sandbox.start_zygote()
+staged = intake.stage(Path({submission!r}))
+runner = sandbox.SandboxRunner(staged.folder)
+block = set(uids.block(runner.uid))
+
+def owned():
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = Path(f"/proc/{{pid}}/status").read_text()
+        except OSError:
+            continue
+        real = int(next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1])
+        if real in block:
+            found.append(pid)
+    return found
+
+runner.begin_test("t")
+runner.run("amp_probe", {{"steps": 1}})
+print("BEFORE", len(owned()), flush=True)
+runner.release()  # what a phase's end does
+print("AFTER", len(owned()), runner.isolation, flush=True)
+runner.close()
+import shutil; shutil.rmtree(staged.folder, ignore_errors=True)
+'''
+
+
+@pytest.mark.parametrize("mode", ["root", "docker"])
+def test_a_phase_ends_with_every_process_its_uids_ran(mode: str, tmp_path: Path) -> None:
+    """A daemon a student process left is gone when its phase ends, before the next phase may start: in a PID
+    namespace of its own the kernel ends it with the namespace's init (the runner waits for that init); without
+    one the runner kills what the process's uid runs."""
+    needs(mode)
+    submission = Path(tempfile.mkdtemp(prefix="amp-lifetime-", dir="/var/tmp"))
+    try:
+        for name in ("loss_scaler.py", "answers.py"):
+            shutil.copy(ROOT / "solutions" / name, submission / name)
+        (submission / "amp_step.py").write_text((ROOT / "solutions" / "amp_step.py").read_text() + DAEMON_AT_IMPORT)
+        for item in [submission, *submission.iterdir()]:
+            item.chmod(0o755)
+        code = RELEASING.format(root=str(ROOT), submission=str(submission))
+        done = subprocess.run(MODES[mode] + [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                              timeout=300)
+    finally:
+        shutil.rmtree(submission, ignore_errors=True)
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("BEFORE", "AFTER")))
+    assert done.returncode == 0 and "AFTER" in lines, done.stderr[-3000:]
+    assert int(lines["BEFORE"]) >= 2, lines  # the process and its daemon, each under the process's uid
+    left, level = lines["AFTER"].split()
+    assert level == ("namespaces" if mode == "root" else "landlock+seccomp")
+    assert left == "0", lines  # gone when release() returned: the next phase starts after it
+
+
 TERMINATED_TWICE = '''
 import os, signal, sys, time
 sys.path[:0] = [{root!r}]

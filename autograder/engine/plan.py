@@ -40,16 +40,17 @@ process answered them.
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from autograder import locations
 from autograder.engine import phases, plan_cache, rubric
-from autograder.engine.sandbox import canonical  # the one text answers are compared by
+from autograder.engine.sandbox import call_key, canonical  # the one text answers are compared by
 from autograder import settings
 
 if TYPE_CHECKING:  # the judge imports pytest: only after the grader started (python -m of this module)
@@ -68,6 +69,11 @@ class Call:
     #: its public example's name, so one case holds the calls of both.)
     public: bool = False
 
+    @functools.cached_property
+    def key(self) -> str:
+        """:func:`call_key` of the call, once per process: a worker sends the plan's calls for every submission."""
+        return call_key(self.scenario, self.args)
+
 
 @dataclass
 class Case:
@@ -84,7 +90,8 @@ class Plan:
 
     def to_json(self) -> str:
         return json.dumps({"cases": [{"test": c.test, "name": c.name, "answers_only": c.answers_only,
-                                      "calls": [c2.__dict__ for c2 in c.calls]} for c in self.cases]})
+                                      "calls": [{f.name: getattr(c2, f.name) for f in fields(Call)} for c2 in c.calls]}
+                           for c in self.cases]})
 
     @classmethod
     def from_json(cls, text: str) -> "Plan":
@@ -210,7 +217,7 @@ def fetch_phase(runner: Any, cases: list[Case], answered: dict[str, list[str | N
         if indices:
             runner.begin_test(case.name, public=public)
             fetched = runner.prefetch([(case.calls[i].scenario, case.calls[i].args, case.calls[i].timeout)
-                                       for i in indices])
+                                       for i in indices], keys=[case.calls[i].key for i in indices])
             answers = answered.setdefault(case.name, [None] * len(case.calls))
             for index, answer in zip(indices, fetched):
                 answers[index] = answer

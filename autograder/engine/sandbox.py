@@ -83,7 +83,8 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, allow_nan=True)
 
 
-def _call_key(scenario: str, args: dict[str, Any]) -> str:
+def call_key(scenario: str, args: dict[str, Any]) -> str:
+    """What a live call is matched to the replies fetched ahead by (:meth:`SandboxRunner.prefetch`)."""
     return canonical([scenario, args])
 
 
@@ -229,6 +230,7 @@ class SandboxRunner:
         scratch = self._scratch / f"p{slot}"
         shutil.rmtree(scratch, ignore_errors=True)  # what the slot's previous process left
         scratch.mkdir(mode=0o700)
+        uid_is_its_own = uid is not None and uid not in self._uids_dirty  # no earlier process's leftovers to kill
         if uid is not None:
             os.chown(scratch, uid, uid)
             self._uids_dirty.add(uid)
@@ -244,6 +246,7 @@ class SandboxRunner:
             os.close(fd)
         process = StudentProcess(pid, request_w, reply_r, output_r, self._test)
         process.slot, process.kind, process.born = slot, self._kind, born
+        process.uid, process.uid_is_its_own = uid, uid_is_its_own
         return process
 
     def _start(self, wanted: tuple[str, ...]) -> StudentProcess:
@@ -257,7 +260,7 @@ class SandboxRunner:
         fired = self._scratch_guard.fired if self._scratch_guard is not None else 0
         started = process.read(SETUP_SECONDS, self.output.drain, wall=SETUP_SECONDS)
         if started and isinstance(started.get("measure"), int):  # namespaces forked: the new process computes
-            process.measure(started["measure"])
+            process.measure(started["measure"], namespace_init=True)  # told by the grader's code, before the student's
             started = process.read(SETUP_SECONDS, self.output.drain, wall=SETUP_SECONDS)
         if not (started and started.get("started")):  # the grader's time, never charged to the submission
             self._kill_all()
@@ -318,7 +321,10 @@ class SandboxRunner:
         ended = self._live()
         for process in ended:
             self.output.drain(process)
-            process.close(wait=GONE_SECONDS)
+            if process.close(wait=GONE_SECONDS) and process.uid_is_its_own:
+                # Its uid ran nothing outside the PID namespace it entered before taking the uid, and the
+                # namespace is gone: no daemon of that uid is left to kill.
+                self._uids_dirty.discard(process.uid)
         self._processes.clear()
         self._starting = None
         if self._uids_dirty and os.geteuid() == 0:  # even when a process ended by itself: its
@@ -452,7 +458,7 @@ class SandboxRunner:
         blocked = self._blocked(needed)
         if blocked:
             self._fail(*blocked)
-        waiting = self._prefetched.get((self._test, self._public), {}).get(_call_key(scenario, args))
+        waiting = self._prefetched.get((self._test, self._public), {}).get(call_key(scenario, args))
         if waiting:
             return self._accept(scenario, args, needed, waiting.popleft())
         process = self._process_for(needed)
@@ -461,7 +467,8 @@ class SandboxRunner:
             self._limit(budget.CRASH_LIMIT, "the submission's process ended unexpectedly")
         return self._accept(scenario, args, needed, self._receive(process, first, timeout))
 
-    def prefetch(self, calls: list[tuple[str, dict[str, Any], float | None]]) -> list[str | None]:
+    def prefetch(self, calls: list[tuple[str, dict[str, Any], float | None]],
+                 keys: list[str] | None = None) -> list[str | None]:
         """Run ``calls`` for the current test case ahead of time, one request per process.
 
         The calls go to the processes of the current test's kind (:meth:`begin_test`), as its live calls do.
@@ -469,7 +476,8 @@ class SandboxRunner:
         (and used once); the canonical text of each reply is returned for comparison
         (None where a call was not made: a file that cannot run, a hang or crash before it).
         A hang or crash stops its process's batch there; it is charged only if the test
-        reaches that call, exactly as a live call would be.
+        reaches that call, exactly as a live call would be.  ``keys``: each call's :func:`call_key`, where the caller
+        keeps them.
         """
         answers: list[str | None] = [None] * len(calls)
         if self._prefetch_off:
@@ -501,7 +509,7 @@ class SandboxRunner:
             for offset, index in enumerate(indices):
                 scenario, args, timeout = calls[index]
                 reply = self._receive(process, first + offset, timeout)
-                store.setdefault(_call_key(scenario, args), deque()).append(reply)
+                store.setdefault(keys[index] if keys else call_key(scenario, args), deque()).append(reply)
                 if "lost" in reply or "unexpected" in reply:
                     # A hang costs its wait once: after one, every call is made live (and budgeted as such).
                     self._prefetch_off = self._prefetch_off or bool(reply.get("lost"))

@@ -45,6 +45,8 @@ class StudentProcess:
         #: request), so what it prints late, or what is drained when another test ends it, stays with that test.
         self.owner = owner
         self.slot = -1  # its place in the runner's block of uids and scratch folders (SandboxRunner._spawn)
+        self.uid: int | None = None  # the uid it runs the student's code as (SandboxRunner._spawn), and whether no
+        self.uid_is_its_own = False  # earlier process of the submission had that uid since the last cleanup
         self.kind = 0  # its kind, an index in autograder.engine.phases.KINDS (SandboxRunner._spawn)
         self.born = time.monotonic()  # when the runner asked the zygote for it (SandboxRunner._spawn)
         self.request_fd, self.reply_fd, self.output_fd = request_fd, reply_fd, output_fd
@@ -55,6 +57,9 @@ class StudentProcess:
             self.pidfd = -1
         self.buffer = b""
         self.stat_fd = -1
+        #: The pidfd of the init of the PID namespace the process entered (:meth:`measure`), or -1.  The kernel lets
+        #: a namespace's init exit only after every other process of the namespace has: readable, it says all are gone.
+        self.init_pidfd = -1
         self.measure(pid)
         #: Why the last :meth:`read` returned None with the process alive: "limit" (it computed for the whole
         #: limit; wall time where CPU time cannot be read) or "wall" (it reached the wall-clock bound first)...
@@ -62,22 +67,38 @@ class StudentProcess:
         #: ...and whether it was computing all along (limit), or for at least COMPUTING_SHARE of the wait.
         self.computing = False
 
-    def close(self, wait: float = 0.0) -> None:
+    def close(self, wait: float = 0.0) -> bool:
         """Kill the process group and release the pipes; with ``wait``, first wait up to that many seconds until
-        the process has ended (its pidfd readable: its files closed, its locks released)."""
+        the process has ended (its pidfd readable: its files closed, its locks released) and, where it entered a PID
+        namespace, until that namespace's init has (then no process of the namespace is left).  True only in that
+        last case: every process the student's code could have started is gone."""
         self.gone()
-        if wait and self.pidfd >= 0:
-            select.select([self.pidfd], [], [], wait)
-        for fd in (self.request_fd, self.reply_fd, self.pidfd, self.output_fd, self.stat_fd):
+        waited = [fd for fd in (self.pidfd, self.init_pidfd) if fd >= 0]
+        deadline = time.monotonic() + wait
+        while wait and waited:
+            ready, _, _ = select.select(waited, [], [], max(deadline - time.monotonic(), 0.0))
+            waited = [fd for fd in waited if fd not in ready]
+            if not ready:
+                break
+        namespace_gone = self.init_pidfd >= 0 and self.init_pidfd not in waited and bool(wait)
+        for fd in (self.request_fd, self.reply_fd, self.pidfd, self.output_fd, self.stat_fd, self.init_pidfd):
             if fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
         self.request_fd, self.reply_fd, self.pidfd, self.output_fd, self.stat_fd = -1, -1, -1, -1, -1
+        self.init_pidfd = -1
+        return namespace_gone
 
-    def measure(self, pid: int) -> None:
-        """Count the CPU time of ``pid`` from now on (the process that runs the student's code)."""
+    def measure(self, pid: int, namespace_init: bool = False) -> None:
+        """Count the CPU time of ``pid`` from now on (the process that runs the student's code); ``namespace_init``:
+        it is the init of its own PID namespace (watched until it ends, see :meth:`close`)."""
+        if namespace_init and self.init_pidfd < 0:
+            try:
+                self.init_pidfd = os.pidfd_open(pid)
+            except OSError:  # gone already, or no pidfds: its uid is then cleaned as any other
+                self.init_pidfd = -1
         if self.stat_fd >= 0:
             os.close(self.stat_fd)
         try:  # kept open: once the process ends, reads fail instead of reaching a process that reused its pid
@@ -124,9 +145,10 @@ class StudentProcess:
         """
         started = time.monotonic()
         deadline = started + (WALL_FACTOR * timeout if wall is None else wall)
-        cpu_start = self.cpu_seconds()
         self.stopped_by, self.computing = "", False
         samples = ready_samples = 0
+        # A reply already buffered (a batch's replies arrive together) is taken without reading /proc.
+        cpu_start = self.cpu_seconds() if b"\n" not in self.buffer else None
         while b"\n" not in self.buffer:
             now = time.monotonic()
             cpu_now, state = (None, b"") if cpu_start is None else self.sample()

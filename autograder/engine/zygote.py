@@ -28,6 +28,7 @@ happen (the order is the isolation).
 from __future__ import annotations
 
 import ctypes
+import gc
 import importlib
 import json
 import os
@@ -239,6 +240,9 @@ class Zygote:
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # ...and children are reaped automatically
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the judge decides when we stop
         zygote = os.getpid()
+        # Every object this zygote holds out of the collector's sight in the processes it forks: a collection there
+        # that walked torch's heap would write to every page of it (a private copy each, and a fifth of a second).
+        gc.freeze()
         helper: socket.socket | None = None  # to the Task-1 zygote, forked at the first request that needs it
         by_helper = not task1  # until the Task-1 zygote fails to start
         try:
@@ -309,6 +313,9 @@ def _task1_zygote(judge: socket.socket, passing: list[int]) -> socket.socket:
             judge.close()
             ours.close()
             confine.die_with_parent(parent=parent)
+            # The collection that frees torch's scaler once it is taken out must see the objects the zygote froze
+            # (frozen, they are never freed); what survives it is frozen again when this zygote serves.
+            gc.unfreeze()
             serve.prepare(("loss_scaler",))
             Zygote._serve(theirs, task1=True)
         finally:
