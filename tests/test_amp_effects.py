@@ -22,7 +22,7 @@ from autograder.engine import judge as grader_judge
 from autograder.packaging import amp_effects
 from checks import plugin
 from checks.runners import harness, probes
-from checks.judge import recorded
+from checks.judge import effects, recorded
 from checks.judge.effects import Verdict, differences
 from conftest import ROOT
 from test_catalogue import BUGS, VARIANTS, materialize
@@ -57,14 +57,18 @@ def test_the_committed_effects_are_current() -> None:
 def test_every_public_task2_scenario_is_recorded_and_only_those() -> None:
     scenarios = amp_effects.public_scenarios()
     assert len(scenarios) == 10  # 2.1 twice (both dtypes), then one per row 2.2 ... 2.9
-    assert sorted(row for row, _ in scenarios) == ["2.1", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9"]
+    assert sorted(row for row, _ in scenarios) == [  # a behaviour a public row, forward in two dtypes
+        "any_scaler", "backward_of_scaled_loss", "backward_outside_autocast", "forward_under_autocast",
+        "forward_under_autocast", "returned_loss", "step_through_scaler", "unscale_before_clipping", "update_after_step",
+        "zero_grad_every_step"]
     assert sorted(recorded.load()["cases"]) == sorted(recorded.case_key(row, args) for row, args in scenarios)
 
 
 def test_a_scenario_not_recorded_is_the_checks_fault_not_the_students() -> None:
     result = amp_reference.replay({"dtype": "float16", "scaler": "torch", "steps": 5}, amp_reference.CORRECT)
     with pytest.raises(RuntimeError, match="make student"):
-        recorded.recorded_verdict("2.4", {"dtype": "float16", "scaler": "torch", "steps": 5}, result, recorded.load())
+        recorded.recorded_verdict(effects.ZERO_GRAD, {"dtype": "float16", "scaler": "torch", "steps": 5}, result,
+                                  recorded.load())
 
 
 def test_the_grader_judges_by_its_reference_whatever_is_recorded(tmp_path: Path) -> None:
@@ -72,10 +76,10 @@ def test_the_grader_judges_by_its_reference_whatever_is_recorded(tmp_path: Path)
     args = {"dtype": "float16", "scaler": "torch", "steps": 3, "scaler_kwargs": {"init_scale": 2.0}}
     result = amp_reference.replay(args, amp_reference.CORRECT)
     with recorded.installed(amp_reference.judge):
-        assert not recorded.verdict("2.4", args, result)
+        assert not recorded.verdict(effects.ZERO_GRAD, args, result)
     wrong = amp_reference.replay(args, amp_reference.Config(zero_grad="never"))
     with recorded.installed(amp_reference.judge):
-        assert recorded.verdict("2.4", args, wrong)
+        assert recorded.verdict(effects.ZERO_GRAD, args, wrong)
 
 
 def _answer_written_in() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -137,3 +141,15 @@ def test_recorded_verdicts_are_the_graders(name: str, tmp_path: Path) -> None:
     for row, args, result in _probe_results(name, folder):
         grader = amp_reference.judge(row, args, result)
         assert _shown(recorded.recorded_verdict(row, args, result, table)) == _shown(grader), (name, row)
+
+
+def test_each_task_2_behaviour_is_known_to_the_judge_the_replay_and_the_words() -> None:
+    """A behaviour is the key a row's tests, the judge, the grader's replay and the messages share (the rubric alone
+    numbers it): each one the judge declares has its right ways and wrong ways, and its words in every language."""
+    from checks import words
+
+    assert set(amp_reference.ROW_FIXES) == set(amp_reference.ROW_BREAKS) == set(effects.BEHAVIOURS)
+    assert len(set(effects.BEHAVIOURS)) == len(effects.BEHAVIOURS) == 9
+    for table in words.TABLES.values():
+        assert {f"amp.{kind}.{behaviour}" for kind in ("right", "hint") for behaviour in effects.BEHAVIOURS} <= set(table)
+    assert {row for row, _ in amp_effects.public_scenarios()} == set(effects.BEHAVIOURS)  # each has a public example

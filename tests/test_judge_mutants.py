@@ -142,19 +142,19 @@ def test_long_logs_are_cut_with_a_count_of_the_rest() -> None:
 def test_row_2_7_explains_a_missing_unscale_not_the_updates() -> None:
     log = {"log": [{"event": "call"}, {"event": "backward"}, {"event": "scaler.step", "via_scaler": True},
                    {"event": "update"}]}
-    assert effects.explain("2.7", log, {"max_grad_norm": 1.0}) == \
+    assert effects.explain(effects.CLIPPING, log, {"max_grad_norm": 1.0}) == \
         "amp_step never called scaler.unscale_(optimizer)."
-    assert effects.explain("2.6", log, {}) == "Call 1 called scaler.update() 1 time(s)."
+    assert effects.explain(effects.UPDATE, log, {}) == "Call 1 called scaler.update() 1 time(s)."
 
 
 def test_row_2_1_explains_in_a_sentence_before_the_hint() -> None:
     """The explanation is a sentence of its own: the hint after it ("Run the model's forward ...") starts anew."""
     log = {"log": [{"event": "call"}, {"event": "forward", "autocast": False}, {"event": "loss", "autocast": True,
                                                                                   "dtype": "bfloat16"}]}
-    assert effects.explain("2.1", log, {"dtype": "float16"}) == \
+    assert effects.explain(effects.FORWARD, log, {"dtype": "float16"}) == \
         "The model's forward ran without autocast; the model's loss ran under autocast bfloat16."
     right = {"log": [{"event": "call"}, {"event": "forward", "autocast": True, "dtype": "float16"}]}
-    assert effects.explain("2.1", right, {"dtype": "float16"}) == ""
+    assert effects.explain(effects.FORWARD, right, {"dtype": "float16"}) == ""
 
 
 def test_a_submission_fault_is_answered_with_its_own_words() -> None:

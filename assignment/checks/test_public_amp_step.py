@@ -23,8 +23,8 @@ from checks.words import say
 
 CALL = "amp_step(model, inputs, targets, loss_fn, optimizer, scaler, device_type='cpu', dtype=torch.{dtype}{extra})"
 
-# What each row's behaviour is ("amp.right.<row>") and how to get it right ("amp.hint.<row>"), as the failure
-# message states them, are in the words table (checks/words.py).
+# What each row's behaviour is ("amp.right.<behaviour>") and how to get it right ("amp.hint.<behaviour>"), as the
+# failure message states them, are in the words table (checks/words.py); the behaviours, in checks/judge/effects.py.
 
 
 def described(args: dict[str, Any]) -> str:
@@ -46,7 +46,8 @@ def described(args: dict[str, Any]) -> str:
 
 
 def check_row(student: Any, row: str, **args: Any) -> None:
-    """Fail unless ``amp_step``'s effects in the probe scenario ``args`` are those of a program right on ``row``."""
+    """Fail unless ``amp_step``'s effects in the probe scenario ``args`` are those of a program right on ``row``, a
+    behaviour of :data:`checks.judge.effects.BEHAVIOURS` (its row's number is the rubric's alone)."""
     scenario = {"dtype": "float16", "scaler": "torch", "steps": 1, **args}
     result = student.run("amp_probe", scenario)
     # An error is an effect like the others (the judge's replay of the same choices raises it too, or not)
@@ -69,15 +70,15 @@ def check_row(student: Any, row: str, **args: Any) -> None:
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_amp_step_forward_under_autocast(student: Any, dtype: str) -> None:
-    check_row(student, "2.1", dtype=dtype)
+    check_row(student, effects.FORWARD, dtype=dtype)
 
 
 def test_amp_step_backward_outside_autocast(student: Any) -> None:
-    check_row(student, "2.2")
+    check_row(student, effects.BACKWARD)
 
 
 def test_amp_step_backward_sees_scaled_loss(student: Any) -> None:
-    check_row(student, "2.3", scaler_kwargs={"init_scale": 1024.0})
+    check_row(student, effects.SCALED_BACKWARD, scaler_kwargs={"init_scale": 1024.0})
 
 
 # --------------------------------------------------------------------------- checks shared with the hidden tests
@@ -86,31 +87,31 @@ def test_amp_step_backward_sees_scaled_loss(student: Any) -> None:
 def check_zero_grad(student: Any, steps: int) -> None:
     # A small scale keeps a step taken directly by the optimizer (row 2.5's bug) finite, so that
     # zeroing the gradients still shows in the effects of the calls after it.
-    check_row(student, "2.4", steps=steps, scaler_kwargs={"init_scale": 2.0})
+    check_row(student, effects.ZERO_GRAD, steps=steps, scaler_kwargs={"init_scale": 2.0})
 
 
 def check_steps_through_scaler(student: Any, steps: int, inject_inf_at: list[int]) -> None:
     # A small scale: a second step (the second unscale divides the gradients by it again) then moves the
     # parameters by more than rounding, whatever else the call gets wrong.
-    check_row(student, "2.5", steps=steps, inject_inf_at=inject_inf_at, scaler_kwargs={"init_scale": 2.0})
+    check_row(student, effects.STEP, steps=steps, inject_inf_at=inject_inf_at, scaler_kwargs={"init_scale": 2.0})
 
 
 def check_update_once_after_step(student: Any, steps: int, inject_inf_at: list[int]) -> None:
     # An overflowing call: only then does an update() skipped along with a skipped step leave an effect.
-    check_row(student, "2.6", steps=steps, inject_inf_at=inject_inf_at)
+    check_row(student, effects.UPDATE, steps=steps, inject_inf_at=inject_inf_at)
 
 
 def check_unscale_before_clipping(student: Any, max_norm: float) -> None:
     # A small scale (4) keeps the true gradients far above max_norm even if something else divides them by it.
-    check_row(student, "2.7", max_grad_norm=max_norm, scaler_kwargs={"init_scale": 4.0})
+    check_row(student, effects.CLIPPING, max_grad_norm=max_norm, scaler_kwargs={"init_scale": 4.0})
 
 
 def check_returned_loss(student: Any, **args: Any) -> None:
-    check_row(student, "2.8", **args)
+    check_row(student, effects.RETURNED_LOSS, **args)
 
 
 def check_both_scalers(student: Any, scaler: str, by_keyword: bool) -> None:
-    check_row(student, "2.9", scaler=scaler, steps=2, inject_inf_at=[0], by_keyword=by_keyword)
+    check_row(student, effects.ANY_SCALER, scaler=scaler, steps=2, inject_inf_at=[0], by_keyword=by_keyword)
 
 
 def check_underflow_converges(student: Any, steps: int, growth_interval: int) -> None:

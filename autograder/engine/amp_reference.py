@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 import torch
 
+from checks.judge import effects
 from checks.judge.effects import Verdict, calls_of, difference_items, differences
 from checks.runners.harness import Json, torch_scaler
 from checks.words import say
@@ -74,15 +75,15 @@ CORRECT = Config()
 #: Per row, the configuration with that row's behaviour set right (2.7 also needs a step: the
 #: unscaled, clipped gradients must reach the parameters).
 ROW_FIXES: dict[str, Callable[[Config], Config]] = {
-    "2.1": lambda c: dataclasses.replace(c, forward=GIVEN, loss=GIVEN, half_model=False),
-    "2.2": lambda c: dataclasses.replace(c, backward=None),
-    "2.3": lambda c: dataclasses.replace(c, scaled=True),
-    "2.4": lambda c: dataclasses.replace(c, zero_grad="before"),
-    "2.5": lambda c: dataclasses.replace(c, step="scaler"),
-    "2.6": lambda c: dataclasses.replace(c, update="after_step"),
-    "2.7": lambda c: dataclasses.replace(c, clipping="correct", step="scaler" if c.step == "never" else c.step),
-    "2.8": lambda c: c,  # the returned loss is compared on top
-    "2.9": lambda c: c,  # the same effects with any scaler of the contract, called by keyword too
+    effects.FORWARD: lambda c: dataclasses.replace(c, forward=GIVEN, loss=GIVEN, half_model=False),
+    effects.BACKWARD: lambda c: dataclasses.replace(c, backward=None),
+    effects.SCALED_BACKWARD: lambda c: dataclasses.replace(c, scaled=True),
+    effects.ZERO_GRAD: lambda c: dataclasses.replace(c, zero_grad="before"),
+    effects.STEP: lambda c: dataclasses.replace(c, step="scaler"),
+    effects.UPDATE: lambda c: dataclasses.replace(c, update="after_step"),
+    effects.CLIPPING: lambda c: dataclasses.replace(c, clipping="correct", step="scaler" if c.step == "never" else c.step),
+    effects.RETURNED_LOSS: lambda c: c,  # the returned loss is compared on top
+    effects.ANY_SCALER: lambda c: c,  # the same effects with any scaler of the contract, called by keyword too
 }
 
 _R = dataclasses.replace
@@ -90,22 +91,22 @@ _R = dataclasses.replace
 #: of them (with the other behaviours as suggested): a behaviour that leaves no effect (all gradients
 #: cleared before the step, say) cannot be vouched for by a log, so it earns nothing.
 ROW_BREAKS: dict[str, Callable[[Config], list[Config]]] = {
-    "2.1": lambda c: [_R(c, forward=None, loss=None), _R(c, loss=None), _R(c, forward=None),
+    effects.FORWARD: lambda c: [_R(c, forward=None, loss=None), _R(c, loss=None), _R(c, forward=None),
                       _R(c, forward=OTHER, loss=OTHER), _R(c, forward=None, loss=None, half_model=True)],
-    "2.2": lambda c: [_R(c, backward=GIVEN)],
-    "2.3": lambda c: [_R(c, scaled=False)],
-    "2.4": lambda c: [_R(c, zero_grad=z) for z in ("never", "after_backward", "after_step")],
+    effects.BACKWARD: lambda c: [_R(c, backward=GIVEN)],
+    effects.SCALED_BACKWARD: lambda c: [_R(c, scaled=False)],
+    effects.ZERO_GRAD: lambda c: [_R(c, zero_grad=z) for z in ("never", "after_backward", "after_step")],
     # With the gradients cleared before the step torch's scaler refuses the first step too: a second has no effect.
-    "2.5": lambda c: [_R(c, step=s) for s in ("direct", "never") + (("twice",) if c.zero_grad != "after_backward"
+    effects.STEP: lambda c: [_R(c, step=s) for s in ("direct", "never") + (("twice",) if c.zero_grad != "after_backward"
                                                                     else ())],
-    "2.6": lambda c: [_R(c, update=u) for u in ("never", "before_step", "after_clean_step", "when_clean", "twice")],
-    "2.7": lambda c: [_R(c, clipping=k) for k in ("clip_then_unscale", "clip_only", "no_clip", "unscale_twice",
+    effects.UPDATE: lambda c: [_R(c, update=u) for u in ("never", "before_step", "after_clean_step", "when_clean", "twice")],
+    effects.CLIPPING: lambda c: [_R(c, clipping=k) for k in ("clip_then_unscale", "clip_only", "no_clip", "unscale_twice",
                                                   "after_step")] + [_R(c, step="never")],
     # The returned loss itself is compared, in the calls that return: a call that ends with a refusal its other
     # choices make returns nothing in the replay either, and that refusal costs the row of the call refused (a
     # refusal made on purpose to hide the return costs more than this row's points).
-    "2.8": lambda c: [],
-    "2.9": lambda c: [],  # no error and the same effects
+    effects.RETURNED_LOSS: lambda c: [],
+    effects.ANY_SCALER: lambda c: [],  # no error and the same effects
 }
 
 
@@ -279,11 +280,11 @@ def judge(row: str, args: dict[str, Json], result: dict[str, Json]) -> Verdict:
     fixed = list(dict.fromkeys(ROW_FIXES[row](config) for config in suggested_configs(result, args)))
     found = Verdict([])
     for config in fixed:
-        items = difference_items(replay(args, config), result, returned=row == "2.8")
+        items = difference_items(replay(args, config), result, returned=row == effects.RETURNED_LOSS)
         if items:
             found = found or Verdict.of(items)
             continue
-        hidden = [b for b in ROW_BREAKS[row](config) if not differences(replay(args, b), result, returned=row == "2.8")]
+        hidden = [b for b in ROW_BREAKS[row](config) if not differences(replay(args, b), result, returned=row == effects.RETURNED_LOSS)]
         if not hidden:
             return Verdict([])
         masked_by = describe_config(config, args)

@@ -19,6 +19,20 @@ from typing import Any, Iterable
 from checks.runners.harness import Json
 from checks.words import say
 
+#: Task 2's behaviours, one a row: the key its public and hidden tests, this judge, the grader's replay
+#: (``autograder.engine.amp_reference``), the recorded effects and the messages (``amp.right.<key>``,
+#: ``amp.hint.<key>``) know it by.  The rubric alone gives each its row: number, title, points.
+FORWARD = "forward_under_autocast"
+BACKWARD = "backward_outside_autocast"
+SCALED_BACKWARD = "backward_of_scaled_loss"
+ZERO_GRAD = "zero_grad_every_step"
+STEP = "step_through_scaler"
+UPDATE = "update_after_step"
+CLIPPING = "unscale_before_clipping"
+RETURNED_LOSS = "returned_loss"
+ANY_SCALER = "any_scaler"
+BEHAVIOURS = (FORWARD, BACKWARD, SCALED_BACKWARD, ZERO_GRAD, STEP, UPDATE, CLIPPING, RETURNED_LOSS, ANY_SCALER)
+
 #: Tolerances, relative to the largest reference magnitude of the tensor compared: loose enough for
 #: honest differences in float order (a clip coefficient computed by hand: ~1e-7), tight enough for
 #: one rounding to float16 (backward or loss outside/inside autocast: ~1e-4).
@@ -297,37 +311,37 @@ def explain(row: str, result: dict[str, Json], args: dict[str, Json], call: int 
     kinds = [e.get("event") for e in events]
     given = args.get("dtype", "float16")
     number = call + 1
-    if row == "2.1":
+    if row == FORWARD:
         wrong = [e for e in events if e.get("event") in ("forward", "loss")
                  and (e.get("autocast") is not True or e.get("dtype") != given)]
         said = "; ".join(say("explain.ran_under", event=say(f"phase.{e.get('event')}"), dtype=e.get("dtype"))
                          if e.get("autocast") is True else say("explain.ran_without", event=say(f"phase.{e.get('event')}"))
                          for e in wrong)
         return said[:1].upper() + said[1:] + "." if said else ""  # a sentence of its own: the hint follows
-    if row == "2.2" and any(e.get("event") == "backward" and e.get("autocast") is True for e in events):
+    if row == BACKWARD and any(e.get("event") == "backward" and e.get("autocast") is True for e in events):
         return say("explain.backward_inside")
-    if row == "2.3" and "backward" in kinds:
+    if row == SCALED_BACKWARD and "backward" in kinds:
         scale = next((e.get("scale") for e in events if e.get("event") == "scale"), None)
         ratio = events[kinds.index("backward")].get("grad_ratio")
         if isinstance(ratio, float):
             return say("explain.grad_ratio", ratio=f"{ratio:.4g}", scale=scale)
-    if row == "2.5" and any(e.get("event") == "optimizer.step" and e.get("via_scaler") is not True for e in events):
+    if row == STEP and any(e.get("event") == "optimizer.step" and e.get("via_scaler") is not True for e in events):
         return say("explain.direct_step")
-    if row == "2.5" and kinds.count("scaler.step") > 1:
+    if row == STEP and kinds.count("scaler.step") > 1:
         return say("explain.step_twice", number=number, count=kinds.count("scaler.step"))
-    if row == "2.6":
+    if row == UPDATE:
         said = say("explain.updates", number=number, count=kinds.count("update")) + (
             say("explain.updates_before_step") if "update" in kinds and "scaler.step" in kinds
             and kinds.index("update") < kinds.index("scaler.step") else say("explain.updates_end"))
         return said + (say("explain.update_twice") if kinds.count("update") > 1 else "")
-    if row == "2.7" and "clip_grad_norm_" in kinds and "unscale_" in kinds \
+    if row == CLIPPING and "clip_grad_norm_" in kinds and "unscale_" in kinds \
             and kinds.index("clip_grad_norm_") < kinds.index("unscale_"):
         return say("explain.clip_before_unscale", number=number)
-    if row == "2.7" and args.get("max_grad_norm") is not None and "unscale_" not in kinds:
+    if row == CLIPPING and args.get("max_grad_norm") is not None and "unscale_" not in kinds:
         return say("explain.no_unscale")
-    if row == "2.7" and "scaler.step" in kinds and "unscale_" in kinds[kinds.index("scaler.step"):]:
+    if row == CLIPPING and "scaler.step" in kinds and "unscale_" in kinds[kinds.index("scaler.step"):]:
         return say("explain.unscale_after_step", number=number)
-    if row == "2.7" and kinds.count("unscale_") > 1:
+    if row == CLIPPING and kinds.count("unscale_") > 1:
         return say("explain.unscale_twice", number=number, count=kinds.count("unscale_"))
     return ""
 

@@ -31,7 +31,7 @@ import struct
 from pathlib import Path
 from typing import Callable, Iterator
 
-from checks.judge.effects import Verdict, difference_items, differences
+from checks.judge.effects import RETURNED_LOSS, Verdict, difference_items, differences
 from checks.runners.harness import Json
 from checks.words import language
 
@@ -84,7 +84,7 @@ def recorded_verdict(row: str, args: dict[str, Json], result: dict[str, Json], t
     case = table["cases"].get(case_key(row, args))
     if case is None:  # a programming error of the checks, never the student's: not an AssertionError
         raise RuntimeError(f"no recorded effects for row {row} with {args}: run `make student`")
-    returned, effects = row == "2.8", table["effects"]
+    returned, effects = row == RETURNED_LOSS, table["effects"]
     if any(not differences(effects[index], result, returned=returned) for index in case["accepted"]):
         return Verdict([])
     spoken = language()
