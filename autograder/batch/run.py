@@ -43,7 +43,8 @@ from autograder import ROOT, settings
 from autograder.engine.escape import strip_controls
 from autograder.batch.inputs import Submission
 from autograder.batch.ledger import Entry, Ledger
-from autograder.batch.pools import GraderFault, LocalPool, SlurmPool, UsageError
+from autograder.batch.pools import GraderFault, LocalPool, UsageError
+from autograder.batch.slurm_pool import SlurmPool
 
 #: Besides the engine and the public and hidden tests (:mod:`autograder.engine.fingerprint`), what decides a grade.
 GRADER_FILES = (ROOT / "autograder" / "batch" / "worker.py", ROOT / "autograder" / "batch" / "slurm_chunk.py")
