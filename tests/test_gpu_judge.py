@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "solutions"))
 from amp_step import amp_step as solution_amp_step  # noqa: E402
 
 from checks import test_gpu  # noqa: E402
-from checks.judge import gpu_reference  # noqa: E402
+from checks.judge import gpu_losses, gpu_reference  # noqa: E402
 from checks.runners import gpu_runs, harness, probes  # noqa: E402
 
 
@@ -47,11 +47,11 @@ class InProcessStudent:
 
 def test_the_evaluation_batch_is_drawn_from_the_judges_secret_after_every_run(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = gpu_runs.speed_config("cpu", seed=5)
-    x1, y1 = gpu_runs.evaluation_batch(cfg, 1)
+    x1, y1 = gpu_losses.evaluation_batch(cfg, 1)
     x1, y1 = x1.clone(), y1.clone()
-    x2, _ = gpu_runs.evaluation_batch(cfg, 2)
+    x2, _ = gpu_losses.evaluation_batch(cfg, 2)
     assert x1.shape == (1024, 64) and not torch.equal(x1, x2)
-    assert torch.equal(gpu_runs.evaluation_batch(cfg, 1)[0], x1)  # one secret, one batch (the judge's loss is stable)
+    assert torch.equal(gpu_losses.evaluation_batch(cfg, 1)[0], x1)  # one secret, one batch (the judge's loss is stable)
     a, b, after_teacher = gpu_runs.teacher(cfg)
     assert torch.allclose(y1, torch.tanh(x1 @ a) @ b)  # the task's targets
     seeded = torch.randn(1024, 64, generator=after_teacher)  # what the seed alone gives a student process
@@ -60,7 +60,7 @@ def test_the_evaluation_batch_is_drawn_from_the_judges_secret_after_every_run(mo
     events: list[str] = []
     drawn: list[int] = []
     used: list[int] = []
-    real_secret, real_batch = test_gpu.judge_secret, gpu_runs.evaluation_batch
+    real_secret, real_batch = test_gpu.judge_secret, gpu_losses.evaluation_batch
 
     def judge_secret() -> int:
         events.append("secret")
@@ -72,7 +72,7 @@ def test_the_evaluation_batch_is_drawn_from_the_judges_secret_after_every_run(mo
         return real_batch(cfg, secret)
 
     monkeypatch.setattr(test_gpu, "judge_secret", judge_secret)
-    monkeypatch.setattr(gpu_runs, "evaluation_batch", batch)
+    monkeypatch.setattr(gpu_losses, "evaluation_batch", batch)
     student = InProcessStudent(events)
     test_gpu.test_gpu_amp_reaches_fp32_loss_sooner(student, "cpu", student.reference)
     runs = 2 * (1 + gpu_runs.SPEED_DRY["repeats"])  # fp32 and AMP: a warm-up and the timed runs each
@@ -83,12 +83,12 @@ def test_the_evaluation_batch_is_drawn_from_the_judges_secret_after_every_run(mo
 
 def test_trained_weights_are_measured_against_float32_training() -> None:
     cfg = gpu_runs.speed_config("cpu", seed=7)
-    fp32 = gpu_runs.decode_weights(cfg, gpu_runs.run_train(cfg, None)["weights"])
-    amp = gpu_runs.decode_weights(cfg, gpu_runs.run_train(cfg, solution_amp_step)["weights"])
-    start = gpu_runs.initial_weights(cfg)
-    assert gpu_runs.distance_from_training(cfg, fp32, fp32) == 0.0
-    assert gpu_runs.distance_from_training(cfg, start, fp32) == pytest.approx(1.0)
-    assert gpu_runs.distance_from_training(cfg, amp, fp32) < test_gpu.MAX_DISTANCE / 2
+    fp32 = gpu_losses.decode_weights(cfg, gpu_runs.run_train(cfg, None)["weights"])
+    amp = gpu_losses.decode_weights(cfg, gpu_runs.run_train(cfg, solution_amp_step)["weights"])
+    start = gpu_losses.initial_weights(cfg)
+    assert gpu_losses.distance_from_training(cfg, fp32, fp32) == 0.0
+    assert gpu_losses.distance_from_training(cfg, start, fp32) == pytest.approx(1.0)
+    assert gpu_losses.distance_from_training(cfg, amp, fp32) < test_gpu.MAX_DISTANCE / 2
     # A last layer fitted by least squares on the task's teacher (no steps): where training would not take it.
     a, b, _ = gpu_runs.teacher(cfg)
     x = torch.randn(4096, 64, generator=torch.Generator().manual_seed(0))
@@ -99,7 +99,7 @@ def test_trained_weights_are_measured_against_float32_training() -> None:
         model[-1].weight.copy_(solved[:-1].t())
         model[-1].bias.copy_(solved[-1])
     fitted = [p.detach() for p in model.parameters()]
-    assert gpu_runs.distance_from_training(cfg, fitted, fp32) > 2 * test_gpu.MAX_DISTANCE
+    assert gpu_losses.distance_from_training(cfg, fitted, fp32) > 2 * test_gpu.MAX_DISTANCE
 
 
 def test_each_underflow_step_is_replayed_as_an_amp_step() -> None:

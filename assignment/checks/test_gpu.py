@@ -62,7 +62,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checks.judge import expect, gpu_reference, cases
+from checks.judge import expect, gpu_losses, gpu_reference, cases
 from checks.runners import gpu_runs, probes
 from checks.words import say
 
@@ -161,7 +161,7 @@ def _s(seconds: float) -> str:
 def speed_summary(cfg: dict[str, Any], fp32: list[tuple[float, float, float]], amp: list[tuple[float, float]],
                   dry: bool) -> str:
     """What was measured: per timed run, the round trip's wall time and the loss computed here."""
-    lines = [say("gpu.measured", steps=cfg["steps"], rows=gpu_runs.EVAL_ROWS)]
+    lines = [say("gpu.measured", steps=cfg["steps"], rows=gpu_losses.EVAL_ROWS)]
     for index, (seconds, loss, initial) in enumerate(fp32):
         line = say("gpu.run", number=index + 1, seconds=_s(seconds), loss=f"{loss:.4g}", initial=f"{initial:.4g}")
         if index < len(amp):
@@ -187,7 +187,7 @@ def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str, reference: 
     warm, timed = timed_series(student, "gpu_train_fp32", warm_up, runs)  # no student code in that process
     fp32_weights: list[list[torch.Tensor]] = []
     for args, got in [(warm_up, warm), *zip(runs, (got for got, _ in timed))]:
-        weights = gpu_runs.decode_weights(args, got.get("weights")) if "ok" in got else str(got)[:1000]
+        weights = gpu_losses.decode_weights(args, got.get("weights")) if "ok" in got else str(got)[:1000]
         if isinstance(weights, str):
             raise RuntimeError(f"the float32 baseline run failed (no student code runs in its process): {weights}")
         if args is not warm_up:
@@ -201,19 +201,19 @@ def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str, reference: 
     amp_weights: list[list[torch.Tensor]] = []
     for args, got in [(warm_up, warm), *zip(runs, (got for got, _ in timed))]:
         expect.ok_or_fail(got, what)
-        weights = gpu_runs.decode_weights(args, got.get("weights"))
+        weights = gpu_losses.decode_weights(args, got.get("weights"))
         if isinstance(weights, str):
             expect.fail(say("gpu.not_parameters", what=what, weights=weights))
         if args is not warm_up:
             amp_weights.append(weights)
     secret = judge_secret()  # drawn after every run, never sent: the evaluation batch is the judge's alone
-    fp32 = [(seconds, gpu_runs.evaluation_loss(args, secret, weights), gpu_runs.evaluation_loss(args, secret))
+    fp32 = [(seconds, gpu_losses.evaluation_loss(args, secret, weights), gpu_losses.evaluation_loss(args, secret))
             for args, seconds, weights in zip(runs, fp32_seconds, fp32_weights)]
     for _, loss, initial in fp32:
         if not loss < 0.5 * initial:
             raise RuntimeError(f"the float32 baseline did not learn (loss {loss:.4g} from {initial:.4g}): 4.1 cannot "
                                "compare AMP with it")
-    amp = [(seconds, gpu_runs.evaluation_loss(args, secret, weights))
+    amp = [(seconds, gpu_losses.evaluation_loss(args, secret, weights))
            for args, (_, seconds), weights in zip(runs, timed, amp_weights)]
     summary = speed_summary(cfg, fp32, amp, dry)
     print(f"\n{summary}")
@@ -224,7 +224,7 @@ def test_gpu_amp_reaches_fp32_loss_sooner(student: Any, device: str, reference: 
                             loss32=f"{loss32:.4g}", allowed=f"{loss32 + tolerance:.4g}", initial=f"{initial:.4g}",
                             summary=summary))
     for index, (args, weights, weights32) in enumerate(zip(runs, amp_weights, fp32_weights)):
-        distance = gpu_runs.distance_from_training(args, weights, weights32)
+        distance = gpu_losses.distance_from_training(args, weights, weights32)
         if not distance <= MAX_DISTANCE:  # NaN fails too
             expect.fail(say("gpu.not_trained", what=what, number=index + 1, distance=f"{distance:.3g}",
                             allowed=f"{MAX_DISTANCE:g}", steps=cfg["steps"], summary=summary))

@@ -11,8 +11,8 @@ The scenarios the GPU checks (``checks/test_gpu.py``) run in a student process:
   student's ``ToyLossScaler`` (the judge compares with ``GradScaler("cuda")``).
 
 What grades 4.1 and 4.2 is measured outside the student's process: the judge computes every
-loss itself, from the weights a run copies out (:func:`evaluation_loss` on its own evaluation
-batch, :func:`checks.runners.probes.underflow_loss`), and times 4.1 by the wall time of each call's
+loss itself, from the weights a run copies out (:func:`checks.judge.gpu_losses.evaluation_loss` on its own
+evaluation batch, :func:`checks.runners.probes.underflow_loss`), and times 4.1 by the wall time of each call's
 round trip, the same way for the fp32 baseline and the AMP run (see ``checks/test_gpu.py``).
 Neither the value ``amp_step`` returns nor anything the student's process timed or counted is
 read.  :func:`run_speed` and :func:`run_mode` (in-process timings and loss curves) serve the
@@ -36,15 +36,17 @@ preloads this module and forks student processes from it; a process that initial
 CUDA before forking cannot use it in the child.  Only torch and the standard library
 are imported (no pytest), as for the harness.
 
-Why one file of ~750 lines: it is everything the student process runs for the GPU part (preflight,
-training runs, underflow, dry mode) and the few functions the judge computes losses with, preloaded
-into the zygote as one module; splitting it would add modules the sandbox must preload and keep in step.
+What the judge computes 4.1's losses with, from the weights a run copies out, is not here: it is the judge's
+(:mod:`checks.judge.gpu_losses`), never loaded in a student process.
+
+Why one file past 600 lines: it is everything the student process runs for the GPU part (preflight, training runs,
+underflow, dry mode, the canary), preloaded into the zygote as one module; splitting it would add modules the
+sandbox must preload and keep in step.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import math
 import os
 import platform
@@ -79,8 +81,10 @@ SPEED_DRY: dict[str, Json] = {
     **SPEED_CUDA, "width": 64, "depth": 2, "d_out": 8, "teacher_width": 8, "batch": 64, "pool": 4,
     "steps": 40, "warmup": 2, "repeats": 2, "lr": 2e-3,
 }
-#: Rows of the judge's own evaluation batch: fresh inputs of the task's distribution, drawn on the judge's CPU from
-#: a secret of the judge's (:func:`evaluation_batch`); never sent to, nor computable in, the student's process.
+
+
+#: Rows of the judge's own evaluation batch (:mod:`checks.judge.gpu_losses`: fresh inputs of the task's distribution,
+#: drawn on the judge's CPU from a secret never sent to the student's process), and of the teacher's calibration.
 EVAL_ROWS = 1024
 
 
@@ -451,7 +455,8 @@ def _copy_out_weights(params: list[torch.nn.Parameter]) -> "list[str] | str":
     The same rules as :func:`checks.runners.harness.copy_out_params` (exact tensor types, read with overrides
     and dispatch modes disabled), in a compact encoding: a JSON list of floats would be ~6x larger
     than the sandbox's reply limit for the CUDA workload.  The judge decodes them with
-    :func:`decode_weights` and computes the loss itself (:func:`evaluation_loss`).
+    :func:`checks.judge.gpu_losses.decode_weights` and computes the loss itself
+    (:func:`checks.judge.gpu_losses.evaluation_loss`).
     """
     out: list[str] = []
     for param in params:
@@ -513,82 +518,6 @@ def run_train(args: dict[str, Json], amp_step: Callable[..., Any] | None, root: 
         return {**outcome, "weights": _copy_out_weights(params)}
     finally:
         torch.set_float32_matmul_precision(previous)
-
-
-# --------------------------------------------------------------------------- judge side of 4.1 (CPU only)
-
-
-_EVAL_CACHE: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-
-
-def _model_key(cfg: dict[str, Json], secret: int) -> str:
-    return json.dumps({**{k: cfg[k] for k in ("width", "depth", "d_out", "teacher_width", "seed")}, "secret": secret},
-                      sort_keys=True)
-
-
-def evaluation_batch(cfg: dict[str, Json], secret: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The judge's own evaluation batch, on the CPU: :data:`EVAL_ROWS` fresh inputs drawn from ``secret`` (the judge
-    draws it with :mod:`secrets` after the runs, and never sends it), and the teacher's targets for ``cfg``'s seed.
-
-    Why a secret and not the seed: the student's process holds the seed (it builds the training data from it), so a
-    batch drawn from the seed is one it can fit its weights to.  The inputs follow the task's distribution, so a
-    model's loss on them is an estimate of its loss on the task, whatever the draw: 4.1 compares the AMP and the
-    float32 weights on the same batch, with a margin (10 %) far above the draw's noise (~1 % at 1024 rows).
-    """
-    key = _model_key(cfg, secret)
-    if key not in _EVAL_CACHE:
-        a, b, _ = teacher(cfg)
-        x = torch.randn(EVAL_ROWS, int(cfg["width"]), generator=torch.Generator().manual_seed(int(secret)))
-        _EVAL_CACHE.clear()  # one run at a time: each timed run has its own seed
-        _EVAL_CACHE[key] = (x, torch.tanh(x @ a) @ b)
-    return _EVAL_CACHE[key]
-
-
-def distance_from_training(cfg: dict[str, Json], weights: list[torch.Tensor], fp32: list[torch.Tensor]) -> float:
-    """How far ``weights`` lie from the float32 run's weights on the same seed, as a fraction of how far training
-    moved those from the initial weights (the judge's check that the weights come from training on the task's
-    batches: an AMP run from the same start on the same batches stays close, weights written another way do not)."""
-    start = torch.cat([w.reshape(-1) for w in initial_weights(cfg)])
-    ours, theirs = (torch.cat([w.reshape(-1) for w in ws]).double() for ws in (weights, fp32))
-    moved = float((theirs - start.double()).norm())
-    return float((ours - theirs).norm()) / moved if moved > 0 else math.inf
-
-
-def decode_weights(cfg: dict[str, Json], copied: Json) -> "list[torch.Tensor] | str":
-    """The parameters a ``gpu_train`` reply copied out, as CPU float32 tensors; or why they cannot be used."""
-    if isinstance(copied, str):
-        return f"the model's parameters could not be copied out ({copied[:200]})"
-    shapes = [p.shape for p in build_model({**cfg, "device": "cpu"}).parameters()]
-    if not (isinstance(copied, list) and len(copied) == len(shapes) and all(isinstance(c, str) for c in copied)):
-        return "the copied-out parameters do not match the model's"
-    out = []
-    for text, shape in zip(copied, shapes):
-        try:
-            raw = base64.b64decode(text.encode("ascii"), validate=True)
-        except (ValueError, UnicodeEncodeError):
-            return "the copied-out parameters are not readable"
-        if len(raw) != 4 * math.prod(shape):
-            return "the copied-out parameters do not match the model's"
-        out.append(torch.frombuffer(bytearray(raw), dtype=torch.float32).reshape(shape))
-    return out
-
-
-def initial_weights(cfg: dict[str, Json]) -> list[torch.Tensor]:
-    """The model's parameters as ``cfg``'s seed initialises them, on the CPU."""
-    return [param.detach() for param in build_model({**cfg, "device": "cpu"}).parameters()]
-
-
-def evaluation_loss(cfg: dict[str, Json], secret: int, weights: "list[torch.Tensor] | None" = None) -> float:
-    """The float32 mean squared error on the judge's evaluation batch (drawn from ``secret``) of the model with
-    ``weights`` (None: the model as the seed initialises it), computed on the CPU in the judge."""
-    model = build_model({**cfg, "device": "cpu"})
-    if weights is not None:
-        with torch.no_grad():
-            for param, value in zip(model.parameters(), weights):
-                param.copy_(value)
-    x, y = evaluation_batch(cfg, secret)
-    with torch.no_grad():
-        return float(torch.nn.functional.mse_loss(model(x), y))
 
 
 # --------------------------------------------------------------------------- underflow and scaler ops
