@@ -19,11 +19,12 @@ from pathlib import Path
 import pytest
 
 from autograder.diagnosis import page_words
-from autograder.engine import rubric, strings
+from autograder.engine import judge_words, rubric, strings
 from checks import words
 from checks.judge import diagnose, expect
 from checks.runners import harness
 from checks.student import serve
+from conftest import ROOT
 
 REFUSED = "torch.amp.GradScaler: cannot be used while loss_scaler.py runs"  # the English opening of refused.task1
 #: refused.task1 said of torch.amp.GradScaler, as the judge renders it in Korean.
@@ -42,6 +43,7 @@ def _tables() -> dict[str, tuple[dict[str, str], dict[str, str]]]:
     return {"checks/words.py": (words.EN, words.KO),
             "checks/words.py MISTAKES": (words.MISTAKES["en"], words.MISTAKES["ko"]),
             "engine/strings.py": (strings.MESSAGES["en"], strings.MESSAGES["ko"]),
+            "engine/judge_words.py": (judge_words.EN, judge_words.KO),
             "diagnosis/page_words.py": (page_words.WORDS["en"], page_words.WORDS["ko"])}
 
 
@@ -79,7 +81,7 @@ def test_a_message_missing_in_korean_reads_as_english(monkeypatch: pytest.Monkey
     assert strings.text("passed") == "Passed."
     assert strings.template("ko", "passed") == "Passed."
     assert page_words.word("title") == "Class report" and page_words.word("scores") != "Scores"
-    assert "otter.check_failed" in words.KO and words.template("otter.check_failed", "ko") == "실패"
+    assert "otter.check_failed" in judge_words.KO and judge_words.template("otter.check_failed", "ko") == "실패"
 
 
 def test_a_mistake_is_worded_when_its_line_is_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -248,3 +250,12 @@ def test_the_messages_written_out_in_given_tests_are_the_tables(monkeypatch: pyt
     written = words.EN["gpu.scaler"].format(kind=repr("cuda"))  # as test_gpu.py's f-string writes it
     assert words.localised(written) == words.KO["gpu.scaler"].format(kind=repr("cuda"))
     assert words.localised("some other text") == "some other text"
+
+
+def test_what_only_the_grader_says_ships_nowhere() -> None:
+    """The grader's own messages (a configuration in words, the underflow replay, the hidden Quick Check, otter's
+    test files) are in its table alone: none is in the checks' table, which ships to students, nor named there."""
+    assert not set(judge_words.EN) & set(words.EN)
+    shipped = "\n".join(path.read_text(encoding="utf-8") for path in (ROOT / "assignment").rglob("*.py"))
+    assert not [key for key in judge_words.EN if f'"{key}"' in shipped]
+    assert len(judge_words.EN) == 53 and set(judge_words.KO) == set(judge_words.EN)

@@ -33,7 +33,7 @@ import torch
 from checks.judge import effects
 from checks.judge.effects import Verdict, calls_of, difference_items, differences
 from checks.runners.harness import Json, torch_scaler
-from checks.words import say
+from autograder.engine.judge_words import say
 
 GIVEN = "given"  # the dtype amp_step was called with
 OTHER = "other"  # the autocast dtype amp_step was not called with

@@ -28,7 +28,7 @@ from autograder.engine.amp_reference import Config, reference_amp_step, suggeste
 from checks.judge.effects import GRAD_TOLERANCE, PARAM_TOLERANCE, _finite_mismatch, _shown
 from checks.runners.harness import Json, describe_error, torch_scaler
 from checks.runners.probes import underflow_data
-from checks.words import say
+from autograder.engine.judge_words import say
 
 
 def candidates(result: dict[str, Json], args: dict[str, Json]) -> list[Config]:

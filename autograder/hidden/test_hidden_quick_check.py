@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from checks.judge import expect
-from checks.words import say
+from autograder.engine.judge_words import say
 
 KEY = {"Q1": "B", "Q2": "B", "Q3": "B", "Q4": "A", "Q5": "B"}
 

@@ -132,10 +132,12 @@ def record() -> dict[str, Any]:
 
 def source_files() -> list[Path]:
     """What the recording runs: the public checks (scenarios, judge, words, runners), the grader's reference
-    ``amp_step`` and this module."""
+    ``amp_step``, the grader's words (a configuration in words is recorded in every language) and this module."""
     from autograder import ROOT
+    from autograder.engine import judge_words
 
-    return sorted([*(ROOT / "assignment" / "checks").rglob("*.py"), Path(ref.__file__), Path(__file__)])
+    return sorted([*(ROOT / "assignment" / "checks").rglob("*.py"), Path(ref.__file__), Path(judge_words.__file__),
+                   Path(__file__)])
 
 
 def source_fingerprint() -> str:

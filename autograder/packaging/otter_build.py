@@ -55,7 +55,7 @@ from pathlib import Path
 from checks import words
 
 from autograder import locations, settings
-from autograder.engine import rubric, strings
+from autograder.engine import judge_words, rubric, strings
 from autograder.packaging import built, otter_bridge
 from autograder import PACKAGE, ROOT
 from autograder.torch_install import TORCH_CPU_INDEX
@@ -195,16 +195,17 @@ def write_bridge(folder: Path) -> Path:
     return path
 
 
-#: What a test file's words open with in ``checks/words.py`` (the bridge's names leave it out).
+#: What a test file's words open with in ``autograder/engine/judge_words.py`` (the bridge's names leave it out).
 WORDS_PREFIX = "otter."
 
 
 def bridge_texts(language: str) -> dict[str, str]:
     """The words a test file hands its bridge (``otter_bridge.Texts``) in ``language``: the ``otter.*`` messages of
-    ``checks/words.py``, the language's code and its setting's name, and how the judge's notes open and say that
+    ``autograder/engine/judge_words.py``, the language's code and its setting's name, and how the judge's notes open and say that
     files are missing (the grader's own table, :mod:`autograder.engine.strings`), to tell a missing file once per
     question."""
-    texts = {key[len(WORDS_PREFIX):]: words.template(key, language) for key in words.EN if key.startswith(WORDS_PREFIX)}
+    texts = {key[len(WORDS_PREFIX):]: judge_words.template(key, language) for key in judge_words.EN
+             if key.startswith(WORDS_PREFIX)}
     return {**texts, "language": language, "setting": settings.LANGUAGE.env,
             "about": strings.template(language, "about_submission"),
             "missing": words.telling_words(strings.template(language, "intake.missing"))}
