@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from autograder.engine import amp_reference, underflow_steps
-from autograder.engine.amp_reference import CORRECT, Config, judge, reference_amp_step
+from autograder.engine.amp_reference import CORRECT, Config, Verdict, reference_amp_step
 from checks.judge import effects, replies  # conftest puts assignment/ on sys.path
 from checks.runners import harness, probes
 
@@ -35,6 +35,15 @@ ROW_ARGS: dict[str, dict[str, Any]] = {
     "2.8": BASE,
     "2.9": {**BASE, "scaler": "contract", "steps": 2, "inject_inf_at": [0], "by_keyword": True},
 }
+#: Each row's behaviour, as its public test names it (checks/test_public_amp_step.py); the tests here speak rows.
+BEHAVIOUR = {"2.1": effects.FORWARD, "2.2": effects.BACKWARD, "2.3": effects.SCALED_BACKWARD, "2.4": effects.ZERO_GRAD,
+             "2.5": effects.STEP, "2.6": effects.UPDATE, "2.7": effects.CLIPPING, "2.8": effects.RETURNED_LOSS,
+             "2.9": effects.ANY_SCALER}
+
+
+def judge(row: str, args: dict[str, Any], result: dict[str, Any]) -> Verdict:
+    """The grader's verdict on row ``row``'s behaviour."""
+    return amp_reference.judge(BEHAVIOUR[row], args, result)
 ROWS = tuple(ROW_ARGS)
 
 
