@@ -143,24 +143,28 @@ EN: dict[str, str] = {
     "amp.right.unscale_before_clipping": "(scaler.unscale_(optimizer), then clipping, then scaler.step(optimizer))",
     "amp.right.returned_loss": "(returns the unscaled loss, detached)",
     "amp.right.any_scaler": "",
-    "amp.hint.forward_under_autocast": "Run the model's forward and the loss inside `with torch.autocast(device_type=device_type, "
-                    "dtype=dtype):`, with the device type and dtype amp_step was given, and keep the model in float32 "
-                    "(no .half()).",
-    "amp.hint.backward_outside_autocast": "Call backward() after the `with torch.autocast(...)` block ends: autocast would recast the "
-                    "backward pass's own matmuls (the model's backward here has one).",
+    "amp.hint.forward_under_autocast":
+        "Run the model's forward and the loss inside `with torch.autocast(device_type=device_type, dtype=dtype):`, "
+        "with the device type and dtype amp_step was given, and keep the model in float32 (no .half()).",
+    "amp.hint.backward_outside_autocast":
+        "Call backward() after the `with torch.autocast(...)` block ends: autocast would recast the backward "
+        "pass's own matmuls (the model's backward here has one).",
     "amp.hint.backward_of_scaled_loss": "Call backward() on scaler.scale(loss), not on the loss itself.",
-    "amp.hint.zero_grad_every_step": "Call optimizer.zero_grad() at the start of amp_step, so that each call's step sees only its own "
-                    "gradients.",
-    "amp.hint.step_through_scaler": "Step with scaler.step(optimizer), once per call, never optimizer.step() directly: the scaler skips "
-                    "the step when the gradients hold an inf or NaN.",
+    "amp.hint.zero_grad_every_step":
+        "Call optimizer.zero_grad() at the start of amp_step, so that each call's step sees only its own gradients.",
+    "amp.hint.step_through_scaler":
+        "Step with scaler.step(optimizer), once per call, never optimizer.step() directly: the scaler skips the "
+        "step when the gradients hold an inf or NaN.",
     "amp.hint.update_after_step": "Call scaler.update() exactly once per call, after scaler.step(optimizer).",
-    "amp.hint.unscale_before_clipping": "With max_grad_norm set, call scaler.unscale_(optimizer) before clip_grad_norm_ (so you clip the "
-                    "true gradients), then scaler.step(optimizer).",
-    "amp.hint.returned_loss": "Return the unscaled loss of this call as a one-element tensor detached from the graph "
-                    "(loss.detach()).",
-    "amp.hint.any_scaler": "amp_step must work with any scaler that has the contract's methods, called with positional or "
-                    "keyword arguments (the contract's parameter names: model, inputs, targets, loss_fn, optimizer, "
-                    "scaler).",
+    "amp.hint.unscale_before_clipping":
+        "With max_grad_norm set, call scaler.unscale_(optimizer) before clip_grad_norm_ (so you clip the true "
+        "gradients), then scaler.step(optimizer).",
+    "amp.hint.returned_loss":
+        "Return the unscaled loss of this call as a one-element tensor detached from the graph "
+        "(loss.detach()).",
+    "amp.hint.any_scaler":
+        "amp_step must work with any scaler that has the contract's methods, called with positional or keyword "
+        "arguments (the contract's parameter names: model, inputs, targets, loss_fn, optimizer, scaler).",
     "amp.underflow": "We trained the underflow demo (fp16 autocast, targets x 1e-4) for {steps} steps with your "
                      "amp_step and torch.amp.GradScaler('cpu', growth_interval={interval})",
     "amp.underflow_weight": "{what}, but after training the model's weight was {weight}: it must stay the model's own "
@@ -402,21 +406,27 @@ KO: dict[str, str] = {
     "amp.right.unscale_before_clipping": "(scaler.unscale_(optimizer), 그다음 클리핑, 그다음 scaler.step(optimizer))",
     "amp.right.returned_loss": "(언스케일하고 그래프에서 떼어 낸 손실을 돌려줌)",
     "amp.right.any_scaler": "(계약을 따르는 어떤 스케일러로도)",
-    "amp.hint.forward_under_autocast": "모델의 순전파와 손실을 `with torch.autocast(device_type=device_type, dtype=dtype):` 안에서, "
-                    "amp_step이 받은 장치 종류와 dtype으로 실행하고, 모델은 float32로 두세요(.half() 금지).",
-    "amp.hint.backward_outside_autocast": "backward()는 `with torch.autocast(...)` 블록이 끝난 뒤에 호출하세요. 그렇지 않으면 autocast가 "
-                    "역전파 자체의 행렬 곱까지 다른 정밀도로 바꿉니다(여기서 모델의 역전파에는 행렬 곱이 하나 있습니다).",
+    "amp.hint.forward_under_autocast":
+        "모델의 순전파와 손실을 `with torch.autocast(device_type=device_type, dtype=dtype):` 안에서, "
+        "amp_step이 받은 장치 종류와 dtype으로 실행하고, 모델은 float32로 두세요(.half() 금지).",
+    "amp.hint.backward_outside_autocast":
+        "backward()는 `with torch.autocast(...)` 블록이 끝난 뒤에 호출하세요. 그렇지 않으면 autocast가 "
+        "역전파 자체의 행렬 곱까지 다른 정밀도로 바꿉니다(여기서 모델의 역전파에는 행렬 곱이 하나 있습니다).",
     "amp.hint.backward_of_scaled_loss": "backward()는 손실 자체가 아니라 scaler.scale(loss)에 대해 호출하세요.",
-    "amp.hint.zero_grad_every_step": "amp_step을 시작할 때 optimizer.zero_grad()를 호출해서, 호출마다 스텝이 그 호출의 기울기만 보게 "
-                    "하세요.",
-    "amp.hint.step_through_scaler": "스텝은 호출마다 한 번, scaler.step(optimizer)로 하고 optimizer.step()을 직접 부르지 마세요. 기울기에 "
-                    "inf나 NaN이 있으면 스케일러가 스텝을 건너뜁니다.",
+    "amp.hint.zero_grad_every_step":
+        "amp_step을 시작할 때 optimizer.zero_grad()를 호출해서, 호출마다 스텝이 그 호출의 기울기만 보게 "
+        "하세요.",
+    "amp.hint.step_through_scaler":
+        "스텝은 호출마다 한 번, scaler.step(optimizer)로 하고 optimizer.step()을 직접 부르지 마세요. 기울기에 "
+        "inf나 NaN이 있으면 스케일러가 스텝을 건너뜁니다.",
     "amp.hint.update_after_step": "scaler.update()는 호출마다 정확히 한 번, scaler.step(optimizer) 뒤에 호출하세요.",
-    "amp.hint.unscale_before_clipping": "max_grad_norm이 주어지면 clip_grad_norm_ 전에 scaler.unscale_(optimizer)를 호출하고(그래야 진짜 "
-                    "기울기를 클리핑합니다), 그다음 scaler.step(optimizer)를 호출하세요.",
+    "amp.hint.unscale_before_clipping":
+        "max_grad_norm이 주어지면 clip_grad_norm_ 전에 scaler.unscale_(optimizer)를 호출하고(그래야 진짜 기울기를 클리핑합니다), 그다음 "
+        "scaler.step(optimizer)를 호출하세요.",
     "amp.hint.returned_loss": "이번 호출의 언스케일된 손실을 그래프에서 떼어 낸(loss.detach()) 원소 하나짜리 텐서로 돌려주세요.",
-    "amp.hint.any_scaler": "amp_step은 계약의 메서드를 가진 어떤 스케일러와도, 위치 인자로든 키워드 인자로든(계약의 파라미터 "
-                    "이름: model, inputs, targets, loss_fn, optimizer, scaler) 호출되어 동작해야 합니다.",
+    "amp.hint.any_scaler":
+        "amp_step은 계약의 메서드를 가진 어떤 스케일러와도, 위치 인자로든 키워드 인자로든(계약의 파라미터 "
+        "이름: model, inputs, targets, loss_fn, optimizer, scaler) 호출되어 동작해야 합니다.",
     "amp.underflow": "여러분의 amp_step과 torch.amp.GradScaler('cpu', growth_interval={interval})로 언더플로 데모(fp16 "
                      "autocast, 목표값 x 1e-4)를 {steps}스텝 학습했습니다",
     "amp.underflow_weight": "{what}. 그런데 학습 뒤 모델의 가중치가 {weight}였습니다. 가중치는 모델 자신의 float32 "
@@ -742,10 +752,11 @@ def language() -> str:
     return chosen if chosen in TABLES else DEFAULT
 
 
-def template(key: str, code: str = "") -> str:
-    """The template of ``key`` in language ``code`` (the current one by default); the English one where that
-    language has none yet, so that a new message may land in English only (tests list what is untranslated)."""
-    return TABLES.get(code or language(), EN).get(key) or EN[key]
+def template(key: str, code: str = "", tables: dict[str, dict[str, str]] = TABLES) -> str:
+    """The template of ``key`` in language ``code`` (the current one by default) of ``tables`` (these, or the
+    grader's own, by language); the English one where that language has none yet, so that a new message may land in
+    English only (tests list what is untranslated)."""
+    return tables.get(code or language(), tables[DEFAULT]).get(key) or tables[DEFAULT][key]
 
 
 def say(key: str, **fields: Any) -> str:

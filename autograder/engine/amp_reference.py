@@ -81,7 +81,8 @@ ROW_FIXES: dict[str, Callable[[Config], Config]] = {
     effects.ZERO_GRAD: lambda c: dataclasses.replace(c, zero_grad="before"),
     effects.STEP: lambda c: dataclasses.replace(c, step="scaler"),
     effects.UPDATE: lambda c: dataclasses.replace(c, update="after_step"),
-    effects.CLIPPING: lambda c: dataclasses.replace(c, clipping="correct", step="scaler" if c.step == "never" else c.step),
+    effects.CLIPPING: lambda c: dataclasses.replace(c, clipping="correct",
+                                                    step="scaler" if c.step == "never" else c.step),
     effects.RETURNED_LOSS: lambda c: c,  # the returned loss is compared on top
     effects.ANY_SCALER: lambda c: c,  # the same effects with any scaler of the contract, called by keyword too
 }
@@ -99,9 +100,10 @@ ROW_BREAKS: dict[str, Callable[[Config], list[Config]]] = {
     # With the gradients cleared before the step torch's scaler refuses the first step too: a second has no effect.
     effects.STEP: lambda c: [_R(c, step=s) for s in ("direct", "never") + (("twice",) if c.zero_grad != "after_backward"
                                                                     else ())],
-    effects.UPDATE: lambda c: [_R(c, update=u) for u in ("never", "before_step", "after_clean_step", "when_clean", "twice")],
-    effects.CLIPPING: lambda c: [_R(c, clipping=k) for k in ("clip_then_unscale", "clip_only", "no_clip", "unscale_twice",
-                                                  "after_step")] + [_R(c, step="never")],
+    effects.UPDATE: lambda c: [_R(c, update=u)
+                               for u in ("never", "before_step", "after_clean_step", "when_clean", "twice")],
+    effects.CLIPPING: lambda c: [_R(c, clipping=k) for k in ("clip_then_unscale", "clip_only", "no_clip",
+                                                             "unscale_twice", "after_step")] + [_R(c, step="never")],
     # The returned loss itself is compared, in the calls that return: a call that ends with a refusal its other
     # choices make returns nothing in the replay either, and that refusal costs the row of the call refused (a
     # refusal made on purpose to hide the return costs more than this row's points).
@@ -278,13 +280,14 @@ def judge(row: str, args: dict[str, Json], result: dict[str, Json]) -> Verdict:
     (for the first suggestion), or which other behaviour leaves the row's no effect.
     """
     fixed = list(dict.fromkeys(ROW_FIXES[row](config) for config in suggested_configs(result, args)))
+    returned = row == effects.RETURNED_LOSS
     found = Verdict([])
     for config in fixed:
-        items = difference_items(replay(args, config), result, returned=row == effects.RETURNED_LOSS)
+        items = difference_items(replay(args, config), result, returned=returned)
         if items:
             found = found or Verdict.of(items)
             continue
-        hidden = [b for b in ROW_BREAKS[row](config) if not differences(replay(args, b), result, returned=row == effects.RETURNED_LOSS)]
+        hidden = [b for b in ROW_BREAKS[row](config) if not differences(replay(args, b), result, returned=returned)]
         if not hidden:
             return Verdict([])
         masked_by = describe_config(config, args)

@@ -153,7 +153,7 @@ TABLES: dict[str, dict[str, str]] = {"en": EN, "ko": KO}
 def template(key: str, code: str = "") -> str:
     """The template of the grader's message ``key`` in language ``code`` (the current one by default); English where
     that language has none."""
-    return TABLES.get(code or words.language(), EN).get(key) or EN[key]
+    return words.template(key, code, TABLES)
 
 
 def say(key: str, **fields: Any) -> str:

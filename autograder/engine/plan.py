@@ -44,7 +44,7 @@ import functools
 import json
 import shutil
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -90,8 +90,7 @@ class Plan:
 
     def to_json(self) -> str:
         return json.dumps({"cases": [{"test": c.test, "name": c.name, "answers_only": c.answers_only,
-                                      "calls": [{f.name: getattr(c2, f.name) for f in fields(Call)} for c2 in c.calls]}
-                           for c in self.cases]})
+                                      "calls": [asdict(c2) for c2 in c.calls]} for c in self.cases]})
 
     @classmethod
     def from_json(cls, text: str) -> "Plan":

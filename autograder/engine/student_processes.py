@@ -80,7 +80,7 @@ class StudentProcess:
             waited = [fd for fd in waited if fd not in ready]
             if not ready:
                 break
-        namespace_gone = self.init_pidfd >= 0 and self.init_pidfd not in waited and bool(wait)
+        namespace_gone = self.init_pidfd >= 0 and self.init_pidfd not in waited
         for fd in (self.request_fd, self.reply_fd, self.pidfd, self.output_fd, self.stat_fd, self.init_pidfd):
             if fd >= 0:
                 try:

@@ -81,8 +81,6 @@ SPEED_DRY: dict[str, Json] = {
     **SPEED_CUDA, "width": 64, "depth": 2, "d_out": 8, "teacher_width": 8, "batch": 64, "pool": 4,
     "steps": 40, "warmup": 2, "repeats": 2, "lr": 2e-3,
 }
-
-
 #: Rows of the judge's own evaluation batch (:mod:`checks.judge.gpu_losses`: fresh inputs of the task's distribution,
 #: drawn on the judge's CPU from a secret never sent to the student's process), and of the teacher's calibration.
 EVAL_ROWS = 1024
