@@ -16,7 +16,8 @@ from conftest import ROOT
 #: Calls that grade or start the grading machinery, and the only modules allowed to make them.
 GUARDED_CALLS = {
     "start_zygote": {"autograder/engine/grader.py", "autograder/engine/sandbox.py", "autograder/engine/zygote.py"},
-    "grade_with_plan": {"autograder/engine/grader.py"},
+    "grade_in_phases": {"autograder/engine/grader.py", "autograder/engine/plan.py"},
+    "grade_with_plan": set(),  # a benchmark's: the engine grades phase by phase
     # The GPU part (staff-run, on a GPU machine) judges its own rows with a device runner: its one function.
     "grade_staged": {"autograder/engine/plan.py", "autograder/gpu/grading.py"},
 }
@@ -48,10 +49,12 @@ def runtimes() -> list[str]:
 
 
 def test_every_entry_point_grades_through_the_door() -> None:
-    """The batch worker and a Slurm array task call grade_submission; every platform's runtime (Gradescope's,
-    PrairieLearn's, any added) calls it through the platforms' one function, grade_upload."""
-    for relative in ("autograder/batch/worker.py", "autograder/batch/slurm_chunk.py", "autograder/platforms/__init__.py"):
-        assert "grade_submission" in _calls(ROOT / relative), relative
+    """The batch worker and a Slurm array task grade waves (grade_submissions), every platform's runtime (Gradescope's,
+    PrairieLearn's, any added) one submission (grade_submission, a wave of one) through the platforms' one function,
+    grade_upload."""
+    for relative in ("autograder/batch/worker.py", "autograder/batch/slurm_chunk.py"):
+        assert "grade_submissions" in _calls(ROOT / relative), relative
+    assert "grade_submission" in _calls(ROOT / "autograder/platforms/__init__.py")
     assert {"autograder/platforms/gradescope.py", "autograder/platforms/prairielearn.py"} <= set(runtimes())
     for relative in runtimes():
         assert "grade_upload" in _calls(ROOT / relative), relative

@@ -227,7 +227,7 @@ sys.path[:0] = [{root!r}]
 from autograder.batch import worker
 from autograder.engine import grader
 
-class Runner:  # stands for the submission being graded when the batch dies
+class Grading:  # stands for the wave being graded when the batch dies
     def close(self):
         with open({log!r}, "a") as stream:
             stream.write("close\\n")
@@ -236,7 +236,7 @@ class Runner:  # stands for the submission being graded when the batch dies
         with open({log!r}, "a") as stream:
             stream.write("closed\\n")
 
-grader.CURRENT["runner"] = Runner()
+grader.CURRENT["wave"] = [Grading()]
 signal.signal(signal.SIGTERM, worker._on_terminate)
 os.kill(os.getpid(), signal.SIGTERM)
 time.sleep(30)

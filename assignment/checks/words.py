@@ -861,6 +861,15 @@ def forget_heard() -> None:
     _heard.clear()
 
 
+def swap_heard(heard: dict[str, tuple[str, dict[str, str]]]) -> dict[str, tuple[str, dict[str, str]]]:
+    """Make ``heard`` (what an earlier call returned, or ``{}``) what was heard, and return what was, with what this
+    process said itself since: a judge grading several submissions in turns keeps each one's apart."""
+    global _heard
+    hear(take_said())
+    previous, _heard = _heard, heard
+    return previous
+
+
 def rendered(text: str) -> str:
     """``text`` with each message the student processes said in it (in English) in the current language, rendered
     from its id and fields.  A message cut short after its first line (a quoted exception is) has that line

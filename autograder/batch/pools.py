@@ -2,8 +2,10 @@
 (:mod:`autograder.batch.slurm_pool`).
 
 * :class:`LocalPool`: ``jobs`` long-lived worker processes (:mod:`autograder.batch.worker`) fed
-  from one queue, each with a uid of its own and a watchdog (the submission budget plus a
-  margin); a worker that dies or overruns is replaced and its submission requeued once.
+  from one queue a wave at a time (up to :data:`autograder.engine.grader.WAVE`
+  submissions, graded phase by phase), each with a uid of its
+  own and a watchdog (the submission budget plus a margin, per submission of the wave); a worker that dies or
+  overruns is replaced and the submissions of its wave not yet answered are requeued once, each alone.
 
 Both pools call ``finish(submission, digest, outcome, attempts)`` (:data:`Finish`) once per submission; the
 batch (:mod:`autograder.batch.run`) records it in the ledger.  This module never imports torch, pytest or
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from autograder.engine import budget, plan_cache
+from autograder.engine import budget, grader, plan_cache
 import autograder
 from autograder import ROOT, settings
 from autograder.engine.files import kill_uid
@@ -84,7 +86,6 @@ class _Job:
     submission: Submission
     digest: str
     task_id: int
-    started: float
 
 
 class _Worker:
@@ -108,7 +109,9 @@ class _Worker:
         self.ready = False
         self.eof = False
         self.retiring = False
-        self.job: _Job | None = None
+        self.jobs: list[_Job] = []  # its wave: the submissions sent and not yet answered
+        self.budget = 0.0  # the watchdog's seconds for its wave...
+        self.deadline = 0.0  # ...and when it stops it
         self.count = 0
 
     def send(self, message: dict[str, Any]) -> bool:
@@ -226,16 +229,27 @@ class LocalPool:
             selector.register(worker.fd, selectors.EVENT_READ, worker)
 
         def feed(worker: _Worker) -> None:
-            """Send an idle worker the next submission, or retire it when there is none."""
+            """Send an idle worker the next wave, or retire it when there is none.  A wave is at most WAVE and at
+            most its share of what is left (so that the last waves end together); a submission already tried once
+            goes alone (a wave that killed its worker never takes a classmate down twice)."""
             nonlocal next_id
             if not queue:
                 worker.retire()
                 return
-            submission, digest = queue.popleft()
-            next_id += 1
-            worker.job = _Job(submission, digest, next_id, time.monotonic())
-            if not worker.send({"kind": "grade", "task": next_id, "name": submission.name,
-                                "path": str(submission.path)}):
+            size = min(grader.WAVE, -(-len(queue) // self.jobs))
+            while queue and len(worker.jobs) < size:
+                if worker.jobs and attempts[queue[0][0].name]:
+                    break
+                submission, digest = queue.popleft()
+                next_id += 1
+                worker.jobs.append(_Job(submission, digest, next_id))
+                if attempts[submission.name]:
+                    break
+            worker.budget = self.watchdog * len(worker.jobs)
+            worker.deadline = time.monotonic() + worker.budget
+            tasks = [{"task": job.task_id, "name": job.submission.name, "path": str(job.submission.path)}
+                     for job in worker.jobs]
+            if not worker.send({"kind": "grade", "tasks": tasks}):
                 died(worker, "its input closed")
 
         def drop(worker: _Worker) -> None:
@@ -247,9 +261,9 @@ class LocalPool:
             workers.pop(worker.slot, None)
 
         def died(worker: _Worker, why: str) -> None:
-            job = worker.job
+            wave, worker.jobs = worker.jobs, []
             drop(worker)
-            if job is None:
+            if not wave:
                 if not worker.ready and worker.proc.poll() == CANARY_EXIT:
                     log = self.logs / f"worker-{worker.slot}.log"
                     raise GraderFault(_canary_line(log) or f"the reference solution loses points here; see {log}")
@@ -258,7 +272,7 @@ class LocalPool:
                     if failures[worker.slot] >= self.STARTUP_FAILURES:
                         raise GraderFault(f"a grading worker could not start ({why}); see "
                                           f"{self.logs / f'worker-{worker.slot}.log'}")
-            else:
+            for job in reversed(wave):  # requeued in their order, at the front
                 name = job.submission.name
                 attempts[name] += 1
                 if attempts[name] >= 2:
@@ -272,11 +286,11 @@ class LocalPool:
         try:
             for slot in range(min(self.jobs, len(queue))):
                 start(slot)
-            while queue or any(w.job for w in workers.values()):
+            while queue or any(w.jobs for w in workers.values()):
                 if not workers:
                     start(0)
                 for worker in list(workers.values()):
-                    if worker.ready and worker.job is None and not worker.retiring:
+                    if worker.ready and not worker.jobs and not worker.retiring:
                         feed(worker)
                 for key, _ in selector.select(timeout=0.5):
                     worker = key.data
@@ -284,27 +298,28 @@ class LocalPool:
                         if message.get("kind") == "ready":
                             worker.ready = True
                             failures[worker.slot] = 0
-                        elif (message.get("kind") == "result" and worker.job is not None
-                              and message.get("task") == worker.job.task_id):
-                            job, worker.job = worker.job, None
+                        elif message.get("kind") == "result" and any(
+                                job.task_id == message.get("task") for job in worker.jobs):
+                            job = next(job for job in worker.jobs if job.task_id == message.get("task"))
+                            worker.jobs.remove(job)
                             worker.count += 1
-                            if worker.count >= self.max_per_worker and queue:
+                            if not worker.jobs and worker.count >= self.max_per_worker and queue:
                                 worker.retire()  # a fresh worker replaces it (bounded memory growth)
-                            else:  # its next submission first: it grades while this one is recorded
+                            elif not worker.jobs:  # its next wave first: it grades while this one is recorded
                                 feed(worker)
                             finish(job.submission, job.digest, message, attempts[job.submission.name] + 1)
                 now = time.monotonic()
                 for worker in list(workers.values()):
                     code = worker.proc.poll()
                     if worker.eof or code is not None:
-                        if worker.retiring and worker.job is None:
+                        if worker.retiring and not worker.jobs:
                             drop(worker)
                             if queue and len(workers) < self.jobs:
                                 start(worker.slot)
                         else:
                             died(worker, f"exit status {worker.proc.wait()}")
-                    elif worker.job is not None and now - worker.job.started > self.watchdog:
-                        died(worker, f"still busy after {self.watchdog:.0f} s; stopped")
+                    elif worker.jobs and now > worker.deadline:
+                        died(worker, f"still busy after {worker.budget:.0f} s; stopped")
         finally:
             for worker in list(workers.values()):
                 drop(worker)

@@ -2,7 +2,7 @@
 
 :mod:`autograder.batch.pools` submits :func:`grade_chunk` through submitit; the batch gathers the
 inbox into its ledger as results land.  Grading goes through the engine's one door
-(:func:`autograder.engine.grader.grade_submission`), which also starts the grader in the right order.
+(:func:`autograder.engine.grader.grade_submissions`), which also starts the grader in the right order.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ def inbox_file(inbox: Path, name: str, digest: str) -> Path:
 
 def grade_chunk(tasks: list[dict[str, Any]], inbox: str, hide: list[str], limits: dict[str, Any],
                 uid: int | None) -> list[str]:
-    """Grade ``tasks`` (name, path, digest, grader) one by one; each result lands in ``inbox``.
+    """Grade ``tasks`` (name, path, digest, grader) in waves (:data:`autograder.engine.grader.WAVE`); each result
+    lands in ``inbox``.
 
     Returns the names of the tasks whose results are in the inbox (graded now or before).
     """
@@ -32,13 +33,12 @@ def grade_chunk(tasks: list[dict[str, Any]], inbox: str, hide: list[str], limits
     claim = claim_uid(uid or 0)  # several array tasks may share a node
     uid = claim[0] if claim else None
     folder = Path(inbox)
-    done = []
-    for task in tasks:
-        target = inbox_file(folder, task["name"], task["digest"])
-        if not target.exists():
-            outcome = grader.grade_submission(task["name"], Path(task["path"]), hide=hide,
-                                              limits_=grader.limits(limits), uid=uid, describe=diagnosed_results)
-            write_json_atomic(target, {"name": task["name"], "digest": task["digest"], "grader": task["grader"],
-                                       **outcome})
-        done.append(task["name"])
-    return done
+    due = [task for task in tasks if not inbox_file(folder, task["name"], task["digest"]).exists()]
+    for first in range(0, len(due), grader.WAVE):
+        wave = due[first:first + grader.WAVE]
+        outcomes = grader.grade_submissions([(task["name"], Path(task["path"])) for task in wave], hide=hide,
+                                            limits_=grader.limits(limits), uid=uid, describe=diagnosed_results)
+        for task, outcome in zip(wave, outcomes):
+            write_json_atomic(inbox_file(folder, task["name"], task["digest"]),
+                              {"name": task["name"], "digest": task["digest"], "grader": task["grader"], **outcome})
+    return [task["name"] for task in tasks]

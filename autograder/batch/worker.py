@@ -2,10 +2,11 @@
 
 ``python -m autograder.batch.worker --slot K ...`` is started by :mod:`autograder.batch.run`.  It
 starts the grader (the zygote before pytest, in the order the engine owns), records or loads the
-call plan, then reads one task per line on stdin, grades it with
-:func:`autograder.engine.grader.grade_submission` and answers one JSON line per task on its stdout:
+call plan, then reads one wave of submissions per line on stdin, grades it with
+:func:`autograder.engine.grader.grade_submissions` (phase by phase) and answers one JSON line per submission on
+its stdout:
 
-    -> {"task": 7, "name": "alice", "path": "/abs/alice.zip"}
+    -> {"kind": "grade", "tasks": [{"task": 7, "name": "alice", "path": "/abs/alice.zip"}, ...]}
     <- {"kind": "result", "task": 7, "name": "alice", "status": "graded", "results": {...}, ...}
 
 Every submission still runs in its own sandboxed student process (forked from the
@@ -100,14 +101,17 @@ def serve(argv: Sequence[str] | None = None) -> int:
     _send(channel, {"kind": "ready", "pid": os.getpid(), "slot": args.slot})
     die_on = settings.die_on()
     for line in sys.stdin.buffer:
-        task = json.loads(line)
-        if task.get("kind") == "stop":
+        message = json.loads(line)
+        if message.get("kind") == "stop":
             break
-        if die_on is not None and die_on == task["name"]:  # a test hook: a worker crash
+        tasks = message["tasks"]
+        if die_on is not None and any(die_on == task["name"] for task in tasks):  # a test hook: a worker crash
             os._exit(70)
-        outcome = grader.grade_submission(task["name"], Path(task["path"]), hide=hide, limits_=limits, uid=args.uid,
-                                          call_plan=call_plan, describe=diagnosed_results)
-        _send(channel, {"kind": "result", "task": task["task"], "name": task["name"], **outcome})
+        outcomes = grader.grade_submissions([(task["name"], Path(task["path"])) for task in tasks], hide=hide,
+                                            limits_=limits, uid=args.uid, call_plan=call_plan,
+                                            describe=diagnosed_results)
+        for task, outcome in zip(tasks, outcomes):
+            _send(channel, {"kind": "result", "task": task["task"], "name": task["name"], **outcome})
     return 0
 
 

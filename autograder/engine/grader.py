@@ -19,6 +19,7 @@ mistake this order guards against.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import json
@@ -28,15 +29,20 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 #: Modules the zygote must never hold: importing any of them before :func:`start` is refused.
 #: (The reference amp_step among them: a student process that could reach it would have Task 2's answer.)
 JUDGE_ONLY_MODULES = ("pytest", "hypothesis", "autograder.engine.judge", "autograder.engine.amp_reference",
                       "autograder.hidden")
 
+#: The most submissions a batch grades in one wave (:func:`grade_submissions`): their student processes wait for
+#: the machine's rooms four times a wave instead of four times a submission, and a wave's copies and runners are
+#: a few megabytes each.
+WAVE = 4
+
 _STARTED: dict[str, Any] = {}
-#: The submission being graded (its runner and staging folder), for a worker's SIGTERM handler.
+#: The wave being graded (its gradings' runners and staging folders), for a worker's SIGTERM handler.
 CURRENT: dict[str, Any] = {}
 
 
@@ -155,14 +161,25 @@ def runner_factory(hide: Sequence[str] = (), limits_: Any = None, uid: int | Non
     return lambda folder: SandboxRunner(Path(folder), limits=chosen, hide=tuple(hide), uid=uid)
 
 
-def grade_submission(name: str, path: Path, *, hide: Sequence[str] = (), limits_: Any = None,
-                     uid: int | None = None, call_plan: Any = None,
-                     describe: Callable[[Any, str], dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Grade one folder or zip in a sandboxed student process; never raises for the submission's faults.
+def grade_submission(name: str, path: Path, **options: Any) -> dict[str, Any]:
+    """Grade one folder or zip: a wave of one (:func:`grade_submissions`, which says what ``options`` are); its
+    outcome."""
+    return grade_submissions([(name, path)], **options)[0]
+
+
+def grade_submissions(tasks: Sequence[tuple[str, Path]], *, hide: Sequence[str] = (), limits_: Any = None,
+                      uid: int | None = None, call_plan: Any = None,
+                      describe: Callable[[Any, str], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Grade a wave of folders or zips (name, path) in sandboxed student processes, phase by phase: every
+    submission's processes of the first kind (:data:`autograder.engine.phases.KINDS`) in turn, then the next kind's,
+    inside one room of the machine's the whole time, so that the gradings of other workers wait for a room four times
+    a wave rather than four times a submission.  Each submission is graded exactly as alone (its own runner, budget,
+    messages and time); between two of its steps it has no student process alive.  Never raises for a submission's
+    faults.
 
     Args:
-        name: the submission's name (shown in results.json's output when nothing else is).
-        path: its folder or zip (staged into a scratch folder first; the original is never touched).
+        tasks: each submission's name (shown in results.json's output when nothing else is) and folder or zip
+            (staged into a scratch folder first; the original is never touched).
         hide: paths no student process may read (the output folder, the grader's sources).
         limits_: the sandbox's :class:`~autograder.engine.sandbox.Limits` (default: :func:`limits`).
         uid: the uid student processes run as (as root), or None.
@@ -174,65 +191,146 @@ def grade_submission(name: str, path: Path, *, hide: Sequence[str] = (), limits_
             diagnosis sits above the engine, so it comes in as a value, never as an import.
 
     Returns:
-        ``status`` ("graded" or "errored"), ``reason`` (why it could not be graded), ``results``
-        (results.json), ``staff_log`` and ``seconds``.
+        One outcome per task, in order: ``status`` ("graded" or "errored"), ``reason`` (why it could not be
+        graded), ``results`` (results.json), ``staff_log`` and ``seconds`` (its own time, intake included).
     """
     start()
-    from autograder.engine import intake, plan, results, strings
-    from autograder.engine.sandbox import SandboxRunner
+    from autograder.engine import phases
 
     chosen = limits_ or limits()
-    started = time.monotonic()  # the budget (submission_seconds) counts intake too
-    staged = runner = None
+    rooms = phases.Rooms(keep=True)
+    wave = [_Grading(name, Path(path), chosen) for name, path in tasks]
+    CURRENT["wave"] = wave
     try:
-        try:
-            staged = intake.stage(path, deadline=started + chosen.submission_seconds)
-        except intake.IntakeError as exc:
-            data = results.error_results(str(exc))
-            data["execution_time"] = round(time.monotonic() - started, 1)
-            return {"status": "errored", "reason": str(exc), "results": data,
-                    "staff_log": "", "seconds": round(time.monotonic() - started, 3)}
-        CURRENT["staged"] = staged.folder
-        runner = SandboxRunner(staged.folder, limits=chosen, hide=tuple(hide), uid=uid)
-        runner.started = started
-        CURRENT["runner"] = runner
-        report = plan.grade_with_plan(runner, call_plan, notes=staged.notes)
-        runner.release()  # the last phase's processes end now: its room is free while the results are written
-        if runner.phase_fault is not None:  # caught as a test's failure: the grading is the grader's fault
-            raise runner.phase_fault
-        data = (describe or results.gradescope_results)(report, name)
-        data["execution_time"] = round(time.monotonic() - started, 1)  # everything, intake included
-        data["extra_data"] = {**data.get("extra_data", {}), **sandbox_records(runner)}
-        if report.notes:  # what the top of the feedback tells (intake, broken files), for the TAs' class report
-            data["extra_data"]["notes"] = list(report.notes)
-        json.dumps(data, allow_nan=False)  # what the ledger will store
-        staff_log = f"isolation level: {data['extra_data']['isolation']}\n\n{report.staff_log}".strip()
-        return {"status": "graded", "reason": "", "results": data, "staff_log": staff_log,
-                "seconds": round(time.monotonic() - started, 3)}
-    except Exception as exc:  # noqa: BLE001 - a grader fault must not stop the batch
-        return {"status": "errored", "reason": f"grader fault ({type(exc).__name__}: {exc})"[:500],
-                "results": results.error_results(strings.fallback_text("fault")), "staff_log": traceback.format_exc(),
-                "seconds": round(time.monotonic() - started, 3)}
+        for grading in wave:
+            grading.open(hide, uid, rooms, call_plan)
+        for _kind in phases.KINDS:
+            for grading in wave:
+                grading.step()
+        rooms.vacate()  # every process ended: the room is free while the results are written
+        return [grading.finish(describe) for grading in wave]
     finally:
         CURRENT.clear()
-        if runner is not None:
-            runner.close()
-        if staged is not None:
-            shutil.rmtree(staged.folder, ignore_errors=True)
-        _STARTED["graded"] = _STARTED.get("graded", 0) + 1
-        if _STARTED["graded"] == 1:
+        for grading in wave:
+            grading.close()
+        rooms.vacate()
+        _STARTED["graded"] = _STARTED.get("graded", 0) + len(wave)
+        if _STARTED["graded"] == len(wave):
             gc.freeze()  # the test modules, imported by the first grading, stay for good too
 
 
+class _Grading:
+    """One submission of a wave: staged, its runner opened, graded a phase per :meth:`step`, then described.
+
+    Each call is its turn (:meth:`_turn`): the messages its processes said are its own (``checks.words``), and the
+    time between two turns (the other submissions') is neither charged to its budget nor counted as its time.
+    A grader fault ends it as "errored" (:attr:`outcome`) and never stops the others.
+    """
+
+    def __init__(self, name: str, path: Path, chosen: Any) -> None:
+        self.name, self.path, self.limits = name, path, chosen
+        self.outcome: dict[str, Any] | None = None  # set once it cannot go on (intake refused it, a grader fault)
+        self.report: Any = None
+        self.staged: Any = None
+        self.runner: Any = None
+        self.steps: Any = None
+        self.heard: dict[str, Any] = {}
+        self.seconds = 0.0  # its own time in earlier turns
+        self._turn_began = self._paused = time.monotonic()
+
+    @contextlib.contextmanager
+    def _turn(self) -> Iterator[None]:
+        from checks import words
+
+        self._turn_began = began = time.monotonic()
+        if self.runner is not None:
+            self.runner.started += began - self._paused  # the other submissions' turns are never its budget
+        others = words.swap_heard(self.heard)
+        try:
+            yield
+        except Exception as exc:  # noqa: BLE001 - a grader fault must not stop the batch
+            from autograder.engine import results, strings
+
+            self.outcome = {"status": "errored", "reason": f"grader fault ({type(exc).__name__}: {exc})"[:500],
+                            "results": results.error_results(strings.fallback_text("fault")),
+                            "staff_log": traceback.format_exc(), "seconds": round(self._own(), 3)}
+            self.close()
+        finally:
+            self.heard = words.swap_heard(others)
+            self._paused = time.monotonic()
+            self.seconds += self._paused - began
+
+    def _own(self) -> float:
+        """Its own time so far, this turn's included."""
+        return self.seconds + time.monotonic() - self._turn_began
+
+    def open(self, hide: Sequence[str], uid: int | None, rooms: Any, call_plan: Any) -> None:
+        from autograder.engine import intake, plan, results
+        from autograder.engine.sandbox import SandboxRunner
+
+        with self._turn():
+            try:  # the budget (submission_seconds) counts intake too
+                self.staged = intake.stage(self.path, deadline=self._turn_began + self.limits.submission_seconds)
+            except intake.IntakeError as exc:
+                data = results.error_results(str(exc))
+                data["execution_time"] = round(self._own(), 1)
+                self.outcome = {"status": "errored", "reason": str(exc), "results": data, "staff_log": "",
+                                "seconds": round(self._own(), 3)}
+                return
+            self.runner = SandboxRunner(self.staged.folder, limits=self.limits, hide=tuple(hide), uid=uid, rooms=rooms)
+            self.runner.started = self._turn_began
+            self.steps = plan.grade_in_phases(self.runner, call_plan, notes=self.staged.notes)
+
+    def step(self) -> None:
+        """Its next phase (or, once every phase is done, its report); then no process of it is alive."""
+        if self.outcome is not None or self.report is not None:
+            return
+        with self._turn():
+            try:
+                next(self.steps)
+            except StopIteration as done:
+                self.report = done.value
+            finally:
+                self.runner.release()
+            if self.runner.phase_fault is not None:  # caught as a test's failure: the grading is the grader's fault
+                raise self.runner.phase_fault
+
+    def finish(self, describe: Callable[[Any, str], dict[str, Any]] | None) -> dict[str, Any]:
+        from autograder.engine import results
+
+        while self.outcome is None and self.report is None:
+            self.step()
+        if self.outcome is not None:
+            return self.outcome
+        with self._turn():
+            report = self.report
+            data = (describe or results.gradescope_results)(report, self.name)
+            data["execution_time"] = round(self._own(), 1)  # everything, intake included
+            data["extra_data"] = {**data.get("extra_data", {}), **sandbox_records(self.runner)}
+            if report.notes:  # what the top of the feedback tells (intake, broken files), for the TAs' class report
+                data["extra_data"]["notes"] = list(report.notes)
+            json.dumps(data, allow_nan=False)  # what the ledger will store
+            staff_log = f"isolation level: {data['extra_data']['isolation']}\n\n{report.staff_log}".strip()
+            return {"status": "graded", "reason": "", "results": data, "staff_log": staff_log,
+                    "seconds": round(self._own(), 3)}
+        return self.outcome  # describing it was the grader's fault
+
+    def close(self) -> None:
+        """End its student processes and remove its staged copy (again: harmless)."""
+        runner, staged, self.runner = self.runner, self.staged, None
+        self.staged = None
+        try:
+            if runner is not None:
+                runner.close()
+        finally:
+            if staged is not None:
+                shutil.rmtree(staged.folder, ignore_errors=True)
+
+
 def stop_current() -> None:
-    """Stop the submission being graded (its student processes) and remove its staging folder."""
-    runner, staged = CURRENT.get("runner"), CURRENT.get("staged")
-    try:
-        if runner is not None:
-            runner.close()
-    finally:
-        if staged is not None:
-            shutil.rmtree(staged, ignore_errors=True)
+    """Stop the submissions being graded (their student processes) and remove their staging folders."""
+    for grading in CURRENT.get("wave", ()):
+        grading.close()
 
 
 def sandbox_records(runner: Any) -> dict[str, Any]:

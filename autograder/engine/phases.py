@@ -110,8 +110,12 @@ class Rooms:
     close-on-exec and closed when its room is left.
     """
 
-    def __init__(self, folder: Path | None = None) -> None:
+    def __init__(self, folder: Path | None = None, *, keep: bool = False) -> None:
         self.folder = folder or default_folder()
+        #: With ``keep``, :meth:`leave` keeps the room until another is entered or :meth:`vacate` is called: the
+        #: gradings of one wave (:func:`autograder.engine.grader.grade_submissions`) share this object and take
+        #: their turns in one room without letting another grading's kind in between.
+        self.keep = keep
         self.inside: int | None = None
         self._fd = -1
         self._counts: dict[int, int] = {}  # the entering thread's rooms (see _INSIDE)
@@ -153,7 +157,7 @@ class Rooms:
     def enter(self, kind: int) -> None:
         if self.inside == kind:
             return
-        self.leave()
+        self.vacate()
         inside = _inside()
         others = [k for k, count in inside.items() if count and k != kind]
         if others:
@@ -195,6 +199,13 @@ class Rooms:
         self.inside = kind
 
     def leave(self) -> None:
+        """Leave the room (kept, with ``keep``, until another is entered or :meth:`vacate`): the caller has no
+        student process alive any more."""
+        if not self.keep:
+            self.vacate()
+
+    def vacate(self) -> None:
+        """Leave the room now."""
         if self.inside is None:
             return
         os.close(self._fd)  # releases the shared lock

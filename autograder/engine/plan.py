@@ -46,7 +46,7 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Generator
 
 from autograder import locations
 from autograder.engine import phases, plan_cache, rubric
@@ -319,11 +319,25 @@ def _agrees(found: Plan, solution: Path, runner_factory: Any) -> bool:
 def grade_with_plan(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ...] = rubric.ITEMS,
                     notes: list[str] | None = None) -> judge.Report:
     """Grade through ``runner``: cases that answer exactly like the solution pass at once, the rest run in pytest."""
+    steps = grade_in_phases(runner, plan, items, notes)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def grade_in_phases(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ...] = rubric.ITEMS,
+                    notes: list[str] | None = None) -> Generator[int, None, judge.Report]:
+    """:func:`grade_with_plan` one phase at a time: each ``next`` runs the next phase's student processes and
+    yields its index in :data:`phases.KINDS`; the report is the generator's return value.  Between two steps this
+    grading has no student process alive (the caller releases the runner), so the gradings of one wave take their
+    turns phase by phase.  Without a plan the whole grading is one step, which yields nothing."""
     from autograder.engine import judge
 
     if plan is None or not hasattr(runner, "prefetch"):
         return judge.grade_staged(runner, items, notes)
-    started = time.monotonic()
+    resumed, spent = time.monotonic(), 0.0  # its own time: not the other gradings' steps between two of its own
     wanted = {item.test for item in items}
     cases = [case for case in plan.cases if case.test in wanted]
     answered: dict[str, list[str | None]] = {case.name: [None] * len(case.calls) for case in cases}
@@ -356,10 +370,13 @@ def grade_with_plan(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ..
             outcomes += found
             printed.append(output)
             ran |= {item.test for item in rows}
+        spent += time.monotonic() - resumed
+        yield kind
+        resumed = time.monotonic()
     done = {test for test, found in by_test.items()
             if test not in ran and all(_matches(case, answered[case.name]) for case in found)}
     outcomes = [judge.Outcome(case.test, case.name, True) for case in cases if case.test in done] + outcomes
-    report = judge.build_report(runner, items, outcomes, "\n".join(printed).strip(), notes, started)
+    report = judge.build_report(runner, items, outcomes, "\n".join(printed).strip(), notes, resumed - spent)
     report.plan, report.answers = plan, answered
     report.staff_log = (f"call plan ({plan.origin}): {len(done)} of {len({i.test for i in items})} tests passed by "
                         f"matching the reference's answers; {len(wanted - done)} run in pytest\n\n"

@@ -118,7 +118,7 @@ class SandboxRunner:
 
     def __init__(self, submission: Path, *, limits: Limits | None = None, hide: tuple[str, ...] = (),
                  uid: int | None = None, zygote: Zygote | None = None,
-                 device: DeviceAccess | None = None) -> None:
+                 device: DeviceAccess | None = None, rooms: phases.Rooms | None = None) -> None:
         self.submission = submission
         self.device_access = device  # not "device": the GPU tests read runner.device as a device string
         self.limits = limits or default_limits()
@@ -160,7 +160,7 @@ class SandboxRunner:
         self._test_fault_kind = ""
         #: The kind (index in phases.KINDS) of every live process, None when none is alive; the room it holds.
         self._kind: int | None = None
-        self._rooms = phases.Rooms()
+        self._rooms = rooms or phases.Rooms()  # shared by the runners of one wave (grader.grade_submissions)
         self._hidden_started = False  # a process of a hidden kind has started: no public one may start any more
         self._grading = f"{os.getpid()}-{id(self)}-{time.monotonic()}"  # this runner, in the test hook's log
         #: The judge asked for a public kind after a hidden one: the grader's fault (grader.grade_submission raises)
@@ -335,8 +335,10 @@ class SandboxRunner:
         self._kind = None
 
     def release(self) -> None:
-        """End the student processes now (their CUDA contexts with them); the next call starts fresh ones."""
+        """End the student processes now (their CUDA contexts with them) and empty their scratch folders: nothing
+        they wrote outlives them for the next runner of a wave, whose processes may have the same uids."""
         self._kill_all()
+        cleanup.wipe_folder(self._scratch)
 
     def close(self) -> None:
         if self._scratch_guard is not None:
