@@ -327,7 +327,7 @@ def test_changed_files_are_regraded_and_force_regrades_all(small_batch: Path, tm
     assert third.stdout.startswith("2 submission(s): 0 already graded, 2 to grade (2 forced) with 2 worker(s).")
 
 
-def test_a_worker_that_dies_is_replaced_and_its_submission_recorded(small_batch: Path, tmp_path: Path) -> None:
+def test_a_worker_that_dies_is_replaced_and_its_wave_regraded_one_by_one(small_batch: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     done = grade(small_batch, "--out", out, "--jobs", "1", env=settings.test_hooks_env(die_on="skeleton"))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -340,6 +340,8 @@ def test_a_worker_that_dies_is_replaced_and_its_submission_recorded(small_batch:
                                    "reason": "the grading worker died twice while grading it (exit status 70)"}]
     with sqlite3.connect(out / "ledger.sqlite") as db:
         assert db.execute("SELECT attempts FROM graded WHERE name = 'skeleton'").fetchone() == (2,)
+        # its wave-mate was in the wave the worker died in, then graded alone: never taken down a second time
+        assert db.execute("SELECT attempts, status FROM graded WHERE name = 'answers_only'").fetchone() == (2, "graded")
 
 
 def test_a_machine_where_the_reference_loses_points_grades_nobody(small_batch: Path, tmp_path: Path) -> None:

@@ -116,18 +116,40 @@ def _graded(tmp_path: Path, submissions: dict[str, dict[str, str] | Path], *extr
     return tmp_path / "out", _lifetimes(log)
 
 
+def _by_grading(lives: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Each grading's lives, gradings in the order their first process was born."""
+    gradings: dict[str, list[dict[str, Any]]] = {}
+    for life in sorted(lives, key=lambda life: life["born"]):
+        gradings.setdefault(life["grading"], []).append(life)
+    return list(gradings.values())
+
+
+def _kinds_in_turn(lives: list[dict[str, Any]]) -> list[str]:
+    """The kinds of ``lives`` in order of birth, each run of one kind said once."""
+    order = [life["kind"] for life in sorted(lives, key=lambda life: life["born"])]
+    return [kind for i, kind in enumerate(order) if i == 0 or kind != order[i - 1]]
+
+
 def test_one_grading_goes_through_the_four_phases_in_order_and_task_1_never_sees_a_holder(tmp_path: Path) -> None:
-    out, lives = _graded(tmp_path, {"looker": LOOKER})
+    out, lives = _graded(tmp_path / "alone", {"looker": LOOKER})
     assert_phases_hold(lives)
-    graded = [life for life in lives if life["grading"] == max(lives, key=lambda life: life["born"])["grading"]]
-    order = [life["kind"] for life in sorted(graded, key=lambda life: life["born"])]
-    assert [kind for i, kind in enumerate(order) if i == 0 or kind != order[i - 1]] == [
-        "public-absent", "public-holding", "hidden-absent", "hidden-holding"]  # each kind's processes started once
+    assert _kinds_in_turn(_by_grading(lives)[-1]) == [kind.name for kind in phases.KINDS]  # each kind's started once
     results = load_results(out, "looker")
     text = shown(results)
     # the holder held its lock, or seccomp refused it (locks are off the allow-list: a second wall, not this one)...
     assert results["score"] == 90 and ("LOCK-TAKEN" in text or "LOCK-REFUSED" in text), text[:2000]
     assert "HOLDER-ALIVE" not in text  # ...and no Task-1 process ever saw it
+
+    # A wave (one worker, two submissions): each kind once for both, and the looker graded exactly as alone.
+    out, lives = _graded(tmp_path / "wave", {"looker": LOOKER, "solution_again": ROOT / "solutions"}, "--jobs", "1")
+    assert_phases_hold(lives)
+    wave = _by_grading(lives)[-2:]
+    assert [_kinds_in_turn(grading) for grading in wave] == [[kind.name for kind in phases.KINDS]] * 2
+    assert _kinds_in_turn(wave[0] + wave[1]) == [kind.name for kind in phases.KINDS]  # in turns, kind by kind
+    alone = {key: value for key, value in results.items() if key != "execution_time"}
+    in_wave = load_results(out, "looker")
+    assert {key: value for key, value in in_wave.items() if key != "execution_time"} == alone
+    assert load_results(out, "solution_again")["score"] == 90
 
 
 @pytest.mark.slow
