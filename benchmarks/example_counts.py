@@ -2,6 +2,7 @@
 
     python benchmarks/example_counts.py [--ladder 5,10,20,40,100] [--mutants 60] [--jobs 2] [--out out/example-counts]
     make example-counts
+    python benchmarks/example_counts.py --mutants 0 --bugs is_enabled_false   # one new test's own bugs: minutes
 
 Every catalogued bug (tests/catalogue) and a deterministic sample of cosmic-ray's mutants of ``solutions/``
 (the sample ``make mutation`` grades) are graded once per rung of the ladder, with ``AMP_HIDDEN_EXAMPLES`` set to
@@ -31,15 +32,17 @@ from autograder.engine import rubric  # noqa: E402
 from autograder.engine.examples import property_tests  # noqa: E402
 
 
-def submissions(out: Path, mutants: int) -> list[str]:
-    """The catalogue's bugs and a sample of mutants as submission folders under ``out/subs``; their names."""
+def submissions(out: Path, mutants: int, bugs: set[str] | None = None) -> list[str]:
+    """The catalogue's bugs (those named in ``bugs``, when given) and a sample of mutants as submission folders under
+    ``out/subs``; their names."""
     import catalogue
 
     subs = out / "subs"
     shutil.rmtree(subs, ignore_errors=True)
     subs.mkdir(parents=True)
     for entry in catalogue.BUGS:
-        catalogue.materialize(entry, subs / entry.name)
+        if bugs is None or entry.name in bugs:
+            catalogue.materialize(entry, subs / entry.name)
     if mutants:
         from mutants import enumerate_mutants, even_spread, init_session
         from run import CONFIG, SOURCES, write_submission
@@ -92,12 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ladder", default="5,10,20,40,100", help="example counts to try (comma-separated)")
     parser.add_argument("--mutants", type=int, default=60, help="mutants sampled (0: the catalogue only)")
+    parser.add_argument("--bugs", default=None, help="only these catalogued bugs (comma-separated): a new property "
+                        "test's need on its own bugs, in minutes (with --mutants 0)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "example-counts")
     args = parser.parse_args(argv)
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    names = submissions(out, args.mutants)
+    names = submissions(out, args.mutants, set(args.bugs.split(",")) if args.bugs else None)
     ladder = sorted({int(n) for n in args.ladder.split(",")})
     print(f"{len(names)} submissions, ladder {ladder}", flush=True)
     graded = {n: grade(out, n, args.jobs) for n in ladder}

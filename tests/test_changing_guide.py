@@ -1,8 +1,8 @@
 """docs/changing.md's "Add a row" steps, walked on a copy of the project, as an instructor would.
 
 The extension is the guide's example: ``ToyLossScaler.is_enabled()`` returns ``True`` (as torch's
-``GradScaler(enabled=True)``), a hidden row worth 1 point with a public example, the point taken from row 1.10
-so the totals stay.  :data:`STEPS` are the hand edits, each a textual patch whose old text must occur once
+``GradScaler(enabled=True)``), a hidden row worth 1 point graded on inputs of its own (a hidden test, no public
+example), the point taken from row 1.10 so the totals stay.  :data:`STEPS` are the hand edits, each a textual patch whose old text must occur once
 (the way ``tests/catalogue`` patches the solution: a step that no longer applies breaks loudly); then the guide's
 commands regenerate the skeleton and the README's points table, and the copy's own tests of the rubric pass and
 its grader gives the solution full marks, the skeleton 0 and the catalogued bug of the new row exactly that row.
@@ -43,11 +43,12 @@ IS_ENABLED = '''    def is_enabled(self) -> bool:
         # END SOLUTION
 '''
 ROW = '''    Item("1.19", "test_is_enabled", "is_enabled() is True, as torch's", 1, "scaler",
-         reaches="__init__", ko="is_enabled()는 torch처럼 True", inputs=PUBLIC),
+         reaches="__init__", ko="is_enabled()는 torch처럼 True"),
 '''
-CHECK = '''def enabled(student: Any) -> None:
-    """is_enabled() is True, as torch's GradScaler(enabled=True) says."""
-    args = {"world": cases.world([[[2]]]), "ops": [{"op": "new", "kwargs": {}}, {"op": "call", "method": "is_enabled"}]}
+CHECK = '''def enabled(student: Any, kwargs: dict[str, Any]) -> None:
+    """is_enabled() is True, as torch's GradScaler(enabled=True) says, whatever the constructor was given."""
+    args = {"world": cases.world([[[2]]]),
+            "ops": [{"op": "new", "kwargs": kwargs}, {"op": "call", "method": "is_enabled"}]}
     expected, got = cases.torch_results(args), _run(student, args)
     what = say("what.is_enabled")
     expect.no_errors(args, got, what)
@@ -55,12 +56,14 @@ CHECK = '''def enabled(student: Any) -> None:
 
 
 '''
-EXAMPLE = '''
+#: The hidden test: the row's own inputs (constructors the public checks never show).
+HIDDEN_TEST = '''
 
 def test_is_enabled(student: Any) -> None:
-    behaviours.enabled(student)
+    for kwargs in ({}, {"init_scale": 8.0, "growth_interval": 3}, {"init_scale": 2.0**-24, "backoff_factor": 0.25}):
+        behaviours.enabled(student, kwargs)
 '''
-LAST_TEST = "def test_defaults_and_restored_state(student: Any) -> None:\n    behaviours.defaults(student)\n"
+LAST_TEST = ("    behaviours.state_round_trip(student, kwargs, overflows)\n")
 BUG = '''    bug("is_enabled_false", "is_enabled() returns False.",
         Patch(S, "        # BEGIN SOLUTION\\n        return True\\n", "        # BEGIN SOLUTION\\n        return False\\n"),
         fail={"1.19"}, band=(89, 89)),
@@ -81,11 +84,11 @@ STEPS: tuple[Edit, ...] = (
          "returns\nthe tracker as an `int`; **`is_enabled()`** returns `True`, as torch's `GradScaler(enabled=True)`."),
     Edit("assignment/README.ko.md", "추적기를 `int`로\n돌려줍니다.",
          "추적기를 `int`로\n돌려줍니다. **`is_enabled()`**는 torch의 `GradScaler(enabled=True)`처럼 `True`를 돌려줍니다."),
-    # 4. the check (one behaviour) and its public example, which the row (inputs=PUBLIC) grades as its hidden test
+    # 4. the check (one behaviour) and the hidden test that calls it with the row's own inputs
     # 5. (no scenario operation: the check calls the method through the generic {"op": "call", "method": ...})
     Edit("assignment/checks/judge/behaviours.py", "def defaults(student: Any) -> None:\n",
          CHECK + "def defaults(student: Any) -> None:\n"),
-    Edit("assignment/checks/test_public_scaler.py", LAST_TEST, LAST_TEST + EXAMPLE),
+    Edit("autograder/hidden/test_hidden_scaler.py", LAST_TEST, LAST_TEST + HIDDEN_TEST),
     # 6. what the check says when it fails, and the catalogued mistake's words, in both languages
     Edit("assignment/checks/words.py", '"what.defaults": "ToyLossScaler() must have torch\'s defaults:',
          '"what.is_enabled": "ToyLossScaler().is_enabled() must be True, as torch\'s GradScaler(enabled=True).",\n'

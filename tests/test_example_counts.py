@@ -21,11 +21,12 @@ MEASURED = json.loads((ROOT / "docs" / "example-counts.json").read_text())
 
 def test_the_measurement_covered_the_whole_ladder_and_every_property_test() -> None:
     assert MEASURED["ladder"][-1] == examples.CEILING == 100  # the top rung is what every test explored before
-    assert set(MEASURED["tests"]) == set(examples.property_tests())
+    # A count below 100 comes from a measurement; a property test nobody measured yet (a new row's) explores 100.
+    assert set(examples.COUNTS) <= set(MEASURED["tests"]) <= set(examples.property_tests())
     assert MEASURED["submissions"] >= 66 + 60  # the catalogue's bugs and the mutation sample
 
 
-@pytest.mark.parametrize("test", examples.property_tests())
+@pytest.mark.parametrize("test", sorted(MEASURED["tests"]))
 def test_each_count_keeps_its_margin_above_the_measured_need(test: str) -> None:
     need = MEASURED["tests"][test]["need"]
     assert (examples.MARGIN, examples.FLOOR, examples.CEILING) == (2, 25, 100)
