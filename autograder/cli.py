@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from autograder.engine import budget, confine, rubric, strings
+from autograder.engine import budget, levels, rubric, strings
 from autograder import settings
 
 
@@ -152,10 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"the wall-time budget of one submission, intake included; after it the remaining tests "
                              f"fail with 'time budget used up' and the submission is still graded "
                              f"({budget.SUBMISSION_SECONDS:g})")
-    grade.add_argument("--min-isolation", choices=confine.LEVELS, default=None,
+    grade.add_argument("--min-isolation", choices=levels.LEVELS, default=None,
                        help="refuse to grade (exit 2) if student code would run less isolated than this here "
-                            f"(weakest first: {', '.join(confine.LEVELS)}; default: ${settings.MIN_ISOLATION.env} "
-                            f"or {confine.SEALED}, the weakest level that seals student processes from each other; "
+                            f"(weakest first: {', '.join(levels.LEVELS)}; default: ${settings.MIN_ISOLATION.env} "
+                            f"or {levels.SEALED}, the weakest level that seals student processes from each other; "
                             "a lower level graded by name is reported as unsealed)")
     grade.add_argument("--max-per-worker", type=_positive_int, default=200, help=argparse.SUPPRESS)
     slurm = grade.add_argument_group("Slurm (--executor slurm)")
@@ -181,9 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "(make autograder ships it in the zip)")
     record.add_argument("--write", type=Path, required=True)
     record.set_defaults(func=cmd_record_plan)
-    from autograder.gpu import grading as gpu_grading  # grade-gpu and merge (the GPU part, graded by staff on a GPU)
+    from autograder.gpu import cli as gpu_cli  # grade-gpu and merge (the GPU part, graded by staff on a GPU)
 
-    gpu_grading.add_subcommands(sub)
+    gpu_cli.add_subcommands(sub)
     similarity_cli.add_subcommand(sub)
     from autograder.diagnosis import cli as diagnosis_cli  # report OUT: rebuild the class report from a batch's files
 

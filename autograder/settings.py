@@ -47,9 +47,9 @@ LANGUAGE = Setting("AMP_LANGUAGE", "language.json beside the engine's strings, e
                    "feedback language (en, ko); the CLI's --language sets it for the processes it starts; the "
                    "checks' words read it, the grader through them (checks.words.requested)", "instructor, TA, students",
                    "checks.words")
-MIN_ISOLATION = Setting("AMP_MIN_ISOLATION", "landlock+seccomp (confine.SEALED)", "refuse to grade below this isolation level "
-                        "(autograder.engine.confine.LEVELS); --min-isolation comes first", "TA, Gradescope",
-                        "autograder.engine.confine")
+MIN_ISOLATION = Setting("AMP_MIN_ISOLATION", "landlock+seccomp (levels.SEALED)", "refuse to grade below this isolation level "
+                        "(autograder.engine.levels.LEVELS); --min-isolation comes first", "TA, Gradescope",
+                        "autograder.engine.levels")
 HIDDEN_VISIBILITY = Setting("AMP_HIDDEN_VISIBILITY", "after_due_date", "Gradescope visibility of the hidden rows "
                             "(read at import)", "instructor", "autograder.engine.rubric")
 GPU_POINTS = Setting("AMP_GPU_POINTS", "10", "points of the GPU part, graded by staff (read at import)",

@@ -1,4 +1,4 @@
-"""Measure the system calls student processes make, for ``confine.ALLOWED_SYSCALLS`` (docs/security.md).
+"""Measure the system calls student processes make, for ``syscalls.ALLOWED_SYSCALLS`` (docs/security.md).
 
 Runs a command under ``strace -ff`` and lists every call made by a process after its seccomp filter was loaded
 (and by the threads and children it started then), with the ``fcntl``, ``ioctl`` and ``prctl`` commands, and
@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from autograder.engine import confine  # noqa: E402
+from autograder.engine import syscalls  # noqa: E402
 
 _CALL = re.compile(r"^(?:<\.\.\. )?([a-z0-9_]+)(?:\(| resumed>)(.*)$")
 _CHILD = re.compile(r"^(?:<\.\.\. )?(?:clone3?|fork|vfork)\b.*= (\d+)$")
@@ -72,8 +72,8 @@ def main(argv: list[str]) -> int:
         subprocess.run(["strace", "-ff", "-qq", "-s", "0", "-o", os.path.join(folder, "t"), *command],
                        env={**os.environ, "AMP_SANDBOX_LIMITS": limits}, check=False)
         calls, commands, processes = census(Path(folder))
-    allowed = {*confine.ALLOWED_SYSCALLS, *confine.FALLBACK_SYSCALLS, *confine.OWN_PID_SYSCALLS,
-               *confine.SIGNAL_SYSCALLS, "fcntl", "ioctl", "prctl", "clone", "socket"}
+    allowed = {*syscalls.ALLOWED_SYSCALLS, *syscalls.FALLBACK_SYSCALLS, *syscalls.OWN_PID_SYSCALLS,
+               *syscalls.SIGNAL_SYSCALLS, "fcntl", "ioctl", "prctl", "clone", "socket"}
     print(f"{processes} filtered processes")
     print("calls:", " ".join(f"{name}({count})" for name, count in sorted(calls.items())))
     for name, counts in sorted(commands.items()):

@@ -1,4 +1,4 @@
-"""The seccomp allow-list and the built environment (autograder/engine/confine.py), without a grading run.
+"""The seccomp allow-list and the built environment (autograder/engine/syscalls.py, autograder/engine/confine.py), without a grading run.
 
 * What honest code does under torch still works in a confined process (:data:`HABITS`): the allow-list was
   measured over it and over the catalogue (``tests/syscall_census.py``), and a missing call fails a habit here.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.engine import confine
+from autograder.engine import syscalls
 from conftest import ROOT, skip_unless_ci
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux seccomp")
@@ -142,7 +142,7 @@ def _run(code: str, scratch: Path) -> dict:
 
 
 def _needs_seccomp() -> None:
-    if confine.seccomp is None:
+    if syscalls.seccomp is None:
         skip_unless_ci("the pyseccomp binding or libseccomp.so.2 is missing here")
 
 

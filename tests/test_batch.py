@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 
 from autograder import settings
-from autograder.batch import inputs, run, summary
+from autograder.batch import feedback, inputs, run, summary
+from autograder.batch.digest import content_digest
 from autograder.engine import grader, rubric
 from autograder.batch.ledger import Entry, Ledger
 from conftest import gone_within, skip_unless_ci
@@ -485,16 +486,16 @@ def test_batch_zip_extraction_is_safe(tmp_path: Path) -> None:
 
 def test_content_digest_follows_content(tmp_path: Path) -> None:
     folder = copy_contract(ASSIGNMENT, tmp_path / "s")
-    first = inputs.content_digest(folder)
-    assert inputs.content_digest(folder) == first
+    first = content_digest(folder)
+    assert content_digest(folder) == first
     shutil.copytree(folder, tmp_path / "copy")
-    assert inputs.content_digest(tmp_path / "copy") == first  # names and bytes, not paths or times
+    assert content_digest(tmp_path / "copy") == first  # names and bytes, not paths or times
     (folder / "answers.py").write_text("Q1 = 'changed'\n")
-    assert inputs.content_digest(folder) != first
+    assert content_digest(folder) != first
     (folder / "__pycache__").mkdir()
-    second = inputs.content_digest(folder)
+    second = content_digest(folder)
     (folder / "__pycache__" / "x.pyc").write_bytes(b"junk")
-    assert inputs.content_digest(folder) == second
+    assert content_digest(folder) == second
 
 
 def test_ledger_records_once_per_name_and_survives_reopening(tmp_path: Path) -> None:
@@ -539,9 +540,9 @@ def test_summary_of_synthetic_entries() -> None:
     assert {p["kind"]: p["submissions"] for p in data["problems"]} == {"time limit": ["b"], "not graded": ["c"]}
     assert data["isolation"] == {"namespaces": 4}
     assert "- namespaces: 4 submission(s)" in summary.summary_markdown(data)
-    text = summary.feedback_markdown(rows[1][0], rows[1][1])
+    text = feedback.feedback_markdown(rows[1][0], rows[1][1])
     assert "did not finish within" in text and "**failed**" in text
-    assert summary._fence("a ```` b") == "`````"
+    assert feedback._fence("a ```` b") == "`````"
 
 
 def test_a_private_path_the_grader_may_not_look_at_is_skipped(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

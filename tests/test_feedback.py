@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from autograder.batch import summary
+from autograder.batch import feedback
 from autograder.engine import intake, judge, rubric
 from autograder.engine.results import gradescope_results
 from conftest import ROOT, grade, load_results
@@ -116,7 +116,7 @@ def test_feedback_md_tells_rows_with_the_same_text_once() -> None:
     tests.append({"name": "2.1 Other", "number": "2.1", "score": 0, "max_score": 1, "status": "failed",
                   "output": "something else"})
     entry = SimpleNamespace(results={"score": 0, "output": "Graded x.", "tests": tests}, status="graded", reason="")
-    text = summary.feedback_markdown(SimpleNamespace(name="x", submitters=[], renamed_from=""), entry)
+    text = feedback.feedback_markdown(SimpleNamespace(name="x", submitters=[], renamed_from=""), entry)
     wrong = text.split("## What went wrong\n", 1)[1]
     assert wrong == ("\n### 1.1, 1.2, 1.3 (3 tests)\n\n```text\nNot run: loss_scaler.py is missing (see the top of "
                      "this feedback).\n```\n\n### 2.1 Other\n\n```text\nsomething else\n```\n")

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from autograder import settings
-from autograder.engine import budget, confine, escape, intake, sandbox
+from autograder.engine import budget, confine, escape, intake, levels, sandbox
 from conftest import ROOT, processes_mentioning, shown, skip_unless_ci
 
 SOLUTIONS = ROOT / "solutions"
@@ -827,7 +827,7 @@ def test_injection_in_every_field_of_a_gradescope_export(tmp_path: Path) -> None
 
 
 def test_console_report_survives_markup_and_escape_codes(capsys: pytest.CaptureFixture[str]) -> None:
-    from autograder.batch import inputs, summary
+    from autograder.batch import console, inputs, summary
     from autograder.engine import rubric
     from autograder.batch.ledger import Entry
 
@@ -836,7 +836,7 @@ def test_console_report_survives_markup_and_escape_codes(capsys: pytest.CaptureF
                                         "status": "failed", "output": "x"} for item in rubric.ITEMS]}
     rows = [(inputs.Submission("s[/b]", Path("s"), "s"), Entry("s[/b]", "d", "g", "errored", 0.0, 90.0, results,
                                                                 reason=reason))]
-    summary.print_report(rows, summary.summarize(rows), Path("/out"))
+    console.print_report(rows, summary.summarize(rows), Path("/out"))
     shown = capsys.readouterr().out
     assert "[/b]" in shown and "\x1b" not in shown and "\x07" not in shown
 
@@ -867,4 +867,4 @@ def test_min_isolation_from_the_environment_refuses_below_a_valid_level(tmp_path
     assert done.returncode == 2, done.stderr[-3000:]
     assert "Refusing to grade" in done.stderr and f"level {_expected_level('docker')!r}" in done.stderr
     assert not (tmp_path / "out" / "gradebook.csv").exists()
-    assert confine.refusal("landlock+seccomp", "landlock+seccomp") is None  # at the level itself: no refusal
+    assert levels.refusal("landlock+seccomp", "landlock+seccomp") is None  # at the level itself: no refusal

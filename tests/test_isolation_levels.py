@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.engine import budget, confine
+from autograder.engine import budget, confine, syscalls
 from conftest import ROOT, skip_unless_ci
 from test_isolation import IS_ROOT, MODES, needs, submission, workspace  # noqa: F401 - a fixture
 
@@ -28,11 +28,11 @@ from test_isolation import IS_ROOT, MODES, needs, submission, workspace  # noqa:
 LEVEL_CHILD = """
 import errno, json, os, socket, sys
 sys.path[:0] = [{root!r}]
-from autograder.engine import confine
+from autograder.engine import confine, syscalls
 if {no_landlock!r}:
     confine.landlock = None  # as on a kernel without Landlock
 if {no_seccomp!r}:
-    confine.seccomp = None  # as without libseccomp
+    syscalls.seccomp = None  # as without libseccomp
 os.environ["AMP_LEAK"] = "secret"
 scratch = {scratch!r}
 report = {{"level": confine.confine(scratch, scratch, False)}}
@@ -61,7 +61,7 @@ def test_the_weaker_levels_report_what_they_apply(level: str, no_landlock: bool,
                                                   tmp_path: Path) -> None:
     """Without Landlock the level is ``seccomp``: TCP sockets and SysV IPC are refused, files are not guarded by
     Landlock; without libseccomp too it is ``none``: nothing is refused. Either way the environment is clean."""
-    if confine.seccomp is None:
+    if syscalls.seccomp is None:
         skip_unless_ci("the pyseccomp binding or libseccomp.so.2 is missing here")
     outside = tmp_path / "grader-file.txt"
     outside.write_text("x")
@@ -82,12 +82,12 @@ def test_the_weaker_levels_report_what_they_apply(level: str, no_landlock: bool,
 @pytest.mark.parametrize("missing, level", [("landlock", "seccomp"), ("landlock seccomp", "none")])
 def test_the_probe_measures_the_weaker_levels(missing: str, level: str) -> None:
     """The level a run reports and refuses by (``probe_level``) drops when a layer is missing."""
-    if not IS_ROOT or confine.seccomp is None:
+    if not IS_ROOT or syscalls.seccomp is None:
         skip_unless_ci("needs root (the probe drops to nobody) and the seccomp binding")
     code = (f"import sys; sys.path[:0] = [{str(ROOT)!r}]\n"
-            "from autograder.engine import confine\n"
+            "from autograder.engine import confine, syscalls\n"
             "confine.enter_namespaces = lambda libc, is_root, tell=None: False  # as without CAP_SYS_ADMIN\n"
-            + "".join(f"confine.{name} = None\n" for name in missing.split())
+            + "".join(f"{'syscalls' if name == 'seccomp' else 'confine'}.{name} = None\n" for name in missing.split())
             + "print(confine.probe_level())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]

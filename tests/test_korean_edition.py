@@ -212,14 +212,14 @@ def test_an_unknown_language_reads_as_english_in_the_checks(monkeypatch: pytest.
 
 
 def test_the_runs_console_lines_speak_the_batchs_language(monkeypatch: pytest.MonkeyPatch) -> None:
-    from autograder.batch import summary
+    from autograder.batch import console
 
     monkeypatch.setenv("AMP_LANGUAGE", "ko")
-    assert summary.plan_line(3, 1, 0, {"new": 1, "changed": 1}, 2, []) == (
+    assert console.plan_line(3, 1, 0, {"new": 1, "changed": 1}, 2, []) == (
         "제출물 3개: 이미 채점됨 1개, 채점할 것 2개(새 제출물 1개, 지난 채점 뒤 파일이 바뀜 1개), 작업자 2개로.")
     assert strings.text("console.isolation", level="sealed") == "이 기계에서 학생 코드의 격리 수준: sealed"
     monkeypatch.setenv("AMP_LANGUAGE", "en")
-    assert summary.plan_line(3, 1, 0, {"new": 1, "changed": 1}, 2, []) == (
+    assert console.plan_line(3, 1, 0, {"new": 1, "changed": 1}, 2, []) == (
         "3 submission(s): 1 already graded, 2 to grade (1 new, 1 changed since their last grading) with 2 worker(s).")
 
 

@@ -1,4 +1,5 @@
-"""One door: :func:`autograder.engine.grader.grade_submission` is the only way any entry point grades.
+"""One door: :func:`autograder.engine.grader.grade_submissions` (a wave; ``grade_submission``, one) is the only way
+any entry point grades.
 
 The start-up order (the zygote before pytest) is the engine's, not each caller's: these tests read
 every module of the grader for the calls that would bypass the door, and try the wrong order.
@@ -17,7 +18,6 @@ from conftest import ROOT
 GUARDED_CALLS = {
     "start_zygote": {"autograder/engine/grader.py", "autograder/engine/sandbox.py", "autograder/engine/zygote.py"},
     "grade_in_phases": {"autograder/engine/grader.py", "autograder/engine/plan.py"},
-    "grade_with_plan": set(),  # a benchmark's: the engine grades phase by phase
     # The GPU part (staff-run, on a GPU machine) judges its own rows with a device runner: its one function.
     "grade_staged": {"autograder/engine/plan.py", "autograder/gpu/grading.py"},
 }
@@ -84,6 +84,7 @@ def test_no_entry_point_imports_pytest_before_the_door_opens() -> None:
     """Importing an entry point must leave the order to grader.start(): pytest is not imported yet."""
     entries = ["autograder.cli", "autograder.batch.worker", "autograder.batch.slurm_chunk", "autograder.engine.plan",
                *(relative[:-3].replace("/", ".") for relative in runtimes()), "autograder.gpu.grading",
+               "autograder.gpu.cli",
                "autograder.diagnosis.cli", "autograder.packaging.prairielearn", "autograder.packaging.classroom"]
     code = f"import importlib, sys\nfor name in {entries!r}:\n    importlib.import_module(name)\nprint(sorted(m for m in ('pytest', 'hypothesis') if m in sys.modules))\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)

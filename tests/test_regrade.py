@@ -229,7 +229,7 @@ def test_a_row_added_and_a_moved_maximum_are_named_as_the_cause(tmp_path: Path) 
     """Row 1.19 added with 2 points taken from 1.6, and (another rubric) a maximum moved from 90 to 92: the new row
     is named in changes.csv, summary.md and report.html, even where the student scores 0 on it, 1.6's change is
     called a change of its points, and the moved maximum comes first."""
-    from autograder.diagnosis import report_html
+    from autograder.diagnosis import report_similarity
 
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         ledger.record(_verdict("a", "old", {"1.5": (4, 4), "1.6": (5, 5)}, 90))
@@ -245,7 +245,7 @@ def test_a_row_added_and_a_moved_maximum_are_named_as_the_cause(tmp_path: Path) 
     section = regrade.markdown_section(changes)
     assert section.split("\n")[3].startswith("**The maximum moved: 90 → 92** (the rubric changed)")
     assert "1.6 5→3 (row's points 5→3), 1.19 0→0 (row added)" in section
-    page = report_html.changes_section(table)
+    page = report_similarity.changes_section(table)
     assert page.index('id="max-moved"') < page.index("<table")
     assert "The maximum moved: 90 → 92 (the rubric changed): every new score is out of 92." in page
     assert "<th>old points</th><th>new points</th><th>cause</th>" in page

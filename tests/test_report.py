@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder.diagnosis import report, report_html, words
+from autograder.diagnosis import page_parts, report, report_html, words
 from autograder.diagnosis.table import load_catalogue
 from autograder.engine import rubric
 from checks.words import MISTAKES
@@ -138,7 +138,7 @@ def test_the_page_renders_in_headless_chromium_without_console_messages(batch: P
         assert html.unescape(cells[2]) == STUDENTS[row["submission"]][1]
         assert cells[3] == f'{float(row["score"]):g} / {rubric.max_points():g}'
     # the page's one script is its own (sorting the table); the hostile name's is text
-    assert re.findall(r"<script\b[^>]*>(.*?)</script>", dom, re.S) == [report_html.SCRIPT]
+    assert re.findall(r"<script\b[^>]*>(.*?)</script>", dom, re.S) == [page_parts.SCRIPT]
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom and "<img src=\"x\"" not in dom
     assert dom.count('<th><button type="button">') == 8  # the script ran: each heading of the table sorts it
     bob = lines[list(BATCH).index("bob")]
@@ -276,8 +276,8 @@ def test_hostile_names_sids_notes_and_labels_stay_text_in_the_page(tmp_path: Pat
     report_html.write(tmp_path)
     page = (tmp_path / "report.html").read_text()
     body = page.split("<body>", 1)[1]
-    assert re.findall(r"<script\b[^>]*>(.*?)</script>", body, re.S) == [report_html.SCRIPT]  # the page's own only
-    assert report_html.SCRIPT_SOURCE in page.split("<body>", 1)[0]  # and the page's policy lets nothing else run
+    assert re.findall(r"<script\b[^>]*>(.*?)</script>", body, re.S) == [page_parts.SCRIPT]  # the page's own only
+    assert page_parts.SCRIPT_SOURCE in page.split("<body>", 1)[0]  # and the page's policy lets nothing else run
     assert "<i>" not in body and "<u>" not in body and "<b>1</b>" not in body
     assert "onmouseover=\"" not in body and "<x>" not in body
     assert "&lt;script&gt;alert(1)&lt;/script&gt; &#x27;Bo&#x27; &quot;Bobby&quot; **bold**" in body

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from autograder.diagnosis import report_html
+from autograder.diagnosis import page_parts, report_html
 from autograder.engine import rubric
 
 NAMES = ["김민준", "이서연", "박지호", "최수아"]
@@ -73,9 +73,9 @@ def measure(browser: str, page: Path, tmp_path: Path, width: int, clicks: list[i
     script = MEASURE.replace("CLICKS", json.dumps(clicks))
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     text = page.read_text(encoding="utf-8")
-    assert text.count(report_html.SCRIPT_SOURCE) == 1 and text.count("</body>") == 1
+    assert text.count(page_parts.SCRIPT_SOURCE) == 1 and text.count("</body>") == 1
     measured = tmp_path / "measured.html"
-    measured.write_text(text.replace(report_html.SCRIPT_SOURCE, f"{report_html.SCRIPT_SOURCE} 'sha256-{digest}'")
+    measured.write_text(text.replace(page_parts.SCRIPT_SOURCE, f"{page_parts.SCRIPT_SOURCE} 'sha256-{digest}'")
                         .replace("</body>", f"<script>{script}</script></body>"), encoding="utf-8")
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
              f"--window-size={width},900", f"--user-data-dir={tmp_path / 'profile'}"]

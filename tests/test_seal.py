@@ -111,12 +111,12 @@ def test_a_level_that_cannot_seal_is_refused_unless_asked_for_by_name() -> None:
 
 
 def test_the_sealed_level_is_the_default_minimum() -> None:
-    from autograder.engine import confine
+    from autograder.engine import levels
 
     env = os.environ.pop("AMP_MIN_ISOLATION", None)
     try:
-        assert confine.SEALED == "landlock+seccomp"
-        assert confine.required_level(None) == "landlock+seccomp"
+        assert levels.SEALED == "landlock+seccomp"
+        assert levels.required_level(None) == "landlock+seccomp"
         assert confine.required_level("none") == "none"
         assert confine.refusal("landlock+seccomp", confine.required_level(None)) is None
         assert confine.refusal("none", confine.required_level(None)) is not None

@@ -230,7 +230,7 @@ def test_torch_scaler_pasted_in_is_flagged_like_a_copy_of_the_solution(tmp_path:
     """torch's own GradScaler class (read from the installed torch), renamed and pasted into loss_scaler.py, is
     flagged in summary.md, similarity.html and report.html as a copy of solutions/ is; the reference solution and an
     independent scaler, graded beside it, are not (torch's file is no submission: no pair of its own is counted)."""
-    from autograder.diagnosis import report_html
+    from autograder.diagnosis import report_similarity
 
     source = similarity.torch_scaler_source()
     assert source is not None and source.parts[-3:] == ("torch", "amp", "grad_scaler.py")
@@ -252,7 +252,7 @@ def test_torch_scaler_pasted_in_is_flagged_like_a_copy_of_the_solution(tmp_path:
     page = similarity_html.render(report)
     assert "<section id='torch'>" in page and "<section id='solution'>" not in page
     assert "matches torch's own GradScaler</span> (" in page
-    flags = report_html.similarity_flags(similarity.report_json(report))
+    flags = report_similarity.similarity_flags(similarity.report_json(report))
     assert not any("matches" in line for key in ("solution", "plain_style") for line in flags.get(key, [])), flags
     assert flags["pasted"][0].startswith('<span class="flag">matches torch\'s own GradScaler</span> '
                                          '<span class="nowrap">('), flags

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from autograder.batch import similarity, similarity_data
-from autograder.diagnosis import report_html
+from autograder.diagnosis import report_similarity
 from autograder.diagnosis.table import load_catalogue
 from code_transforms import rename_identifiers
 
@@ -144,9 +144,9 @@ def test_a_copy_of_solutions_stays_flagged_when_the_pairs_are_cut(reported: tupl
     data = similarity.report_json(report)
     assert len(data["pairs"]) == 1 and "leaked" not in {data["pairs"][0]["a"]["key"], data["pairs"][0]["b"]["key"]}
     assert any(match["submission"]["key"] == "leaked" for match in data["sources"])
-    flags = report_html.similarity_flags(data)
+    flags = report_similarity.similarity_flags(data)
     assert any("matches the reference solution" in line for line in flags["leaked"]), flags.get("leaked")
-    assert "<td>leaked</td>" in report_html.similarity_section(data)
+    assert "<td>leaked</td>" in report_similarity.similarity_section(data)
 
 
 def test_half_a_class_handing_in_the_reference_solution_does_not_make_it_common(tmp_path: Path) -> None:
@@ -192,12 +192,12 @@ def test_every_flagged_pair_reaches_the_students_table_past_the_listed_ones(tmp_
     data = similarity.report_json(similarity.analyse(found, solution=None))
     pairs = len(names) * (len(names) - 1) // 2
     assert data["flagged"] == len(data["flags"]) == pairs > similarity_data.MAX_REPORTED == len(data["pairs"])
-    flags = report_html.similarity_flags(data)
-    rest = len(names) - 1 - report_html.SIMILAR_SHOWN
+    flags = report_similarity.similarity_flags(data)
+    rest = len(names) - 1 - report_similarity.SIMILAR_SHOWN
     for name in names:
         lines = flags.get(name, [])
-        assert sum(report_html.SIMILAR_MARK in line for line in lines) == report_html.SIMILAR_SHOWN, (name, lines)
+        assert sum(report_similarity.SIMILAR_MARK in line for line in lines) == report_similarity.SIMILAR_SHOWN, (name, lines)
         assert f"and {rest} more flagged pair(s)" in lines[-1], (name, lines)
-    section = report_html.similarity_section(data)
-    assert (f"{report_html.SHOWN_PAIRS} of {pairs} flagged pair(s) shown (the first {similarity_data.MAX_REPORTED} "
+    section = report_similarity.similarity_section(data)
+    assert (f"{report_similarity.SHOWN_PAIRS} of {pairs} flagged pair(s) shown (the first {similarity_data.MAX_REPORTED} "
             "in similarity.html, all in similarity.csv)") in section

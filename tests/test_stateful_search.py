@@ -1,4 +1,5 @@
-"""Row 1.11's stateful differential search (checks/judge/sequences.py): what it finds, and which row it charges.
+"""Row 1.11's stateful differential search (checks/judge/sequences.py): what it finds, and which row it charges
+(checks/judge/deviations.py).
 
 The student's scaler runs in this process here (``harness.run_scaler_ops`` with the class itself): the search's
 logic, not the sandbox, is under test.  The grader's verdicts on the catalogue are tests/test_catalogue.py's.
@@ -15,7 +16,7 @@ import pytest
 
 import checks.plugin  # noqa: F401 - the grading profile: derandomized, as in the grader and the public checks
 from autograder.engine import rubric
-from checks.judge import behaviours, cases, sequences
+from checks.judge import behaviours, cases, deviations, sequences
 from checks.runners import harness
 from conftest import ROOT
 
@@ -49,13 +50,13 @@ def submission(name: str, tmp_path: Path) -> InProcess:
 def first_kind(args: dict[str, Any], student: InProcess) -> tuple[int | None, str | None, list[Any]]:
     expected, got = cases.torch_results(args), student.run("scaler_ops", args)
     index = sequences.first_difference(args, expected, got)
-    return index, None if index is None else sequences.kind(args, expected, got, index), got
+    return index, None if index is None else deviations.kind(args, expected, got, index), got
 
 
 def test_every_kind_is_charged_to_a_task_1_row() -> None:
     task1 = {item.test for item in rubric.ITEMS if item.task == "scaler"}
-    assert set(sequences.ROWS.values()) <= task1
-    assert {kind for kind, test in sequences.ROWS.items() if test == sequences.DIFFERENTIAL} == {
+    assert set(deviations.ROWS.values()) <= task1
+    assert {kind for kind, test in deviations.ROWS.items() if test == deviations.DIFFERENTIAL} == {
         "reciprocal", "groups", "restored", "new_scale_tensor", "other"}
 
 
@@ -76,7 +77,7 @@ def test_a_tracker_restored_above_the_interval_keeps_counting(tmp_path: Path) ->
     assert cases.torch_results(args)[-1] == {"ok": {"scale": 8.0, "tracker": 6}}
     index, kind, got = first_kind(args, submission("growth_at_or_above_interval", tmp_path))
     assert (index, kind, got[-1]) == (5, "restored", {"ok": {"scale": 16.0, "tracker": 0}})
-    assert sequences.ROWS[kind] == sequences.DIFFERENTIAL
+    assert deviations.ROWS[kind] == deviations.DIFFERENTIAL
 
 
 def test_dividing_by_a_scale_of_3_is_one_rounding_off(tmp_path: Path) -> None:
@@ -101,16 +102,16 @@ def test_the_search_leaves_another_rows_mistake_to_that_row(name: str, tmp_path:
     """These differ from torch (the search finds them), but the first differing call is another row's behaviour."""
     student = submission(name, tmp_path)
     found: list[Any] = []
-    original = sequences.charged
+    original = deviations.charged
 
     def recording(*args: Any) -> str:
         found.append(original(*args))
         return found[-1]
 
-    sequences.charged, saved = recording, sequences.charged
+    deviations.charged, saved = recording, deviations.charged
     try:
         behaviours.differential_search(student, sequences.call_sequences(), 100)
     finally:
-        sequences.charged = saved
-    assert found and found[0] != sequences.DIFFERENTIAL
+        deviations.charged = saved
+    assert found and found[0] != deviations.DIFFERENTIAL
     assert rubric.BY_TEST[found[0]].number in ENTRIES[name].must_fail

@@ -17,14 +17,10 @@ A batch zip is unpacked (safely: no absolute or ``..`` paths, no links, size cap
 ``OUT/.inputs``; single submissions are never unpacked here (intake reads them).
 
 This module imports neither torch nor pytest: the batch's main process stays light.
-
-One file past 400 lines: every shape of input a TA may pass (folders, zips, Gradescope exports) and every
-refusal of one, found by one walk.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import stat
@@ -32,30 +28,22 @@ import zipfile
 import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable
+from typing import Iterable
 
+from autograder.batch.metadata import METADATA, Submitter, parse_metadata, read_metadata  # noqa: F401 - API
 from autograder.engine import intake
 from autograder.engine.strings import text
 
 #: The contract's file names (``checks.runners.harness.CONTRACT_FILES``; a test keeps them equal).
 CONTRACT_FILES = intake.WANTED
-METADATA = "submission_metadata.yml"
 IGNORED = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints", ".DS_Store"}
 MAX_BATCH_MEMBERS = 200_000
 MAX_BATCH_BYTES = 8 * 2**30
-HASH_WHOLE_FILE_BYTES = 64 * 2**20
 #: A submission's status when it is not graded (gradebook.csv's status column, machine-read: the same words in every
 #: language): an upload that holds nothing to grade, and one of a SID that another submission of the run stands for.
 NOTHING, SUPERSEDED = "nothing submitted", "superseded"
 #: Which of several submissions of one SID in an export is graded (``--same-sid``); "all" grades each of them.
 SAME_SID_CHOICES = ("latest", "earliest", "all")
-
-
-@dataclass(frozen=True)
-class Submitter:
-    name: str = ""
-    sid: str = ""
-    email: str = ""
 
 
 @dataclass(frozen=True)
@@ -121,114 +109,6 @@ def _submission(base: str, path: Path, source: str, taken: set[str], notes: list
     if name != base:
         notes.append(text("batch.renamed", source=source, name=name, base=base))
     return Submission(name, path, source, submitters, base if name != base else "", withheld, created_at)
-
-
-# --------------------------------------------------------------------------- Gradescope metadata
-
-
-def _plain(value: Any) -> Any:
-    """Ruby-flavoured YAML (``:key:`` symbols) into plain dicts with bare keys."""
-    if isinstance(value, dict):
-        return {str(k).lstrip(":"): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-def parse_metadata(text: str) -> dict[str, tuple[Submitter, ...]]:
-    """Map submission folder -> submitters from a ``submission_metadata.yml`` text (:func:`read_metadata`)."""
-    return {folder: people for folder, (people, _) in read_metadata(text).items()}
-
-
-def read_metadata(text: str) -> dict[str, tuple[tuple[Submitter, ...], str]]:
-    """Map submission folder -> (submitters, created_at) from a ``submission_metadata.yml`` text.
-
-    The file looks like::
-
-        submission_123456:
-          :submitters:
-          - :name: Jane Doe
-            :sid: '1234'
-            :email: jane@example.edu
-          :created_at: 2024-01-01 12:00:00.000000000 -08:00
-          :score: 90.0
-
-    Unknown tags (Ruby objects such as ``!ruby/object:BigDecimal``) are read as plain
-    values; nothing is ever constructed from them.
-
-    Raises:
-        ValueError: if the text is not YAML of that shape.
-    """
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    def any_tag(loader: yaml.SafeLoader, _suffix: str, node: yaml.Node) -> Any:
-        if isinstance(node, yaml.MappingNode):
-            return loader.construct_mapping(node, deep=True)
-        if isinstance(node, yaml.SequenceNode):
-            return loader.construct_sequence(node, deep=True)
-        return loader.construct_scalar(node)  # type: ignore[arg-type]
-
-    Loader.add_multi_constructor("!", any_tag)
-    Loader.add_multi_constructor("tag:", any_tag)
-    try:
-        data = _plain(yaml.load(text, Loader=Loader))  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{METADATA} is not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{METADATA} does not map submission folders to their data")
-    found: dict[str, tuple[tuple[Submitter, ...], str]] = {}
-    for folder, entry in data.items():
-        people = entry.get("submitters") if isinstance(entry, dict) else None
-        if not isinstance(people, list):
-            continue
-        found[str(folder)] = (tuple(
-            Submitter(*(str(person.get(key) or "").strip() for key in ("name", "sid", "email")))
-            for person in people if isinstance(person, dict)), str(entry.get("created_at") or "").strip())
-    return found
-
-
-# --------------------------------------------------------------------------- content hashes
-
-
-def content_digest(path: Path) -> str:
-    """A hash of everything a submission holds: its file tree (names, links, bytes) or zip.
-
-    Files over 64 MiB are hashed by name, size and modification time only.
-    """
-    digest = hashlib.sha256()
-    if path.is_file():
-        _hash_file(digest, path, path.stat())
-        return digest.hexdigest()
-    for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
-        depth = len(Path(dirpath).relative_to(path).parts)
-        # Intake does not look deeper either; os.walk recurses and a 1000-level tree would crash it.
-        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED) if depth < intake.MAX_DEPTH else []
-        for filename in sorted(filenames):
-            file = Path(dirpath) / filename
-            relative = file.relative_to(path).as_posix()
-            info = file.lstat()
-            digest.update(b"\0name\0" + relative.encode("utf-8", "surrogateescape"))
-            if stat.S_ISLNK(info.st_mode):
-                digest.update(b"\0link\0" + os.readlink(file).encode("utf-8", "surrogateescape"))
-            elif stat.S_ISREG(info.st_mode):
-                _hash_file(digest, file, info)
-    return digest.hexdigest()
-
-
-def _hash_file(digest: Any, file: Path, info: os.stat_result) -> None:
-    digest.update(f"\0size\0{info.st_size}".encode())
-    if info.st_size > HASH_WHOLE_FILE_BYTES:
-        digest.update(f"\0mtime\0{info.st_mtime_ns}".encode())
-        return
-    try:
-        with open(file, "rb") as stream:
-            for block in iter(lambda: stream.read(1 << 20), b""):
-                digest.update(block)
-    except OSError as exc:
-        digest.update(f"\0unreadable\0{exc.errno}".encode())
 
 
 # --------------------------------------------------------------------------- classification

@@ -196,7 +196,7 @@ def markdown_section(changes: Sequence[Change]) -> str:
 
 def report_for_batch(out: Path, ledger: Ledger, rows: Sequence[tuple[Submission, Entry]]) -> str:
     """Batch hook: write changes.csv and return the summary.md section ("" when nothing was regraded)."""
-    from autograder.batch.summary import write_if_changed
+    from autograder.engine.files import write_if_changed
 
     changes = impact(ledger, rows)
     if not changes:

@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from autograder.batch import inputs, regrade, rescore, roster, summary
+from autograder.batch import console, feedback, inputs, regrade, rescore, roster, summary
+from autograder.batch.digest import content_digest
 from autograder.diagnosis import report_html as class_report
 from autograder.engine import fingerprint, grader, rubric, strings
 from autograder import ROOT, settings
@@ -64,7 +65,7 @@ class Options:
     similarity_threshold: float | None = None  # None: chosen from the pair scores
     similarity_reference: Sequence[Path] = ()  # earlier submissions to compare against
     similarity_solution: bool = True  # also compare with the reference solution (solutions/), flagging matches
-    min_isolation: str | None = None  # refuse below this confine level (None: $AMP_MIN_ISOLATION, else confine.SEALED)
+    min_isolation: str | None = None  # refuse below this isolation level (None: $AMP_MIN_ISOLATION, else levels.SEALED)
     roster: Path | None = None  # GitHub Classroom's roster CSV: names for cloned repositories (autograder.batch.roster)
     same_sid: str = "latest"  # which of several submissions of one SID is graded (inputs.SAME_SID_CHOICES)
 
@@ -223,7 +224,7 @@ def _rescore(todo: list[tuple[Submission, str]], known: dict[str, tuple[str, str
             left.append((submission, digest))
             continue
         ledger.record(new)
-        summary.write_submission_files(out, submission, new)
+        feedback.write_submission_files(out, submission, new)
         count += 1
     return left, count
 
@@ -243,7 +244,7 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
     version = grader_fingerprint(options.limits)  # of the grader: a change regrades
     withheld = [s for s in found.submissions if s.withheld]  # nothing to grade: a row each, no score, no ledger entry
     gradable = [s for s in found.submissions if not s.withheld]
-    digests = {s.name: inputs.content_digest(s.path) for s in gradable}
+    digests = {s.name: content_digest(s.path) for s in gradable}
     ledger = Ledger(out / "ledger.sqlite")
     try:
         known = ledger.keys()
@@ -259,7 +260,7 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
             else "grader" if known[s.name][1] != version
             else "retry" for s, d in todo)
         jobs = min(options.jobs or default_jobs(), max(1, len(todo)))
-        print(summary.plan_line(len(found.submissions), len(gradable) - len(todo) - rescored, rescored, why,
+        print(console.plan_line(len(found.submissions), len(gradable) - len(todo) - rescored, rescored, why,
                                 "" if not todo else "slurm" if options.executor == "slurm" else jobs, withheld),
               flush=True)
         if len(found.submissions) >= summary.HISTOGRAM_MIN_SUBMISSIONS:
@@ -274,7 +275,7 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
                           str(outcome.get("staff_log") or ""), submission.source, float(outcome.get("seconds") or 0),
                           attempts)
             ledger.record(entry)  # the commit point: from here on, this submission is done
-            summary.write_submission_files(out, submission, entry)
+            feedback.write_submission_files(out, submission, entry)
             view.finished(entry)
 
         hide = grader.private_paths(out)
@@ -285,7 +286,7 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
                 LocalPool(out, jobs, hide, options.limits, options.max_per_worker).run(todo, finish)
         finally:
             view.close()
-        rows = [(submission, summary.withheld_entry(submission)) for submission in withheld]
+        rows = [(submission, feedback.withheld_entry(submission)) for submission in withheld]
         for submission in gradable:
             entry = ledger.get(submission.name)
             if entry is None or entry.digest != digests[submission.name]:
@@ -299,5 +300,5 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
         sections.append(_similarity_section(out, gradable, options))
     report = summary.write_outputs(out, rows, found.has_identity, sections)
     class_report.write_for_batch(out)  # the class report: report.html, items.csv, mistakes.csv
-    summary.print_report(rows, report, out)
+    console.print_report(rows, report, out)
     return 0

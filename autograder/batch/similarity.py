@@ -355,7 +355,7 @@ def analyse(submissions: Sequence[Submission], references: Sequence[Submission] 
 def write_outputs(out: Path, report: Report) -> None:
     """similarity.csv and similarity.html (atomically, only when changed)."""
     from autograder.batch import similarity_html  # copydetect's comparison, only when a page is written
-    from autograder.batch.summary import write_if_changed
+    from autograder.engine.files import write_if_changed
 
     write_if_changed(out / CSV_NAME, csv_text(CSV_HEADER, csv_rows(report)))
     write_if_changed(out / JSON_NAME, json.dumps(report_json(report), indent=1) + "\n")

@@ -7,15 +7,14 @@
   "could not be graded: <why>": never a zero a TA would upload.  No timestamps: grading the same
   submissions twice gives the same bytes.
 * ``<submission>/results.json`` (Gradescope's format), ``<submission>/feedback.md``
-  (for the student) and ``<submission>/staff.log`` (grader details, when any).
+  (for the student) and ``<submission>/staff.log`` (grader details, when any): :mod:`autograder.batch.feedback`.
 * ``summary.json`` / ``summary.md``: score statistics and histogram, pass rate of every
   test (the most failed first), submissions that hit a limit, and those that could not
   be graded, with the reason, apart: they are in no statistic; ``score_histogram.png``.
 
-Every file is written atomically, and only when its content changes.
-
-One file past 400 lines: every output derived from the ledger, so the gradebook, the summaries and the per-
-submission files cannot disagree.
+Every file is written atomically, and only when its content changes; :func:`write_outputs` writes them all from
+the same rows, so the gradebook, the summaries and the per-submission files cannot disagree.  What the terminal
+shows is :mod:`autograder.batch.console`.
 """
 
 from __future__ import annotations
@@ -23,17 +22,17 @@ from __future__ import annotations
 import io
 import json
 import statistics
-import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from checks import words
 
 from autograder.diagnosis import report as class_report
-from autograder.engine import budget, confine, rubric, strings
-from autograder.engine.escape import console, markdown_inline, strip_controls
-from autograder.engine.files import csv_text, write_bytes_atomic
-from autograder.batch.inputs import NOTHING, SUPERSEDED, Submission
+from autograder.engine import budget, levels, rubric, strings
+from autograder.engine.escape import markdown_inline, strip_controls
+from autograder.engine.files import csv_text, write_if_changed
+from autograder.batch.feedback import WITHHELD, fmt, write_submission_files
+from autograder.batch.inputs import NOTHING, Submission
 from autograder.batch.ledger import Entry
 
 IDENTITY_COLUMNS = ("name", "sid", "email")
@@ -68,54 +67,6 @@ PROBLEMS: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
 )
 
 Row = tuple[Submission, Entry]
-#: The status of an entry the run never graded (:attr:`Submission.withheld` says why: nothing submitted, or
-#: superseded by another submission of the same SID); it lives in no ledger and has no score.
-WITHHELD = "withheld"
-
-
-def withheld_entry(submission: Submission) -> Entry:
-    """What a withheld submission's files and rows are rendered from: no test, no score, its reason."""
-    results = {"tests": [], "output": withheld_text(submission.withheld), "visibility": "visible",
-               "extra_data": {"withheld": submission.withheld}}
-    return Entry(submission.name, "", "", WITHHELD, 0.0, float(rubric.max_points()), results, submission.withheld,
-                 source=submission.source)
-
-
-def withheld_text(reason: str) -> str:
-    """A withheld submission's reason in the current language (its status column keeps the English words)."""
-    if reason.startswith(SUPERSEDED):
-        return strings.text("withheld.superseded", reason=reason.removeprefix(SUPERSEDED).strip())
-    return strings.text("withheld.nothing")
-
-
-# --------------------------------------------------------------------------- small helpers
-
-
-def write_if_changed(path: Path, data: str | bytes) -> bool:
-    """Atomically write ``data`` to ``path`` unless it already holds exactly that."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    try:
-        if path.read_bytes() == raw:
-            return False
-    except OSError:
-        pass
-    write_bytes_atomic(path, raw)
-    return True
-
-
-def _fmt(value: float) -> str:
-    return f"{value:g}"
-
-
-def _fence(text: str) -> str:
-    """A Markdown code fence longer than any run of backticks in ``text``."""
-    longest = run = 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
-    return "`" * max(3, longest + 1)
-
-
 def problems(entry: Entry) -> list[tuple[str, str]]:
     """(kind, test number or "") of every limit hit / fault seen in one submission."""
     found: list[tuple[str, str]] = []
@@ -165,65 +116,6 @@ def gradebook_rows(rows: Sequence[Row], with_identity: bool) -> list[list[Any]]:
         table.append(line + [entry.results.get("score", 0.0), rubric.max_points(), GRADED]
                      + [scores.get(item.number, 0.0) for item in rubric.ITEMS] + [submission.source])
     return table
-
-
-# --------------------------------------------------------------------------- feedback
-
-
-def feedback_markdown(submission: Submission, entry: Entry) -> str:
-    """A readable report for the student (the same content as results.json)."""
-    data = entry.results
-    tests = [t for t in data.get("tests", []) if t.get("max_score", 0) or t.get("status")]
-    lines = [strings.text("feedback.title", name=markdown_inline(submission.name)), ""]
-    people = ", ".join(s.name or s.email or s.sid for s in submission.submitters)
-    if people:
-        lines += [strings.text("feedback.by", people=markdown_inline(people)), ""]
-    if submission.renamed_from:
-        lines += [renamed_note(submission, markdown_inline), ""]
-    if entry.status == WITHHELD:  # nothing was graded: no score, no row
-        return "\n".join(lines + [f"**{markdown_inline(withheld_text(entry.reason))}**"]) + "\n"
-    if entry.status == "graded":  # one that could not be graded has no score, not a zero
-        lines += [strings.text("feedback.score", score=_fmt(data.get("score", 0.0)), top=_fmt(rubric.max_points()),
-                               gpu=_fmt(rubric.GPU_PART_POINTS)), ""]
-    if entry.status == "errored":
-        reason = markdown_inline(entry.reason or strings.text("feedback.see_below"))
-        lines += [strings.text("feedback.not_graded", reason=reason), ""]
-    output = strip_controls(str(data.get("output", "")), keep_newlines=True).strip()  # fenced: no escape codes
-    if output and not strings.is_graded_note(output):
-        fence = _fence(output)
-        lines += [strings.text("feedback.about"), "", fence + "text", output, fence, ""]
-    if entry.status != "graded":  # no row was graded: a table of zeros would read as a grade
-        return "\n".join(lines).rstrip() + "\n"
-    lines += [strings.text("feedback.tests"), "", strings.text("feedback.tests_head"), "| --- | ---: | --- |"]
-    for test in tests:
-        mark = strings.text("feedback.passed") if test.get("status") == "passed" else strings.text("feedback.failed")
-        lines.append(f"| {markdown_inline(test.get('name', ''))} | {_fmt(test.get('score', 0.0))} / "
-                     f"{_fmt(test.get('max_score', 0.0))} | {mark} |")
-    failing = [t for t in tests if t.get("status") == "failed"]
-    if failing:
-        lines += ["", strings.text("feedback.wrong"), ""]
-        for group, text in _same_output_groups(failing):
-            fence = _fence(text)
-            heading = (markdown_inline(group[0].get("name", "")) if len(group) == 1 else strings.text(
-                "feedback.group", numbers=", ".join(markdown_inline(str(t.get("number", ""))) for t in group),
-                count=len(group)))
-            lines += [f"### {heading}", "", fence + "text", text, fence, ""]
-    informational = [t for t in data.get("tests", []) if not t.get("max_score", 0) and not t.get("status")]
-    for test in informational:
-        lines += ["", f"*{markdown_inline(test.get('name', ''))}*: {markdown_inline(test.get('output', ''))}"]
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def _same_output_groups(failing: Sequence[dict[str, Any]]) -> list[tuple[list[dict[str, Any]], str]]:
-    """Consecutive failed rows that say the same thing (one cause told once), each with that text."""
-    groups: list[tuple[list[dict[str, Any]], str]] = []
-    for test in failing:
-        text = strip_controls(str(test.get("output", "")), keep_newlines=True).strip()
-        if groups and groups[-1][1] == text:
-            groups[-1][0].append(test)
-        else:
-            groups.append(([test], text))
-    return groups
 
 
 # --------------------------------------------------------------------------- summary
@@ -326,19 +218,19 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                           full=summary["full_marks"], lost=summary["lost_points"], errored=summary["errored"],
                           limit=summary["hit_a_limit"])]
     if score["mean"] is not None:
-        lines.append(strings.text("summary.scores", top=_fmt(top), mean=_fmt(score["mean"]),
-                                  median=_fmt(score["median"]), min=_fmt(score["min"]), max=_fmt(score["max"])))
+        lines.append(strings.text("summary.scores", top=fmt(top), mean=fmt(score["mean"]),
+                                  median=fmt(score["median"]), min=fmt(score["min"]), max=fmt(score["max"])))
     if summary["graded"] >= HISTOGRAM_MIN_SUBMISSIONS:
         lines += ["", f"![{strings.text('summary.histogram')}]({HISTOGRAM})"]
     lines += ["", strings.text("summary.histogram_head"), "| --- | ---: |"]
     edges, counts = summary["histogram"]["edges"], summary["histogram"]["counts"]
     for k, count in enumerate(counts):
         closing = "]" if k == len(counts) - 1 else ")"
-        lines.append(f"| [{_fmt(edges[k])}, {_fmt(edges[k + 1])}{closing} | {count} |")
+        lines.append(f"| [{fmt(edges[k])}, {fmt(edges[k + 1])}{closing} | {count} |")
     lines += ["", strings.text("summary.tests"), "", strings.text("summary.tests_head"),
               "| --- | --- | ---: | ---: | ---: | ---: |"]
     for test in summary["tests"]:
-        lines.append(f"| {test['number']} | {markdown_inline(test['title'])} | {_fmt(test['points'])} | "
+        lines.append(f"| {test['number']} | {markdown_inline(test['title'])} | {fmt(test['points'])} | "
                      f"{test['passed']} | {test['failed']} | {test['pass_rate'] * 100:.0f}% |")
     lines += ["", strings.text("summary.problems"), ""]
     if summary["problems"]:
@@ -360,10 +252,10 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     lines += ["", strings.text("summary.isolation"), ""]
     lines += [strings.text("summary.isolation_line", level=markdown_inline(level), count=count)
               for level, count in sorted(levels.items())] or [strings.text("summary.not_recorded")]
-    unsealed = [level for level in sorted(levels) if level in confine.LEVELS
-                and confine.level_rank(level) < confine.level_rank(confine.SEALED)]
+    unsealed = [level for level in sorted(levels) if level in levels.LEVELS
+                and levels.level_rank(level) < levels.level_rank(levels.SEALED)]
     if unsealed:
-        lines += ["", strings.text("summary.unsealed", levels=", ".join(unsealed), sealed=confine.SEALED)]
+        lines += ["", strings.text("summary.unsealed", levels=", ".join(unsealed), sealed=levels.SEALED)]
     return "\n".join(lines) + "\n"
 
 
@@ -414,7 +306,7 @@ def histogram_png(path: Path, summary: dict[str, Any]) -> None:
     axes.bar(edges[:-1], counts, width=widths, align="edge", edgecolor="black", color="#4c72b0")
     axes.set_xlim(0, edges[-1] or 1)
     if strings.language() in class_report.HISTOGRAM_LABEL_LANGUAGES:  # else numbers only: report.html says the rest
-        axes.set_xlabel(f"score (out of {_fmt(summary['max_score'])})")
+        axes.set_xlabel(f"score (out of {fmt(summary['max_score'])})")
         axes.set_ylabel("submissions")
         axes.set_title(f"{summary.get('graded', summary['submissions'])} submissions")  # those with a score
     axes.yaxis.get_major_locator().set_params(integer=True)
@@ -425,27 +317,6 @@ def histogram_png(path: Path, summary: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------- writing it all
-
-
-def renamed_note(submission: Submission, escape: Any = str) -> str:
-    """What the student and the TA's report are told of a submission renamed for a name another one took."""
-    return strings.text("feedback.renamed", name=escape(submission.name), source=escape(submission.source),
-                        base=escape(submission.renamed_from))
-
-
-def write_submission_files(out: Path, submission: Submission, entry: Entry) -> None:
-    folder = out / submission.name
-    results = entry.results
-    if submission.renamed_from:  # the class report reads the notes: the rename is told there too
-        extra = results.get("extra_data") if isinstance(results.get("extra_data"), dict) else {}
-        notes = [*(extra.get("notes") or []), renamed_note(submission).replace("**", "")]
-        results = {**results, "extra_data": {**extra, "notes": notes}}
-    write_if_changed(folder / "results.json", json.dumps(results, indent=2, allow_nan=False) + "\n")
-    write_if_changed(folder / "feedback.md", feedback_markdown(submission, entry))
-    if entry.staff_log:
-        write_if_changed(folder / "staff.log", entry.staff_log)
-    else:
-        (folder / "staff.log").unlink(missing_ok=True)
 
 
 def write_outputs(out: Path, rows: Sequence[Row], with_identity: bool, sections: Sequence[str] = ()) -> dict[str, Any]:
@@ -465,78 +336,3 @@ def write_outputs(out: Path, rows: Sequence[Row], with_identity: bool, sections:
     return summary
 
 
-def print_report(rows: Sequence[Row], summary: dict[str, Any], out: Path, max_rows: int = 60) -> None:
-    """The table a TA reads at the end of a run (every row when there are few)."""
-    from rich.console import Console
-    from rich.table import Table
-
-    screen = Console(file=sys.stdout, width=120)
-    top = rubric.max_points()
-    rows = sorted(rows, key=lambda row: row[0].name)
-    shown = rows if len(rows) <= max_rows else [r for r in rows if r[1].status != "graded" or problems(r[1])][:max_rows]
-    title = strings.text("console.title", top=_fmt(top))
-    if len(shown) < len(rows):
-        title += strings.text("console.title_some", shown=len(shown), total=len(rows))
-    table = Table(title=title)
-    for column in strings.columns("console.columns"):
-        table.add_column(column, overflow="fold")
-    for submission, entry in shown:
-        failed = [t["number"] for t in entry.results.get("tests", [])
-                  if t.get("status") == "failed" and entry.status == "graded"]  # ungraded: no row was run
-        kinds = ", ".join(dict.fromkeys(strings.problem(kind) for kind, _ in problems(entry)))
-        if entry.status == "errored":
-            kinds = strings.text("console.not_graded", reason=entry.reason)
-        if entry.status == WITHHELD:
-            kinds = withheld_text(entry.reason)
-        score = f"{_fmt(entry.results.get('score', 0.0))} / {_fmt(top)}" if entry.status == "graded" else "-"
-        table.add_row(console(student_label(submission)), score,
-                      console(", ".join(str(n) for n in failed) or "-"), console(kinds or "-"))
-    if shown:
-        screen.print(table)
-    score = summary["score"]
-    screen.print(strings.text("console.totals", submissions=summary["submissions"], graded=summary["graded"],
-                              full=summary["full_marks"], errored=summary["errored"], limit=summary["hit_a_limit"])
-                 + (strings.text("console.mean", mean=_fmt(score["mean"]), median=_fmt(score["median"]), top=_fmt(top))
-                    if score["mean"] is not None else "")
-                 + (strings.text("console.withheld", nothing=len(summary["nothing_submitted"]),
-                                 superseded=len(summary["superseded"]))
-                    if summary["nothing_submitted"] or summary["superseded"] else ""), highlight=False)
-    screen.print(strip_controls(written_line(out, len(rows))), highlight=False, soft_wrap=True, markup=False)
-
-
-#: What a TA opens after a run, in the order to open them (the last line of a run names those written); those with
-#: a word of why have a ``console.opened.<name>`` text.
-OPENED = ("report.html", "similarity.html", "summary.md", "gradebook.csv", "changes.csv")
-
-
-def written_line(out: Path, count: int) -> str:
-    """The run's last line: every file a TA opens that this run left in ``out``, then the per-student files."""
-    files = []
-    for name in OPENED:
-        if (out / name).is_file():
-            why = strings.optional_text(f"console.opened.{name}")
-            files.append(f"{name} ({why})" if why else name)
-    return strings.text("console.wrote", out=out, files=", ".join(files), count=count, folder=out / "<submission>")
-
-
-def plan_line(total: int, done: int, rescored: int, why: dict[str, int], where: str | int,
-              withheld: Sequence[Submission]) -> str:
-    """The run's first line: how many submissions, what is already graded, what is graded now and why, where, and
-    what has nothing to grade (``where``: "" (nothing to grade), "slurm", or the number of local workers)."""
-    reasons = ", ".join(strings.text("console.reason", count=count, why=strings.text("console.why." + reason))
-                        for reason, count in why.items() if reason != "new" or len(why) > 1)
-    line = strings.text("console.plan", total=total, done=done, todo=sum(why.values()),
-                        rescored=strings.text("console.rescored", count=rescored) if rescored else "",
-                        reasons=strings.text("console.reasons", reasons=reasons) if reasons else "",
-                        where="" if where == "" else strings.text("console.slurm") if where == "slurm"
-                        else strings.text("console.workers", jobs=where))
-    nothing = sum(1 for s in withheld if s.withheld == NOTHING)
-    if withheld:
-        line += strings.text("console.withheld", nothing=nothing, superseded=len(withheld) - nothing)
-    return line
-
-
-def student_label(submission: Submission) -> str:
-    """Who a console line is about: the students' names with the submission's id when known, else the id."""
-    names = submission.identity()["name"]
-    return f"{names} ({submission.name})" if names else submission.name

@@ -12,26 +12,28 @@ the rest is.
 
 The students table is for scanning (a class fits a 1400-pixel window, one line per submission): every cell stays on
 one line and ends in "…" where it is too long for its column; its failed-rows cell says how many and the first of
-them, and links to the student's entry at the end of the page, which holds all of it.  :data:`SCRIPT` sorts the
+them, and links to the student's entry at the end of the page, which holds all of it.  :data:`~autograder.diagnosis.page_parts.SCRIPT` sorts the
 table by any column (the page's only script, allowed by its hash in the page's policy); without it the table reads
 in the gradebook's order.
 
 Every text from a submission (names, SIDs, notes, labels) passes :func:`html_text`; links are built from
 the batch's own folder names, quoted.
 
-One file past 400 lines: every section of the one page, drawn from the batch's files with the same helpers.
+The page's style, script and drawing helpers are :mod:`autograder.diagnosis.page_parts`; its similarity and regrade
+sections, :mod:`autograder.diagnosis.report_similarity`.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import quote
 
 from autograder.diagnosis import words
+from autograder.diagnosis.page_parts import POLICY, SCRIPT, STYLE, html_lines, html_link, html_table
+from autograder.diagnosis.report_similarity import changes_section, similarity_flags, similarity_section
 from autograder.diagnosis.page_words import WORDS, heads, word
 from autograder.diagnosis.report import (CHANGES_NAME, DISCRIMINATION_MIN, GROUP_SHARE, HISTOGRAM_LABEL_LANGUAGES,
                                          HISTOGRAM_MIN_SUBMISSIONS, HISTOGRAM_NAME, HTML_NAME, ITEMS_NAME,
@@ -44,110 +46,8 @@ from autograder.engine import strings
 from autograder.engine.rubric import row_passed
 
 EXAMPLES = 5  # example submissions per mistake on the page
-SHOWN_PAIRS = 20  # similarity pairs and regrade changes on the page, at most
-SIMILARITY_PAGE = "similarity.html"
-CSV_NAME = "similarity.csv"  # every pair, those past similarity.html's list too
-SIMILAR_SHOWN = 3  # "similar to ..." lines per student in the table (the rest: a count and a link)
-SIMILAR_MARK = "<!--similar-->"  # marks the "similar to" lines, whatever the language, to cut their list
 NOTE_CHARACTERS = 160  # a note's first line, at most, in the students table (the whole note: its entry, feedback.md)
 FAILED_SHOWN = 3  # failed rows named in the students table's short form (all of them: in the student's entry)
-
-#: Sorts the students table by the column whose heading is clicked (a button the script puts in each heading):
-#: ascending, then descending; a column whose every cell starts with a number ("77 / 90", "3: 1.5, …", a SID) by
-#: that number, any other as text (numbers inside it in order), "-" (nothing) last either way, ties in the
-#: gradebook's order; the sorted heading says so (aria-sort, and an arrow).  A truncated cell shows its whole text
-#: on hover.  Plain DOM calls, no request: the page stays one file that works from file://.
-SCRIPT = """(function () {
-  var table = document.getElementById('student-table');
-  if (!table || !table.tHead || !table.tBodies.length) return;
-  var body = table.tBodies[0], heads = table.tHead.rows[0].cells, rows = Array.prototype.slice.call(body.rows);
-  var number = /^\\s*(-?\\d+(?:\\.\\d+)?)/;
-  var collator = new Intl.Collator(document.documentElement.lang || undefined, {numeric: true});
-  function sort(column, direction) {
-    var keys = rows.map(function (row) {
-      var text = row.cells[column] ? row.cells[column].textContent.trim() : '';
-      return text === '-' ? '' : text;
-    });
-    var numeric = keys.every(function (key) { return key === '' || number.test(key); });
-    var sign = direction === 'ascending' ? 1 : -1;
-    var order = rows.map(function (row, index) { return index; });
-    order.sort(function (a, b) {
-      var x = keys[a], y = keys[b];
-      if (x === '' || y === '') return (x === '') - (y === '') || a - b;
-      var by = numeric ? parseFloat(number.exec(x)[1]) - parseFloat(number.exec(y)[1]) : collator.compare(x, y);
-      return sign * by || a - b;
-    });
-    order.forEach(function (index) { body.appendChild(rows[index]); });
-    Array.prototype.forEach.call(heads, function (head, at) {
-      if (at === column) head.setAttribute('aria-sort', direction); else head.removeAttribute('aria-sort');
-    });
-  }
-  Array.prototype.forEach.call(heads, function (head, column) {
-    var button = document.createElement('button');
-    button.type = 'button';
-    while (head.firstChild) button.appendChild(head.firstChild);
-    head.appendChild(button);
-    button.addEventListener('click', function () {
-      sort(column, head.getAttribute('aria-sort') === 'ascending' ? 'descending' : 'ascending');
-    });
-  });
-  table.addEventListener('mouseover', function (event) {
-    var cell = event.target.closest && event.target.closest('td, th');
-    var box = cell && (cell.querySelector('button') || cell);
-    if (box && !cell.title && box.scrollWidth > box.clientWidth) cell.title = cell.textContent.trim();
-  });
-  var hint = document.getElementById('sort-hint');
-  if (hint) hint.hidden = false;
-})();"""
-#: What the policy lets run: :data:`SCRIPT`, by its digest (an inline script the page did not write never runs).
-SCRIPT_SOURCE = "'sha256-" + base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode("ascii") + "'"
-#: No other script, no request: whatever a submission's name smuggled in could neither run nor reach the network.
-POLICY = f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src {SCRIPT_SOURCE}"
-#: Hangul breaks between words, never inside one (word-break:keep-all: 학생 and 점수 stay whole in a narrow column, as
-#: English words do); a file's similarity never wraps; a long token with no space still wraps rather than widening a
-#: table (overflow-wrap:break-word does not shrink a column below its longest word, as anywhere would).
-#: The students table is as wide as the page and lays its columns out from the headings' widths (table-layout:fixed:
-#: no cell's text widens it): the narrow columns in em (their numbers, SIDs and Hangul headings whole), the others
-#: share the rest; each cell holds one line (a fixed line height, whatever font a Hangul name falls back on) and
-#: ends in "…" where it overflows.
-STYLE = """body{font-family:sans-serif;margin:2em;max-width:90em;word-break:keep-all;overflow-wrap:break-word}
-table{border-collapse:collapse;margin:1em 0}
-td,th{border:1px solid #bbb;padding:.25em .6em;text-align:left;vertical-align:top}th{background:#eee}
-.nowrap{white-space:nowrap}
-.low{background:#fde2e2}.flag{color:#a00000;font-weight:bold}.note{color:#555}
-section{margin-bottom:2em}img{max-width:100%;height:auto}
-#student-table{table-layout:fixed;width:100%;font-size:.875em}
-#student-table td,#student-table th{white-space:nowrap;overflow:hidden;text-overflow:ellipsis;line-height:1.5}
-#student-table th:nth-child(1){width:13%}#student-table th:nth-child(2){width:11%}
-#student-table th:nth-child(3){width:6em}#student-table th:nth-child(4){width:7em}
-#student-table th:nth-child(5){width:11em}
-#student-table th button{font:inherit;color:inherit;background:none;border:0;padding:0;margin:0;text-align:inherit;
-display:block;width:100%;overflow:hidden;text-overflow:ellipsis;cursor:pointer}
-#student-table th button:focus-visible{outline:2px solid #06c}
-#student-table th button::after{content:" \\2195";color:#888;font-weight:normal}
-#student-table th[aria-sort=ascending] button::after{content:" \\25B2";color:inherit}
-#student-table th[aria-sort=descending] button::after{content:" \\25BC";color:inherit}
-#student-table tbody tr:hover{background:#f4f8ff}
-.entry{margin:.4em 0;padding:.3em .6em;border-left:3px solid #bbb}.entry:target{border-color:#06c;background:#f4f8ff}
-.entry h3{font-size:1em;margin:.2em 0}.entry dl{margin:.2em 0}.entry dt{font-weight:bold;margin-top:.3em}
-.entry dd{margin-left:1.5em}.entry dd.rows{columns:24em}.entry .whole{white-space:pre-wrap}"""
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], table_id: str = "") -> str:
-    """A table of cells that are already HTML (each caller escapes what it puts in)."""
-    head = "".join(f"<th>{html_text(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
-    ident = f' id="{table_id}"' if table_id else ""
-    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _link(href: str, text: str) -> str:
-    return f'<a href="{html_text(href)}">{html_text(text)}</a>'
-
-
-def _lines(items: Sequence[str]) -> str:
-    return "<br>".join(items) or "-"
-
 
 def histogram_img(out: Path, summary: dict[str, Any] | None = None) -> str:
     """The batch's score histogram inline (a ``data:`` URL: the page's policy allows no other image).
@@ -213,51 +113,6 @@ def _first_line(note: str) -> str:
     return line if len(line) <= NOTE_CHARACTERS else line[:NOTE_CHARACTERS - 1] + "…"
 
 
-def similarity_flags(similar: dict[str, Any]) -> dict[str, list[str]]:
-    """Per submission key: HTML fragments (escaped, linked into similarity.html) for the students table."""
-    flags: dict[str, list[str]] = {}
-    for cluster in similar.get("clusters") or []:
-        keys = [str(k) for k in cluster.get("keys") or []]
-        for key in keys:
-            flags.setdefault(key, []).append(word("identical", others=len(keys) - 1, link=_link(
-                f"{SIMILARITY_PAGE}#{cluster.get('anchor')}", word("cluster"))))
-    sources = _sources(similar)
-    for match in sources:  # every one, not only those among the pairs the similarity page shows
-        me = match.get("submission") or {}
-        for key in me.get("members") or [me.get("key")]:
-            flags.setdefault(str(key), []).append(
-                f"{word('matches_' + str(match.get('source') or 'solution'))} <span class=\"nowrap\">("
-                f"{float(match.get('score', 0)):.2f}, "
-                + _link(f"{SIMILARITY_PAGE}#{match.get('anchor')}", str(match.get("anchor"))) + ")</span>")
-    # every flagged pair (similarity.json's ``flags``; a folder written before it had them: the listed pairs)
-    for pair in similar["flags"] if "flags" in similar else similar.get("pairs") or []:
-        sides = [pair.get("a") or {}, pair.get("b") or {}]
-        if not pair.get("flagged", True) or any(side.get("solution") for side in sides):
-            continue  # a match with a source: told above
-        anchor = str(pair.get("anchor") or "")
-        where = _link(f"{SIMILARITY_PAGE}#{anchor}", anchor) if anchor else _link(CSV_NAME, CSV_NAME)
-        for me, other in (sides, sides[::-1]):
-            what = SIMILAR_MARK + word("similar_to", label=html_text(other.get("label", "")))
-            for key in me.get("members") or [me.get("key")]:
-                flags.setdefault(str(key), []).append(
-                    f"{what} <span class=\"nowrap\">({float(pair.get('score', 0)):.2f}, {where})</span>")
-    for key, said in flags.items():  # the strongest flags first, then at most SIMILAR_SHOWN other pairs
-        similar_to = [line for line in said if line.startswith(SIMILAR_MARK)]
-        rest = len(similar_to) - SIMILAR_SHOWN
-        where = CSV_NAME if any(CSV_NAME in line for line in similar_to[SIMILAR_SHOWN:]) else SIMILARITY_PAGE
-        flags[key] = ([line for line in said if not line.startswith(SIMILAR_MARK)] + similar_to[:SIMILAR_SHOWN]
-                      + ([word("more_pairs", count=rest, link=_link(where, where))] if rest > 0 else []))
-    for marker in similar.get("markers") or []:
-        flags.setdefault(str(marker.get("key")), []).append(word(
-            "markers_flag", files=html_text(", ".join(marker.get("files") or [])),
-            link=_link(f"{SIMILARITY_PAGE}#markers", word("markers"))))
-    for flagged in similar.get("review") or []:
-        reasons = [str(name) for name in flagged.get("reasons") or [] if f"review.{name}" in WORDS[strings.DEFAULT]]
-        flags.setdefault(str(flagged.get("key")), []).append(word(
-            "review_flag", reasons=html_text("; ".join(word(f"review.{name}") for name in reasons))))
-    return flags
-
-
 @dataclass
 class Line:
     """One graded submission as the students table and its entry show it (HTML fragments, escaped)."""
@@ -273,7 +128,7 @@ def student_lines(out: Path, graded: Sequence[Graded], summary: dict[str, Any], 
     """The graded submissions in gradebook.csv's order (by submission name), as their lines show them."""
     problems = _problems_by_submission(summary)
     flags = similarity_flags(similar)
-    return [Line(g, _link(f"{quote(g.name)}/feedback.md", g.name) if (out / g.name / "feedback.md").is_file()
+    return [Line(g, html_link(f"{quote(g.name)}/feedback.md", g.name) if (out / g.name / "feedback.md").is_file()
                  else html_text(g.name),
                  [number for number, row in g.rows.items() if row.get("max_score") and not row_passed(row)],
                  [html_text(p) for p in problems.get(g.name, [])], [note for note in g.notes if note.strip()],
@@ -302,7 +157,7 @@ def students_section(lines: Sequence[Line], top: float) -> str:
                      failed, "; ".join(said) or "-", "; ".join(line.flags) or "-", "; ".join(mistakes) or "-"])
     return (f'<section id="students"><h2>{html_text(word("students"))}</h2><p>{html_text(word("students_text"))}'
             f'</p><p class="note" id="sort-hint" hidden>{html_text(word("sort_hint"))}</p>'
-            + _table(heads("students_head"), rows, "student-table") + "</section>")
+            + html_table(heads("students_head"), rows, "student-table") + "</section>")
 
 
 def details_section(lines: Sequence[Line], top: float) -> str:
@@ -321,7 +176,7 @@ def details_section(lines: Sequence[Line], top: float) -> str:
                     for number, bugs in sorted(g.diagnosis.items())]
         parts = [(head[4], failed, ' class="rows"'), (head[5], said, ""), (head[6], line.flags, ""),
                  (head[7], mistakes, "")]
-        listed = "".join(f"<dt>{html_text(title)}</dt><dd{kind}>{_lines(items)}</dd>" for title, items, kind in parts
+        listed = "".join(f"<dt>{html_text(title)}</dt><dd{kind}>{html_lines(items)}</dd>" for title, items, kind in parts
                          if items)
         who = " · ".join([line.name, *(html_text(v) for v in (g.student, g.sid) if v), f"{g.score:g} / {top:g}"])
         back = html_text(word("back"))
@@ -345,12 +200,12 @@ def not_graded_section(out: Path, graded: Sequence[Graded], summary: dict[str, A
     rows = []
     for g in missing:
         feedback = out / g.name / "feedback.md"
-        name = _link(f"{quote(g.name)}/feedback.md", g.name) if feedback.is_file() else html_text(g.name)
+        name = html_link(f"{quote(g.name)}/feedback.md", g.name) if feedback.is_file() else html_text(g.name)
         reason = reasons.get(g.name) or g.ungraded
         rows.append([name, html_text(g.student) or "-", html_text(g.sid) or "-", html_text(reason)])
     return (f'<section id="not-graded"><h2>{html_text(word("not_graded_heading"))}</h2>'
             f'<p>{html_text(word("not_graded_text", count=len(missing)))}</p>'
-            + _table(heads("not_graded_head"), rows, "not-graded-table") + "</section>")
+            + html_table(heads("not_graded_head"), rows, "not-graded-table") + "</section>")
 
 
 def withheld_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any]) -> str:
@@ -361,7 +216,7 @@ def withheld_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any
     twice = summary.get("same_sid") or []
     if not withheld and not twice:
         return ""
-    rows = [[_link(f"{quote(g.name)}/feedback.md", g.name) if (out / g.name / "feedback.md").is_file()
+    rows = [[html_link(f"{quote(g.name)}/feedback.md", g.name) if (out / g.name / "feedback.md").is_file()
              else html_text(g.name), html_text(g.student) or "-", html_text(g.sid) or "-", html_text(g.ungraded)]
             for g in withheld]
     said = [word("same_sid_line", sid=html_text(group.get("sid")), submissions=html_text(", ".join(
@@ -369,7 +224,7 @@ def withheld_section(out: Path, graded: Sequence[Graded], summary: dict[str, Any
         graded=html_text(", ".join(group.get("graded") or []))) for group in twice]
     return (f'<section id="withheld"><h2>{html_text(word("withheld_heading"))}</h2>'
             + (f'<p>{html_text(word("withheld_text", count=len(withheld)))}</p>'
-               + _table(heads("not_graded_head"), rows, "withheld-table") if withheld else "")
+               + html_table(heads("not_graded_head"), rows, "withheld-table") if withheld else "")
             + "".join(f'<p class="flag same-sid">{line}</p>' for line in said) + "</section>")
 
 
@@ -388,14 +243,14 @@ def gpu_section(out: Path, graded: Sequence[Graded]) -> str:
                   and line[column] not in ("", None) and _failed_gpu_row(out, name, column.split(" ", 1)[0])]
         score = f"{float(line['gpu_score']):g} / {float(line.get('gpu_max') or 0):g}" if line.get("gpu_score") else "-"
         person = who.get(name)
-        rows.append([_link(f"{quote(name)}/{GPU_RESULTS_NAME}", name)
+        rows.append([html_link(f"{quote(name)}/{GPU_RESULTS_NAME}", name)
                      if (out / name / GPU_RESULTS_NAME).is_file() else html_text(name),
                      html_text(person.student if person else "") or "-", html_text(person.sid if person else "") or "-",
                      score, html_text(", ".join(failed)) or "-", html_text(status) or "-"])
     said = word("gpu_text", count=len(rows)) + (word("gpu_dry", count=dry) if dry else "")
     flag = ' class="flag"' if dry else ""
     return (f'<section id="gpu"><h2>{html_text(word("gpu_heading"))}</h2><p{flag}>{html_text(said)}</p>'
-            + _table(heads("gpu_head"), rows, "gpu-table") + "</section>")
+            + html_table(heads("gpu_head"), rows, "gpu-table") + "</section>")
 
 
 def _failed_gpu_row(out: Path, name: str, number: str) -> bool:
@@ -436,7 +291,7 @@ def mistakes_section(found: Sequence[Mistake], diagnosis_off: str) -> str:
                  + (html_text(word("more_examples", count=len(m.submissions) - EXAMPLES, file=MISTAKES_NAME))
                     if len(m.submissions) > EXAMPLES else "")]
                 for m in found]
-        body = _table(heads("mistakes_head"), rows)
+        body = html_table(heads("mistakes_head"), rows)
     elif diagnosis_off:
         body = f"<p>{html_text(word('diagnosis_off', why=diagnosis_off))}</p>"
     else:
@@ -445,93 +300,6 @@ def mistakes_section(found: Sequence[Mistake], diagnosis_off: str) -> str:
 
 
 # --------------------------------------------------------------------------- similarity and regrade
-
-
-def _sources(similar: dict[str, Any]) -> list[dict[str, Any]]:
-    """The flagged matches with a source no submission may copy (solutions/, torch's scaler): similarity.json's
-    ``sources`` (every one); a folder written before it had them: those among the listed pairs."""
-    if "sources" in similar:
-        return [match for match in similar.get("sources") or [] if isinstance(match, dict)]
-    found = []
-    for pair in similar.get("pairs") or []:
-        a, b = pair.get("a") or {}, pair.get("b") or {}
-        if pair.get("flagged") and (a.get("solution") or b.get("solution")):
-            me, source = (a, b) if b.get("solution") else (b, a)
-            found.append({**pair, "submission": me, "source": source.get("source") or "solution"})
-    return found
-
-
-def _file_cells(files: Sequence[str], scores: dict[str, Any]) -> list[str]:
-    """One cell per compared file: its similarity and the tokens the two share ("-" where they share none)."""
-    cells = []
-    for file in files:
-        entry = scores.get(file)
-        if isinstance(entry, dict):
-            cells.append(f'<span class="nowrap">{float(entry.get("similarity", 0)):.2f} '
-                         f'({html_text(word("tokens", count=entry.get("tokens", 0)))})</span>')
-        else:
-            cells.append(f"{float(entry):.2f}" if isinstance(entry, (int, float)) else "-")
-    return cells
-
-
-def similarity_section(similar: dict[str, Any]) -> str:
-    if not similar:
-        return (f'<section id="similarity"><h2>{html_text(word("similarity"))}</h2>'
-                f'<p>{html_text(word("no_similarity"))}</p></section>')
-    parts = ["<p>" + html_text(word("compared", count=similar.get("compared")))
-             + (html_text(word("with_solution")) if similar.get("solution_compared") else "")
-             + word("threshold", threshold=f"{float(similar.get('threshold', 0)):g}",
-                    reason=html_text(similar.get("threshold_reason", "")), link=_link(SIMILARITY_PAGE, SIMILARITY_PAGE))
-             + "</p>", f'<p class="note">{html_text(word("score_text"))}</p>']
-    for cluster in similar.get("clusters") or []:
-        labels = [str(label) for label in cluster.get("labels") or []]
-        parts.append("<p>" + word("identical_files", count=len(labels), labels=html_text(", ".join(labels)),
-                                  link=_link(f"{SIMILARITY_PAGE}#{cluster.get('anchor')}", word("see"))) + "</p>")
-    markers = similar.get("markers") or []
-    if markers:
-        found = html_text("; ".join(f"{m.get('label')} ({', '.join(m.get('files') or [])})" for m in markers))
-        parts.append("<p>" + word("markers_left", link=_link(f"{SIMILARITY_PAGE}#markers", word("see")), found=found)
-                     + "</p>")
-    files = [str(f) for f in similar.get("files") or []]
-    sources = _sources(similar)
-    if sources:  # its own part, every match: a copy of solutions/ is told apart from the pairs of students
-        rows = [[_link(f"{SIMILARITY_PAGE}#{m.get('anchor')}", str(m.get("anchor"))),
-                 html_text((m.get("submission") or {}).get("label", "")),
-                 word("matches_" + str(m.get("source") or "solution")), f"{float(m.get('score', 0)):.2f}",
-                 *_file_cells(files, m.get("files") or {})] for m in sources]
-        parts.append(f'<h3 id="sources-heading">{html_text(word("sources"))}</h3>'
-                     + _table(heads("sources_head") + files, rows, "sources"))
-    flagged = int(similar.get("flagged") or 0)
-    pairs = [p for p in similar.get("pairs") or [] if p.get("flagged")]
-    shown = pairs[:SHOWN_PAIRS]
-    if not flagged:
-        parts.append(f"<p>{html_text(word('no_pair'))}</p>")
-    else:
-        where = (word("pairs_where_some", count=similar.get("in_page"), page=SIMILARITY_PAGE)
-                 if int(similar.get("in_page") or 0) < flagged else word("pairs_where_all", page=SIMILARITY_PAGE))
-        parts.append('<p id="pairs-shown">' + html_text(word("pairs_shown", shown=len(shown), flagged=flagged,
-                                                             where=where)) + "</p>")
-        rows = [[_link(f"{SIMILARITY_PAGE}#{p.get('anchor')}", str(p.get("anchor"))),
-                 html_text((p.get("a") or {}).get("label", "")), html_text((p.get("b") or {}).get("label", "")),
-                 f"{float(p.get('score', 0)):.2f}", *_file_cells(files, p.get("files") or {})] for p in shown]
-        parts.append(_table(heads("pairs_head") + files, rows, "pairs"))
-    return f'<section id="similarity"><h2>{html_text(word("similarity"))}</h2>' + "".join(parts) + "</section>"
-
-
-def changes_section(changes: Sequence[dict[str, str]]) -> str:
-    if not changes:
-        return ""
-    shown = changes[:SHOWN_PAIRS]
-    said = (word("changes_some", shown=len(shown), total=len(changes), file=CHANGES_NAME)
-            if len(shown) < len(changes) else word("changes_all", total=len(changes), file=CHANGES_NAME))
-    rows = [[html_text(c.get(key, "")) for key in ("submission", "old_score", "new_score", "change", "test",
-                                                    "old_points", "new_points", "cause")] for c in shown]
-    maxima = sorted({(c.get("old_max"), c.get("new_max")) for c in changes
-                     if c.get("old_max") and c.get("new_max") and float(c["old_max"]) != float(c["new_max"])})
-    moved = "".join(f'<p class="flag" id="max-moved">' + html_text(word(
-        "changes_max", old=f"{float(old):g}", new=f"{float(new):g}")) + "</p>" for old, new in maxima)
-    return (f'<section id="changes"><h2>{html_text(word("changes"))}</h2>{moved}<p>{html_text(said)}</p>'
-            + _table(heads("changes_head"), rows) + "</section>")
 
 
 # --------------------------------------------------------------------------- the page

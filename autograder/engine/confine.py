@@ -15,13 +15,13 @@ student process and before any student code is imported, every layer the platfor
   from the interpreter, the system folders, the submission and the scratch folder;
   writes only to the scratch folder (and ``/dev/null``).  Binding: ``landlock`` (PyPI).
 * **seccomp** (``pyseccomp`` over libseccomp; sets no-new-privs): an allow-list, measured
-  (:data:`ALLOWED_SYSCALLS`); every other call is refused.  Among what is not on it: ``socket()``
+  (:data:`~autograder.engine.syscalls.ALLOWED_SYSCALLS`); every other call is refused.  Among what is not on it: ``socket()``
   (so no network and no abstract socket between two student processes), ``execve`` (no other
   program: a fresh interpreter would have torch's scaler kernels), ``ptrace``, ``mount``, SysV IPC,
   ``flock``, the ``chmod`` and ``chown`` families (a folder opened to a sibling).  ``fcntl``,
   ``ioctl`` and ``prctl`` only with the commands listed (no lock, no ``F_SETOWN``/``F_SETSIG``/
   ``O_ASYNC``), signals only to the process itself, ``clone`` without namespace flags.  A GPU
-  process keeps every ``ioctl`` and ``AF_UNIX`` sockets (CUDA), :data:`GPU_SYSCALLS`.
+  process keeps every ``ioctl`` and ``AF_UNIX`` sockets (CUDA), :data:`~autograder.engine.syscalls.GPU_SYSCALLS`.
 * a **built environment**: only the variables in :func:`clean_environment`; the zygote erased the
   grader's command line and environment before forking (:func:`forget_command_line_and_environment`),
   and the process is non-dumpable.
@@ -29,34 +29,35 @@ student process and before any student code is imported, every layer the platfor
 A GPU student process gets no Landlock (CUDA does not start under it): its built view is its file seal, so it is
 sealed only at ``namespaces``.
 
-The level reached is one of :data:`LEVELS`, weakest first: ``"none"``, ``"seccomp"``,
+The level reached is one of :data:`~autograder.engine.levels.LEVELS`, weakest first: ``"none"``, ``"seccomp"``,
 ``"landlock+seccomp"``, ``"namespaces"``.  :func:`probe_level` measures it without
 grading anything (a throwaway child process), so a run can refuse to start below
 ``--min-isolation`` / ``$AMP_MIN_ISOLATION``.
 
 This module needs only the standard library at import; the bindings load lazily.
 
-One file past 400 lines: every layer a student process gets and the level they add up to, side by side, so
-that a level's name cannot claim a layer the code does not apply.
+Each layer's own tables are in its module (the mounts: :mod:`autograder.engine.mounts`; the system calls:
+:mod:`autograder.engine.syscalls`); this one applies them in order and names the level they add up to, so that a
+level's name cannot claim a layer the code does not apply (the policy on levels: :mod:`autograder.engine.levels`).
 """
 
 from __future__ import annotations
 
 import ctypes
-import errno
 import functools
-import operator
 import os
 import signal
-import socket
 import sys
 import sysconfig
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from autograder import settings
 from autograder.engine import reach
+from autograder.engine.levels import LEVELS
+from autograder.engine.mounts import MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_REC
+from autograder.engine.syscalls import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER,
+                                       apply_seccomp)
 from checks import arithmetic
 
 # Imported now, not in the student process: after the uid switch the interpreter's own files may be
@@ -66,97 +67,11 @@ try:
     from landlock import FSAccess
 except ImportError:  # the binding is missing: no Landlock layer
     landlock = None  # type: ignore[assignment]
-try:
-    import pyseccomp as seccomp
-except (ImportError, OSError):  # the binding or libseccomp.so.2 is missing: no seccomp layer
-    seccomp = None  # type: ignore[assignment]
 
-LEVELS = ("none", "seccomp", "landlock+seccomp", "namespaces")
 SCRATCH_BYTES = 256 * 2**20  # all files in one submission's scratch folder together
 SCRATCH_ENTRIES = 20_000  # files and folders in it (the fallback guard must be able to count them)
 
-_CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWUSER = 0x00020000, 0x40000000, 0x10000000
-_CLONE_NEWIPC, _CLONE_NEWPID, _CLONE_NEWUTS, _CLONE_NEWCGROUP = 0x08000000, 0x20000000, 0x04000000, 0x02000000
-_NAMESPACE_FLAGS = (_CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWUSER, _CLONE_NEWIPC, _CLONE_NEWPID, _CLONE_NEWUTS,
-                    _CLONE_NEWCGROUP)
-#: mount(2)'s flags, for the namespaces here and the zygote's covers.
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 0x1, 0x2, 0x4, 0x8, 0x20
-MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
-
-#: The system calls a student process may make: the filter refuses every other one (EPERM; ENOSYS for
-#: :data:`FALLBACK_SYSCALLS`); the tables after this one allow a few more, each only with the arguments they name.
-#: Measured: every call a student process made after its filter was loaded, traced with ``strace -ff``
-#: (``tests/syscall_census.py`` reads the traces), over a grading of the catalogue's submissions (tests/catalogue:
-#: bugs and correct variants), the skeleton, the solution and examples/, and over the honest habits of
-#: ``tests/test_allow_list.py::HABITS`` (threads, sleeps, files in scratch, torch.save, tracebacks...), and
-#: ``grade-gpu --dry`` (a GPU student process's path on the CPU: its preflight asks for ``getgroups``).  Beyond
-#: the measured: ``rt_sigreturn`` and ``restart_syscall`` (the kernel's, after a signal handler or an interrupted
-#: sleep), ``getegid`` beside ``geteuid``, ``sched_yield`` (OpenMP's threads, should a student ask torch for
-#: more), the ``*at`` forms aarch64 has instead of x86_64's older calls, and what older libcs call for the same
-#: operations.  A name one architecture lacks is skipped there.
-ALLOWED_SYSCALLS = (
-    # files (Landlock and the mounts decide which)
-    "read", "write", "writev", "openat", "close", "lseek", "newfstatat", "getdents64", "readlink", "readlinkat",
-    "access", "faccessat", "getcwd", "mkdir", "mkdirat", "rmdir", "rename", "renameat", "renameat2", "unlink",
-    "unlinkat", "ftruncate", "fsync", "sendfile", "pipe2", "dup2", "dup3", "close_range",
-    # memory, threads (``clone``: below, without namespace flags), time, randomness
-    "brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "futex", "set_robust_list", "rseq", "gettid", "exit",
-    "exit_group", "wait4", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "restart_syscall", "clock_gettime",
-    "clock_nanosleep", "getrandom",
-    # what the process is
-    "getpid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getgroups", "uname", "times", "getrusage",
-    "sched_yield",
-    # the same operations as older libcs call them (glibc before 2.33 stats with these; 2.31 sleeps with nanosleep)
-    "stat", "fstat", "lstat", "open", "getdents", "nanosleep",
-)
-#: Refused with ENOSYS rather than EPERM: libc then falls back to an older call (``clone3``'s flags are behind a
-#: pointer no filter can read: glibc falls back to ``clone``, whose flags it can; ``faccessat2``: ``faccessat``).
-FALLBACK_SYSCALLS = ("clone3", "faccessat2")
-#: Calls allowed only about the process itself: a first argument of 0 (itself) or its own pid, never another's
-#: (``prlimit64`` could lower a classmate's limits; either would tell which pids exist).
-OWN_PID_SYSCALLS = ("prlimit64", "sched_getaffinity")
-#: Syscalls that send a signal to the pid in their first argument: allowed only with the process's own pid.
-SIGNAL_SYSCALLS = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
-#: fcntl(2) commands allowed (the same numbers on x86_64 and aarch64): descriptors' flags only.  No lock
-#: (``F_SETLK``, ``F_OFD_*``: a lock's offset is a number another process reads), no owner or signal
-#: (``F_SETOWN``, ``F_SETSIG``: the kernel would signal another pid), no lease or notification; ``F_SETFL`` only
-#: without ``O_ASYNC``.
-F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC = 0, 1, 2, 3, 4, 1030
-FCNTL_COMMANDS = (F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_DUPFD_CLOEXEC)
-O_ASYNC = 0o20000
-#: ioctl(2) commands allowed in a CPU process, measured: ``TCGETS`` (``open()`` asks whether a file is a
-#: terminal), ``FIOCLEX``/``FIONCLEX`` (``os.set_inheritable``), ``FIONBIO`` (``os.set_blocking``), ``TIOCGWINSZ``
-#: (``shutil.get_terminal_size``); and ``FIONREAD`` (bytes waiting on its own descriptor).  A GPU process keeps
-#: every ioctl: CUDA drives ``/dev/nvidia*`` through them.
-IOCTL_COMMANDS = (0x5401, 0x5451, 0x5450, 0x5421, 0x541B, 0x5413)
-#: prctl(2) commands allowed: ``PR_CAPBSET_READ`` (measured: libcap, loaded when ``torch._dynamo`` looks up the
-#: user) and a thread's name (``PR_SET_NAME``, ``PR_GET_NAME``: torch's pools, newer Pythons).  Not
-#: ``PR_SET_DUMPABLE``: :func:`confine` makes the process non-dumpable, for good.
-PRCTL_COMMANDS = (23, 15, 16)
 _PR_SET_DUMPABLE = 4
-#: What a GPU process adds (not measured: no GPU where the list was measured; ``tests/syscall_census.py``
-#: measures it on one): every ioctl and ``socket(AF_UNIX)`` with its calls (CUDA's MPS client), and the calls
-#: CUDA's driver makes for its threads, events and memory.
-GPU_SYSCALLS = (
-    "ioctl", "connect", "sendmsg", "recvmsg", "sendto", "recvfrom", "getsockopt", "setsockopt", "getsockname",
-    "getpeername", "shutdown", "poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl", "epoll_wait",
-    "epoll_pwait", "eventfd2", "memfd_create", "get_mempolicy", "set_mempolicy", "mbind", "sysinfo",
-    "statx", "pread64", "pwrite64",
-)
-
-
-def level_rank(level: str) -> int:
-    """Position of ``level`` in :data:`LEVELS` (higher is stronger)."""
-    return LEVELS.index(level)
-
-
-def parse_level(text: str) -> str:
-    """``text`` if it names a level; raises ValueError with the valid names otherwise."""
-    if text not in LEVELS:
-        raise ValueError(f"unknown isolation level {text!r}; use one of: {', '.join(LEVELS)}")
-    return text
-
-
 # --------------------------------------------------------------------------- namespaces
 
 
@@ -187,7 +102,7 @@ def enter_namespaces(libc: Any, is_root: bool, tell: Callable[[int], None] | Non
     judge then measures), and ``/`` is a private mount tree, so nothing mounted later leaks out.
     """
     uid, gid, parent = os.geteuid(), os.getegid(), os.getppid()
-    flags = _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWPID | (0 if is_root else _CLONE_NEWUSER)
+    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID | (0 if is_root else CLONE_NEWUSER)
     if libc.unshare(flags) != 0:
         return False
     die_with_parent(parent=parent)  # a new user namespace is a change of credentials: armed again
@@ -356,118 +271,6 @@ def apply_landlock(submission: str, scratch: str, hidden: Sequence[str] = ()) ->
         return False
 
 
-class _MountAttr(ctypes.Structure):
-    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
-                ("userns_fd", ctypes.c_uint64)]
-
-
-_MOUNT_SETATTR = 442  # mount_setattr(2), Linux 5.12: one number on every architecture (the unified table)
-_AT_FDCWD, _AT_RECURSIVE = -100, 0x8000
-#: mount_setattr's attributes; ``_MOUNT_ATTR_ATIME`` is the mask of the access-time modes.
-_MOUNT_ATTR_RDONLY, _MOUNT_ATTR_NOSUID, _MOUNT_ATTR_NOATIME, _MOUNT_ATTR_ATIME = 0x1, 0x2, 0x10, 0x70
-
-
-def _set_attributes(libc: Any, path: str, set_: int, clear: int, recursive: bool = True) -> bool:
-    attr = _MountAttr(set_, clear, 0, 0)
-    flags = _AT_RECURSIVE if recursive else 0
-    # syscall() is variadic: each argument typed, so the 64-bit size reaches the kernel whole on every ABI.
-    return libc.syscall(ctypes.c_long(_MOUNT_SETATTR), ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(path.encode()),
-                        ctypes.c_uint(flags), ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr))) == 0
-
-
-def read_only_rest(libc: Any) -> bool:
-    """In a student process's private mount namespace: every mount read-only and ``nosuid``, and without access-time
-    updates where the kernel allows (a mount locked by a user namespace keeps its own), but ``/proc``; True if every
-    mount is read-only.
-
-    Nothing in the view is then writable but what the caller mounts afterwards (the scratch tmpfs, ``/dev/shm``) and
-    the process's own ``/proc/<pid>`` files (where cuInit names its threads); no read leaves an access time another
-    process could see.  Device nodes stay writable on a read-only mount (it refuses writes to files and folders).
-    """
-    if not (_set_attributes(libc, "/", _MOUNT_ATTR_RDONLY | _MOUNT_ATTR_NOSUID | _MOUNT_ATTR_NOATIME, _MOUNT_ATTR_ATIME)
-            or _set_attributes(libc, "/", _MOUNT_ATTR_RDONLY | _MOUNT_ATTR_NOSUID, 0)):
-        return _remount_each_read_only(libc, {"/proc"})
-    _set_attributes(libc, "/proc", 0, _MOUNT_ATTR_RDONLY, recursive=False)  # best effort: read-only is the safe failure
-    return True
-
-
-#: Per-mount flags a read-only remount must keep (dropping one that the mount is locked with fails).
-_KEPT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": 0x400,
-               "nodiratime": 0x800, "relatime": 0x200000}
-
-
-def _remount_each_read_only(libc: Any, skip: set[str]) -> bool:
-    """:func:`read_only_rest` where ``mount_setattr`` is missing (Linux before 5.12) or refused (an older
-    container seccomp profile): each mount of ``/proc/self/mountinfo`` but those at ``skip`` remounted read-only
-    with its own flags; True only if every one was."""
-    import re
-
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return False
-    for line in lines:
-        fields = line.split()
-        point = re.sub(r"\\([0-7]{3})", lambda found: chr(int(found.group(1), 8)), fields[4])  # \040: a space
-        if point in skip:
-            continue
-        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
-        for option in fields[5].split(","):
-            flags |= _KEPT_FLAGS.get(option, 0)
-        if libc.mount(None, point.encode(), None, ctypes.c_ulong(flags), None) != 0:
-            return False
-    return True
-
-
-def _number(name: str) -> int | None:
-    """``name``'s system call number on this architecture (through libseccomp), None where it has none."""
-    number = seccomp.resolve_syscall(seccomp.Arch.NATIVE, name)
-    return number if number >= 0 else None
-
-
-def apply_seccomp(gpu: bool = False) -> bool:
-    """Load the allow-list filter described in the module docstring (also sets no-new-privs).
-
-    ``gpu``: a GPU process keeps every ``ioctl`` and ``socket(AF_UNIX)`` (:data:`GPU_SYSCALLS`); otherwise no
-    socket at all.  Every call not allowed is refused, never killed: a refusal is an ``OSError`` the feedback names.
-    """
-    if seccomp is None:
-        return False
-    try:
-        rules = seccomp.SyscallFilter(seccomp.ERRNO(errno.EPERM))
-        allow, arg = seccomp.ALLOW, seccomp.Arg
-        for name in ALLOWED_SYSCALLS + (GPU_SYSCALLS if gpu else ()):
-            if (number := _number(name)) is not None:
-                rules.add_rule(allow, number)
-        for name in FALLBACK_SYSCALLS:
-            if (number := _number(name)) is not None:
-                rules.add_rule(seccomp.ERRNO(errno.ENOSYS), number)
-        if gpu:
-            rules.add_rule(allow, "socket", arg(0, seccomp.EQ, socket.AF_UNIX))
-            rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket", arg(0, seccomp.NE, socket.AF_UNIX))
-        else:
-            rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket")  # a socket's refusal, as a firewall's
-            for command in IOCTL_COMMANDS:
-                rules.add_rule(allow, "ioctl", arg(1, seccomp.EQ, command))
-        own = os.getpid()  # in a PID namespace, 1: the filter is loaded after entering it
-        for name in SIGNAL_SYSCALLS:  # a signal is a byte too: none reaches another process
-            rules.add_rule(allow, name, arg(0, seccomp.EQ, own))
-        for name in OWN_PID_SYSCALLS:
-            for pid in {0, own}:
-                rules.add_rule(allow, name, arg(0, seccomp.EQ, pid))
-        for command in FCNTL_COMMANDS:
-            rules.add_rule(allow, "fcntl", arg(1, seccomp.EQ, command))
-        rules.add_rule(allow, "fcntl", arg(1, seccomp.EQ, F_SETFL), arg(2, seccomp.MASKED_EQ, O_ASYNC, 0))
-        for command in PRCTL_COMMANDS:
-            rules.add_rule(allow, "prctl", arg(0, seccomp.EQ, command))
-        namespaces = functools.reduce(operator.or_, _NAMESPACE_FLAGS)  # no new namespace: threads and forks only
-        rules.add_rule(allow, "clone", arg(0, seccomp.MASKED_EQ, namespaces, 0))
-        rules.load()
-        return True
-    except Exception:  # noqa: BLE001 - no libseccomp / binding, or seccomp unavailable: a weaker level
-        return False
-
-
 # --------------------------------------------------------------------------- environment
 
 
@@ -511,7 +314,7 @@ def confine(submission: str, scratch: str, namespaces: bool, gpu: bool = False, 
 
     ``namespaces`` says whether :func:`enter_namespaces` worked for this process, with its built, read-only view
     (both earlier, before the uid switch).  A GPU process gets no Landlock (see :func:`apply_landlock`) and keeps
-    every ``ioctl`` and ``AF_UNIX`` sockets (:data:`GPU_SYSCALLS`): below ``namespaces`` it reaches ``seccomp``.
+    every ``ioctl`` and ``AF_UNIX`` sockets (:data:`~autograder.engine.syscalls.GPU_SYSCALLS`): below ``namespaces`` it reaches ``seccomp``.
     Non-dumpable, its ``/proc/<pid>`` files are root's: another process of the same uid reads none of them.  Call
     after the uid switch, before student code.
     """
@@ -565,49 +368,3 @@ def probe_level() -> str:
     return text if text in LEVELS else "none"
 
 
-#: The weakest level at which the OS itself keeps every student process sealed from every other one (no file,
-#: socket, IPC object or signal passes between them) and the grader's files unreadable, whatever the code does
-#: in its own process (tests/test_seal.py measures it).  The default minimum: below it a run is refused unless
-#: the operator asks for a lower level by name.
-SEALED = "landlock+seccomp"
-#: What a machine lacks to reach the next level up, for the refusal's one line.
-_LACKS = {"none": "libseccomp and Landlock", "seccomp": "Landlock (Linux 5.13 or newer, enabled)",
-          "landlock+seccomp": "namespaces (CAP_SYS_ADMIN, or unprivileged user namespaces)"}
-#: What a machine lacks for a sealed GPU student process, at any level below namespaces.
-_GPU_LACKS = ("namespaces with read-only mounts (root with CAP_SYS_ADMIN, Linux 5.12 or newer): a GPU student "
-              "process gets no Landlock, since CUDA does not start under it")
-
-
-def required_level(cli_value: str | None = None) -> str:
-    """The minimum level asked for (the CLI's value first, then ``$AMP_MIN_ISOLATION``), else :data:`SEALED`."""
-    value = cli_value or settings.min_isolation()
-    return parse_level(value) if value else SEALED
-
-
-def _lacks(reached: str, gpu: bool) -> str:
-    return _GPU_LACKS if gpu and level_rank(reached) < level_rank("namespaces") else _LACKS[reached]
-
-
-def refusal(reached: str, required: str, gpu: bool = False) -> str | None:
-    """The one-line message refusing to grade when ``reached`` is below ``required``; None when it is enough.
-    ``gpu``: ``reached`` is a GPU student process's level (see :func:`confine`)."""
-    if level_rank(reached) >= level_rank(required):
-        return None
-    sealed = (" (where each student process is sealed from the others and from the grader's files)"
-              if required == SEALED else "")
-    where = ("Run it as root with CAP_SYS_ADMIN (not in a container with Docker's default capabilities),"
-             if gpu else "Run as root, or in a container with Docker's default capabilities,")
-    return (f"Refusing to grade: {'GPU ' if gpu else ''}student code would run at isolation level {reached!r} here, "
-            f"below the required {required!r}{sealed}: this machine lacks {_lacks(reached, gpu)}. {where} or pass "
-            f"--min-isolation {reached} (${settings.MIN_ISOLATION.env}) knowingly.")
-
-
-def unsealed_warning(reached: str, gpu: bool = False) -> str | None:
-    """The warning for a run allowed below :data:`SEALED` by name (for a ``gpu`` process: below ``namespaces``);
-    None at or above it."""
-    if level_rank(reached) >= level_rank("namespaces" if gpu else SEALED):
-        return None
-    return (f"WARNING: {'GPU ' if gpu else ''}student code runs at isolation level {reached!r}, below "
-            f"{'the sealed namespaces' if gpu else repr(SEALED)}, because --min-isolation / "
-            f"${settings.MIN_ISOLATION.env} allowed it: this machine lacks {_lacks(reached, gpu)}, so one student's "
-            f"processes may pass data to another's and read files the grader's user can read.")

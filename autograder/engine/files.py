@@ -100,7 +100,7 @@ def kill_uid(*uids: int) -> None:
     """Kill every process owned by each of ``uids`` (root only).
 
     Catches escapes from a process group.  SysV IPC objects need no removal: seccomp refuses the calls that make
-    them at every level that has it (``confine.ALLOWED_SYSCALLS``), and under namespaces they die with the
+    them at every level that has it (``syscalls.ALLOWED_SYSCALLS``), and under namespaces they die with the
     process's IPC namespace (at level ``none``, which seals nothing, one may outlive its process).  One
     short-lived child sends ``kill(-1)`` as each uid in turn, with that uid as its real and effective one:
     then no capability is in effect and the signal reaches exactly the processes whose real or saved uid is
@@ -147,3 +147,15 @@ def _fork(body: Callable[[], None]) -> int:
 def _exited_cleanly(pid: int) -> bool:
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status) == 0
+
+
+def write_if_changed(path: Path, data: str | bytes) -> bool:
+    """Atomically write ``data`` to ``path`` unless it already holds exactly that."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        if path.read_bytes() == raw:
+            return False
+    except OSError:
+        pass
+    write_bytes_atomic(path, raw)
+    return True

@@ -62,20 +62,20 @@ def check_isolation(required: str | None) -> str:
     """The isolation level a student process reaches here.
 
     ``required`` is the minimum asked for (a level's name, or None for ``$AMP_MIN_ISOLATION``'s, else
-    :data:`confine.SEALED`); a level below SEALED allowed by name is warned about on stderr.
+    :data:`levels.SEALED`); a level below SEALED allowed by name is warned about on stderr.
 
     Raises:
         IsolationRefused: the level reached is below the one required.
         ValueError: ``required`` (or the variable) names no level.
     """
-    from autograder.engine import confine
+    from autograder.engine import confine, levels
 
-    wanted = confine.required_level(required)
+    wanted = levels.required_level(required)
     reached = confine.probe_level()
-    refused = confine.refusal(reached, wanted)
+    refused = levels.refusal(reached, wanted)
     if refused:
         raise IsolationRefused(refused, reached)
-    warning = confine.unsealed_warning(reached)
+    warning = levels.unsealed_warning(reached)
     if warning:
         print(warning, file=sys.stderr)  # the console, or the platform's staff log
     return reached

@@ -4,7 +4,7 @@ Grading is derandomized, so a test's hypothesis examples, and with them every ca
 it makes to the student process, depend only on the answers it gets back.  Grading
 the reference solution once therefore records, per test case, the exact calls a
 *passing* run makes and the exact answers that make it pass.  For every further
-submission, :func:`grade_with_plan`:
+submission, :func:`grade_in_phases`:
 
 1. sends each case's recorded calls to the student process in one batch
    (:meth:`autograder.engine.sandbox.SandboxRunner.prefetch`: one round trip per case and
@@ -316,23 +316,13 @@ def _agrees(found: Plan, solution: Path, runner_factory: Any) -> bool:
         _close(staged, runner)
 
 
-def grade_with_plan(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ...] = rubric.ITEMS,
-                    notes: list[str] | None = None) -> judge.Report:
-    """Grade through ``runner``: cases that answer exactly like the solution pass at once, the rest run in pytest."""
-    steps = grade_in_phases(runner, plan, items, notes)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
-
-
 def grade_in_phases(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ...] = rubric.ITEMS,
                     notes: list[str] | None = None) -> Generator[int, None, judge.Report]:
-    """:func:`grade_with_plan` one phase at a time: each ``next`` runs the next phase's student processes and
-    yields its index in :data:`phases.KINDS`; the report is the generator's return value.  Between two steps this
-    grading has no student process alive (the caller releases the runner), so the gradings of one wave take their
-    turns phase by phase.  Without a plan the whole grading is one step, which yields nothing."""
+    """Grade through ``runner``: cases that answer exactly like the solution pass at once, the rest run in pytest.
+    One phase per ``next``, which runs that phase's student processes and yields its index in :data:`phases.KINDS`;
+    the report is the generator's return value.  Between two steps this grading has no student process alive (the
+    caller releases the runner), so the gradings of one wave take turns phase by phase.  Without a plan the whole
+    grading is one step, which yields nothing."""
     from autograder.engine import judge
 
     if plan is None or not hasattr(runner, "prefetch"):

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Sequence
 import torch
 
 import checks
-from autograder.engine import confine
+from autograder.engine import mounts
 
 SYSTEM = ("/usr", "/etc", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/proc", "/sys")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
@@ -33,7 +33,7 @@ DEVICE_LINKS = (("/dev/fd", "/proc/self/fd"), ("/dev/stdin", "/proc/self/fd/0"),
 #: pivot_root(2) has no libc wrapper; its number by architecture.
 _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 _MNT_DETACH = 2
-_TMPFS_FLAGS = confine.MS_NOSUID | confine.MS_NODEV
+_TMPFS_FLAGS = mounts.MS_NOSUID | mounts.MS_NODEV
 
 
 def within(path: str, folder: str) -> bool:
@@ -94,7 +94,7 @@ def _pivot(libc: Any, links: list[tuple[str, str]], binds: list[str], scratch: s
         else:
             os.makedirs(os.path.dirname(target), exist_ok=True)
             open(target, "a").close()
-        if libc.mount(path.encode(), target.encode(), None, confine.MS_BIND | confine.MS_REC, None) != 0:
+        if libc.mount(path.encode(), target.encode(), None, mounts.MS_BIND | mounts.MS_REC, None) != 0:
             return False
     for link, text in [*links, *DEVICE_LINKS]:
         if not os.path.lexists(new + link):

@@ -48,7 +48,7 @@ from checks import arithmetic
 from checks.student import absence, serve
 from checks.runners import harness
 
-from autograder.engine import budget, confine, reach, view
+from autograder.engine import budget, confine, mounts, reach, view
 from autograder import PACKAGE, ROOT, is_checkout, settings
 
 #: The grader's files: a checkout's whole tree, else (pip-installed, the Gradescope zip) the grader's own package,
@@ -137,8 +137,8 @@ def _isolate(request: SpawnRequest, parent: int, hidden: list[str], reply_fd: in
         allowed = [request.submission, *(device.keep + device.nodes if device else ())]
         built = view.build(libc, allowed, request.scratch, [str(REPO_ROOT), *request.hide])
         for path in hidden:  # an empty file in its place
-            libc.mount(b"/dev/null", path.encode(), None, confine.MS_BIND, None)
-        sealed = confine.read_only_rest(libc) and built
+            libc.mount(b"/dev/null", path.encode(), None, mounts.MS_BIND, None)
+        sealed = mounts.read_only_rest(libc) and built
         confine.cap_scratch(libc, request.scratch, request.uid)  # after read_only_rest: they stay writable
     limits = request.limits
     for name, value in (

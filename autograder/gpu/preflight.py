@@ -92,7 +92,7 @@ def preflight(dry: bool, limits: Any, uid: int | None, hide: Sequence[str], *,
     ``min_isolation``: the lowest isolation level accepted (a level's name; None: ``$AMP_MIN_ISOLATION``, else the
     sealed level); a GPU student process is sealed only at ``namespaces`` (its built view: ``autograder.engine.view``).
     """
-    from autograder.engine import confine, sandbox
+    from autograder.engine import levels, sandbox
     from checks.runners.harness import SubmissionFault
 
     if plan is None:
@@ -112,7 +112,7 @@ def preflight(dry: bool, limits: Any, uid: int | None, hide: Sequence[str], *,
         shutil.rmtree(empty, ignore_errors=True)
     mode = "n/a" if dry else gpu_access.mode_of(gpu_access.compute_modes(), (report.get("cuda") or {}).get("uuid"))
     report["isolation"] = isolation = runner.isolation or "none"
-    refused = confine.refusal(isolation, confine.required_level(min_isolation), gpu=True)
+    refused = levels.refusal(isolation, levels.required_level(min_isolation), gpu=True)
     found = ([refused] if refused else []) + problems(report, plan, mode, dry)
     facts = {**report, "compute_mode": mode, "kept_visible": plan.keep, "not_exposed": plan.refused}
     if found:

@@ -19,12 +19,9 @@ The zip is made by ``otter generate`` with:
   submitted file of the same name, and the plugin keeps it there;
 * ``files/amp_grader.zip``: the grader (``autograder/`` with the hidden tests, and
   ``checks/``, side by side), extracted to a temporary folder when grading;
-* ``files/amp_homework.ipynb``: a stand-in notebook.  Otter grades one notebook, or one
-  ``.py`` file, per submission; this assignment's submissions are three ``.py`` files.
-  Otter copies ``files/`` into the submission folder, so the stand-in is always the one
-  notebook there (it replaces a submitted ``amp_homework.ipynb``) and otter executes it,
-  never submitted code; its tests then grade the ``.py`` files (which the notebook
-  edition's ``%%writefile`` cells produce);
+* ``files/amp_homework.ipynb``: a stand-in notebook (otter grades one notebook per submission; ours are three
+  ``.py`` files, which the notebook edition's ``%%writefile`` cells produce).  Copied over any submitted one, it is
+  the notebook otter executes, never submitted code; its tests then grade the ``.py`` files;
 * ``requirements.txt``: CPU torch and the grader's pinned dependencies (from
   ``pyproject.toml``), on top of otter's own; Python 3.11;
 * ``otter_config.json``: hidden rows shown after publication unless
@@ -54,10 +51,9 @@ from pathlib import Path
 
 from checks import words
 
-from autograder import locations, settings
+from autograder import PACKAGE, ROOT, locations, settings
 from autograder.engine import judge_words, rubric, strings
 from autograder.packaging import built, otter_bridge
-from autograder import PACKAGE, ROOT
 from autograder.torch_install import TORCH_CPU_INDEX
 
 BRIDGE = Path(__file__).resolve().parent / "otter_bridge.py"

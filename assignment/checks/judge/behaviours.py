@@ -24,7 +24,7 @@ from hypothesis.errors import NoSuchExample
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from checks.judge import expect, cases, sequences
+from checks.judge import deviations, expect, cases, sequences
 from checks.runners.harness import SubmissionFault
 from checks.words import say
 
@@ -200,7 +200,7 @@ def differential_search(student: Any, strategy: SearchStrategy, examples: int, s
     The first sequence that differs (derandomized: the same sequences on every run) is shrunk to a simpler one
     (:func:`checks.judge.sequences.shrink`; not with ``shrink=False``: a fixed sequence keeps the charge it was
     written for), which is charged to the row whose behaviour its first differing call
-    exercises (:data:`checks.judge.sequences.ROWS`).  This row fails only for its own kinds: one deviation, one row.
+    exercises (:data:`checks.judge.deviations.ROWS`).  This row fails only for its own kinds: one deviation, one row.
     """
     runs: dict[str, tuple[int | None, list[Json]]] = {}  # by sequence: its first difference and the answers
 
@@ -219,7 +219,7 @@ def differential_search(student: Any, strategy: SearchStrategy, examples: int, s
     args = sequences.shrink(found, first, SHRINK_CALLS) if shrink else found
     index = first(args)
     expected, got = cases.torch_results(args), runs[json.dumps(args, sort_keys=True)][1]
-    if index is None or sequences.charged(args, expected, got, index) != sequences.DIFFERENTIAL:
+    if index is None or deviations.charged(args, expected, got, index) != deviations.DIFFERENTIAL:
         return  # another row's behaviour: that row's own test charges it
     op, want = args["ops"][index], expected[index]
     wanted = say("do.raise", error=want["error"]["type"]) if "error" in want else expect.shown(op, want, should=True)
