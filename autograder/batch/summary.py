@@ -28,7 +28,8 @@ from typing import Any, Sequence
 from checks import words
 
 from autograder.diagnosis import report as class_report
-from autograder.engine import budget, levels, rubric, strings
+from autograder.engine import budget, rubric, strings
+from autograder.engine.levels import LEVELS, SEALED, level_rank
 from autograder.engine.escape import markdown_inline, strip_controls
 from autograder.engine.files import csv_text, write_if_changed
 from autograder.batch.feedback import WITHHELD, fmt, write_submission_files
@@ -252,10 +253,9 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     lines += ["", strings.text("summary.isolation"), ""]
     lines += [strings.text("summary.isolation_line", level=markdown_inline(level), count=count)
               for level, count in sorted(levels.items())] or [strings.text("summary.not_recorded")]
-    unsealed = [level for level in sorted(levels) if level in levels.LEVELS
-                and levels.level_rank(level) < levels.level_rank(levels.SEALED)]
+    unsealed = [level for level in sorted(levels) if level in LEVELS and level_rank(level) < level_rank(SEALED)]
     if unsealed:
-        lines += ["", strings.text("summary.unsealed", levels=", ".join(unsealed), sealed=levels.SEALED)]
+        lines += ["", strings.text("summary.unsealed", levels=", ".join(unsealed), sealed=SEALED)]
     return "\n".join(lines) + "\n"
 
 
