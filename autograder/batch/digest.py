@@ -12,10 +12,11 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from autograder.batch.inputs import IGNORED
 from autograder.engine import intake
 
 HASH_WHOLE_FILE_BYTES = 64 * 2**20
+#: Entries neither a digest nor the batch's discovery of submissions (:mod:`autograder.batch.inputs`) looks at.
+IGNORED = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints", ".DS_Store"}
 
 
 def content_digest(path: Path) -> str:

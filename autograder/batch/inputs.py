@@ -30,13 +30,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Iterable
 
+from autograder.batch.digest import IGNORED, content_digest
 from autograder.batch.metadata import METADATA, Submitter, parse_metadata, read_metadata  # noqa: F401 - API
 from autograder.engine import intake
 from autograder.engine.strings import text
 
 #: The contract's file names (``checks.runners.harness.CONTRACT_FILES``; a test keeps them equal).
 CONTRACT_FILES = intake.WANTED
-IGNORED = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints", ".DS_Store"}
 MAX_BATCH_MEMBERS = 200_000
 MAX_BATCH_BYTES = 8 * 2**30
 #: A submission's status when it is not graded (gradebook.csv's status column, machine-read: the same words in every
