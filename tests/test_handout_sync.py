@@ -177,12 +177,33 @@ def test_shipped_korean_notebook_is_up_to_date(notebooks: dict[str, Any]) -> Non
 def test_korean_notebook_has_the_english_cells_and_tests(notebooks: dict[str, Any]) -> None:
     english, korean = notebooks["en"], notebooks["ko"]
     assert [c.cell_type for c in english.cells] == [c.cell_type for c in korean.cells]
-    from autograder.packaging import notebook_ko
+    from autograder.packaging import notebook_build, notebook_en, notebook_ko, release
 
+    # Each code cell is one of the notebook's own, filled from each edition's texts; or a task cell, whose stubs
+    # raise each edition's prompt; or otter's, in each edition's words (its init cell opens the edition's notebook).
+    templates = [value for name, value in vars(notebook_en).items() if name.isupper() and isinstance(value, str)
+                 and "«" in value]
+    stubs = {}
+    for name in notebook_build.TASK_FILES.values():
+        source = (hx.ROOT / "solutions" / name).read_text(encoding="utf-8")
+        stubs.update((en_line, ko_line) for en_line, ko_line in zip(
+            release.strip_solution(source, name).splitlines(),
+            release.strip_solution(source, name, notebook_ko.PROMPT).splitlines()) if en_line != ko_line)
+    assert len(stubs) >= 3
+    install = {notebook_build.install_source(texts["install.comment"]): language
+               for language, texts in (("en", notebook_en.CODE_TEXTS), ("ko", notebook_ko.CODE_TEXTS))}
     for en_cell, ko_cell in zip(english.cells, korean.cells):
-        if en_cell.cell_type == "code":  # otter's init cell opens the notebook by its own name
-            en_source = en_cell.source.replace("amp_homework.ipynb", "amp_homework.ko.ipynb")
-            assert notebook_ko.localised_code(en_source) == ko_cell.source
+        if en_cell.cell_type != "code":
+            continue
+        ours = [t for t in templates if notebook_build.code_cell_source(t, notebook_en.CODE_TEXTS) == en_cell.source]
+        if ours:
+            assert notebook_build.code_cell_source(ours[0], notebook_ko.CODE_TEXTS) == ko_cell.source
+        elif en_cell.source in install:
+            assert install.get(ko_cell.source) == "ko"
+        else:
+            lines = [stubs.get(line, line) for line in en_cell.source.split("\n")]
+            en_source = "\n".join(lines).replace("amp_homework.ipynb", "amp_homework.ko.ipynb")
+            assert notebook_ko.otters_words(en_source) == ko_cell.source
     otter = {language: nb.metadata["otter"] for language, nb in (("en", english), ("ko", korean))}
     assert {k: v for k, v in otter["en"].items() if k != "tests"} == {k: v for k, v in otter["ko"].items() if k != "tests"}
     assert otter["en"]["tests"].keys() == otter["ko"]["tests"].keys()
@@ -195,8 +216,10 @@ def test_korean_notebook_has_the_english_cells_and_tests(notebooks: dict[str, An
     markdown = "\n".join(c.source for c in korean.cells if c.cell_type == "markdown")
     assert "과제 1" in markdown and "README.ko.md" in markdown and "Write your code" not in markdown
     assert "## Submission" not in markdown and "## 제출" in markdown  # otter's own cell, in Korean
-    english_code = "\n".join(c.source for c in english.cells if c.cell_type == "code")
-    unused = [text for text in notebook_ko.CODE_TEXTS if text not in english_code]
-    assert not unused, f"texts of notebook_ko.CODE_TEXTS no English code cell has (reworded?): {unused}"
+    assert notebook_ko.CODE_TEXTS.keys() == notebook_en.CODE_TEXTS.keys()  # the same texts, keyed alike
+    used = {key for key in notebook_en.CODE_TEXTS if any(f"«{key}»" in t for t in templates)} | {"install.comment"}
+    assert used == notebook_en.CODE_TEXTS.keys(), f"texts no code cell shows: {notebook_en.CODE_TEXTS.keys() - used}"
+    english_code = "\n".join(c.source for c in english.cells)
+    assert all(words[0] in english_code for words in notebook_ko.OTTER_WORDS.values())  # otter still says them
     korean_code = "\n".join(c.source for c in korean.cells if c.cell_type == "code")
     assert "is not implemented yet" not in korean_code and "아직 구현되지 않았습니다" in korean_code

@@ -40,9 +40,11 @@ def test_skeleton_keeps_signatures_and_docstrings_but_no_solution() -> None:
 
 def test_markers_are_validated() -> None:
     with pytest.raises(ValueError, match="without"):
-        strip_solution("def f():\n    # BEGIN SOLUTION\n    return 1\n", "x.py")
+        strip_solution("def f():\n    # BEGIN SOLUTION\n    return 1\n", "loss_scaler.py")
     with pytest.raises(ValueError, match="without"):
-        strip_solution("def f():\n    pass\n    # END SOLUTION\n", "x.py")
+        strip_solution("def f():\n    pass\n    # END SOLUTION\n", "loss_scaler.py")
+    with pytest.raises(ValueError, match="no task owns"):
+        strip_solution("def f():\n    # BEGIN SOLUTION\n    return 1\n    # END SOLUTION\n", "x.py")
 
 
 def _load(path: Path, name: str):

@@ -42,8 +42,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from autograder.packaging import otter_build, release
-from autograder.packaging.notebook_en import (ASSIGNMENT_CONFIG, DEMO_CODE, DEMO_MD, DTYPES_CODE, DTYPES_MD, GPU_CODE,
-                                             GPU_MD, INSTALL_COMMENT, INTRO, LOAD_HELPER, MINE_CODE, MINE_MD)
+from autograder.packaging.notebook_en import (ASSIGNMENT_CONFIG, CODE_TEXTS, DEMO_CODE, DEMO_MD, DTYPES_CODE,
+                                             DTYPES_MD, GPU_CODE, GPU_MD, INTRO, LOAD_HELPER, MINE_CODE, MINE_MD)
 from autograder import ROOT
 from autograder.torch_install import TORCH_CPU_INDEX
 
@@ -87,7 +87,8 @@ def edition(language: str = "en") -> SimpleNamespace:
                          "old and new API names, is in `README.md`.)"),
             tasks_cell="## Part II: the tasks\n\nFill in the bodies that raise `NotImplementedError`; keep the signatures.",
             write_here="Write your code in the cell below and run it: it writes `{file}`.",
-            quick_check_note="The Quick Check has no public check: the autograder's hidden tests grade `answers.py`.")
+            quick_check_note="The Quick Check has no public check: the autograder's hidden tests grade `answers.py`.",
+            code_texts=CODE_TEXTS, prompt=release.PROMPT, otters_words=lambda source: source)
     if language == "ko":
         from autograder.packaging import notebook_ko as ko
 
@@ -97,7 +98,8 @@ def edition(language: str = "en") -> SimpleNamespace:
             gpu_heading=ko.GPU_HEADING, config=f"{english}  instructions: >-\n    {ko.EXPORT_INSTRUCTIONS}\n",
             intro=ko.INTRO, dtypes_md=ko.DTYPES_MD, demo_md=ko.DEMO_MD, mine_md=ko.MINE_MD, gpu_md=ko.GPU_MD,
             lesson_cell=ko.LESSON_CELL, tasks_cell=ko.TASKS_CELL, write_here=ko.WRITE_HERE,
-            quick_check_note=ko.QUICK_CHECK_NOTE)
+            quick_check_note=ko.QUICK_CHECK_NOTE, code_texts=ko.CODE_TEXTS, prompt=ko.PROMPT,
+            otters_words=ko.otters_words)
     raise ValueError(f"no notebook edition in {language!r}: choose one of {', '.join(LANGUAGES)}")
 
 
@@ -129,10 +131,21 @@ def task_section(sections: dict[str, str], task: str, texts: SimpleNamespace | N
     return f"## {heading}\n\n{sections[heading]}\n\n" + texts.write_here.format(file=TASK_FILES[task])
 
 
-def master_cell_source(source: str, filename: str) -> str:
-    """A solution file as the body of a master-notebook cell: otter's markers, release's prompts."""
-    student = release.strip_solution(source, filename).splitlines()
-    raises = [line for line in student if "raise NotImplementedError(" in line and "not implemented yet" in line]
+def code_cell_source(template: str, texts: dict[str, str]) -> str:
+    """One of the notebook's own code cells (:mod:`autograder.packaging.notebook_en`) in an edition: each ``«key»``
+    filled from that edition's ``texts``."""
+    for key, text in texts.items():
+        template = template.replace(f"«{key}»", text)
+    if "«" in template:
+        missing = template[template.index("«"):][:60]
+        raise ValueError(f"a code cell's text has no entry in the edition's CODE_TEXTS: {missing}")
+    return template
+
+
+def master_cell_source(source: str, filename: str, prompt: str = release.PROMPT) -> str:
+    """A solution file as the body of a master-notebook cell: otter's markers, release's stubs raising ``prompt``."""
+    student = release.strip_solution(source, filename, prompt).splitlines()
+    raises = [line for line in student if "raise NotImplementedError(" in line]
     out: list[str] = [f"%%writefile {filename}"]
     blocks = 0
     for line in source.splitlines():
@@ -165,6 +178,10 @@ def master_notebook(rows: list[otter_build.Row], language: str = "en") -> Any:
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
 
     texts = edition(language)
+
+    def code(template: str) -> str:
+        return code_cell_source(template, texts.code_texts)
+
     text = texts.handout.read_text(encoding="utf-8")
     sections = handout_sections(text)
     title, _, rest = text.partition("\n")
@@ -175,10 +192,10 @@ def master_notebook(rows: list[otter_build.Row], language: str = "en") -> Any:
     for number in LESSON:
         cells.append(new_markdown_cell(lesson_section(sections, number)))
         if number == 4:
-            cells += [new_markdown_cell(texts.dtypes_md), new_code_cell(DTYPES_CODE)]
-    cells += [new_markdown_cell(texts.demo_md), new_code_cell(DEMO_CODE),
+            cells += [new_markdown_cell(texts.dtypes_md), new_code_cell(code(DTYPES_CODE))]
+    cells += [new_markdown_cell(texts.demo_md), new_code_cell(code(DEMO_CODE)),
               new_markdown_cell(texts.tasks_cell),
-              new_code_cell(LOAD_HELPER)]
+              new_code_cell(code(LOAD_HELPER))]
     for task, filename in TASK_FILES.items():
         question, _ = otter_build.QUESTIONS[task]
         mine = [r for r in rows if r.item.task == task]
@@ -187,7 +204,7 @@ def master_notebook(rows: list[otter_build.Row], language: str = "en") -> Any:
                   new_raw_cell(f"# BEGIN QUESTION\nname: {question}\n"
                                f"points: {otter_build._num(sum(r.item.points for r in mine))}"),
                   new_raw_cell("# BEGIN SOLUTION"),
-                  new_code_cell(master_cell_source(source, filename)),
+                  new_code_cell(master_cell_source(source, filename, texts.prompt)),
                   new_raw_cell("# END SOLUTION"),
                   new_raw_cell("# BEGIN TESTS")]
         cells += [new_code_cell(test_cell_source(row)) for row in mine]
@@ -195,10 +212,10 @@ def master_notebook(rows: list[otter_build.Row], language: str = "en") -> Any:
         if task == "quick_check":
             cells.append(new_markdown_cell(texts.quick_check_note))
         if task == "amp_step":
-            cells += [new_markdown_cell(texts.mine_md), new_code_cell(MINE_CODE)]
+            cells += [new_markdown_cell(texts.mine_md), new_code_cell(code(MINE_CODE))]
     gpu = next(h for h in sections if h.startswith(texts.gpu_heading))
     cells += [new_markdown_cell(f"## {gpu}\n\n{sections[gpu]}"), new_markdown_cell(texts.gpu_md),
-              new_code_cell(GPU_CODE)]
+              new_code_cell(code(GPU_CODE))]
     return new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"}})
@@ -206,8 +223,8 @@ def master_notebook(rows: list[otter_build.Row], language: str = "en") -> Any:
 
 def finish(nb: Any, rows: list[otter_build.Row], language: str = "en") -> Any:
     """Our public test files in the metadata, the install cell before otter's init cell, deterministic cell ids,
-    no outputs; in the Korean edition, what the code cells print and otter's own markdown in Korean
-    (:mod:`autograder.packaging.notebook_ko`)."""
+    no outputs; what otter itself wrote, in the edition's language
+    (:data:`autograder.packaging.notebook_ko.OTTER_WORDS`)."""
     from nbformat.v4 import new_code_cell
 
     nb = copy.deepcopy(nb)
@@ -220,16 +237,13 @@ def finish(nb: Any, rows: list[otter_build.Row], language: str = "en") -> Any:
     nb["cells"] = [cell for cell in nb["cells"] if cell["source"].strip()]  # otter's empty last cell
     init = next(cell for cell in nb["cells"] if "import otter" in cell["source"])
     cells = [cell for cell in nb["cells"] if cell is not init]
-    nb["cells"] = cells[:1] + [new_code_cell(install_source(INSTALL_COMMENT)), init] + cells[1:]
+    texts = edition(language)
+    nb["cells"] = cells[:1] + [new_code_cell(install_source(texts.code_texts["install.comment"])), init] + cells[1:]
     for index, cell in enumerate(nb["cells"]):
         cell["id"] = f"cell-{index:03d}"
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
-        if language == "ko":
-            from autograder.packaging import notebook_ko as ko
-
-            localise = ko.localised_code if cell["cell_type"] == "code" else ko.localised_markdown
-            cell["source"] = localise(cell["source"])
+        cell["source"] = texts.otters_words(cell["source"])  # otter's cells: no other cell holds its words
     return nb
 
 

@@ -2,8 +2,9 @@
 its code cells.
 
 :mod:`autograder.packaging.notebook_build` assembles them with the handout's lesson and task statements; the
-Korean edition's texts are :mod:`autograder.packaging.notebook_ko` (same names), whose code cells are these with
-what they print, plot and say in comments in Korean.
+Korean edition's texts are :mod:`autograder.packaging.notebook_ko` (same names).  The code cells are the same in
+both editions but for what they print, plot and say in comments: each such text is a ``«key»`` in the cell, filled
+from the edition's :data:`CODE_TEXTS` (English here, Korean there, keyed alike).
 """
 
 ASSIGNMENT_CONFIG = """\
@@ -91,7 +92,7 @@ if torch.cuda.is_available():
     settings.append(("cuda", torch.float16))
 columns = {f"{device} {str(dtype).replace('torch.', '')}": autocast_dtypes(device, dtype)
            for device, dtype in settings}
-print(f"{'operation (h = F.linear(x, w))':32}" + "".join(f"{name:>16}" for name in columns))
+print(f"{'«dtypes.operation»':32}" + "".join(f"{name:>16}" for name in columns))
 for op in next(iter(columns.values())):
     print(f"{op:32}" + "".join(f"{column[op]:>16}" for column in columns.values()))
 """
@@ -111,22 +112,22 @@ from underflow_demo import run_demo
 
 plain = run_demo(200, use_scaler=False)
 scaled = run_demo(200, use_scaler=True)
-print(f"{'step':>5} | {'loss, no scaler':>15} | {'loss, scaler':>13} | {'scale':>9}")
+print(f"«demo.header»")
 for step in (0, 10, 25, 33, 50, 100, 199):
     print(f"{step:>5} | {plain.losses[step]:>15.3e} | {scaled.losses[step]:>13.3e} | {scaled.scales[step]:>9.0f}")
-print(f"Without scaling the weight gradient is exactly zero from step {plain.first_zero_grad_step} on.")
+print(f"«demo.zero»")
 
 try:
     import matplotlib.pyplot as plt
 except ImportError:
-    print("(pip install matplotlib to see the loss curves)")
+    print("«demo.no_matplotlib»")
 else:
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.semilogy(plain.losses, label="fp16 autocast, no loss scaling")
+«demo.fonts»    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.semilogy(plain.losses, label="«demo.label_plain»")
     ax.semilogy(scaled.losses, label="fp16 autocast + torch.amp.GradScaler")
     if plain.first_zero_grad_step is not None:
-        ax.axvline(plain.first_zero_grad_step, color="grey", linestyle=":", label="gradient underflows to 0")
-    ax.set(xlabel="step", ylabel="MSE loss (log scale)", title="float16 gradient underflow")
+        ax.axvline(plain.first_zero_grad_step, color="grey", linestyle=":", label="«demo.label_zero»")
+    ax.set(xlabel="«demo.xlabel»", ylabel="«demo.ylabel»", title="«demo.title»")
     ax.legend()
     plt.show()
 """
@@ -134,11 +135,11 @@ else:
 
 LOAD_HELPER = """\
 import importlib.util
-import sys
-
+«load.os»import sys
+«load.language»
 
 def load_mine(name):
-    \"\"\"Import the file your %%writefile cell wrote (name.py), fresh: re-running a cell changes it.\"\"\"
+    \"\"\"«load.doc»\"\"\"
     spec = importlib.util.spec_from_file_location(f"mine_{name}", f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -162,10 +163,10 @@ try:
     mine = run_demo(200, use_scaler=True, scaler_factory=lambda: ToyLossScaler(growth_interval=20),
                     step_fn=my_amp_step)
 except NotImplementedError as exc:
-    print(f"Not yet: {exc}")
+    print(f"«mine.not_yet»")
 else:
-    print(f"final loss: no scaler {plain.final_loss:.2e}, torch's GradScaler {scaled.final_loss:.2e}, "
-          f"your ToyLossScaler + amp_step {mine.final_loss:.2e}")
+    print(f"«mine.final»"
+          f"«mine.final_mine»")
 """
 
 
@@ -197,10 +198,10 @@ def seconds_per_step(step, steps=20, warmup=5):
 
 
 if not torch.cuda.is_available():
-    print("No CUDA GPU here: skipped. Run this notebook on a GPU machine to time fp32 against AMP.")
+    print("«gpu.skipped»")
 else:
     my_amp_step = load_mine("amp_step").amp_step
-    torch.backends.cuda.matmul.allow_tf32 = False  # plain float32 matmuls for the baseline
+    torch.backends.cuda.matmul.allow_tf32 = False  # «gpu.baseline»
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
     width, batch = 4096, 4096
@@ -224,10 +225,40 @@ else:
 
     fp32 = seconds_per_step(fp32_step)
     amp = seconds_per_step(amp_step_once)
-    print(f"{torch.cuda.get_device_name()}: fp32 {fp32 * 1e3:.1f} ms/step, "
-          f"AMP with your amp_step {amp * 1e3:.1f} ms/step: {fp32 / amp:.2f}x faster")
+    print(f"«gpu.fp32»"
+          f"«gpu.amp»")
 """
 
 
-INSTALL_COMMENT = ("# Run this cell first: it installs what this notebook needs, at the grader's versions\n"
-                   "# (torch's CPU build), unless it is installed already.")
+#: What the code cells print, plot and say in comments, by key (each ``«key»`` of a cell).
+CODE_TEXTS = {
+    # the install cell (notebook_build.install_source)
+    "install.comment":
+        "# Run this cell first: it installs what this notebook needs, at the grader's versions\n"
+        "# (torch's CPU build), unless it is installed already.",
+    # the helper that imports the student's files (the Korean edition asks for Korean messages there)
+    "load.os": "",
+    "load.language": "",
+    "load.doc": "Import the file your %%writefile cell wrote (name.py), fresh: re-running a cell changes it.",
+    # which dtype autocast picks
+    "dtypes.operation": "operation (h = F.linear(x, w))",
+    # the underflow demo
+    "demo.header": "{'step':>5} | {'loss, no scaler':>15} | {'loss, scaler':>13} | {'scale':>9}",
+    "demo.zero": "Without scaling the weight gradient is exactly zero from step {plain.first_zero_grad_step} on.",
+    "demo.no_matplotlib": "(pip install matplotlib to see the loss curves)",
+    "demo.fonts": "",
+    "demo.label_plain": "fp16 autocast, no loss scaling",
+    "demo.label_zero": "gradient underflows to 0",
+    "demo.xlabel": "step",
+    "demo.ylabel": "MSE loss (log scale)",
+    "demo.title": "float16 gradient underflow",
+    # your scaler and amp_step on the demo
+    "mine.not_yet": "Not yet: {exc}",
+    "mine.final": "final loss: no scaler {plain.final_loss:.2e}, torch's GradScaler {scaled.final_loss:.2e}, ",
+    "mine.final_mine": "your ToyLossScaler + amp_step {mine.final_loss:.2e}",
+    # AMP on a GPU
+    "gpu.skipped": "No CUDA GPU here: skipped. Run this notebook on a GPU machine to time fp32 against AMP.",
+    "gpu.baseline": "plain float32 matmuls for the baseline",
+    "gpu.fp32": "{torch.cuda.get_device_name()}: fp32 {fp32 * 1e3:.1f} ms/step, ",
+    "gpu.amp": "AMP with your amp_step {amp * 1e3:.1f} ms/step: {fp32 / amp:.2f}x faster",
+}

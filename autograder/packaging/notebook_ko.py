@@ -2,13 +2,11 @@
 
 :mod:`autograder.packaging.notebook_build` takes the lesson and the task statements from
 ``assignment/README.ko.md``; these are the notebook's few texts that are not in the handout,
-one per English constant of ``notebook_build`` (same names).  Code cells are the English ones with
-what they print, plot and say in comments in Korean (:data:`CODE_TEXTS`).
+one per constant of :mod:`autograder.packaging.notebook_en` (same names): the code cells' texts by key
+(:data:`CODE_TEXTS`), the skeleton's stubs (:data:`PROMPT`), and otter's own words in Korean (:data:`OTTER_WORDS`).
 """
 
 from __future__ import annotations
-
-import re
 
 HANDOUT_NAME = "README.ko.md"
 NOTEBOOK = "amp_homework.ko.ipynb"
@@ -75,77 +73,59 @@ CUDA가 있는 곳(예: 호스팅된 노트북의 GPU)에서는 이 셀이 큰 M
 채점합니다. CPU만 있는 컴퓨터에서는 셀이 그렇다고만 알려 줍니다.
 """
 
-#: The skeleton's stubs (``autograder.packaging.release``) as the Korean task cells raise them.
-NOT_IMPLEMENTED = (re.compile(r'"([\w.]+) is not implemented yet: see Task (\d+) in README\.md"'),
-                   r'"\1: 아직 구현되지 않았습니다(README.ko.md의 과제 \2 참고)"')
+#: The skeleton's stubs in the Korean task cells (:data:`autograder.packaging.release.PROMPT`'s fields).
+PROMPT = "{where}: 아직 구현되지 않았습니다(README.ko.md의 과제 {task} 참고)"
 
-#: What the code cells print, plot and say in comments, in Korean: English text -> Korean.  The Korean edition's
-#: code cells are the English ones with these replaced (``tests/test_handout_sync.py`` checks that).
+#: What the code cells print, plot and say in comments, in Korean: :data:`autograder.packaging.notebook_en.CODE_TEXTS`'
+#: keys (``tests/test_handout_sync.py`` checks that both editions have the same).
 CODE_TEXTS = {
-    # the install cell (notebook_build.install_source)
-    "# Run this cell first: it installs what this notebook needs, at the grader's versions\n"
-    "# (torch's CPU build), unless it is installed already.":
-        "# 이 셀을 먼저 실행하세요. 이 노트북에 필요한 패키지를 채점기와 같은 버전(torch는 CPU 빌드)으로\n"
-        "# 설치합니다. 이미 설치되어 있으면 건너뜁니다.",
-    # otter's cells
-    "# Initialize Otter": "# Otter 초기화",
-    "# Save your notebook first, then run this cell to export your submission.":
-        "# 먼저 노트북을 저장한 뒤 이 셀을 실행해 제출물을 내보내세요.",
-    # the public tests' messages in Korean (checks/words.py reads AMP_LANGUAGE; grader.check's pytest inherits it)
-    "import importlib.util\nimport sys\n":
-        "import importlib.util\nimport os\nimport sys\n\nos.environ[\"AMP_LANGUAGE\"] = \"ko\"  # 공개 테스트의 메시지를 한국어로\n",
-    "Import the file your %%writefile cell wrote (name.py), fresh: re-running a cell changes it.":
-        "여러분의 %%writefile 셀이 쓴 파일(name.py)을 새로 import합니다. 셀을 다시 실행하면 파일이 바뀝니다.",
-    # which dtype autocast picks
-    "operation (h = F.linear(x, w))": "연산 (h = F.linear(x, w))",
-    # the underflow demo
-    "{'step':>5} | {'loss, no scaler':>15} | {'loss, scaler':>13} | {'scale':>9}":
-        "{'스텝':>5} | {'손실, 스케일러 없음':>15} | {'손실, 스케일러':>13} | {'스케일':>9}",
-    "Without scaling the weight gradient is exactly zero from step {plain.first_zero_grad_step} on.":
-        "스케일링이 없으면 가중치 기울기는 스텝 {plain.first_zero_grad_step}부터 정확히 0입니다.",
-    "(pip install matplotlib to see the loss curves)": "(손실 곡선을 보려면 pip install matplotlib)",
-    "    fig, ax = plt.subplots(figsize=(7, 4))\n":
-        "    from matplotlib import font_manager\n\n"
+    "install.comment": "# 이 셀을 먼저 실행하세요. 이 노트북에 필요한 패키지를 채점기와 같은 버전(torch는 CPU 빌드)으로\n# 설치합니다. 이미 설치되어 있으면 건너뜁니다.",
+    "load.os": "import os\n",
+    "load.language": '\nos.environ["AMP_LANGUAGE"] = "ko"  # 공개 테스트의 메시지를 한국어로\n',
+    "load.doc": "여러분의 %%writefile 셀이 쓴 파일(name.py)을 새로 import합니다. 셀을 다시 실행하면 파일이 바뀝니다.",
+    "dtypes.operation": "연산 (h = F.linear(x, w))",
+    "demo.header": "{'스텝':>5} | {'손실, 스케일러 없음':>15} | {'손실, 스케일러':>13} | {'스케일':>9}",
+    "demo.zero": "스케일링이 없으면 가중치 기울기는 스텝 {plain.first_zero_grad_step}부터 정확히 0입니다.",
+    "demo.no_matplotlib": "(손실 곡선을 보려면 pip install matplotlib)",
+    "demo.fonts":
+        "    from matplotlib import font_manager\n"
+        "\n"
         "    hangul = [font.name for font in font_manager.fontManager.ttflist\n"
-        "              if any(name in font.name for name in (\"Nanum\", \"Noto Sans CJK\", \"Noto Sans KR\", \"Malgun\", \"AppleGothic\"))]\n"
+        '              if any(name in font.name for name in ("Nanum", "Noto Sans CJK", "Noto Sans KR", "Malgun", "AppleGothic"))]\n'
         "    if hangul:  # 한글 글꼴이 있으면 그래프의 한글이 네모로 나오지 않습니다\n"
-        "        plt.rcParams[\"font.family\"] = hangul[0]\n"
-        "    fig, ax = plt.subplots(figsize=(7, 4))\n",
-    'label="fp16 autocast, no loss scaling"': 'label="fp16 autocast, 손실 스케일링 없음"',
-    'label="gradient underflows to 0"': 'label="기울기가 0으로 언더플로"',
-    'xlabel="step", ylabel="MSE loss (log scale)", title="float16 gradient underflow"':
-        'xlabel="스텝", ylabel="MSE 손실 (로그 눈금)", title="float16 기울기 언더플로"',
-    # your scaler and amp_step on the demo
-    'print(f"Not yet: {exc}")': 'print(f"아직: {exc}")',
-    'print(f"final loss: no scaler {plain.final_loss:.2e}, torch\'s GradScaler {scaled.final_loss:.2e}, "':
-        'print(f"최종 손실: 스케일러 없음 {plain.final_loss:.2e}, torch의 GradScaler {scaled.final_loss:.2e}, "',
-    'f"your ToyLossScaler + amp_step {mine.final_loss:.2e}")': 'f"여러분의 ToyLossScaler + amp_step {mine.final_loss:.2e}")',
-    # AMP on a GPU
-    "No CUDA GPU here: skipped. Run this notebook on a GPU machine to time fp32 against AMP.":
-        "여기에는 CUDA GPU가 없어 건너뜁니다. fp32와 AMP의 시간을 재려면 이 노트북을 GPU 컴퓨터에서 실행하세요.",
-    "# plain float32 matmuls for the baseline": "# 기준선은 일반 float32 행렬 곱으로",
-    'f"{torch.cuda.get_device_name()}: fp32 {fp32 * 1e3:.1f} ms/step, "':
-        'f"{torch.cuda.get_device_name()}: fp32 스텝당 {fp32 * 1e3:.1f} ms, "',
-    'f"AMP with your amp_step {amp * 1e3:.1f} ms/step: {fp32 / amp:.2f}x faster")':
-        'f"여러분의 amp_step으로 AMP 스텝당 {amp * 1e3:.1f} ms: {fp32 / amp:.2f}배 빠름")',
+        '        plt.rcParams["font.family"] = hangul[0]\n',
+    "demo.label_plain": "fp16 autocast, 손실 스케일링 없음",
+    "demo.label_zero": "기울기가 0으로 언더플로",
+    "demo.xlabel": "스텝",
+    "demo.ylabel": "MSE 손실 (로그 눈금)",
+    "demo.title": "float16 기울기 언더플로",
+    "mine.not_yet": "아직: {exc}",
+    "mine.final": "최종 손실: 스케일러 없음 {plain.final_loss:.2e}, torch의 GradScaler {scaled.final_loss:.2e}, ",
+    "mine.final_mine": "여러분의 ToyLossScaler + amp_step {mine.final_loss:.2e}",
+    "gpu.skipped": "여기에는 CUDA GPU가 없어 건너뜁니다. fp32와 AMP의 시간을 재려면 이 노트북을 GPU 컴퓨터에서 실행하세요.",
+    "gpu.baseline": "기준선은 일반 float32 행렬 곱으로",
+    "gpu.fp32": "{torch.cuda.get_device_name()}: fp32 스텝당 {fp32 * 1e3:.1f} ms, ",
+    "gpu.amp": "여러분의 amp_step으로 AMP 스텝당 {amp * 1e3:.1f} ms: {fp32 / amp:.2f}배 빠름",
 }
 
-#: otter's markdown above the export cell, in Korean (otter writes it in English).
-SUBMISSION_EN = ("## Submission\n\nMake sure you have run all cells in your notebook in order before running the cell "
-                 "below, so that all images/graphs appear in the output. The cell below will generate a zip file for "
-                 "you to submit. **Please save before exporting!**")
-SUBMISSION_KO = ("## 제출\n\n아래 셀을 실행하기 전에 노트북의 모든 셀을 순서대로 실행해서 모든 이미지와 그래프가 출력에 "
-                 "나오게 하세요. 아래 셀이 제출할 zip 파일을 만듭니다. **내보내기 전에 저장하세요!**")
+#: What otter itself writes in English in the notebook it generates (its init cell, its export cell and the
+#: markdown above it), by key: (otter's words, the Korean edition's).  Otter owns these texts, so they are found by
+#: its words; a newer otter that rewords one fails ``tests/test_handout_sync.py``.
+OTTER_WORDS = {
+    "init": ("# Initialize Otter", "# Otter 초기화"),
+    "export": ("# Save your notebook first, then run this cell to export your submission.",
+               "# 먼저 노트북을 저장한 뒤 이 셀을 실행해 제출물을 내보내세요."),
+    "submission": (
+        "## Submission\n\nMake sure you have run all cells in your notebook in order before running the cell below, so "
+        "that all images/graphs appear in the output. The cell below will generate a zip file for you to submit. "
+        "**Please save before exporting!**",
+        "## 제출\n\n아래 셀을 실행하기 전에 노트북의 모든 셀을 순서대로 실행해서 모든 이미지와 그래프가 출력에 나오게 하세요. "
+        "아래 셀이 제출할 zip 파일을 만듭니다. **내보내기 전에 저장하세요!**"),
+}
 
 
-def localised_code(source: str) -> str:
-    """An English code cell as the Korean edition has it: what it prints, plots and says in Korean."""
-    for english, korean in CODE_TEXTS.items():
+def otters_words(source: str) -> str:
+    """A cell otter generated, with otter's English words (:data:`OTTER_WORDS`) in Korean."""
+    for english, korean in OTTER_WORDS.values():
         source = source.replace(english, korean)
-    pattern, replacement = NOT_IMPLEMENTED
-    return pattern.sub(replacement, source)
-
-
-def localised_markdown(source: str) -> str:
-    """otter's own English markdown as the Korean edition has it."""
-    return source.replace(SUBMISSION_EN, SUBMISSION_KO)
+    return source

@@ -31,7 +31,10 @@ import sys
 from pathlib import Path
 from autograder import ROOT
 
-TASKS = {"loss_scaler.py": "Task 1", "amp_step.py": "Task 2", "answers.py": "Task 3"}
+TASKS = {"loss_scaler.py": 1, "amp_step.py": 2, "answers.py": 3}
+#: What a stub raises: ``where`` the class and method (or "this part"), ``task`` its task's number.  The Korean
+#: notebook's task cells raise :data:`autograder.packaging.notebook_ko.PROMPT`.
+PROMPT = "{where} is not implemented yet: see Task {task} in README.md"
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 LINE_MARKER = re.compile(r"^(?P<lhs>\s*[\w.\[\]\"']+\s*=\s*).*#\s*SOLUTION\s*$")
 
@@ -54,8 +57,8 @@ def _qualnames(source: str) -> dict[int, str]:
     return names
 
 
-def strip_solution(source: str, filename: str) -> str:
-    """Return the student skeleton of one solution file."""
+def strip_solution(source: str, filename: str, prompt: str = PROMPT) -> str:
+    """Return the student skeleton of one solution file, each stub raising ``prompt`` (:data:`PROMPT`)."""
     names = _qualnames(source)
     out: list[str] = []
     inside = False
@@ -67,8 +70,10 @@ def strip_solution(source: str, filename: str) -> str:
             inside = True
             indent = line[: len(line) - len(line.lstrip())]
             where = names.get(number, "this part")
-            task = TASKS.get(filename, "the handout")
-            out.append(f'{indent}raise NotImplementedError("{where} is not implemented yet: see {task} in README.md")')
+            if filename not in TASKS:
+                raise ValueError(f"{filename}:{number}: a solution block in a file no task owns (TASKS)")
+            message = prompt.format(where=where, task=TASKS[filename])
+            out.append(f'{indent}raise NotImplementedError("{message}")')
             continue
         if stripped == END:
             if not inside:
