@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from autograder import settings
-from autograder.batch import feedback, inputs, run, summary
+from autograder.batch import feedback, inputs, metadata, run, summary
 from autograder.batch.digest import content_digest
 from autograder.engine import grader, rubric
 from autograder.batch.ledger import Entry, Ledger
@@ -404,14 +404,14 @@ def test_contract_names_and_internal_message_match_the_grader() -> None:
 
 
 def test_parse_metadata_reads_gradescope_yaml() -> None:
-    people = inputs.parse_metadata(METADATA)
-    assert people["submission_101"] == (inputs.Submitter("Ada Lovelace", "1815", "ada@example.edu"),)
+    people = metadata.parse_metadata(METADATA)
+    assert people["submission_101"] == (metadata.Submitter("Ada Lovelace", "1815", "ada@example.edu"),)
     assert [p.sid for p in people["submission_102"]] == ["1912", "1906"]
     with pytest.raises(ValueError):
-        inputs.parse_metadata("- just\n- a list\n")
+        metadata.parse_metadata("- just\n- a list\n")
     with pytest.raises(ValueError):
-        inputs.parse_metadata("a: [unclosed\n")
-    assert inputs.parse_metadata("submission_1:\n  :submitters: !ruby/object:Weird\n    x: 1\n") == {}
+        metadata.parse_metadata("a: [unclosed\n")
+    assert metadata.parse_metadata("submission_1:\n  :submitters: !ruby/object:Weird\n    x: 1\n") == {}
 
 
 def _zip(path: Path, members: dict[str, str]) -> Path:

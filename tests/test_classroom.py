@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder.batch import inputs, roster
+from autograder.batch import inputs, metadata, roster
 from autograder.packaging import classroom
 from classroom_runner import run_workflow
 from conftest import ROOT, grade, load_results
@@ -150,11 +150,11 @@ def test_row_script_fails_a_row_whose_checks_left_no_results(tmp_path: Path) -> 
 def test_roster_names_github_usernames() -> None:
     students = roster.parse_roster(ROSTER)
     assert students == {
-        "adal": inputs.Submitter("Ada Lovelace", "ada@uni.example", "ada@uni.example"),
-        "grace-h": inputs.Submitter("s-2", "s-2", ""),
-        "linus": inputs.Submitter("Linus T", "s-4", ""),
+        "adal": metadata.Submitter("Ada Lovelace", "ada@uni.example", "ada@uni.example"),
+        "grace-h": metadata.Submitter("s-2", "s-2", ""),
+        "linus": metadata.Submitter("Linus T", "s-4", ""),
     }
-    assert roster.parse_roster("\ufeffgithub_username\nzed\n".lstrip("\ufeff")) == {"zed": inputs.Submitter("zed", "", "")}
+    assert roster.parse_roster("\ufeffgithub_username\nzed\n".lstrip("\ufeff")) == {"zed": metadata.Submitter("zed", "", "")}
     with pytest.raises(ValueError, match="no github_username column"):
         roster.parse_roster("name,email\nA,a@b\n")
 

@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import Iterable
 
 from autograder.batch.digest import IGNORED, content_digest
-from autograder.batch.metadata import METADATA, Submitter, parse_metadata, read_metadata  # noqa: F401 - API
+from autograder.batch.metadata import METADATA, Submitter, read_metadata
 from autograder.engine import intake
 from autograder.engine.strings import text
 

@@ -298,9 +298,8 @@ class LocalPool:
                         if message.get("kind") == "ready":
                             worker.ready = True
                             failures[worker.slot] = 0
-                        elif message.get("kind") == "result" and any(
-                                job.task_id == message.get("task") for job in worker.jobs):
-                            job = next(job for job in worker.jobs if job.task_id == message.get("task"))
+                        elif message.get("kind") == "result" and (job := next(
+                                (job for job in worker.jobs if job.task_id == message.get("task")), None)):
                             worker.jobs.remove(job)
                             worker.count += 1
                             if not worker.jobs and worker.count >= self.max_per_worker and queue:

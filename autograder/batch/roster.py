@@ -14,7 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from autograder.batch.inputs import Discovery, InputError, Submitter
+from autograder.batch.inputs import Discovery, InputError
+from autograder.batch.metadata import Submitter
 
 USER_COLUMN = "github_username"
 REMOTE = re.compile(r"^\s*url\s*=\s*\S*?([^/:\s]+?)(?:\.git)?/?\s*$", re.M)

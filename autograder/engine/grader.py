@@ -214,8 +214,9 @@ def grade_submissions(tasks: Sequence[tuple[str, Path]], *, hide: Sequence[str] 
         for grading in wave:
             grading.close()
         rooms.vacate()
+        first = not _STARTED.get("graded")
         _STARTED["graded"] = _STARTED.get("graded", 0) + len(wave)
-        if _STARTED["graded"] == len(wave):
+        if first:
             gc.freeze()  # the test modules, imported by the first grading, stay for good too
 
 
