@@ -123,3 +123,51 @@ def test_the_sealed_level_is_the_default_minimum() -> None:
     finally:
         if env is not None:
             os.environ["AMP_MIN_ISOLATION"] = env
+
+
+#: Appended to one classmate's loss_scaler.py: at import, it looks for its wave-mate's files (the staged copy, the
+#: scratch folders) wherever the grader keeps them, and prints what it reads.  The other classmate's answers.py
+#: carries MATE_MARK.
+LOOKS_FOR_MATE = '''
+
+import os as _os
+
+MATE_MARK = "MATE" + "-SECRET-7f3a"
+
+
+def _look_for_mate():
+    mine = _os.path.dirname(_os.path.abspath(__file__))
+    roots = ["/tmp", "/var/tmp", _os.path.dirname(mine), _os.path.dirname(_os.path.dirname(mine)),
+             _os.environ.get("TMPDIR", "/tmp")]
+    for root in roots:
+        for folder, dirs, files in _os.walk(root):
+            if folder.count(_os.sep) - root.count(_os.sep) >= 3:
+                dirs[:] = []
+            for name in files:
+                path = _os.path.join(folder, name)
+                if name.endswith(".py") and not path.startswith(mine):
+                    try:
+                        with open(path, encoding="utf-8", errors="replace") as stream:
+                            if MATE_MARK in stream.read():
+                                print("FOUND-MATE", path, flush=True)
+                    except OSError:
+                        pass
+
+
+_look_for_mate()
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["root", "docker"])
+def test_a_wave_mate_finds_nothing_of_its_classmate(mode: str, workspace: Path) -> None:
+    """One worker grades both in one wave (phase by phase, their staged copies side by side, processes under the same
+    uids in turn): the one that looks for the other's files at every phase finds none, and both keep 90."""
+    needs(mode)
+    folders = [submission(workspace / "looker", {"loss_scaler.py": LOOKS_FOR_MATE}),
+               submission(workspace / "mate", {"answers.py": '\n# MATE-SECRET-7f3a\n'})]
+    done = grade_as(mode, folders, workspace / "out", "--jobs", "1", "--no-progress", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    looker = results_of(workspace / "out", "looker")
+    assert [results_of(workspace / "out", name)["score"] for name in ("looker", "mate")] == [90, 90]
+    assert "FOUND-MATE" not in json.dumps(looker), shown(looker)[:2000]
