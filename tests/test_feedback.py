@@ -100,7 +100,7 @@ def test_the_short_lines_are_korean_in_korean(tmp_path: Path, monkeypatch: pytes
     from checks import words
 
     monkeypatch.setenv("AMP_LANGUAGE", "ko")
-    monkeypatch.setattr(words, "_heard", {})
+    monkeypatch.setattr(words, "heard", {})
     # the student process sent the syntax error's id and fields with the import's reply; the sandbox heard them
     words.hear([{"id": "file.syntax", "fields": {"file": "loss_scaler.py", "line": "3", "message": "invalid syntax"}}])
     runner = _runner(tmp_path / "sub", ("loss_scaler.py",), {"loss_scaler": SYNTAX})

@@ -35,7 +35,7 @@ REFUSED_KO = ("torch.amp.GradScaler: loss_scaler.py가 실행되는 동안에는
 @pytest.fixture(autouse=True)
 def nothing_heard(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with nothing said or heard (they are per process)."""
-    monkeypatch.setattr(words, "_heard", {})
+    monkeypatch.setattr(words, "heard", {})
     words.take_said()
 
 
@@ -186,7 +186,7 @@ def test_a_forged_said_is_left_out(said: object, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv(words.ENV, "ko")
     words.hear(said)
     text = "x.py is missing: upload it at the top level of your submission."
-    assert words.rendered(text) == text and words._heard == {}
+    assert words.rendered(text) == text and words.heard == {}
 
 
 def test_a_new_submission_starts_with_nothing_heard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -203,10 +203,10 @@ def test_a_new_submission_starts_with_nothing_heard(tmp_path: Path, monkeypatch:
 
 def test_what_is_heard_is_bounded() -> None:
     words.hear([{"id": "file.missing", "fields": {"file": f"{n}.py"}} for n in range(words.SAID_LIMIT + 5)])
-    assert len(words._heard) == words.SAID_LIMIT  # a reply names at most SAID_LIMIT
+    assert len(words.heard) == words.SAID_LIMIT  # a reply names at most SAID_LIMIT
     for start in range(0, words.HEARD_LIMIT + 40, words.SAID_LIMIT):
         words.hear([{"id": "refused.task1", "fields": {"what": f"c{start + n}"}} for n in range(words.SAID_LIMIT)])
-    assert len(words._heard) == words.HEARD_LIMIT
+    assert len(words.heard) == words.HEARD_LIMIT
 
 
 def test_a_failed_check_renders_what_the_process_said(monkeypatch: pytest.MonkeyPatch) -> None:

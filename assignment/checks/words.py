@@ -807,7 +807,8 @@ STUDENT_PROCESS = ("file.missing", "file.not_utf8", "file.syntax", "file.import_
 #: At most this many messages per reply, and remembered by the judge; a field at most this long.
 SAID_LIMIT, HEARD_LIMIT, FIELD_LIMIT = 32, 512, 4000
 _spoken: collections.deque[dict[str, Any]] = collections.deque(maxlen=SAID_LIMIT)
-_heard: dict[str, tuple[str, dict[str, str]]] = {}  # its English text -> (id, fields), oldest first
+#: What was heard: its English text -> (id, fields), oldest first (the grader keeps each submission's apart).
+heard: dict[str, tuple[str, dict[str, str]]] = {}
 
 
 def english(key: str, **fields: Any) -> str:
@@ -848,26 +849,10 @@ def hear(said: Any) -> None:
         valid = _valid(entry)
         if valid:
             text = EN[valid[0]].format(**valid[1])
-            _heard.pop(text, None)
-            _heard[text] = valid
-            if len(_heard) > HEARD_LIMIT:
-                del _heard[next(iter(_heard))]
-
-
-def forget_heard() -> None:
-    """Forget what was heard: a judge grading a new submission renders only what that one's processes said (what
-    another said would render its English text, forged or not, in one worker and not in another)."""
-    take_said()
-    _heard.clear()
-
-
-def swap_heard(heard: dict[str, tuple[str, dict[str, str]]]) -> dict[str, tuple[str, dict[str, str]]]:
-    """Make ``heard`` (what an earlier call returned, or ``{}``) what was heard, and return what was, with what this
-    process said itself since: a judge grading several submissions in turns keeps each one's apart."""
-    global _heard
-    hear(take_said())
-    previous, _heard = _heard, heard
-    return previous
+            heard.pop(text, None)
+            heard[text] = valid
+            if len(heard) > HEARD_LIMIT:
+                del heard[next(iter(heard))]
 
 
 def rendered(text: str) -> str:
@@ -877,7 +862,7 @@ def rendered(text: str) -> str:
     hear(take_said())  # what this process said itself (a judge reading a submission's answers.py)
     if language() == DEFAULT or not text:
         return text
-    for english_text, (key, fields) in sorted(_heard.items(), key=lambda item: -len(item[0])):
+    for english_text, (key, fields) in sorted(heard.items(), key=lambda item: -len(item[0])):
         if english_text in text:
             text = text.replace(english_text, say(key, **fields))
         elif "\n" in EN[key]:

@@ -241,12 +241,12 @@ class _Grading:
 
     @contextlib.contextmanager
     def _turn(self) -> Iterator[None]:
-        from checks import words
+        from autograder.engine import judge_words
 
         self._turn_began = began = time.monotonic()
         if self.runner is not None:
             self.runner.started += began - self._paused  # the other submissions' turns are never its budget
-        others = words.swap_heard(self.heard)
+        others = judge_words.swap_heard(self.heard)
         try:
             yield
         except Exception as exc:  # noqa: BLE001 - a grader fault must not stop the batch
@@ -257,7 +257,7 @@ class _Grading:
                             "staff_log": traceback.format_exc(), "seconds": round(self._own(), 3)}
             self.close()
         finally:
-            self.heard = words.swap_heard(others)
+            self.heard = judge_words.swap_heard(others)
             self._paused = time.monotonic()
             self.seconds += self._paused - began
 
@@ -305,8 +305,8 @@ class _Grading:
             return self.outcome
         with self._turn():
             report = self.report
+            report.seconds = self._own()  # its own turns, intake included: never the other submissions'
             data = (describe or results.gradescope_results)(report, self.name)
-            data["execution_time"] = round(self._own(), 1)  # everything, intake included
             data["extra_data"] = {**data.get("extra_data", {}), **sandbox_records(self.runner)}
             if report.notes:  # what the top of the feedback tells (intake, broken files), for the TAs' class report
                 data["extra_data"]["notes"] = list(report.notes)

@@ -321,13 +321,13 @@ def grade_in_phases(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ..
     """Grade through ``runner``: cases that answer exactly like the solution pass at once, the rest run in pytest.
     One phase per ``next``, which runs that phase's student processes and yields its index in :data:`phases.KINDS`;
     the report is the generator's return value.  Between two steps this grading has no student process alive (the
-    caller releases the runner), so the gradings of one wave take turns phase by phase.  Without a plan the whole
-    grading is one step, which yields nothing."""
+    caller releases the runner), so the gradings of one wave take turns phase by phase; the report's ``seconds`` are
+    the caller's to set (its own time is what the caller measures, never the other gradings' turns).  Without a plan
+    the whole grading is one step, which yields nothing."""
     from autograder.engine import judge
 
     if plan is None or not hasattr(runner, "prefetch"):
         return judge.grade_staged(runner, items, notes)
-    resumed, spent = time.monotonic(), 0.0  # its own time: not the other gradings' steps between two of its own
     wanted = {item.test for item in items}
     cases = [case for case in plan.cases if case.test in wanted]
     answered: dict[str, list[str | None]] = {case.name: [None] * len(case.calls) for case in cases}
@@ -360,13 +360,11 @@ def grade_in_phases(runner: Any, plan: Plan | None, items: tuple[rubric.Item, ..
             outcomes += found
             printed.append(output)
             ran |= {item.test for item in rows}
-        spent += time.monotonic() - resumed
         yield kind
-        resumed = time.monotonic()
     done = {test for test, found in by_test.items()
             if test not in ran and all(_matches(case, answered[case.name]) for case in found)}
     outcomes = [judge.Outcome(case.test, case.name, True) for case in cases if case.test in done] + outcomes
-    report = judge.build_report(runner, items, outcomes, "\n".join(printed).strip(), notes, resumed - spent)
+    report = judge.build_report(runner, items, outcomes, "\n".join(printed).strip(), notes, time.monotonic())
     report.plan, report.answers = plan, answered
     report.staff_log = (f"call plan ({plan.origin}): {len(done)} of {len({i.test for i in items})} tests passed by "
                         f"matching the reference's answers; {len(wanted - done)} run in pytest\n\n"
