@@ -8,6 +8,7 @@ logic, not the sandbox, is under test.  The grader's verdicts on the catalogue a
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -115,3 +116,39 @@ def test_the_search_leaves_another_rows_mistake_to_that_row(name: str, tmp_path:
         deviations.charged = saved
     assert found and found[0] != deviations.DIFFERENTIAL
     assert rubric.BY_TEST[found[0]].number in ENTRIES[name].must_fail
+
+
+# --------------------------------------------------------------------------- a search that remembers its draws
+
+
+def _scenario_failure(student: Any) -> str:
+    with pytest.raises(AssertionError) as failed:
+        behaviours.scenario_search(student, 100)
+    return str(failed.value)
+
+
+@pytest.mark.parametrize("name", ["only_first_grad_checked", "nan_ignored", "backoff_per_overflowing_grad"])
+def test_a_search_after_one_that_found_nothing_finds_and_shrinks_the_same(name: str, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The draws a search that found nothing made are tried first in the next search of that name; a mistake among
+    them sends it to hypothesis's own search, which finds and shrinks it exactly as a first search does."""
+    monkeypatch.setattr(behaviours, "_DRAWN", {})
+    student = submission(name, tmp_path)
+    first = _scenario_failure(student)  # nothing remembered: hypothesis draws and shrinks
+    behaviours.scenario_search(InProcess(ROOT / "solutions"), 100)  # finds nothing: its draws are remembered
+    assert len(behaviours._DRAWN[("scenario_search", 100)]) == 100
+    assert _scenario_failure(student) == first
+
+
+def test_a_search_that_found_nothing_before_draws_nothing_new(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second search of a correct scaler asks hypothesis for nothing, and tries every draw the first made."""
+    monkeypatch.setattr(behaviours, "_DRAWN", {})
+    solution = InProcess(ROOT / "solutions")
+    behaviours.scenario_search(solution, 100)
+    tried: list[Any] = []
+    original = behaviours.matches_torch
+    monkeypatch.setattr(behaviours, "find", lambda *args, **kwargs: pytest.fail("hypothesis was asked to draw"))
+    monkeypatch.setattr(behaviours, "matches_torch", lambda *args: tried.append(args[1:]) or original(*args))
+    behaviours.scenario_search(solution, 100)
+    drawn = [(scenario, powers_of_two) for powers_of_two, scenario in behaviours._DRAWN[("scenario_search", 100)]]
+    assert json.dumps(tried) == json.dumps(drawn) and len(tried) == 100  # (NaN among them: never equal to itself)

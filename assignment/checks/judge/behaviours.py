@@ -15,6 +15,7 @@ itself; only :func:`matches_torch` (the differential row) compares everything wi
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from typing import Any, Sequence
@@ -165,13 +166,38 @@ def matches_torch(student: Any, scenario: dict[str, Json], powers_of_two: bool) 
 SHRINK_CALLS = 60
 
 
-def _shrunk(strategy: SearchStrategy, fails: Any, examples: int, shrink: bool = True) -> Any:
+#: What ``find`` drew, in order, in a search that found nothing, by (the search's name, examples): its generation is
+#: derandomized and never depends on the answers until one is found, so every later search of that name in this
+#: process draws the same, and one that finds nothing need not ask hypothesis to draw them again.
+_DRAWN: dict[tuple[str, int], list[Any]] = {}
+
+
+def _shrunk(strategy: SearchStrategy, fails: Any, examples: int, shrink: bool = True, name: str = "") -> Any:
     """The first of ``examples`` draws of ``strategy`` for which ``fails`` is true, shrunk by hypothesis unless
-    ``shrink`` is false (its ``find``, derandomized as every check), or None."""
+    ``shrink`` is false (its ``find``, derandomized as every check), or None.  A search with a ``name`` (one strategy,
+    always) first tries what an earlier search of that name drew; only when one of those fails (or raises) does
+    ``find`` search, and shrink, as it always would."""
+    key = (name, examples)
+    drawn = _DRAWN.get(key) if name else None
+    if drawn is not None:
+        try:
+            if not any(fails(copy.deepcopy(case)) for case in drawn):
+                return None
+        except Exception:  # noqa: BLE001 - find meets it again, and shrinks towards it
+            pass
+    seen: list[Any] = []
+
+    def recording(case: Any) -> bool:
+        seen.append(copy.deepcopy(case))
+        return fails(case)
+
     phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
     try:
-        return find(strategy, fails, settings=settings(max_examples=examples, phases=phases))
+        return find(strategy, recording if drawn is None else fails,
+                    settings=settings(max_examples=examples, phases=phases))
     except NoSuchExample:
+        if name and drawn is None:
+            _DRAWN[key] = seen
         return None
 
 
@@ -188,7 +214,7 @@ def scenario_search(student: Any, examples: int) -> None:
             return True
         return False
 
-    found = _shrunk(drawn, fails, examples)
+    found = _shrunk(drawn, fails, examples, name="scenario_search")
     if found is not None:
         matches_torch(student, found[1], found[0])
 
@@ -213,7 +239,7 @@ def differential_search(student: Any, strategy: SearchStrategy, examples: int, s
             runs[key] = sequences.first_difference(args, expected, got), got
         return runs[key][0]
 
-    found = _shrunk(strategy, lambda args: first(args) is not None, examples, shrink=False)
+    found = _shrunk(strategy, lambda args: first(args) is not None, examples, shrink=False, name=repr(strategy))
     if found is None:
         return
     args = sequences.shrink(found, first, SHRINK_CALLS) if shrink else found
