@@ -121,17 +121,25 @@ def test_the_search_leaves_another_rows_mistake_to_that_row(name: str, tmp_path:
 # --------------------------------------------------------------------------- a search that remembers its draws
 
 
-def _scenario_failure(student: Any) -> str:
-    with pytest.raises(AssertionError) as failed:
-        behaviours.scenario_search(student, 100)
-    return str(failed.value)
+def _scenario_failure(student: Any) -> tuple[str, list[str]]:
+    """The search's failure, and every call the student's scaler answered (in order)."""
+    asked: list[str] = []
+    run = student.run
+    student.run = lambda scenario, args: asked.append(json.dumps(args)) or run(scenario, args)
+    try:
+        with pytest.raises(AssertionError) as failed:
+            behaviours.scenario_search(student, 100)
+    finally:
+        student.run = run
+    return str(failed.value), asked
 
 
 @pytest.mark.parametrize("name", ["only_first_grad_checked", "nan_ignored", "backoff_per_overflowing_grad"])
 def test_a_search_after_one_that_found_nothing_finds_and_shrinks_the_same(name: str, tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The draws a search that found nothing made are tried first in the next search of that name; a mistake among
-    them sends it to hypothesis's own search, which finds and shrinks it exactly as a first search does."""
+    them sends it to hypothesis's own search, which finds and shrinks it exactly as a first search does, asking the
+    student's scaler exactly what a first search asks."""
     monkeypatch.setattr(behaviours, "_DRAWN", {})
     student = submission(name, tmp_path)
     first = _scenario_failure(student)  # nothing remembered: hypothesis draws and shrinks

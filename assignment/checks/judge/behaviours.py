@@ -176,25 +176,33 @@ def _shrunk(strategy: SearchStrategy, fails: Any, examples: int, shrink: bool = 
     """The first of ``examples`` draws of ``strategy`` for which ``fails`` is true, shrunk by hypothesis unless
     ``shrink`` is false (its ``find``, derandomized as every check), or None.  A search with a ``name`` (one strategy,
     always) first tries what an earlier search of that name drew; only when one of those fails (or raises) does
-    ``find`` search, and shrink, as it always would."""
+    ``find`` search, and shrink, as it always would: its first tries of those draws get the answers already given
+    (the student's process is asked exactly what it was asked without them)."""
     key = (name, examples)
     drawn = _DRAWN.get(key) if name else None
-    if drawn is not None:
-        try:
-            if not any(fails(copy.deepcopy(case)) for case in drawn):
+    answered: dict[str, list[bool]] = {}
+    try:
+        for case in drawn or ():
+            text = json.dumps(case)
+            answered.setdefault(text, []).append(fails(copy.deepcopy(case)))
+            if answered[text][-1]:
+                break
+        else:
+            if drawn is not None:
                 return None
-        except Exception:  # noqa: BLE001 - find meets it again, and shrinks towards it
-            pass
+    except Exception:  # noqa: BLE001 - find meets it again, and shrinks towards it
+        pass
     seen: list[Any] = []
 
-    def recording(case: Any) -> bool:
-        seen.append(copy.deepcopy(case))
-        return fails(case)
+    def tried(case: Any) -> bool:
+        if drawn is None:
+            seen.append(copy.deepcopy(case))
+        earlier = answered.get(json.dumps(case)) if answered else None
+        return earlier.pop(0) if earlier else fails(case)
 
     phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
     try:
-        return find(strategy, recording if drawn is None else fails,
-                    settings=settings(max_examples=examples, phases=phases))
+        return find(strategy, tried, settings=settings(max_examples=examples, phases=phases))
     except NoSuchExample:
         if name and drawn is None:
             _DRAWN[key] = seen
