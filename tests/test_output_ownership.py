@@ -185,3 +185,21 @@ def test_the_call_plan_sends_a_public_examples_calls_apart(remembering: sandbox.
     assert '"scale": 3.0' in str(hidden) and '"scale": 2.0' in str(public), (hidden, public)
     remembering.begin_test(SHARED_NAME)  # the hidden test, run after: served what was fetched for it
     assert first_seen(remembering.run("scaler_ops", construct(3.0))) == 3.0
+
+
+def test_output_names_files_the_same_from_every_checkout_and_install(tmp_path: Path) -> None:
+    """A warning names the file it came from: the checks', torch's and the staged copy's paths differ from checkout to
+    checkout and machine to machine, so the feedback names them from their own folders."""
+    import sysconfig
+
+    import checks
+    from autograder.engine.student_processes import OutputLog
+
+    log = OutputLog()
+    checks_folder = Path(checks.__file__).resolve().parent.parent
+    packages = Path(sysconfig.get_path("purelib")).resolve()
+    log.kept["t"] = bytearray(f"{checks_folder}/checks/runners/probes.py:469: UserWarning: Converting\n"
+                              f"{packages}/torch/_tensor.py:7: UserWarning: x\n{tmp_path.resolve()}/amp_step.py:66\n"
+                              .encode())
+    assert log.by_test(tmp_path) == {"t": "checks/runners/probes.py:469: UserWarning: Converting\n"
+                                          "torch/_tensor.py:7: UserWarning: x\n<your submission>/amp_step.py:66\n"}

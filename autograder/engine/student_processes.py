@@ -19,10 +19,12 @@ import json
 import os
 import select
 import signal
+import sysconfig
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+import checks
 from autograder.engine.budget import WALL_FACTOR
 
 MAX_REPLY_BYTES = 16 * 2**20
@@ -215,8 +217,20 @@ class OutputLog:
                 self.dropped[owner] = self.dropped.get(owner, 0) + len(chunk) - max(room, 0)
 
     def by_test(self, submission: Path) -> dict[str, str]:
-        """Each test's output as text (node id -> text; "" before any test), the staged folder's name hidden."""
-        staged = str(Path(submission).resolve())  # a temporary folder: its name would differ on every run
-        return {test: bytes(data).decode("utf-8", errors="replace").replace(staged, "<your submission>")
-                + (f"\n… ({self.dropped[test]} more bytes of output not shown)" if test in self.dropped else "")
-                for test, data in self.kept.items() if data}
+        """Each test's output as text (node id -> text; "" before any test), with the folders that differ from run to
+        run and machine to machine named the same everywhere (a warning names the file it came from): the staged
+        copy (a temporary folder) as ``<your submission>``, the checks' and the installed packages' by their own
+        paths from there (``checks/runners/probes.py``, ``torch/...``)."""
+        shown_as = [(str(Path(submission).resolve()), "<your submission>")]
+        packages = sorted({sysconfig.get_path(kind) for kind in ("purelib", "platlib")})
+        for folder in (Path(checks.__file__).parent.parent, *packages):
+            shown_as.append((str(Path(folder).resolve()) + os.sep, ""))
+        texts = {}
+        for test, data in self.kept.items():
+            if data:
+                text = bytes(data).decode("utf-8", errors="replace")
+                for folder, name in shown_as:
+                    text = text.replace(folder, name)
+                texts[test] = text + (f"\n… ({self.dropped[test]} more bytes of output not shown)"
+                                      if test in self.dropped else "")
+        return texts
