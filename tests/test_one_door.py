@@ -81,12 +81,16 @@ def test_the_door_starts_the_zygote_before_the_judge() -> None:
 
 
 def test_no_entry_point_imports_pytest_before_the_door_opens() -> None:
-    """Importing an entry point must leave the order to grader.start(): pytest is not imported yet."""
+    """Importing an entry point, or the sandbox (what grader.start() imports before it forks the zygote), must leave
+    the order to grader.start(): neither pytest nor the grader's own words (every student process would hold them)."""
     entries = ["autograder.cli", "autograder.batch.worker", "autograder.batch.slurm_chunk", "autograder.engine.plan",
                *(relative[:-3].replace("/", ".") for relative in runtimes()), "autograder.gpu.grading",
                "autograder.gpu.cli",
-               "autograder.diagnosis.cli", "autograder.packaging.prairielearn", "autograder.packaging.classroom"]
-    code = f"import importlib, sys\nfor name in {entries!r}:\n    importlib.import_module(name)\nprint(sorted(m for m in ('pytest', 'hypothesis') if m in sys.modules))\n"
+               "autograder.diagnosis.cli", "autograder.packaging.prairielearn", "autograder.packaging.classroom",
+               "autograder.engine.sandbox"]
+    held = ("pytest", "hypothesis", "autograder.engine.judge_words")
+    code = (f"import importlib, sys\nfor name in {entries!r}:\n    importlib.import_module(name)\n"
+            f"print(sorted(m for m in {held!r} if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"

@@ -50,7 +50,7 @@ from checks.runners import harness
 from checks.student import serve
 
 from autograder import settings
-from autograder.engine import budget, cleanup, confine, judge_words, phases, strings, uids
+from autograder.engine import budget, cleanup, confine, phases, strings, uids
 from autograder.engine.files import kill_uid
 from autograder.engine.file_faults import FileFaults
 from autograder.engine.student_processes import OutputLog, StudentProcess
@@ -130,6 +130,8 @@ class SandboxRunner:
         self._uids_dirty: set[int] = set()  # uids given to a process since the last _kill_all: what it must kill
         self._slots_used: set[int] = set()  # slots (uids) any process of this submission has had
         self.files = FileFaults(self.limits.import_seconds, self.limits.hangs_per_module)
+        from autograder.engine import judge_words  # the grader's words: never in the zygote's heap
+
         judge_words.swap_heard({})  # this submission's messages only
         self.output = OutputLog()
         self.started = time.monotonic()
