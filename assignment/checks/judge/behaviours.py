@@ -181,17 +181,17 @@ def _shrunk(strategy: SearchStrategy, fails: Any, examples: int, shrink: bool = 
     key = (name, examples)
     drawn = _DRAWN.get(key) if name else None
     answered: dict[str, list[bool]] = {}
-    try:
-        for case in drawn or ():
-            text = json.dumps(case)
-            answered.setdefault(text, []).append(fails(copy.deepcopy(case)))
-            if answered[text][-1]:
-                break
-        else:
-            if drawn is not None:
+    if drawn is not None:
+        try:
+            for case in drawn:
+                failed = fails(copy.deepcopy(case))
+                answered.setdefault(json.dumps(case), []).append(failed)
+                if failed:
+                    break
+            else:
                 return None
-    except Exception:  # noqa: BLE001 - find meets it again, and shrinks towards it
-        pass
+        except Exception:  # noqa: BLE001 - find meets it again, and shrinks towards it
+            pass
     seen: list[Any] = []
 
     def tried(case: Any) -> bool:
