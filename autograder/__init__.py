@@ -4,6 +4,8 @@ One folder per job, dependencies pointing one way (``tests/test_import_graph.py`
 
 * :mod:`autograder.engine` grades one submission: :func:`autograder.engine.grader.grade_submission`
   is the one door every entry point goes through (intake, sandbox, call plan, judge, results.json);
+* :mod:`autograder.sandbox` is the trust boundary: it starts, confines and talks to student processes, and judges
+  nothing;
 * :mod:`autograder.diagnosis` names the catalogued mistake behind a failing row, and writes the class report;
 * :mod:`autograder.batch` grades many (workers, ledger, reports, Slurm) with the engine;
 * :mod:`autograder.gpu` grades the GPU part with the engine's sandbox;

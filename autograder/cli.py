@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from autograder.engine import budget, levels, rubric, strings
+from autograder.engine import rubric, strings
+from autograder.sandbox import budget, levels
 from autograder import settings
 
 

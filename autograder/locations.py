@@ -18,8 +18,9 @@ PUBLIC_CHECKS = Path(checks.__file__).resolve().parent
 HIDDEN_TESTS = PACKAGE / "hidden"
 SHIPPED_PLAN = HIDDEN_TESTS / "plan.json"
 SHIPPED_TABLE = HIDDEN_TESTS / "diagnosis.json"
-#: The engine's own code (part of the grader's fingerprint).
+#: The engine's own code and the sandbox's (both part of the grader's fingerprint).
 ENGINE = PACKAGE / "engine"
+SANDBOX = PACKAGE / "sandbox"
 #: A checkout's reference solution (the call plan and the batch's canary are recorded from it).
 REFERENCE_SOLUTION = ROOT / "solutions"
 #: A checkout's catalogue of known bugs and correct variants (the diagnosis table is built from it).

@@ -12,7 +12,7 @@ to children and ``TMPDIR``, are the operating system's, not settings.)  Who sets
 
 Some are read once, at import, on purpose: the student processes are forked from a zygote that has
 already imported the engine, and their environment is emptied before student code runs
-(:func:`autograder.engine.confine.clean_environment`), so a value must be taken before.  Their
+(:func:`autograder.sandbox.confine.clean_environment`), so a value must be taken before.  Their
 modules say so where they keep the value (``rubric``, ``judge``).
 
 The public checks (``assignment/checks``) ship to students without the grader, so they cannot
@@ -48,8 +48,8 @@ LANGUAGE = Setting("AMP_LANGUAGE", "language.json beside the engine's strings, e
                    "checks' words read it, the grader through them (checks.words.requested)", "instructor, TA, students",
                    "checks.words")
 MIN_ISOLATION = Setting("AMP_MIN_ISOLATION", "landlock+seccomp (levels.SEALED)", "refuse to grade below this isolation level "
-                        "(autograder.engine.levels.LEVELS); --min-isolation comes first", "TA, Gradescope",
-                        "autograder.engine.levels")
+                        "(autograder.sandbox.levels.LEVELS); --min-isolation comes first", "TA, Gradescope",
+                        "autograder.sandbox.levels")
 HIDDEN_VISIBILITY = Setting("AMP_HIDDEN_VISIBILITY", "after_due_date", "Gradescope visibility of the hidden rows "
                             "(read at import)", "instructor", "autograder.engine.rubric")
 GPU_POINTS = Setting("AMP_GPU_POINTS", "10", "points of the GPU part, graded by staff (read at import)",
@@ -61,8 +61,8 @@ HIDDEN_TESTS = Setting("AMP_HIDDEN_TESTS", "autograder/hidden", "folder of the h
 HIDDEN_EXAMPLES = Setting("AMP_HIDDEN_EXAMPLES", "each test's measured count (autograder/engine/examples.py)",
                           "hypothesis examples for every hidden property test", "instructor, test", "autograder.engine.judge")
 SANDBOX_LIMITS = Setting("AMP_SANDBOX_LIMITS", "{} (the budget's limits)", "a JSON object overriding fields of "
-                         "autograder.engine.zygote.Limits (call_seconds, ...)", "TA, test",
-                         "autograder.engine.zygote, autograder.batch.pools, autograder.gpu.grading")
+                         "autograder.sandbox.zygote.Limits (call_seconds, ...)", "TA, test",
+                         "autograder.sandbox.zygote, autograder.batch.pools, autograder.gpu.grading")
 PLAN = Setting("AMP_PLAN", "on", "off: grade every test in pytest, call by call, with no call plan "
                "(and so no 'Likely mistake' lines: the diagnosis reads the answers the plan collects)",
                "instructor, TA, test", "autograder.engine.plan, autograder.packaging.gradescope")

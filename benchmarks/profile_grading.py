@@ -40,7 +40,7 @@ import torch  # noqa: E402,F401 - timed: the floor every grading process pays
 
 TORCH_IMPORT_S = time.perf_counter() - started
 
-from autograder.engine import sandbox  # noqa: E402
+from autograder.sandbox import runner as sandbox  # noqa: E402
 
 BUGS = ("growth_off_by_one", "backoff_divides", "no_float32_rounding")
 

@@ -35,7 +35,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "assignment")]
 import torch  # noqa: E402,F401
 
 from autograder.engine import plan  # noqa: E402
-from autograder.engine.sandbox import canonical  # noqa: E402
+from autograder.sandbox.runner import canonical  # noqa: E402
 from checks.runners import gpu_runs, harness, probes  # noqa: E402,F401 - they register their scenarios
 from checks.student import serve  # noqa: E402
 

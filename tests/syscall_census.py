@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from autograder.engine import syscalls  # noqa: E402
+from autograder.sandbox import syscalls  # noqa: E402
 
 _CALL = re.compile(r"^(?:<\.\.\. )?([a-z0-9_]+)(?:\(| resumed>)(.*)$")
 _CHILD = re.compile(r"^(?:<\.\.\. )?(?:clone3?|fork|vfork)\b.*= (\d+)$")

@@ -374,7 +374,8 @@ IN_A_STUDENT_PROCESS = '''
 import sys
 from pathlib import Path
 sys.path[:0] = [{root!r}, {root!r} + "/assignment"]
-from autograder.engine import intake, sandbox
+from autograder.engine import intake
+from autograder.sandbox import runner as sandbox
 sandbox.start_zygote()
 from checks.judge import cases
 staged = intake.stage(Path({submission!r}))

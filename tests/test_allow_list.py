@@ -1,4 +1,4 @@
-"""The seccomp allow-list and the built environment (autograder/engine/syscalls.py, autograder/engine/confine.py), without a grading run.
+"""The seccomp allow-list and the built environment (autograder/sandbox/syscalls.py, autograder/sandbox/confine.py), without a grading run.
 
 * What honest code does under torch still works in a confined process (:data:`HABITS`): the allow-list was
   measured over it and over the catalogue (``tests/syscall_census.py``), and a missing call fails a habit here.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.engine import syscalls
+from autograder.sandbox import syscalls
 from conftest import ROOT, skip_unless_ci
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux seccomp")
@@ -32,7 +32,7 @@ HABITS = r'''
 import json, os, sys
 sys.path[:0] = [{root!r}]
 import torch
-from autograder.engine import confine
+from autograder.sandbox import confine
 scratch = {scratch!r}
 os.chdir(scratch)
 level = confine.confine(scratch, scratch, False) if {confined!r} else "unconfined"
@@ -191,7 +191,7 @@ REFUSAL = '''
 import ctypes, fcntl, json, os, resource, socket, struct, sys
 sys.path[:0] = [{root!r}]
 import torch
-from autograder.engine import confine
+from autograder.sandbox import confine
 os.chdir({scratch!r})
 level = confine.confine({scratch!r}, {scratch!r}, False) if {confined!r} else "unconfined"
 outcome = {{}}
@@ -228,7 +228,7 @@ def test_what_the_allow_list_leaves_out_is_refused(tmp_path: Path) -> None:
 FORGOTTEN = '''
 import json, os, sys
 sys.path[:0] = [{root!r}]
-from autograder.engine import confine
+from autograder.sandbox import confine
 confine.forget_command_line_and_environment()
 assert os.environ["AMP_SECRET_CANARY"] == {canary!r}  # the process's own code still reads its variables
 read, write = os.pipe()

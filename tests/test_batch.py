@@ -565,7 +565,7 @@ def test_a_private_path_the_grader_may_not_look_at_is_skipped(monkeypatch: pytes
 def test_a_claimed_uid_is_seen_as_claimed_until_released() -> None:
     if os.geteuid() != 0:
         skip_unless_ci("uids are claimed by root only")
-    from autograder.engine.uids import claim_uid, claimed
+    from autograder.sandbox.uids import claim_uid, claimed
 
     found = claim_uid(123)
     assert found is not None

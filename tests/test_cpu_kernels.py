@@ -26,7 +26,7 @@ def _capability_in_student_process(tmp_path: Path, capability: str) -> str:
         from pathlib import Path
         from autograder.engine import grader
         grader.start()
-        from autograder.engine.sandbox import SandboxRunner
+        from autograder.sandbox.runner import SandboxRunner
         runner = SandboxRunner(Path(sys.argv[1]))
         try:
             runner.begin_test("probe", public=True)
@@ -61,7 +61,7 @@ def test_student_processes_compute_with_the_portable_kernels_whatever_the_caller
 def test_a_judge_that_computed_before_the_pin_is_refused() -> None:
     """The pin comes too late once torch has computed: the grader says so rather than grade on other kernels."""
     code = ("import os, torch; os.environ.pop('ATEN_CPU_CAPABILITY', None); torch.ones(2).sum()\n"
-            "from autograder.engine import zygote\n"
+            "from autograder.sandbox import zygote\n"
             "try:\n    zygote.start_zygote()\nexcept RuntimeError as exc:\n    print('REFUSED', exc)\n")
     env = {key: value for key, value in os.environ.items() if key != "ATEN_CPU_CAPABILITY"}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

@@ -120,7 +120,7 @@ def test_the_canary_and_the_preflight_are_kept_apart_from_the_grades(graded: Pat
     preflight = json.loads((graded / "gpu_preflight.json").read_text())
     assert preflight["ok"] and preflight["mode"] == "dry" and preflight["facts"]["rlimit_as"] is None
     if os.geteuid() == 0:  # a uid of a block claimed as the batch workers claim theirs, not the default block
-        from autograder.engine.uids import BLOCK, BLOCKS, UID_BASE
+        from autograder.sandbox.uids import BLOCK, BLOCKS, UID_BASE
 
         uid = preflight["facts"]["uid"]
         assert UID_BASE <= uid < UID_BASE + BLOCKS * BLOCK and (uid - UID_BASE) % BLOCK != 0  # a process's, not the group
@@ -190,7 +190,7 @@ def test_gpu_checks_skip_with_a_reason_without_cuda() -> None:
 
 def test_zygote_preloads_the_gpu_runs() -> None:
     """(That nothing touches CUDA before the fork: tests/test_gpu_faults.py.)"""
-    code = ("from autograder.engine import sandbox\nfrom checks.runners import registry\n"
+    code = ("from autograder.sandbox import runner as sandbox\nfrom checks.runners import registry\n"
             "assert registry.registered('gpu_train') and registry.registered('amp_probe')\n"
             "assert set(sandbox.SCENARIO_NEEDS) >= {'gpu_train', 'gpu_train_fp32', 'gpu_underflow', 'gpu_scaler_ops', 'gpu_preflight'}\n"
             "assert sandbox.SCENARIO_NEEDS['gpu_train_fp32'] == ()\n")

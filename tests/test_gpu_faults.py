@@ -42,7 +42,7 @@ def grade_gpu(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
 @pytest.fixture(scope="module")
 def zygote() -> Any:
     """The sandbox's zygote, forked from this test process (the tests below run no judge in it)."""
-    from autograder.engine import sandbox
+    from autograder.sandbox import runner as sandbox
 
     return sandbox.start_zygote()
 
@@ -79,7 +79,7 @@ def test_preflight_creates_a_cuda_tensor_in_a_forked_student_process(tmp_path: P
 def test_library_folders_stay_visible_and_a_covered_one_stops_the_preflight(zygote: Any, tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     from autograder.gpu import access as gpu_access, grading as gpu_grading
-    from autograder.engine import sandbox
+    from autograder.sandbox import runner as sandbox
     from autograder.gpu.preflight import PreflightFailed, preflight
 
     libs = tmp_path / "cuda" / "lib64"  # under /tmp, in no view unless kept
@@ -97,7 +97,7 @@ def test_library_folders_stay_visible_and_a_covered_one_stops_the_preflight(zygo
 
 def test_folders_holding_the_grader_are_never_kept_visible(tmp_path: Path) -> None:
     from autograder.gpu import access as gpu_access
-    from autograder.engine import sandbox
+    from autograder.sandbox import runner as sandbox
 
     env = {"LD_LIBRARY_PATH": os.pathsep.join([str(ROOT), str(ROOT / "autograder"), "/home", ""]),
            "CUDA_MPS_PIPE_DIRECTORY": str(tmp_path)}
@@ -109,7 +109,7 @@ def test_folders_holding_the_grader_are_never_kept_visible(tmp_path: Path) -> No
 
 def test_memory_bytes_cannot_bring_back_an_address_space_limit(zygote: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from autograder.gpu import access as gpu_access, grading as gpu_grading
-    from autograder.engine import sandbox
+    from autograder.sandbox import runner as sandbox
     from autograder.gpu.preflight import PreflightFailed, preflight
 
     monkeypatch.setenv("AMP_SANDBOX_LIMITS", json.dumps({"memory_bytes": 8 * 2**30, "call_seconds": 33}))
@@ -296,7 +296,7 @@ def test_a_grader_fault_marks_the_submission_ungraded_never_zero(tmp_path: Path)
     code = f"""
         import json, sys
         from pathlib import Path
-        from autograder.engine import sandbox
+        from autograder.sandbox import runner as sandbox
         sandbox.start_zygote()
         from autograder.gpu import grading as gpu_grading
         from autograder.gpu.preflight import Setup
@@ -353,7 +353,7 @@ def test_nothing_touches_cuda_before_the_zygote_forks(tmp_path: Path) -> None:
                             (torch._C, "_cuda_init"), (torch._C, "_cuda_getDeviceCount")):
             if hasattr(owner, name):
                 spy(owner, name)
-        from autograder.engine import sandbox
+        from autograder.sandbox import runner as sandbox
         seen = {}
         real_start = sandbox.start_zygote
         def start_zygote(*args, **kwargs):  # grade-gpu imports it from the module when it runs: this one

@@ -2,7 +2,7 @@
 
 On an H200 (Linux 6.18, driver 580) CUDA did not start under Landlock at all, even with every file readable and
 ``ioctl()`` on the device nodes, and the preflight's node check asked for MIG's administration nodes.  So a GPU
-student process gets no Landlock; its root is built from an allow-list (``autograder.engine.view``), read-only but
+student process gets no Landlock; its root is built from an allow-list (``autograder.sandbox.view``), read-only but
 its scratch and private tmpfs (``mounts.read_only_rest``), and it is sealed only at ``namespaces``: below that
 grade-gpu refuses unless the operator asks.  The dry mode runs the same sandbox path on the CPU.
 """
@@ -124,7 +124,7 @@ def test_only_the_nodes_every_cuda_process_opens_are_required() -> None:
 
 REMOUNT_CHILD = '''
 import ctypes, errno
-from autograder.engine import mounts
+from autograder.sandbox import mounts
 libc = ctypes.CDLL(None, use_errno=True)
 assert libc.unshare(0x00020000) == 0  # a mount namespace of its own (CLONE_NEWNS)
 libc.mount(b"none", b"/", None, ctypes.c_ulong(mounts.MS_REC | mounts.MS_PRIVATE), None)  # private: nothing leaks out

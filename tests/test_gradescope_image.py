@@ -256,7 +256,7 @@ def install_and_grade(root: Path, autograder_zip: Path, env: dict[str, str], pyt
     results = json.loads((autograder / "results" / "results.json").read_text())
     jsonschema.validate(results, SCHEMA)
     # A chroot must not weaken the sandbox: the same level as the grader reaches on this machine.
-    host = sh(sys.executable, "-c", "from autograder.engine import confine; print(confine.probe_level())", cwd=ROOT)
+    host = sh(sys.executable, "-c", "from autograder.sandbox import confine; print(confine.probe_level())", cwd=ROOT)
     assert results["extra_data"]["isolation"] == host.stdout.strip(), (results["extra_data"], host.stdout)
     print(f"\n[{python}] setup.sh {setup_s:.0f} s; run_autograder {grade_s:.1f} s (execution_time "
           f"{results.get('execution_time')} s); isolation {results.get('extra_data', {}).get('isolation')!r}")

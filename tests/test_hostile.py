@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from autograder.engine.uids import claimed
+from autograder.sandbox.uids import claimed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402

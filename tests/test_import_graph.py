@@ -14,9 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 #: (package folder's parent, top-level package name) of each tree whose modules are graphed.
 TREES = ((ROOT, "autograder"), (ROOT / "assignment", "checks"))
 
-#: Each layer and the layers it may import (besides itself).  Written by hand: a new arrow up is a
-#: design decision, made here, not found out by a circle at import time.  ``checks`` ships to
-#: students without the grader, so it may import nothing of it.
+#: Each layer and the layers it may import (besides itself), and through them every layer beneath them
+#: (:func:`beneath`).  Written by hand: a new arrow up is a design decision, made here, not found out by a
+#: circle at import time.  ``checks`` ships to students without the grader, so it may import nothing of it.
 ALLOWED: dict[str, set[str]] = {
     "checks": set(),
     # the package itself: where it is (PACKAGE, ROOT), and the portable arithmetic pinned before torch computes
@@ -26,7 +26,16 @@ ALLOWED: dict[str, set[str]] = {
     "autograder.settings": {"autograder", "autograder.locations"},
     # which build of torch an install takes (make setup runs it before the venv holds anything)
     "autograder.torch_install": set(),
-    "autograder.engine": {"checks", "autograder", "autograder.locations", "autograder.settings"},
+    # the grader's message tables (beside the students' own, checks.words) and file helpers: beneath the sandbox
+    "autograder.engine.escape": set(),
+    "autograder.engine.files": {"autograder.engine.escape"},
+    "autograder.engine.strings": {"checks"},
+    "autograder.engine.judge_words": {"checks"},
+    # the trust boundary: starts, confines and talks to student processes; judges nothing
+    "autograder.sandbox": {"checks", "autograder", "autograder.locations", "autograder.settings",
+                           "autograder.engine.escape", "autograder.engine.files", "autograder.engine.strings",
+                           "autograder.engine.judge_words"},
+    "autograder.engine": {"checks", "autograder", "autograder.locations", "autograder.settings", "autograder.sandbox"},
     "autograder.diagnosis": {"checks", "autograder", "autograder.locations", "autograder.settings", "autograder.engine"},
     "autograder.batch": {"checks", "autograder", "autograder.locations", "autograder.settings", "autograder.engine",
                          "autograder.diagnosis"},
@@ -145,14 +154,31 @@ def test_no_module_imports_itself_back_through_others() -> None:
     assert find_cycle(import_graph()) == []
 
 
+def beneath(key: str) -> set[str]:
+    """The layers ``key`` may import: those :data:`ALLOWED` names, and every layer beneath each of them."""
+    found: set[str] = set()
+    waiting = list(ALLOWED[key])
+    while waiting:
+        if (below := waiting.pop()) not in found:
+            found.add(below)
+            waiting.extend(ALLOWED[below])
+    return found
+
+
 def upward_arrows(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
     """The imports the layer table does not allow."""
     return {(source, target) for source, targets in graph.items() for target in targets
-            if layer(source) != layer(target) and layer(target) not in ALLOWED[layer(source)]}
+            if layer(source) != layer(target) and layer(target) not in beneath(layer(source))}
 
 
 def test_every_import_points_down_the_layer_table() -> None:
     assert sorted(upward_arrows(import_graph())) == []
+
+
+def test_the_sandbox_imports_nothing_that_judges() -> None:
+    assert beneath("autograder.sandbox") & {"autograder.engine", "autograder.diagnosis", "autograder.batch"} == set()
+    assert "autograder.sandbox" in beneath("autograder.batch")  # through the engine
+    assert layer("autograder.engine.strings") == "autograder.engine.strings"
 
 
 def test_an_arrow_up_is_found() -> None:

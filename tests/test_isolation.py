@@ -30,7 +30,8 @@ from typing import Any
 import pytest
 
 from autograder import settings
-from autograder.engine import budget, confine, escape, intake, levels, sandbox
+from autograder.engine import escape, intake
+from autograder.sandbox import budget, confine, levels, runner as sandbox
 from conftest import ROOT, processes_mentioning, shown, skip_unless_ci
 
 SOLUTIONS = ROOT / "solutions"
@@ -400,7 +401,7 @@ def test_confinement_holds_in_every_mode(mode: str, workspace: Path, request: py
 CONFINED_CHILD = """
 import json, os, socket, sys
 sys.path[:0] = [{root!r}]
-from autograder.engine import confine
+from autograder.sandbox import confine
 level = confine.probe_level()
 read_fd, write_fd = os.pipe()
 pid = os.fork()
@@ -463,7 +464,7 @@ import torch.utils.file_baton  # torch, the same
 def test_modules_first_imported_by_student_code_import_in_every_mode(mode: str, workspace: Path,
                                                                     request: pytest.FixtureRequest) -> None:
     """Correct code that imports what no student process had loaded gets full marks at every level: a uid of its
-    own cannot enter a pyenv under /root (0700) unless the grader reaches it for it (autograder.engine.reach)."""
+    own cannot enter a pyenv under /root (0700) unless the grader reaches it for it (autograder.sandbox.reach)."""
     needs(mode)
     python = request.getfixturevalue("nobody_python") if mode == "unprivileged" else sys.executable
     root = request.getfixturevalue("nobody_root") if mode == "unprivileged" else ROOT
@@ -677,7 +678,7 @@ def test_slow_submission_is_graded_within_its_budget(tmp_path: Path) -> None:
 
 def test_one_budget_everywhere() -> None:
     from autograder.batch import run as batch
-    from autograder.engine import sandbox
+    from autograder.sandbox import runner as sandbox
     from autograder import cli
 
     assert budget.SUBMISSION_SECONDS <= 300
@@ -847,7 +848,7 @@ def test_console_report_survives_markup_and_escape_codes(capsys: pytest.CaptureF
 def test_hidden_suite_explores_the_same_scenarios_from_cli_and_gradescope(tmp_path: Path) -> None:
     script = ROOT / "tests" / "scenario_calls.py"
     gradescope_modules = ["autograder.packaging.gradescope", "autograder.cli", "autograder.batch.worker", "autograder.batch.run",
-                          "autograder.batch.summary", "autograder.engine.sandbox", "autograder.packaging.otter_bridge"]
+                          "autograder.batch.summary", "autograder.sandbox.runner", "autograder.packaging.otter_bridge"]
     calls = []
     for preload in ([], gradescope_modules):
         done = subprocess.run([sys.executable, str(script), *preload], cwd=tmp_path, capture_output=True, text=True,

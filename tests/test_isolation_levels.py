@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.engine import budget, confine, syscalls
+from autograder.sandbox import budget, confine, syscalls
 from conftest import ROOT, skip_unless_ci
 from test_isolation import IS_ROOT, MODES, needs, submission, workspace  # noqa: F401 - a fixture
 
@@ -28,7 +28,7 @@ from test_isolation import IS_ROOT, MODES, needs, submission, workspace  # noqa:
 LEVEL_CHILD = """
 import errno, json, os, socket, sys
 sys.path[:0] = [{root!r}]
-from autograder.engine import confine, syscalls
+from autograder.sandbox import confine, syscalls
 if {no_landlock!r}:
     confine.landlock = None  # as on a kernel without Landlock
 if {no_seccomp!r}:
@@ -85,7 +85,7 @@ def test_the_probe_measures_the_weaker_levels(missing: str, level: str) -> None:
     if not IS_ROOT or syscalls.seccomp is None:
         skip_unless_ci("needs root (the probe drops to nobody) and the seccomp binding")
     code = (f"import sys; sys.path[:0] = [{str(ROOT)!r}]\n"
-            "from autograder.engine import confine, syscalls\n"
+            "from autograder.sandbox import confine, syscalls\n"
             "confine.enter_namespaces = lambda libc, is_root, tell=None: False  # as without CAP_SYS_ADMIN\n"
             + "".join(f"{'syscalls' if name == 'seccomp' else 'confine'}.{name} = None\n" for name in missing.split())
             + "print(confine.probe_level())")
@@ -101,7 +101,7 @@ WATCHED = '''
 import json, sys
 from pathlib import Path
 sys.path[:0] = [{root!r}, {root!r} + "/assignment"]
-from autograder.engine import sandbox
+from autograder.sandbox import runner as sandbox
 sandbox.start_zygote()
 from checks.runners import harness
 runner = sandbox.SandboxRunner(Path({submission!r}), limits=sandbox.Limits(call_seconds=30, import_seconds=30))
@@ -158,7 +158,7 @@ def test_a_stale_errno_does_not_read_as_a_kernel_without_landlock() -> None:
     """The binding takes any non-zero errno after its syscall for a failure: earlier code's errno must not lower
     the level (it once made a test expect ``seccomp`` where the grader, rightly, reached Landlock)."""
     fresh = subprocess.run([sys.executable, "-c", f"import sys; sys.path[:0] = [{str(ROOT)!r}]\n"
-                            "from autograder.engine import confine; print(confine.landlock_abi())"],
+                            "from autograder.sandbox import confine; print(confine.landlock_abi())"],
                            capture_output=True, text=True, timeout=60)
     assert fresh.returncode == 0, fresh.stderr
     ctypes.set_errno(13)  # EACCES, left by some earlier call

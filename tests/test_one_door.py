@@ -16,7 +16,7 @@ from conftest import ROOT
 
 #: Calls that grade or start the grading machinery, and the only modules allowed to make them.
 GUARDED_CALLS = {
-    "start_zygote": {"autograder/engine/grader.py", "autograder/engine/sandbox.py", "autograder/engine/zygote.py"},
+    "start_zygote": {"autograder/engine/grader.py", "autograder/sandbox/runner.py", "autograder/sandbox/zygote.py"},
     "grade_in_phases": {"autograder/engine/grader.py", "autograder/engine/plan.py"},
     # The GPU part (staff-run, on a GPU machine) judges its own rows with a device runner: its one function.
     "grade_staged": {"autograder/engine/plan.py", "autograder/gpu/grading.py"},
@@ -72,7 +72,7 @@ def test_pytest_imported_before_the_start_is_refused() -> None:
 def test_the_door_starts_the_zygote_before_the_judge() -> None:
     """After start(), the zygote exists and was forked while pytest was not yet imported."""
     code = ("import sys\nfrom autograder.engine import grader\ngrader.start()\n"
-            "from autograder.engine import zygote\n"
+            "from autograder.sandbox import zygote\n"
             "print('zygote' if zygote._ZYGOTE is not None else 'none', 'pytest' in sys.modules)\n"
             "grader.start()  # a second start does nothing\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
@@ -87,7 +87,7 @@ def test_no_entry_point_imports_pytest_before_the_door_opens() -> None:
                *(relative[:-3].replace("/", ".") for relative in runtimes()), "autograder.gpu.grading",
                "autograder.gpu.cli",
                "autograder.diagnosis.cli", "autograder.packaging.prairielearn", "autograder.packaging.classroom",
-               "autograder.engine.sandbox"]
+               "autograder.sandbox.runner"]
     held = ("pytest", "hypothesis", "autograder.engine.judge_words")
     code = (f"import importlib, sys\nfor name in {entries!r}:\n    importlib.import_module(name)\n"
             f"print(sorted(m for m in {held!r} if m in sys.modules))\n")

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from autograder.engine import sandbox
+from autograder.sandbox import runner as sandbox
 from checks import plugin
 from checks.judge import expect, replies
 from checks.runners import harness, ops

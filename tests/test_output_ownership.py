@@ -1,8 +1,8 @@
-"""Output belongs to the process that wrote it (autograder/engine/sandbox.py), whatever the timing.
+"""Output belongs to the process that wrote it (autograder/sandbox/runner.py), whatever the timing.
 
 A student process serves either tests of the public checks or hidden tests, never both (a hidden row's
 public example is a public test: it has the hidden test's name, but not its process), and the public checks'
-processes are all gone before a hidden one starts (autograder/engine/phases.py); every byte it
+processes are all gone before a hidden one starts (autograder/sandbox/phases.py); every byte it
 prints is filed under the test it last served, however and whenever it is read: with a reply, when
 another process crashes, hangs or is killed, or when the runner closes.  So what a process that saw
 hidden inputs prints late (a thread of its own, after its last reply) never reaches a visible row or
@@ -20,7 +20,8 @@ from typing import Iterator
 
 import pytest
 
-from autograder.engine import intake, phases, plan, sandbox
+from autograder.engine import intake, plan
+from autograder.sandbox import phases, runner as sandbox
 from checks.runners.harness import SubmissionFault
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
@@ -193,7 +194,7 @@ def test_output_names_files_the_same_from_every_checkout_and_install(tmp_path: P
     import sysconfig
 
     import checks
-    from autograder.engine.student_processes import OutputLog
+    from autograder.sandbox.student_processes import OutputLog
 
     log = OutputLog()
     checks_folder = Path(checks.__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""Causality: student processes of two kinds are never alive at once (autograder/engine/phases.py).
+"""Causality: student processes of two kinds are never alive at once (autograder/sandbox/phases.py).
 
 Within a grading, Task 1's processes (torch's scaler taken out) never live beside a process that holds torch's real
 GradScaler, and no process whose output is shown at once starts after one that served a hidden input; across the
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from autograder import settings
-from autograder.engine import phases
+from autograder.sandbox import phases
 from conftest import EXAMPLES, ROOT, grade, load_results, shown
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
@@ -247,7 +247,7 @@ def test_a_thread_inside_a_room_may_not_wait_for_another(tmp_path: Path) -> None
 
 def test_a_grading_killed_inside_a_room_frees_it(tmp_path: Path) -> None:
     inside = subprocess.Popen([sys.executable, "-c", (
-        "import sys, threading; from pathlib import Path; from autograder.engine import phases; "
+        "import sys, threading; from pathlib import Path; from autograder.sandbox import phases; "
         "phases.Rooms(Path(sys.argv[1])).enter(0); print('inside', flush=True); threading.Event().wait()"),
         str(tmp_path / "rooms")], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:

@@ -83,7 +83,7 @@ def grade_in_root(root: Path, question: Path, submission: Path | None) -> dict:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads((grade / "results" / "results.json").read_text())
     jsonschema.validate(results, SCHEMA)
-    host = sh(sys.executable, "-c", "from autograder.engine import confine; print(confine.probe_level())", cwd=ROOT)
+    host = sh(sys.executable, "-c", "from autograder.sandbox import confine; print(confine.probe_level())", cwd=ROOT)
     assert f"isolation level: {host.stdout.strip()}\n" in done.stdout, done.stdout[:500]
     print(f"graded {submission.name if submission else 'nothing'} in {seconds:.1f} s: score {results.get('score')}")
     return results

@@ -35,7 +35,8 @@ GRADING = '''
 import dataclasses, sys
 from pathlib import Path
 sys.path[:0] = [{root!r}, {root!r} + "/assignment"]
-from autograder.engine import intake, sandbox
+from autograder.engine import intake
+from autograder.sandbox import runner as sandbox
 zygote = sandbox.start_zygote()
 from checks.runners import harness
 limits = dataclasses.replace(sandbox.default_limits(), import_seconds={import_seconds}, submission_seconds=900)
@@ -167,7 +168,8 @@ RELEASING = '''
 import os, sys
 from pathlib import Path
 sys.path[:0] = [{root!r}, {root!r} + "/assignment"]
-from autograder.engine import intake, sandbox, uids
+from autograder.engine import intake
+from autograder.sandbox import runner as sandbox, uids
 sandbox.start_zygote()
 staged = intake.stage(Path({submission!r}))
 runner = sandbox.SandboxRunner(staged.folder)

@@ -1,4 +1,4 @@
-"""The interpreter's folders reached through descriptors (autograder.engine.reach): which folders need one, and the
+"""The interpreter's folders reached through descriptors (autograder.sandbox.reach): which folders need one, and the
 names a student process then uses."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Iterator
 
 import pytest
 
-from autograder.engine import reach
+from autograder.sandbox import reach
 from conftest import skip_unless_ci
 
 

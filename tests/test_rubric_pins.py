@@ -24,7 +24,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from autograder.diagnosis import words
-from autograder.engine import budget, judge, results, rubric, sandbox, zygote
+from autograder.engine import judge, results, rubric
+from autograder.sandbox import budget, runner as sandbox, zygote
 from checks.words import MISTAKES
 from checks.judge import behaviours, expect, cases
 from conftest import ROOT
@@ -81,7 +82,8 @@ import json, sys
 sys.path.insert(0, "assignment")
 from hypothesis import settings
 import checks.plugin  # loads the public checks' "grading" profile
-from autograder.engine import budget, examples, rubric, zygote
+from autograder.engine import examples, rubric
+from autograder.sandbox import budget, zygote
 rows = [[i.number, i.test, i.points, i.suite, i.visibility, i.task] for i in rubric.ITEMS + rubric.GPU_ITEMS]
 print(json.dumps({"rows": rows, "hidden_examples": {t: examples.count_for(t) for t in examples.property_tests()},
                   "public_examples": settings.get_profile("grading").max_examples,

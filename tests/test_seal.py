@@ -76,7 +76,8 @@ def test_no_byte_passes_between_student_processes(mode: str, workspace: Path, re
 WEAKER = """
 import sys
 sys.path[:0] = [{root!r}]
-from autograder.engine import confine, grader
+from autograder.engine import grader
+from autograder.sandbox import confine
 confine.enter_namespaces = lambda libc, is_root, tell=None: False  # as without CAP_SYS_ADMIN
 confine.landlock = None  # as on a kernel without Landlock: the level is seccomp
 try:
@@ -111,7 +112,7 @@ def test_a_level_that_cannot_seal_is_refused_unless_asked_for_by_name() -> None:
 
 
 def test_the_sealed_level_is_the_default_minimum() -> None:
-    from autograder.engine import levels
+    from autograder.sandbox import levels
 
     env = os.environ.pop("AMP_MIN_ISOLATION", None)
     try:

@@ -37,7 +37,8 @@ import pytest
 
 from autograder.batch import similarity
 from autograder.batch.similarity_data import copied_slices
-from autograder.engine import files, fingerprint, rubric, uids
+from autograder.engine import files, fingerprint, rubric
+from autograder.sandbox import uids
 from conftest import ROOT, skip_unless_ci
 
 
@@ -235,7 +236,7 @@ def fds(pid):
             pass
     return found
 before = fds(os.getpid())
-from autograder.engine import sandbox
+from autograder.sandbox import runner as sandbox
 zygote = sandbox.start_zygote()
 runner = sandbox.SandboxRunner(Path({root!r}) / "solutions", limits=sandbox.Limits(call_seconds=30, import_seconds=30))
 args = {{"world": {{"optimizers": [{{"groups": [[2]]}}], "device": "cpu"}}, "ops": [{{"op": "new"}}, {{"op": "observe"}}]}}

@@ -1,6 +1,6 @@
 """Time limits count what the student's code computes, not how busy the machine is.
 
-A student process's import and call limits are CPU time (:mod:`autograder.engine.student_processes`):
+A student process's import and call limits are CPU time (:mod:`autograder.sandbox.student_processes`):
 a correct submission graded while every core runs another one waits for the processor without being
 charged.  A process that waits instead of computing (sleep, a lock, a child) is stopped by a wall-clock
 bound of ``WALL_FACTOR`` times the limit, and says so in its own words.  Starvation is simulated
@@ -23,9 +23,10 @@ from typing import Iterator
 
 import pytest
 
-from autograder.engine import budget, intake, sandbox
-from autograder.engine.budget import WALL_FACTOR
-from autograder.engine.student_processes import StudentProcess
+from autograder.engine import intake
+from autograder.sandbox import budget, runner as sandbox
+from autograder.sandbox.budget import WALL_FACTOR
+from autograder.sandbox.student_processes import StudentProcess
 from checks.runners.harness import SubmissionFault
 from conftest import skip_unless_ci
 
@@ -264,7 +265,7 @@ def test_a_set_up_that_does_not_finish_is_the_graders_failure(grading, monkeypat
 
 TOLD_FIRST = """
 import ctypes, os, sys, time
-from autograder.engine import confine
+from autograder.sandbox import confine
 read_fd, write_fd = os.pipe()
 pid = os.fork()
 if pid == 0:

@@ -1,4 +1,4 @@
-"""A CPU student process's file view at ``namespaces`` is built from an allow-list (``autograder.engine.view``), as
+"""A CPU student process's file view at ``namespaces`` is built from an allow-list (``autograder.sandbox.view``), as
 root and as an ordinary user (in a user namespace): what it learns of the grader's paths does not exist for it.
 
 The GPU student process's view, the same code, is proved in ``tests/test_gpu_seal.py``, with the probe used here.

@@ -191,7 +191,7 @@ def test_a_forged_said_is_left_out(said: object, monkeypatch: pytest.MonkeyPatch
 
 def test_a_new_submission_starts_with_nothing_heard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What one submission's processes said is not rendered in the next one's feedback (the same worker grades both)."""
-    from autograder.engine import sandbox
+    from autograder.sandbox import runner as sandbox
 
     monkeypatch.setenv(words.ENV, "ko")
     words.hear([{"id": "file.missing", "fields": {"file": "amp_step.py"}}])

@@ -26,13 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from autograder.engine import budget, grader, plan_cache
+from autograder.engine import grader, plan_cache
+from autograder.sandbox import budget
 import autograder
 from autograder import ROOT, settings
 from autograder.engine.files import kill_uid
 from autograder.batch.inputs import Submission
 from autograder.batch.worker import CANARY_EXIT, CANARY_MARK, reference_folder
-from autograder.engine.uids import block, claim_uid
+from autograder.sandbox.uids import block, claim_uid
 
 #: A worker that will grade at least this many submissions replays a cached call plan (autograder/engine/plan.py)
 #: against the reference before its first (the canary a fresh recording is; about a third of a grading).
@@ -199,7 +200,7 @@ class LocalPool:
         self.logs = out / ".logs"
         self.config = json.dumps({"hide": list(hide), "limits": limits})
         self.max_per_worker = max(1, max_per_worker)
-        # the sandbox's budget (one number, autograder.engine.budget), $AMP_SANDBOX_LIMITS, then ours
+        # the sandbox's budget (one number, autograder.sandbox.budget), $AMP_SANDBOX_LIMITS, then ours
         merged: dict[str, Any] = {"submission_seconds": budget.SUBMISSION_SECONDS}
         try:
             merged.update(settings.sandbox_limits())

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.engine import grader
-from autograder.engine.uids import claim_uid
+from autograder.sandbox.uids import claim_uid
 
 
 def inbox_file(inbox: Path, name: str, digest: str) -> Path:

@@ -28,8 +28,9 @@ from typing import Any, Sequence
 from checks import words
 
 from autograder.diagnosis import report as class_report
-from autograder.engine import budget, rubric, strings
-from autograder.engine.levels import LEVELS, SEALED, level_rank
+from autograder.engine import rubric, strings
+from autograder.sandbox import budget
+from autograder.sandbox.levels import LEVELS, SEALED, level_rank
 from autograder.engine.escape import markdown_inline, strip_controls
 from autograder.engine.files import csv_text, write_if_changed
 from autograder.batch.feedback import WITHHELD, fmt, write_submission_files

@@ -11,7 +11,7 @@ its stdout:
 
 Every submission still runs in its own sandboxed student process (forked from the
 zygote, limited, unprivileged: uid ``--uid``, claimed by the batch for this worker
-only, see :func:`autograder.engine.uids.claim_uid`).  Nothing but
+only, see :func:`autograder.sandbox.uids.claim_uid`).  Nothing but
 fds 0-2 is open when the zygote forks, and student processes replace those, so no
 student process holds the worker's channel to the batch.
 """
@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from autograder import settings  # stdlib only
-from autograder.engine import confine, grader  # stdlib only: no torch before the zygote
+from autograder.engine import grader  # stdlib only: no torch before the zygote
+from autograder.sandbox import confine
 #: A worker whose reference solution loses points exits with this status, after one log line that
 #: starts with CANARY_MARK: the batch stops and shows that line (no grades rather than wrong ones).
 CANARY_EXIT = 3
@@ -76,7 +77,8 @@ def serve(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_terminate)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the batch decides when workers stop
 
-    from autograder.engine import files, uids
+    from autograder.engine import files
+    from autograder.sandbox import uids
 
     if args.uid is not None and os.geteuid() == 0:
         files.kill_uid(*uids.block(args.uid))  # leftovers of a killed run that held this block before us

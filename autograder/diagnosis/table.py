@@ -149,7 +149,7 @@ def build(plan: call_plan.Plan, entries: Sequence[Any], runner_factory: Callable
     to check that no correct style answers any row like a bug.
     """
     from autograder.engine import rubric
-    from autograder.engine.sandbox import SandboxRunner
+    from autograder.sandbox.runner import SandboxRunner
 
     make_runner = runner_factory or SandboxRunner
     test_of = {item.number: item.test for item in rubric.ITEMS}

@@ -38,10 +38,11 @@ WORDS_ONLY: dict[tuple[str, ...], frozenset[str]] = {("checks", "words.py"): fro
 
 
 def grader_files() -> list[Path]:
-    """The engine's code and the public and hidden tests (``$AMP_PUBLIC_TESTS``/``$AMP_HIDDEN_TESTS`` honoured)."""
+    """The engine's and the sandbox's code and the public and hidden tests (``$AMP_PUBLIC_TESTS``/``$AMP_HIDDEN_TESTS``
+    honoured)."""
     public, hidden = grader_settings.public_tests(), grader_settings.hidden_tests()
-    engine = locations.ENGINE
-    files = [path for path in sorted(engine.rglob("*")) if path.suffix in (".py", ".ini")]
+    files = [path for folder in (locations.ENGINE, locations.SANDBOX) for path in sorted(folder.rglob("*"))
+             if path.suffix in (".py", ".ini")]
     return files + sorted(public.rglob("*.py")) + sorted(hidden.rglob("*.py"))
 
 

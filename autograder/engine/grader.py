@@ -68,7 +68,7 @@ def check_isolation(required: str | None) -> str:
         IsolationRefused: the level reached is below the one required.
         ValueError: ``required`` (or the variable) names no level.
     """
-    from autograder.engine import confine, levels
+    from autograder.sandbox import confine, levels
 
     wanted = levels.required_level(required)
     reached = confine.probe_level()
@@ -93,7 +93,7 @@ def start(*, import_dynamo: bool = False) -> None:
     if early:
         raise StartOrderError(f"imported before the sandbox's zygote: {', '.join(early)}; every student process "
                               f"would hold them (start the grader before importing them)")
-    from autograder.engine import sandbox
+    from autograder.sandbox import runner as sandbox
 
     export_language()
     _STARTED["zygote"] = sandbox.start_zygote(import_dynamo=import_dynamo)
@@ -145,7 +145,7 @@ def _reachable(path: Path) -> bool:
 
 def limits(fields: dict[str, Any] | None = None) -> Any:
     """The sandbox's default limits (``$AMP_SANDBOX_LIMITS`` included) with the given ``fields`` overridden."""
-    from autograder.engine import sandbox
+    from autograder.sandbox import runner as sandbox
 
     known = sandbox.Limits.__dataclass_fields__
     chosen = {key: value for key, value in (fields or {}).items() if key in known and value is not None}
@@ -154,7 +154,7 @@ def limits(fields: dict[str, Any] | None = None) -> Any:
 
 def runner_factory(hide: Sequence[str] = (), limits_: Any = None, uid: int | None = None) -> Any:
     """A function that opens a sandboxed runner on a folder (for recording or replaying the call plan)."""
-    from autograder.engine.sandbox import SandboxRunner
+    from autograder.sandbox.runner import SandboxRunner
 
     start()
     chosen = limits_ or limits()
@@ -171,7 +171,7 @@ def grade_submissions(tasks: Sequence[tuple[str, Path]], *, hide: Sequence[str] 
                       uid: int | None = None, call_plan: Any = None,
                       describe: Callable[[Any, str], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Grade a wave of folders or zips (name, path) in sandboxed student processes, phase by phase: every
-    submission's processes of the first kind (:data:`autograder.engine.phases.KINDS`) in turn, then the next kind's,
+    submission's processes of the first kind (:data:`autograder.sandbox.phases.KINDS`) in turn, then the next kind's,
     inside one room of the machine's the whole time, so that the gradings of other workers wait for a room four times
     a wave rather than four times a submission.  Each submission is graded exactly as alone (its own runner, budget,
     messages and time); between two of its steps it has no student process alive.  Never raises for a submission's
@@ -181,7 +181,7 @@ def grade_submissions(tasks: Sequence[tuple[str, Path]], *, hide: Sequence[str] 
         tasks: each submission's name (shown in results.json's output when nothing else is) and folder or zip
             (staged into a scratch folder first; the original is never touched).
         hide: paths no student process may read (the output folder, the grader's sources).
-        limits_: the sandbox's :class:`~autograder.engine.sandbox.Limits` (default: :func:`limits`).
+        limits_: the sandbox's :class:`~autograder.sandbox.runner.Limits` (default: :func:`limits`).
         uid: the uid student processes run as (as root), or None.
         call_plan: the reference's :class:`~autograder.engine.plan.Plan`: tests whose answers match it pass
             without running; grades are the same with or without it.
@@ -195,7 +195,7 @@ def grade_submissions(tasks: Sequence[tuple[str, Path]], *, hide: Sequence[str] 
         graded), ``results`` (results.json), ``staff_log`` and ``seconds`` (its own time, intake included).
     """
     start()
-    from autograder.engine import phases
+    from autograder.sandbox import phases
 
     chosen = limits_ or limits()
     rooms = phases.Rooms(keep=True)
@@ -267,7 +267,7 @@ class _Grading:
 
     def open(self, hide: Sequence[str], uid: int | None, rooms: Any, call_plan: Any) -> None:
         from autograder.engine import intake, plan, results
-        from autograder.engine.sandbox import SandboxRunner
+        from autograder.sandbox.runner import SandboxRunner
 
         with self._turn():
             try:  # the budget (submission_seconds) counts intake too

@@ -2,7 +2,7 @@
 
 The judge is trusted: it runs hypothesis, the references and every assertion in
 this process, and talks to the submission only through a runner (normally a
-:class:`autograder.engine.sandbox.SandboxRunner`).  A pytest plugin registered as
+:class:`autograder.sandbox.runner.SandboxRunner`).  A pytest plugin registered as
 ``amp-judge`` hands that runner to the tests' ``student`` fixture and records one
 outcome per test case; :func:`score` turns outcomes into rubric rows.
 
@@ -26,7 +26,8 @@ from typing import Any, Callable, Mapping, Sequence
 import pytest
 from hypothesis import settings
 
-from autograder.engine import amp_reference, examples, faults, phases, rubric, strings, underflow_steps
+from autograder.engine import amp_reference, examples, faults, rubric, strings, underflow_steps
+from autograder.sandbox import phases
 from autograder import ROOT
 from autograder import settings as grader_settings  # not hypothesis.settings
 

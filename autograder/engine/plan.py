@@ -7,7 +7,7 @@ the reference solution once therefore records, per test case, the exact calls a
 submission, :func:`grade_in_phases`:
 
 1. sends each case's recorded calls to the student process in one batch
-   (:meth:`autograder.engine.sandbox.SandboxRunner.prefetch`: one round trip per case and
+   (:meth:`autograder.sandbox.runner.SandboxRunner.prefetch`: one round trip per case and
    kind of process, not per call, which is what dominates grading time on a loaded machine);
 2. a case whose answers are byte-identical to the recorded ones passes without
    running its test: given the same answers, the same deterministic test code would
@@ -16,7 +16,7 @@ submission, :func:`grade_in_phases`:
    answers already fetched (each used once, in order), later ones (hypothesis
    shrinking a failure) are made live.
 
-It goes phase by phase (:data:`autograder.engine.phases.KINDS`): one kind's calls for every case, then the
+It goes phase by phase (:data:`autograder.sandbox.phases.KINDS`): one kind's calls for every case, then the
 tests of that kind that must run in pytest, then the next kind; so each kind's processes start once, none is
 alive beside another kind's, and the public checks' tests (their live calls included) are over before any hidden
 input is served.  A hidden row's test and its public example share a case's name: the public example's calls
@@ -49,8 +49,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Generator
 
 from autograder import locations
-from autograder.engine import phases, plan_cache, rubric
-from autograder.engine.sandbox import call_key, canonical  # the one text answers are compared by
+from autograder.engine import plan_cache, rubric
+from autograder.sandbox import phases
+from autograder.sandbox.runner import call_key, canonical  # the one text answers are compared by
 from autograder import settings
 
 if TYPE_CHECKING:  # the judge imports pytest: only after the grader started (python -m of this module)
@@ -288,7 +289,7 @@ def _staged_runner(solution: Path, runner_factory: Any) -> tuple[Path, Any]:
     """A runner on a staged copy of ``solution``, as every submission is graded: the student processes read the
     copy, never the checkout (which their uid may not be able to enter: a clone in a folder of mode 0700)."""
     from autograder.engine import intake
-    from autograder.engine.sandbox import SandboxRunner
+    from autograder.sandbox.runner import SandboxRunner
 
     try:
         staged = intake.stage(solution).folder

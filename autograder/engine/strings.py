@@ -189,7 +189,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "summary.same_sid": "## Submitted more than once (same SID)",
         "summary.same_sid_line": "- SID {sid}: {submissions}; graded: {graded}.",
         "rubric.total": "total CPU {cpu} + GPU {gpu}",
-        # the kinds of problem summary.md and the console count (batch.summary.PROBLEMS, engine.budget)
+        # the kinds of problem summary.md and the console count (batch.summary.PROBLEMS, sandbox.budget)
         "problem.time limit": "time limit",
         "problem.crash, exit or memory limit": "crash, exit or memory limit",
         "problem.interfered with the grader": "interfered with the grader",

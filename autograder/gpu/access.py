@@ -1,7 +1,7 @@
 """What a GPU student process needs from the machine, found on the trusted side without touching CUDA.
 
 * :func:`device_access`: what a GPU student process's view holds beyond a CPU one's
-  (:mod:`autograder.engine.view`): the folders of ``LD_LIBRARY_PATH``, torch's own CUDA
+  (:mod:`autograder.sandbox.view`): the folders of ``LD_LIBRARY_PATH``, torch's own CUDA
   libraries -- the ``nvidia/`` pip packages next to torch --, the driver's library folders,
   the MPS pipe folder, and the ``/dev/nvidia*`` nodes; and the groups of those nodes that
   the unprivileged uid keeps;
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from autograder.engine.view import within
+from autograder.sandbox.view import within
 
 #: NVML's compute modes (nvmlComputeMode_t).
 COMPUTE_MODES = {0: "DEFAULT", 1: "EXCLUSIVE_THREAD", 2: "PROHIBITED", 3: "EXCLUSIVE_PROCESS"}
@@ -134,7 +134,7 @@ def plan_access(private: Sequence[str], env: dict[str, str] | None = None, dev: 
 
 def device_access(plan: AccessPlan) -> "object":
     """The sandbox's DeviceAccess for ``plan``."""
-    from autograder.engine.sandbox import DeviceAccess
+    from autograder.sandbox.runner import DeviceAccess
 
     return DeviceAccess(tuple(plan.keep), tuple(plan.groups), tuple(plan.nodes))
 

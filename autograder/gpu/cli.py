@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder import settings
-from autograder.engine import levels
+from autograder.sandbox import levels
 from autograder.engine.files import write_text_atomic
 from autograder.gpu.gradebook import (DRY_STATUS, MERGED, RESULTS_FILE, UNGRADED, collect, gpu_max_points,
                                       merge_gradebooks, write_lms_scores, write_submission_result)
@@ -29,7 +29,7 @@ def cmd_grade_gpu(args: argparse.Namespace) -> int:
     from autograder.engine.grader import private_paths
     from autograder.engine.files import kill_uid
     from autograder.gpu.preflight import PreflightFailed, preflight
-    from autograder.engine.uids import block, claim_uid
+    from autograder.sandbox.uids import block, claim_uid
 
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)

@@ -86,7 +86,7 @@ def _env_limits() -> dict[str, Any]:
 def gpu_limits(**overrides: Any) -> Any:
     """``sandbox.Limits`` for GPU grading: :data:`GPU_LIMITS`, then ``$AMP_SANDBOX_LIMITS``, then ``overrides``;
     :data:`GPU_FIXED` fields keep their GPU value whatever the environment says (see :func:`limit_warnings`)."""
-    from autograder.engine import sandbox
+    from autograder.sandbox import runner as sandbox
 
     known = {f.name for f in dataclasses.fields(sandbox.Limits)}
     fields = {k: v for k, v in {**GPU_LIMITS, **_env_limits(), **overrides}.items() if k in known}
@@ -193,7 +193,7 @@ def grade_gpu_submission(name: str, path: Path, hide: Sequence[str], limits: Any
     """
     from autograder.engine import intake, judge
     from autograder.gpu.preflight import PreflightFailed, preflight
-    from autograder.engine.sandbox import SandboxRunner
+    from autograder.sandbox.runner import SandboxRunner
     from checks.judge.gpu_reference import ReferenceProcess
 
     started = time.monotonic()

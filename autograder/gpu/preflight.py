@@ -1,7 +1,7 @@
 """The preflight of ``grade-gpu``: is the GPU usable from a sandboxed student process?
 
 Before anyone is graded, :func:`preflight` starts one student process exactly as
-grading will (same zygote, uid, limits, covers and :class:`~autograder.engine.sandbox.DeviceAccess`),
+grading will (same zygote, uid, limits, covers and :class:`~autograder.sandbox.runner.DeviceAccess`),
 with an empty submission (no student code runs), and asks it (scenario ``gpu_preflight``):
 does CUDA start and compute there, can the uid open ``/dev/nvidia*``, are the library
 folders visible, is there no address-space limit, was CUDA initialised before the fork?
@@ -46,7 +46,7 @@ class Setup:
     compute_mode: str = "n/a"
     exclusive: bool = False  # one CUDA process at a time (exclusive or unknown compute mode)
     access: Any = None  # the sandbox's DeviceAccess
-    isolation: str = "none"  # the level the preflight's student process reached (autograder.engine.confine)
+    isolation: str = "none"  # the level the preflight's student process reached (autograder.sandbox.confine)
     facts: dict[str, Any] = field(default_factory=dict)  # what the student process reported
 
 
@@ -90,9 +90,9 @@ def preflight(dry: bool, limits: Any, uid: int | None, hide: Sequence[str], *,
     """Check the device from a sandboxed student process; return the Setup or raise PreflightFailed.
 
     ``min_isolation``: the lowest isolation level accepted (a level's name; None: ``$AMP_MIN_ISOLATION``, else the
-    sealed level); a GPU student process is sealed only at ``namespaces`` (its built view: ``autograder.engine.view``).
+    sealed level); a GPU student process is sealed only at ``namespaces`` (its built view: ``autograder.sandbox.view``).
     """
-    from autograder.engine import levels, sandbox
+    from autograder.sandbox import levels, runner as sandbox
     from checks.runners.harness import SubmissionFault
 
     if plan is None:

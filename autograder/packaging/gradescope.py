@@ -42,7 +42,7 @@ SOURCE="$AUTOGRADER_ROOT/source"
 VENV="$AUTOGRADER_ROOT/{VENV}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
-# python3-venv: the environment; libseccomp2: the seccomp layer of the sandbox (autograder/engine/confine.py).
+# python3-venv: the environment; libseccomp2: the seccomp layer of the sandbox (autograder/sandbox/confine.py).
 apt-get install -y -q --no-install-recommends python3 python3-venv ca-certificates libseccomp2
 python3 -m venv "$VENV"
 # torch first, from its CPU index (${TORCH_INDEX_ENV} overrides it); requirements.txt then finds it installed.

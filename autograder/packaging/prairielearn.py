@@ -28,7 +28,8 @@ import zipfile
 from pathlib import Path
 
 from autograder import ROOT, settings
-from autograder.engine import budget, rubric, strings
+from autograder.engine import rubric, strings
+from autograder.sandbox import budget
 from autograder.engine.files import write_tree
 from autograder.packaging import built, gradescope, release
 
@@ -61,7 +62,7 @@ INSTALL_SH = f"""#!/usr/bin/env bash
 set -euo pipefail
 HERE="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
 VENV="${{{settings.GRADER_VENV.env}:-{VENV}}}"
-# libseccomp: the seccomp layer of the sandbox (autograder/engine/confine.py).  PrairieLearn's base is Amazon
+# libseccomp: the seccomp layer of the sandbox (autograder/sandbox/confine.py).  PrairieLearn's base is Amazon
 # Linux (dnf); a Debian-like base has apt-get.
 if command -v dnf >/dev/null 2>&1; then
     dnf install -y -q libseccomp && dnf clean all

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from autograder.engine import rubric
-from autograder.engine.budget import SUBMISSION_SECONDS
+from autograder.sandbox.budget import SUBMISSION_SECONDS
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
@@ -298,14 +298,14 @@ def _redirect(harness):
             return original(args, harness.torch_scaler, None)
         return original_scenario(name, args, submission)
     harness.run_scenario = run_scenario
-for _how in ("sys.modules", "import checks.runners.harness", "import autograder.engine.sandbox"):
+for _how in ("sys.modules", "import checks.runners.harness", "import autograder.sandbox.runner"):
     try:
         if _how == "sys.modules":
             _redirect(_sys.modules["checks.runners.harness"])
         elif _how == "import checks.runners.harness":
             _redirect(_importlib.import_module("checks.runners.harness"))
         else:
-            _redirect(_importlib.import_module("autograder.engine.sandbox").harness)
+            _redirect(_importlib.import_module("autograder.sandbox.runner").harness)
         _report.append(_how + ": patched")
     except Exception as _e:
         _report.append(_how + ": " + type(_e).__name__)

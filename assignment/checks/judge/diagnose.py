@@ -51,7 +51,7 @@ def digest(calls: Sequence[Sequence[Any]], answers: Sequence[str | None]) -> str
 
 
 def canonical(value: Any) -> str:
-    """The text answers are compared by (the grader's :func:`autograder.engine.sandbox.canonical`)."""
+    """The text answers are compared by (the grader's :func:`autograder.sandbox.runner.canonical`)."""
     return json.dumps(value, sort_keys=True, allow_nan=True)
 
 

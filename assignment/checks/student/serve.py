@@ -7,7 +7,7 @@ scenario requests, one JSON line each, with plain data (:func:`answer_requests`)
 first student line (:mod:`checks.student.absence`).
 
 * The grader forks these processes from its zygote and confines them first
-  (``autograder.engine.zygote``), then calls :func:`answer_requests`.
+  (``autograder.sandbox.zygote``), then calls :func:`answer_requests`.
 * The public checks start one with ``python -m checks.student.serve ROOT FILE...`` (see
   :class:`LocalProcess`): the judge's side (the tests and torch's reference scaler) stays in
   pytest's process, exactly as in the grader, so the checks refuse what the grader refuses.

@@ -9,7 +9,7 @@ waits instead of computing (a sleep, a lock, a child it waits on) is stopped by 
 of :data:`WALL_FACTOR` times the limit.  :class:`OutputLog`
 files every byte a process prints under the test that process last served (its ``owner``),
 whoever drains it and whenever: output a process serving a hidden test prints late cannot reach a
-visible row.  :class:`autograder.engine.sandbox.SandboxRunner` starts the processes and speaks the
+visible row.  :class:`autograder.sandbox.runner.SandboxRunner` starts the processes and speaks the
 protocol through these two.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import checks
-from autograder.engine.budget import WALL_FACTOR
+from autograder.sandbox.budget import WALL_FACTOR
 
 MAX_REPLY_BYTES = 16 * 2**20
 #: A process stopped at the wall bound that had the processor, or was ready for it (state R: a busy machine
@@ -49,7 +49,7 @@ class StudentProcess:
         self.slot = -1  # its place in the runner's block of uids and scratch folders (SandboxRunner._spawn)
         self.uid: int | None = None  # the uid it runs the student's code as (SandboxRunner._spawn), and whether no
         self.uid_is_its_own = False  # earlier process of the submission had that uid since the last cleanup
-        self.kind = 0  # its kind, an index in autograder.engine.phases.KINDS (SandboxRunner._spawn)
+        self.kind = 0  # its kind, an index in autograder.sandbox.phases.KINDS (SandboxRunner._spawn)
         self.born = time.monotonic()  # when the runner asked the zygote for it (SandboxRunner._spawn)
         self.request_fd, self.reply_fd, self.output_fd = request_fd, reply_fd, output_fd
         os.set_blocking(output_fd, False)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from checks.runners import harness
 
-from autograder.engine import budget, strings
-from autograder.engine.student_processes import StudentProcess
+from autograder.engine.strings import text
+from autograder.sandbox import budget
+from autograder.sandbox.student_processes import StudentProcess
 
 
 class FileFaults:
@@ -36,7 +37,7 @@ class FileFaults:
         shared processor until the wall bound), or waited."""
         file = harness.CONTRACT_FILES[name]
         if process.pid is None:
-            self.import_failed(name, strings.text("import_crash", file=file), budget.CRASH_LIMIT)
+            self.import_failed(name, text("import_crash", file=file), budget.CRASH_LIMIT)
         else:
             self.import_failed(name, budget.not_finished_message("import", process.computing, self.import_seconds,
                                                                  file=file), budget.TIME_LIMIT)
@@ -51,6 +52,6 @@ class FileFaults:
             if name in self.messages:
                 return self.kinds.get(name, ""), self.messages[name]
             if self.hangs.get(name, 0) >= self.hangs_allowed:
-                return budget.TIME_LIMIT, strings.text("hung_too_often", count=self.hangs[name],
+                return budget.TIME_LIMIT, text("hung_too_often", count=self.hangs[name],
                                                        file=harness.CONTRACT_FILES[name])
         return None

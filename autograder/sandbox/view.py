@@ -23,7 +23,7 @@ from typing import Any, Iterable, Sequence
 import torch
 
 import checks
-from autograder.engine import mounts
+from autograder.sandbox import mounts
 
 SYSTEM = ("/usr", "/etc", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/proc", "/sys")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")

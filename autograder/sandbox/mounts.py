@@ -1,7 +1,7 @@
 """``mount(2)`` and ``mount_setattr(2)`` in a student process's private mount namespace: the flags, and the read-only
 remount of everything it sees (:func:`read_only_rest`).
 
-:mod:`autograder.engine.view` builds the view from an allow-list; this makes all of it read-only, without
+:mod:`autograder.sandbox.view` builds the view from an allow-list; this makes all of it read-only, without
 access-time updates where the kernel allows, so that no process writes or marks anything a later one could read.
 """
 

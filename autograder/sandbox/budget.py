@@ -1,6 +1,6 @@
 """The one per-submission time budget and the names of the limits a submission can hit.
 
-Light (standard library only): the CLI's help, the sandbox's :class:`~autograder.engine.sandbox.Limits`
+Light (standard library only): the CLI's help, the sandbox's :class:`~autograder.sandbox.runner.Limits`
 and the batch's watchdog all read their numbers from here, so they cannot disagree.
 
 * :data:`SUBMISSION_SECONDS` is the wall time for everything one submission costs: intake,
@@ -10,7 +10,7 @@ and the batch's watchdog all read their numbers from here, so they cannot disagr
   points), never "errored".
 * :data:`IMPORT_SECONDS` and :data:`CALL_SECONDS` are CPU time of the student's process, with a
   wall-clock bound of :data:`WALL_FACTOR` times as much for a process that waits instead of computing
-  (measured in :mod:`autograder.engine.student_processes`): a busy machine is never charged to a
+  (measured in :mod:`autograder.sandbox.student_processes`): a busy machine is never charged to a
   submission.
 * The batch watchdog (:func:`watchdog_seconds`) only catches a worker whose limits failed:
   the budget plus a fixed grace for the judge's bookkeeping after the budget is spent.
@@ -18,7 +18,7 @@ and the batch's watchdog all read their numbers from here, so they cannot disagr
 
 from __future__ import annotations
 
-from autograder.engine import strings
+from autograder.engine.strings import text
 
 SUBMISSION_SECONDS = 300.0
 CALL_SECONDS = 20.0
@@ -42,12 +42,12 @@ def watchdog_seconds(submission_seconds: float = SUBMISSION_SECONDS) -> float:
 
 def used_up_message(submission_seconds: float) -> str:
     """The failure of every test that runs after the budget is spent."""
-    return strings.text("budget_used_up", seconds=submission_seconds)
+    return text("budget_used_up", seconds=submission_seconds)
 
 
 def not_finished_message(step: str, computing: bool, limit: float, **fields: str) -> str:
     """Why an import or a call (``step``: "import" or "call") with a CPU-time ``limit`` was stopped: a process that was
     computing (a loop) by that limit, one that was waiting by its wall bound, WALL_FACTOR times it."""
     if computing:
-        return strings.text(f"{step}_timeout", seconds=limit, **fields)
-    return strings.text(f"{step}_waited", seconds=WALL_FACTOR * limit, **fields)
+        return text(f"{step}_timeout", seconds=limit, **fields)
+    return text(f"{step}_waited", seconds=WALL_FACTOR * limit, **fields)

@@ -1,6 +1,6 @@
 """A student process's seccomp allow-list: the system calls it may make, the commands and arguments a few more may
 take, and the filter that refuses every other one (:func:`apply_seccomp`, a layer of
-:mod:`autograder.engine.confine`; docs/security.md says how the list was measured).
+:mod:`autograder.sandbox.confine`; docs/security.md says how the list was measured).
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def _number(name: str) -> int | None:
 
 
 def apply_seccomp(gpu: bool = False) -> bool:
-    """Load the allow-list filter (:mod:`autograder.engine.confine` says what it refuses; also sets no-new-privs).
+    """Load the allow-list filter (:mod:`autograder.sandbox.confine` says what it refuses; also sets no-new-privs).
 
     ``gpu``: a GPU process keeps every ``ioctl`` and ``socket(AF_UNIX)`` (:data:`GPU_SYSCALLS`); otherwise no
     socket at all.  Every call not allowed is refused, never killed: a refusal is an ``OSError`` the feedback names.

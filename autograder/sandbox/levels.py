@@ -1,8 +1,8 @@
 """The isolation levels a student process can reach, weakest first, and the policy on them: the default minimum
 (:data:`SEALED`), the refusal below the minimum asked for, the warning for a lower level allowed by name.
 
-Which layers make each level is :mod:`autograder.engine.confine`'s (it applies them and measures the level a
-student process reaches here, :func:`~autograder.engine.confine.probe_level`); docs/security.md says what each
+Which layers make each level is :mod:`autograder.sandbox.confine`'s (it applies them and measures the level a
+student process reaches here, :func:`~autograder.sandbox.confine.probe_level`); docs/security.md says what each
 level guarantees.
 """
 

@@ -10,13 +10,13 @@
 * **Isolation.**  A student process runs in its own session, with rlimits (address
   space, CPU seconds, processes, file size, open files), no network and, where the
   kernel allows it, private namespaces in which its root is built from an allow-list
-  (:mod:`autograder.engine.view`: the system, the interpreter, its own submission and
+  (:mod:`autograder.sandbox.view`: the system, the interpreter, its own submission and
   scratch; nothing else exists there), read-only but its scratch.  As root it drops
-  to a dedicated unprivileged uid.  :mod:`autograder.engine.confine` adds IPC and PID
+  to a dedicated unprivileged uid.  :mod:`autograder.sandbox.confine` adds IPC and PID
   namespaces, Landlock, seccomp and a clean environment, and reports the level reached.
 * **What it runs.**  Only the contract files a :class:`SpawnRequest` names are imported
   (``answers.py`` never), then it answers scenario requests, one JSON line each, until
-  its request pipe closes.  The judge's side is :mod:`autograder.engine.sandbox`.
+  its request pipe closes.  The judge's side is :mod:`autograder.sandbox.runner`.
 * **Limits.**  :class:`Limits` holds the defaults; the environment variable
   ``AMP_SANDBOX_LIMITS`` (a JSON object such as ``{"call_seconds": 3}``) overrides fields
   of the limits a runner gets when none are passed (tests, slow machines).
@@ -48,11 +48,11 @@ from checks import arithmetic
 from checks.student import absence, serve
 from checks.runners import harness
 
-from autograder.engine import budget, confine, mounts, reach, view
+from autograder.sandbox import budget, confine, mounts, reach, view
 from autograder import PACKAGE, ROOT, is_checkout, settings
 
 #: The grader's files: a checkout's whole tree, else (pip-installed, the Gradescope zip) the grader's own package,
-#: which may sit inside the site-packages every student process reads (covered there: autograder.engine.view).
+#: which may sit inside the site-packages every student process reads (covered there: autograder.sandbox.view).
 REPO_ROOT = ROOT if is_checkout() else PACKAGE
 
 #: torch's scaler sources, hidden from the processes that run loss_scaler.py (found once, before any fork; the
@@ -125,11 +125,11 @@ def _libc() -> Any:
 
 
 def _isolate(request: SpawnRequest, parent: int, hidden: list[str], reply_fd: int) -> bool:
-    """Namespaces and the built file view (:mod:`autograder.engine.view`), hidden files, rlimits and the
+    """Namespaces and the built file view (:mod:`autograder.sandbox.view`), hidden files, rlimits and the
     unprivileged uid (best effort); True if the process is in namespaces with its built, read-only view.  The
     judge is told on ``reply_fd`` which process to measure, when namespaces fork a new one."""
     libc = _libc()
-    namespaces = confine.enter_namespaces(  # mount, net, IPC, PID (+user); see autograder.engine.confine
+    namespaces = confine.enter_namespaces(  # mount, net, IPC, PID (+user); see autograder.sandbox.confine
         libc, os.geteuid() == 0, tell=lambda child: serve.send(reply_fd, {"measure": child}))
     sealed = False
     if namespaces:

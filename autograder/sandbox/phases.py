@@ -10,7 +10,7 @@ A student process has one of four kinds, by what it may learn and what it holds:
 for Task 2, then Task 1's hidden cases, then Task 2's.  Information can then flow only forward in time: nothing
 shown at once runs after a hidden input was served, and no holding process is alive beside an absent one.
 
-The runner (:class:`autograder.engine.sandbox.SandboxRunner`) keeps processes of one kind alive at a time,
+The runner (:class:`autograder.sandbox.runner.SandboxRunner`) keeps processes of one kind alive at a time,
 ends them all before it starts one of another kind, and refuses a public kind after a hidden one
 (:class:`PhaseOrderError`, the grader's fault).  Across the gradings of one machine the same holds through
 :class:`Rooms`: a runner has student processes of kind K alive only while it is inside room K, and two rooms

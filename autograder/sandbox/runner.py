@@ -2,7 +2,7 @@
 
 * **One process per file set.**  A scenario runs in a process that imported only the
   contract files it needs (:data:`SCENARIO_NEEDS`); processes are started from the zygote
-  (:mod:`autograder.engine.zygote`) on first need and kept for the next calls.
+  (:mod:`autograder.sandbox.zygote`) on first need and kept for the next calls.
 * **Protocol.**  Requests and replies are single JSON lines on two pipes (a request may
   hold a batch of calls, answered one line each); the student's stdout/stderr go to a
   third pipe, drained at every wake-up and attributed to the test that was running.
@@ -13,10 +13,10 @@
   owns) and the next call gets fresh ones.  Import faults are
   remembered per file, so tests that do not need a broken file still run; hangs are
   budgeted per file (deterministic) and the submission's wall budget bounds the rest.
-* **Phases.**  Processes of one kind (:mod:`autograder.engine.phases`) are alive at a time: before it starts
+* **Phases.**  Processes of one kind (:mod:`autograder.sandbox.phases`) are alive at a time: before it starts
   one of another kind the runner ends every live one and waits until they are gone, and it starts one of kind K
   only inside the machine's room K, so no other grading's process of another kind is alive either.  A public
-  kind after a hidden one is refused (:class:`~autograder.engine.phases.PhaseOrderError`): the judge orders
+  kind after a hidden one is refused (:class:`~autograder.sandbox.phases.PhaseOrderError`): the judge orders
   its calls so that it never asks.
 * **Time.**  Import and call limits are CPU time of the process running the student's code
   (a busy machine is never charged), counted from its "started" message: the grader's own
@@ -24,7 +24,7 @@
 
 :class:`SandboxRunner` holds the protocol (starting processes, faults, batches fetched ahead for the
 call plan), which shares the process table and the per-test state; one process's pipes and the
-output log are :mod:`autograder.engine.student_processes`.  The child side's names that callers use
+output log are :mod:`autograder.sandbox.student_processes`.  The child side's names that callers use
 with a runner (:class:`Limits`, :func:`start_zygote`...) are re-exported here, so that "the sandbox" is
 one import for the rest of the grader.
 
@@ -50,11 +50,12 @@ from checks.runners import harness
 from checks.student import serve
 
 from autograder import settings
-from autograder.engine import budget, cleanup, confine, phases, strings, uids
+from autograder.engine.strings import text
+from autograder.sandbox import budget, cleanup, confine, phases, uids
 from autograder.engine.files import kill_uid
-from autograder.engine.file_faults import FileFaults
-from autograder.engine.student_processes import OutputLog, StudentProcess
-from autograder.engine.zygote import (REPO_ROOT, DeviceAccess, Limits,  # noqa: F401
+from autograder.sandbox.file_faults import FileFaults
+from autograder.sandbox.student_processes import OutputLog, StudentProcess
+from autograder.sandbox.zygote import (REPO_ROOT, DeviceAccess, Limits,  # noqa: F401
                                SpawnRequest, Zygote, default_limits, start_zygote)
 
 __all__ = ["SandboxRunner", "Limits", "DeviceAccess", "default_limits", "start_zygote", "SCENARIO_NEEDS",
@@ -124,15 +125,15 @@ class SandboxRunner:
         self.limits = limits or default_limits()
         self.hide = hide
         self.zygote = zygote or start_zygote()
-        #: The first uid of this runner's block (autograder.engine.uids): the group that may read the submission;
+        #: The first uid of this runner's block (autograder.sandbox.uids): the group that may read the submission;
         #: each student process runs as a uid of its own from the block (None: not root, no switch).
         self.uid = uid if uid is not None or os.geteuid() != 0 else uids.default_base(os.getpid())
         self._uids_dirty: set[int] = set()  # uids given to a process since the last _kill_all: what it must kill
         self._slots_used: set[int] = set()  # slots (uids) any process of this submission has had
         self.files = FileFaults(self.limits.import_seconds, self.limits.hangs_per_module)
-        from autograder.engine import judge_words  # the grader's words: never in the zygote's heap
+        from autograder.engine.judge_words import swap_heard  # the grader's words: never in the zygote's heap
 
-        judge_words.swap_heard({})  # this submission's messages only
+        swap_heard({})  # this submission's messages only
         self.output = OutputLog()
         self.started = time.monotonic()
         #: Holds one private scratch folder per student process (``p<slot>``, 0700, the process's uid): no two
@@ -154,7 +155,7 @@ class SandboxRunner:
         self._prefetched: dict[tuple[str, bool], dict[str, deque[dict[str, Any]]]] = {}
         self._prefetch_off = False
         self.scenarios_run = 0  # scenario calls sent to student processes (reported to staff)
-        self.isolation: str | None = None  # the level the last student process reached (autograder.engine.confine)
+        self.isolation: str | None = None  # the level the last student process reached (autograder.sandbox.confine)
         self._scratch_guard: cleanup.ScratchGuard | None = None
         #: The sandbox's own record of the limits hit: test case -> kind (budget.LIMIT_KINDS); reports
         #: classify by this, never by message text (which student code can imitate).
@@ -294,7 +295,7 @@ class SandboxRunner:
             # Deterministic, as an import fault: every later call needing these files fails at once (instead of
             # starting, and failing, a process per call).
             for name in modules:
-                self.import_faults.setdefault(name, strings.text("import_broke_protocol", file=harness.CONTRACT_FILES[name]))
+                self.import_faults.setdefault(name, text("import_broke_protocol", file=harness.CONTRACT_FILES[name]))
             raise harness.SubmissionFault("the submission's process did not start properly")
         self.isolation = str(ready.get("isolation") or "none")
         if self.isolation != "namespaces" and self._scratch_guard is None:  # no size-capped tmpfs there
@@ -440,7 +441,7 @@ class SandboxRunner:
             elif reply["scratch"]:
                 self._test_fault = f"your code {SCRATCH_FAULT}"
             else:
-                self._test_fault = strings.text("call_crash")
+                self._test_fault = text("call_crash")
             self._test_fault_kind = budget.TIME_LIMIT if hung else budget.CRASH_LIMIT
             self._limit(self._test_fault_kind, self._test_fault)
         if "unexpected" in reply:

@@ -9,19 +9,19 @@ student process and before any student code is imported, every layer the platfor
   namespace when not root).  The process then sees no network, no other process, no
   SysV IPC object of anyone else, and none of its IPC objects or daemons outlive it (the
   PID namespace's init is the student process: when it dies the kernel kills the rest).
-  Its root is built from an allow-list (:mod:`autograder.engine.view`), read-only
+  Its root is built from an allow-list (:mod:`autograder.sandbox.view`), read-only
   (:func:`read_only_rest`) but its scratch folder, a size-capped tmpfs (:data:`SCRATCH_BYTES`).
 * **Landlock** (unprivileged; allowed by Docker's default seccomp profile): reads only
   from the interpreter, the system folders, the submission and the scratch folder;
   writes only to the scratch folder (and ``/dev/null``).  Binding: ``landlock`` (PyPI).
 * **seccomp** (``pyseccomp`` over libseccomp; sets no-new-privs): an allow-list, measured
-  (:data:`~autograder.engine.syscalls.ALLOWED_SYSCALLS`); every other call is refused.  Among what is not on it: ``socket()``
+  (:data:`~autograder.sandbox.syscalls.ALLOWED_SYSCALLS`); every other call is refused.  Among what is not on it: ``socket()``
   (so no network and no abstract socket between two student processes), ``execve`` (no other
   program: a fresh interpreter would have torch's scaler kernels), ``ptrace``, ``mount``, SysV IPC,
   ``flock``, the ``chmod`` and ``chown`` families (a folder opened to a sibling).  ``fcntl``,
   ``ioctl`` and ``prctl`` only with the commands listed (no lock, no ``F_SETOWN``/``F_SETSIG``/
   ``O_ASYNC``), signals only to the process itself, ``clone`` without namespace flags.  A GPU
-  process keeps every ``ioctl`` and ``AF_UNIX`` sockets (CUDA), :data:`~autograder.engine.syscalls.GPU_SYSCALLS`.
+  process keeps every ``ioctl`` and ``AF_UNIX`` sockets (CUDA), :data:`~autograder.sandbox.syscalls.GPU_SYSCALLS`.
 * a **built environment**: only the variables in :func:`clean_environment`; the zygote erased the
   grader's command line and environment before forking (:func:`forget_command_line_and_environment`),
   and the process is non-dumpable.
@@ -29,16 +29,16 @@ student process and before any student code is imported, every layer the platfor
 A GPU student process gets no Landlock (CUDA does not start under it): its built view is its file seal, so it is
 sealed only at ``namespaces``.
 
-The level reached is one of :data:`~autograder.engine.levels.LEVELS`, weakest first: ``"none"``, ``"seccomp"``,
+The level reached is one of :data:`~autograder.sandbox.levels.LEVELS`, weakest first: ``"none"``, ``"seccomp"``,
 ``"landlock+seccomp"``, ``"namespaces"``.  :func:`probe_level` measures it without
 grading anything (a throwaway child process), so a run can refuse to start below
 ``--min-isolation`` / ``$AMP_MIN_ISOLATION``.
 
 This module needs only the standard library at import; the bindings load lazily.
 
-Each layer's own tables are in its module (the mounts: :mod:`autograder.engine.mounts`; the system calls:
-:mod:`autograder.engine.syscalls`); this one applies them in order and names the level they add up to, so that a
-level's name cannot claim a layer the code does not apply (the policy on levels: :mod:`autograder.engine.levels`).
+Each layer's own tables are in its module (the mounts: :mod:`autograder.sandbox.mounts`; the system calls:
+:mod:`autograder.sandbox.syscalls`); this one applies them in order and names the level they add up to, so that a
+level's name cannot claim a layer the code does not apply (the policy on levels: :mod:`autograder.sandbox.levels`).
 """
 
 from __future__ import annotations
@@ -53,10 +53,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from autograder.engine import reach
-from autograder.engine.levels import LEVELS
-from autograder.engine.mounts import MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_REC
-from autograder.engine.syscalls import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER,
+from autograder.sandbox import reach
+from autograder.sandbox.levels import LEVELS
+from autograder.sandbox.mounts import MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_REC
+from autograder.sandbox.syscalls import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER,
                                        apply_seccomp)
 from checks import arithmetic
 
@@ -246,7 +246,7 @@ def apply_landlock(submission: str, scratch: str, hidden: Sequence[str] = ()) ->
     """Restrict file access to reading the system, interpreter and submission, and writing scratch.
 
     The files of ``hidden`` (real paths) stay unreadable even where their folder is readable.  Never in a GPU
-    process: CUDA does not start under Landlock (its built view seals it: :mod:`autograder.engine.view`).
+    process: CUDA does not start under Landlock (its built view seals it: :mod:`autograder.sandbox.view`).
     """
     abi = landlock_abi()
     if abi < 1:
@@ -314,7 +314,7 @@ def confine(submission: str, scratch: str, namespaces: bool, gpu: bool = False, 
 
     ``namespaces`` says whether :func:`enter_namespaces` worked for this process, with its built, read-only view
     (both earlier, before the uid switch).  A GPU process gets no Landlock (see :func:`apply_landlock`) and keeps
-    every ``ioctl`` and ``AF_UNIX`` sockets (:data:`~autograder.engine.syscalls.GPU_SYSCALLS`): below ``namespaces`` it reaches ``seccomp``.
+    every ``ioctl`` and ``AF_UNIX`` sockets (:data:`~autograder.sandbox.syscalls.GPU_SYSCALLS`): below ``namespaces`` it reaches ``seccomp``.
     Non-dumpable, its ``/proc/<pid>`` files are root's: another process of the same uid reads none of them.  Call
     after the uid switch, before student code.
     """

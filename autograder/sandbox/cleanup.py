@@ -2,7 +2,7 @@
 
 Where a student process cannot have a size-capped tmpfs (below ``namespaces``), :class:`ScratchGuard` watches
 its scratch folder; the scratch folders are wiped between processes; a staged submission is granted to its
-processes' group.  The student process's own layers are in :mod:`autograder.engine.confine`.
+processes' group.  The student process's own layers are in :mod:`autograder.sandbox.confine`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from autograder.engine.confine import SCRATCH_BYTES, SCRATCH_ENTRIES
+from autograder.sandbox.confine import SCRATCH_BYTES, SCRATCH_ENTRIES
 
 def scratch_usage(folder: Path, limit_entries: int = SCRATCH_ENTRIES) -> tuple[int, int]:
     """(bytes, entries) below ``folder``, counting at most ``limit_entries`` entries (then it stops)."""
