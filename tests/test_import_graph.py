@@ -26,15 +26,12 @@ ALLOWED: dict[str, set[str]] = {
     "autograder.settings": {"autograder", "autograder.locations"},
     # which build of torch an install takes (make setup runs it before the venv holds anything)
     "autograder.torch_install": set(),
-    # the grader's message tables (beside the students' own, checks.words) and file helpers: beneath the sandbox
-    "autograder.engine.escape": set(),
-    "autograder.engine.files": {"autograder.engine.escape"},
+    # the grader's message tables (beside the students' own, checks.words): beneath the sandbox, which speaks them
     "autograder.engine.strings": {"checks"},
     "autograder.engine.judge_words": {"checks"},
     # the trust boundary: starts, confines and talks to student processes; judges nothing
     "autograder.sandbox": {"checks", "autograder", "autograder.locations", "autograder.settings",
-                           "autograder.engine.escape", "autograder.engine.files", "autograder.engine.strings",
-                           "autograder.engine.judge_words"},
+                           "autograder.engine.strings", "autograder.engine.judge_words"},
     "autograder.engine": {"checks", "autograder", "autograder.locations", "autograder.settings", "autograder.sandbox"},
     "autograder.diagnosis": {"checks", "autograder", "autograder.locations", "autograder.settings", "autograder.engine"},
     "autograder.batch": {"checks", "autograder", "autograder.locations", "autograder.settings", "autograder.engine",

@@ -37,7 +37,7 @@ import pytest
 
 from autograder.batch import similarity
 from autograder.batch.similarity_data import copied_slices
-from autograder.engine import files, fingerprint, rubric
+from autograder.engine import fingerprint, rubric
 from autograder.sandbox import uids
 from conftest import ROOT, skip_unless_ci
 
@@ -202,14 +202,14 @@ def test_kill_uid_ends_every_process_of_its_uids_and_no_other(helper: str, monke
         skip_unless_ci("uids are switched by root only")
     block = list(uids.block(uids.DEFAULT_BASE - uids.BLOCK))  # below every block a grader claims
     if helper != "one for every uid":  # a machine where the helper cannot take a uid and give it back
-        monkeypatch.setattr(files, "_kill_each", lambda _uids: os.setresuid(block[0], block[0], block[0]) or 1 / 0)
+        monkeypatch.setattr(uids, "_kill_each", lambda _uids: os.setresuid(block[0], block[0], block[0]) or 1 / 0)
     inside = [_sleeper(block[1]), _sleeper(block[2]), _sleeper(block[-1])]
     outside = [_sleeper(None), _sleeper(block[-1] + 1)]  # the grader's own uid, the next block's first
     forks = []
     real_fork = os.fork
     monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
     try:
-        files.kill_uid(*block)
+        uids.kill_uid(*block)
         monkeypatch.setattr(os, "fork", real_fork)
         assert [os.waitpid(pid, 0)[1] & 0x7F for pid in inside] == [signal.SIGKILL] * 3
         assert [os.waitpid(pid, os.WNOHANG) for pid in outside] == [(0, 0), (0, 0)]

@@ -30,10 +30,9 @@ from autograder.engine import grader, plan_cache
 from autograder.sandbox import budget
 import autograder
 from autograder import ROOT, settings
-from autograder.engine.files import kill_uid
 from autograder.batch.inputs import Submission
 from autograder.batch.worker import CANARY_EXIT, CANARY_MARK, reference_folder
-from autograder.sandbox.uids import block, claim_uid
+from autograder.sandbox.uids import block, claim_uid, kill_uid
 
 #: A worker that will grade at least this many submissions replays a cached call plan (autograder/engine/plan.py)
 #: against the reference before its first (the canary a fresh recording is; about a third of a grading).

@@ -77,11 +77,10 @@ def serve(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_terminate)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the batch decides when workers stop
 
-    from autograder.engine import files
     from autograder.sandbox import uids
 
     if args.uid is not None and os.geteuid() == 0:
-        files.kill_uid(*uids.block(args.uid))  # leftovers of a killed run that held this block before us
+        uids.kill_uid(*uids.block(args.uid))  # leftovers of a killed run that held this block before us
     grader.start()
     channel = os.dup(1)  # created after the zygote forked: no student process can inherit it
     os.dup2(2, 1)  # stray prints go to the worker's log, never into the channel

@@ -9,11 +9,10 @@ import csv
 import io
 import json
 import os
-import signal
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 
 def write_bytes_atomic(path: Path, data: bytes, private: bool = False) -> None:
@@ -94,59 +93,6 @@ def csv_text(header: list[str], rows: list[list[Any]]) -> str:
     writer.writerow([csv_cell(cell) for cell in header])
     writer.writerows([csv_cell(cell) for cell in row] for row in rows)
     return buffer.getvalue()
-
-
-def kill_uid(*uids: int) -> None:
-    """Kill every process owned by each of ``uids`` (root only).
-
-    Catches escapes from a process group.  SysV IPC objects need no removal: seccomp refuses the calls that make
-    them at every level that has it (``syscalls.ALLOWED_SYSCALLS``), and under namespaces they die with the
-    process's IPC namespace (at level ``none``, which seals nothing, one may outlive its process).  One
-    short-lived child sends ``kill(-1)`` as each uid in turn, with that uid as its real and effective one:
-    then no capability is in effect and the signal reaches exactly the processes whose real or saved uid is
-    that uid (a child that kept root as its real or effective uid would reach the grader's own).  It keeps
-    root only as its saved uid, to take the next uid.  One fork for the lot: forking the judge, which holds
-    torch, costs milliseconds each time.  Where that child cannot do it, one child per uid takes the uid for good.
-    """
-    if os.geteuid() != 0:
-        return
-    if uids and not _exited_cleanly(_fork(lambda: _kill_each(uids))):
-        for uid in uids:
-            _exited_cleanly(_fork(lambda uid=uid: _kill_as(uid)))
-
-
-def _kill_each(uids: Sequence[int]) -> None:
-    for uid in uids:
-        os.setresuid(uid, uid, 0)
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except ProcessLookupError:
-            pass  # none left
-        os.setresuid(0, 0, 0)
-
-
-def _kill_as(uid: int) -> None:
-    os.setgid(uid)
-    os.setuid(uid)
-    os.kill(-1, signal.SIGKILL)
-
-
-def _fork(body: Callable[[], None]) -> int:
-    """The pid of a child that runs ``body``, then exits: 0 when it returned, 1 when it raised."""
-    pid = os.fork()
-    if pid == 0:
-        status = 1
-        try:
-            body()
-            status = 0
-        finally:
-            os._exit(status)
-    return pid
-
-
-def _exited_cleanly(pid: int) -> bool:
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) == 0
 
 
 def write_if_changed(path: Path, data: str | bytes) -> bool:

@@ -27,9 +27,8 @@ PREFLIGHT_FILE = "gpu_preflight.json"
 def cmd_grade_gpu(args: argparse.Namespace) -> int:
     from autograder.batch import inputs
     from autograder.engine.grader import private_paths
-    from autograder.engine.files import kill_uid
     from autograder.gpu.preflight import PreflightFailed, preflight
-    from autograder.sandbox.uids import block, claim_uid
+    from autograder.sandbox.uids import block, claim_uid, kill_uid
 
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)

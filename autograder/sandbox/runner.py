@@ -52,7 +52,6 @@ from checks.student import serve
 from autograder import settings
 from autograder.engine.strings import text
 from autograder.sandbox import budget, cleanup, confine, phases, uids
-from autograder.engine.files import kill_uid
 from autograder.sandbox.file_faults import FileFaults
 from autograder.sandbox.student_processes import OutputLog, StudentProcess
 from autograder.sandbox.zygote import (REPO_ROOT, DeviceAccess, Limits,  # noqa: F401
@@ -331,7 +330,7 @@ class SandboxRunner:
         self._processes.clear()
         self._starting = None
         if self._uids_dirty and os.geteuid() == 0:  # even when a process ended by itself: its
-            kill_uid(*sorted(self._uids_dirty))  # daemons (setsid, double fork) outlive it
+            uids.kill_uid(*sorted(self._uids_dirty))  # daemons (setsid, double fork) outlive it
         self._uids_dirty.clear()  # one short-lived child per uid: only those that ran something since
         _log_lifetimes(self._grading, ended)
         self._rooms.leave()

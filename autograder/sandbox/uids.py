@@ -4,7 +4,7 @@ The sandbox runs each student process as an unprivileged uid of its own (when th
 grader holds a *block* of :data:`BLOCK` uids, the first of which is the group that may read the staged
 submission, the others one per student process alive at once (:func:`process_uid`), so that the
 kernel itself keeps two processes of one submission apart (files, signals, ``/proc``).  Cleaning up
-after a submission kills everything those uids own.  Two grading runs on one node (a batch and a
+after a submission kills everything those uids own (:func:`kill_uid`).  Two grading runs on one node (a batch and a
 ``grade-gpu`` job, two Slurm array tasks) must therefore never use the same block: each claims one
 here, with a lock held as long as it grades.
 """
@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import tempfile
 from pathlib import Path
-from typing import IO
+from typing import IO, Callable, Sequence
 
 #: uids in one grader's block: the submission's group, then one per student process alive at once (a
 #: submission has at most one process per file set and kind of test, public or hidden: 4 x 2, with room to spare).
@@ -89,3 +90,56 @@ def claimed(uid: int) -> bool:
         return True
     handle.close()  # released at once: we only looked
     return False
+
+
+def kill_uid(*uids: int) -> None:
+    """Kill every process owned by each of ``uids`` (root only).
+
+    Catches escapes from a process group.  SysV IPC objects need no removal: seccomp refuses the calls that make
+    them at every level that has it (``syscalls.ALLOWED_SYSCALLS``), and under namespaces they die with the
+    process's IPC namespace (at level ``none``, which seals nothing, one may outlive its process).  One
+    short-lived child sends ``kill(-1)`` as each uid in turn, with that uid as its real and effective one:
+    then no capability is in effect and the signal reaches exactly the processes whose real or saved uid is
+    that uid (a child that kept root as its real or effective uid would reach the grader's own).  It keeps
+    root only as its saved uid, to take the next uid.  One fork for the lot: forking the judge, which holds
+    torch, costs milliseconds each time.  Where that child cannot do it, one child per uid takes the uid for good.
+    """
+    if os.geteuid() != 0:
+        return
+    if uids and not _exited_cleanly(_fork(lambda: _kill_each(uids))):
+        for uid in uids:
+            _exited_cleanly(_fork(lambda uid=uid: _kill_as(uid)))
+
+
+def _kill_each(uids: Sequence[int]) -> None:
+    for uid in uids:
+        os.setresuid(uid, uid, 0)
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # none left
+        os.setresuid(0, 0, 0)
+
+
+def _kill_as(uid: int) -> None:
+    os.setgid(uid)
+    os.setuid(uid)
+    os.kill(-1, signal.SIGKILL)
+
+
+def _fork(body: Callable[[], None]) -> int:
+    """The pid of a child that runs ``body``, then exits: 0 when it returned, 1 when it raised."""
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            body()
+            status = 0
+        finally:
+            os._exit(status)
+    return pid
+
+
+def _exited_cleanly(pid: int) -> bool:
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
