@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -223,6 +224,38 @@ def test_the_turn_goes_round_in_phase_order_so_a_grading_behind_goes_first(tmp_p
     ahead_thread.join(60)
     assert ahead_in.is_set()
     ahead.leave()
+
+
+def test_a_wait_for_a_room_is_neither_the_budget_nor_the_time_reported(tmp_path: Path) -> None:
+    from autograder.engine import grader, intake
+    from autograder.sandbox import runner as sandbox
+
+    folder = tmp_path / "rooms"
+    staged = intake.stage(ROOT / "solutions")
+    # the runner (and with it the zygote) first, as in every grader: a fork after a room is entered keeps it locked
+    runner = sandbox.SandboxRunner(staged.folder, rooms=phases.Rooms(folder))
+    other = phases.Rooms(folder)
+    other.enter(3)  # another grading is inside hidden-holding
+    try:
+        grading = grader._Grading("solutions", ROOT / "solutions", runner.limits)
+        grading.runner = runner
+        began = time.monotonic()
+        budget, own = runner._budget_left(), grading._own()
+        thread = threading.Thread(target=runner._enter_phase, args=(0,), daemon=True)
+        thread.start()
+        _until(lambda: _held_by_someone(folder / "want-public-absent"))  # it waits for public-absent
+        seen = time.monotonic()
+        _until(lambda: time.monotonic() > seen + 0.05)  # the other grading's turn goes on a while
+        other.leave()
+        thread.join(60)
+        charged, counted = budget - runner._budget_left(), grading._own() - own
+        elapsed = time.monotonic() - began  # since before the first reading, until after the last
+        assert runner._kind == 0 and 0.05 <= runner.waited <= elapsed
+        assert charged <= elapsed - runner.waited  # the wait is not charged to its budget...
+        assert counted <= elapsed - runner.waited  # ...nor counted in its execution_time
+    finally:
+        runner.close()
+        shutil.rmtree(staged.folder, ignore_errors=True)
 
 
 def test_many_may_share_a_room(tmp_path: Path) -> None:
