@@ -211,7 +211,8 @@ def main() -> int:
     print(f"batch (--jobs {args.jobs}): {batch_seconds:.1f} s for {n} -> {60 * n / batch_seconds:.1f} submissions/min, "
           f"{per_sub_wall:.2f} s each (wall)")
     print(f"  test time (judge, summed): {test_seconds:.1f} s = {test_seconds / n:.2f} s per submission; "
-          f"overhead beyond test time: {overhead:.2f} s per submission (wall x jobs - test time, / N)")
+          f"overhead beyond test time: {overhead:.2f} s per submission (wall x jobs - test time, / N: start-up, "
+          "the call plan, waits for a room)")
     print("  mean score by kind: " + ", ".join(f"{k} {sum(v) / len(v):.1f}" for k, v in sorted(by_kind.items())))
     print(f"naive (a fresh `python -m autograder grade ONE` per submission, sequential, {len(picks)} of them): "
           + ", ".join(f"{k} {sum(v) / len(v):.2f} s" for k, v in naive_times.items())
