@@ -400,7 +400,7 @@ def test_confinement_holds_in_every_mode(mode: str, workspace: Path, request: py
 
 CONFINED_CHILD = """
 import json, os, socket, sys
-sys.path[:0] = [{root!r}]
+sys.path[:0] = [{root!r}, {checks!r}]  # both packages from the checkout nobody reads, never the install's paths
 from autograder.sandbox import confine
 level = confine.probe_level()
 read_fd, write_fd = os.pipe()
@@ -425,7 +425,8 @@ def test_unprivileged_user_gets_confined(workspace: Path, nobody_python: str, no
     os.chown(scratch, NOBODY, NOBODY)
     listener = Listener()
     secret = nobody_root / "autograder" / "hidden" / "test_hidden_scaler.py"
-    code = CONFINED_CHILD.format(root=str(nobody_root), scratch=str(scratch), port=listener.port, secret=str(secret))
+    code = CONFINED_CHILD.format(root=str(nobody_root), checks=str(nobody_root / "assignment"), scratch=str(scratch),
+                                 port=listener.port, secret=str(secret))
     try:
         done = subprocess.run(MODES["unprivileged"] + [nobody_python, "-c", code], capture_output=True, text=True,
                               timeout=120, cwd="/", env={"PATH": "/usr/bin:/bin"})
