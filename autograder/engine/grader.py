@@ -262,9 +262,11 @@ class _Grading:
             self.seconds += self._paused - began
 
     def _own(self) -> float:
-        """Its own time so far, this turn's included, less its runner's waits for a room (other gradings' turns)."""
-        waited = self.runner.waited if self.runner is not None else 0.0
-        return self.seconds + time.monotonic() - self._turn_began - waited
+        """Its own time so far, this turn's included: once its runner exists, what its budget was charged (the
+        runner's clock leaves out the other submissions' turns and its waits for a room), intake included."""
+        if self.runner is not None:
+            return time.monotonic() - self.runner.started
+        return self.seconds + time.monotonic() - self._turn_began
 
     def open(self, hide: Sequence[str], uid: int | None, rooms: Any, call_plan: Any) -> None:
         from autograder.engine import intake, plan, results

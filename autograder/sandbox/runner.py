@@ -135,7 +135,6 @@ class SandboxRunner:
         swap_heard({})  # this submission's messages only
         self.output = OutputLog()
         self.started = time.monotonic()
-        self.waited = 0.0  # seconds spent waiting for the machine's rooms (other gradings' turns)
         #: Holds one private scratch folder per student process (``p<slot>``, 0700, the process's uid): no two
         #: processes share a writable folder.  Traversable by the sandbox uids, listable by the grader only.
         self._scratch = Path(tempfile.mkdtemp(prefix="amp-scratch-"))
@@ -214,11 +213,9 @@ class SandboxRunner:
             raise self.phase_fault
         if self._kind is not None and self._kind != kind:
             self._kill_all()
-        began = time.monotonic()
+        waited = time.monotonic()
         self._rooms.enter(kind)
-        waited = time.monotonic() - began
-        self.started += waited  # waiting for other gradings is never the submission's time: not its budget,
-        self.waited += waited  # nor the time it is reported to have taken
+        self.started += time.monotonic() - waited  # other gradings' turns: neither its budget nor its reported time
         self._kind = kind
         self._hidden_started = self._hidden_started or not phases.KINDS[kind].public
 
