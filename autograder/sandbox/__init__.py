@@ -7,6 +7,6 @@ the submission (:mod:`~autograder.sandbox.confine`: the levels of :mod:`~autogra
 view of :mod:`~autograder.sandbox.view`, the allow-list of :mod:`~autograder.sandbox.syscalls`, a uid of its own
 from :mod:`~autograder.sandbox.uids`); :mod:`~autograder.sandbox.phases` decides which kinds of student process
 may be alive together, machine-wide.  The folder imports of the grader only its settings and message tables
-(``autograder.settings``, ``autograder.engine.strings``, ``judge_words``), so the engine above it judges and this folder only runs:
-docs/security.md says what each level guarantees.
+(``autograder.settings``, ``autograder.engine.strings``, ``judge_words``), so the engine above it judges and this
+folder only runs: docs/security.md says what each level guarantees.
 """
