@@ -12,8 +12,10 @@ from autograder.engine.judge_words import say
 KEY = {"Q1": "B", "Q2": "B", "Q3": "B", "Q4": "A", "Q5": "B"}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def answers(student: Any) -> dict[str, Any]:
+    """Read by each test itself: its case then has a call of its own, and passes on the reference's answers without
+    running (:mod:`autograder.engine.plan`)."""
     return student.run("answers", {})
 
 
