@@ -19,6 +19,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -26,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from autograder import settings
-from autograder.batch import feedback, inputs, metadata, run, summary
+from autograder.batch import feedback, inputs, metadata, pools, run, summary
 from autograder.batch.digest import content_digest
 from autograder.engine import grader, rubric
 from autograder.batch.ledger import Entry, Ledger
@@ -373,6 +374,42 @@ def test_slurm_executor_with_submitits_local_cluster(small_batch: Path, tmp_path
         "answers_only": QUICK_POINTS, "skeleton": 0}
     assert len(list((out / ".submitit").rglob("*_result.pkl"))) == 2  # two array tasks, one per chunk
     assert not list((out / ".inbox").glob("*.json"))  # all gathered into the ledger
+
+
+def test_the_similarity_report_is_written_while_the_submissions_are_graded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It reads no grade, so the batch computes it beside the grading (from the cores the graders leave idle) and
+    the summary still has its section: the pool below answers only once the report is written, which would
+    never happen while it waits if the report came after it."""
+    for name in ("alice", "bob"):
+        (tmp_path / "class" / name).mkdir(parents=True)
+        for file in CONTRACT:
+            shutil.copy(SOLUTIONS / file, tmp_path / "class" / name / file)
+    written = threading.Event()
+    section = run._similarity_section
+
+    def similarity_section(*args: object) -> str:
+        try:
+            return section(*args)
+        finally:
+            written.set()
+
+    class PoolAfterTheReport:
+        def __init__(self, *args: object) -> None:
+            pass
+
+        def run(self, todo: list, finish: object) -> None:
+            assert written.wait(120), "the similarity report was not written while the pool graded"
+            for submission, digest in todo:
+                finish(submission, digest, pools.error_outcome("not graded in this test"), 1)
+
+    monkeypatch.setattr(run, "_similarity_section", similarity_section)
+    monkeypatch.setattr(run, "LocalPool", PoolAfterTheReport)
+    out = tmp_path / "out"
+    assert run.run([tmp_path / "class"], run.Options(out=out, jobs=1, progress=False)) == 0
+    assert "## Similarity" in (out / "summary.md").read_text(encoding="utf-8")
+    assert {(row["submission_a"], row["submission_b"]) for row in read_gradebook(out / "similarity.csv")} >= {
+        ("alice", "bob")}  # the same files: a pair
 
 
 def test_bad_arguments_exit_2(tmp_path: Path) -> None:

@@ -32,9 +32,10 @@ import dataclasses
 import fcntl
 import os
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from autograder.batch import console, feedback, inputs, regrade, rescore, roster, summary
 from autograder.batch.digest import content_digest
@@ -165,6 +166,27 @@ def _similarity_section(out: Path, submissions: Sequence[Submission], options: O
         return f"\n## Similarity\n\nThe similarity report failed: {type(exc).__name__}.\n"
 
 
+class _Idle:
+    """``job`` run in a thread of its own at the lowest CPU priority, beside the grading: it takes only what the
+    graders leave idle (their waits for a room, the start), and what it returns is :meth:`result`."""
+
+    def __init__(self, job: Callable[[], str]) -> None:
+        self._job, self._result = job, ""
+        self._thread = threading.Thread(target=self._run, name="similarity", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # this thread only (Linux)
+        except (AttributeError, OSError):
+            pass
+        self._result = self._job()
+
+    def result(self) -> str:
+        self._thread.join()
+        return self._result
+
+
 def run(paths: Sequence[Path], options: Options) -> int:
     """Grade everything named by ``paths`` into ``options.out``; the process exit status."""
     missing = [str(path) for path in [*paths, *options.similarity_reference, *filter(None, [options.roster])]
@@ -245,6 +267,7 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
     withheld = [s for s in found.submissions if s.withheld]  # nothing to grade: a row each, no score, no ledger entry
     gradable = [s for s in found.submissions if not s.withheld]
     digests = {s.name: content_digest(s.path) for s in gradable}
+    similar: _Idle | None = None
     ledger = Ledger(out / "ledger.sqlite")
     try:
         known = ledger.keys()
@@ -265,6 +288,9 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
               flush=True)
         if len(found.submissions) >= summary.HISTOGRAM_MIN_SUBMISSIONS:
             summary.preload_plotting()  # overlaps with grading
+        if options.similarity and (len(found.submissions) > 1 or options.similarity_reference
+                                   or options.similarity_solution):  # else: no pair
+            similar = _Idle(lambda: _similarity_section(out, gradable, options))  # reads no grade
         enabled = sys.stdout.isatty() if options.progress is None else options.progress
         view = ProgressView(len(todo), enabled)
 
@@ -295,9 +321,8 @@ def _run_locked(paths: Sequence[Path], options: Options, out: Path) -> int:
         sections = [regrade.report_for_batch(out, ledger, rows)]
     finally:
         ledger.close()
-    if options.similarity and (len(found.submissions) > 1 or options.similarity_reference
-                               or options.similarity_solution):  # else: no pair
-        sections.append(_similarity_section(out, gradable, options))
+    if similar is not None:
+        sections.append(similar.result())
     report = summary.write_outputs(out, rows, found.has_identity, sections)
     class_report.write_for_batch(out)  # the class report: report.html, items.csv, mistakes.csv
     console.print_report(rows, report, out)
