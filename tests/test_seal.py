@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -71,6 +72,54 @@ def test_no_byte_passes_between_student_processes(mode: str, workspace: Path, re
             held[inode] = report["token"]
     if os.geteuid() == 0 and mode != "unprivileged":  # a uid of its own for each process
         assert len({report["uid"] for report in first}) == len(first), first
+
+
+FD_PROBE = """
+
+import os as _os
+
+
+def _held():
+    links = []
+    for fd in _os.listdir("/proc/self/fd"):
+        try:
+            links.append(_os.readlink("/proc/self/fd/" + fd))
+        except OSError:  # the listing's own descriptor, closed by now
+            pass
+    return sorted(links)
+
+
+print("FDS " + repr(_held()))
+"""
+
+IN_PROCESS = """
+import json, sys
+from pathlib import Path
+sys.path[:0] = [{root!r}]
+from autograder.engine import grader
+grader.start()
+print("OUTCOME " + json.dumps(grader.grade_submission("probe", Path({folder!r}), call_plan=None)))
+"""
+
+
+def test_a_descriptor_the_grader_inherited_is_no_student_process_s(tmp_path: Path) -> None:
+    """What the harness that starts the grader left open (a platform's log or pipe) is closed in the zygote: a
+    student process of a grading in the grader's own process (as on Gradescope) holds its own pipes, nothing else."""
+    folder = submission(tmp_path / "probe", {"loss_scaler.py": FD_PROBE, "amp_step.py": FD_PROBE})
+    read, write = os.pipe()
+    try:
+        left_open = os.readlink(f"/proc/self/fd/{read}")  # pipe:[inode], both ends
+        done = subprocess.run([sys.executable, "-c", IN_PROCESS.format(root=str(ROOT), folder=str(folder))],
+                              capture_output=True, text=True, timeout=600, pass_fds=(read, write))
+    finally:
+        os.close(read)
+        os.close(write)
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome = next(line for line in done.stdout.splitlines() if line.startswith("OUTCOME "))
+    # every line a student process printed (shown, or kept for staff); a link may hold brackets: pipe:[123]
+    held = re.findall(r"FDS \[(?:[^][]|\[[^]]*\])*\]", outcome.replace('\\"', '"'))
+    assert len(held) >= 4 and json.loads(outcome[8:])["results"]["score"] == 90, outcome[-2000:]
+    assert not [line for line in held if left_open in line], held
 
 
 WEAKER = """

@@ -97,12 +97,14 @@ def enter_namespaces(libc: Any, is_root: bool, tell: Callable[[int], None] | Non
     """Unshare mount, network, IPC and PID namespaces (plus user when not root); True if it worked.
 
     On success the caller continues as PID 1 of a new PID namespace with a fresh ``/proc``
-    (a fork happens here: the original process waits for it and exits with its status, after
-    calling ``tell`` with the new process's pid as seen from outside, the one whose CPU time the
-    judge then measures), and ``/`` is a private mount tree, so nothing mounted later leaks out.
+    (unless it is that already, the zygote forked it so, a fork happens here: the original process waits for it and
+    exits with its status, after calling ``tell`` with the new process's pid as seen from outside, the one whose CPU
+    time the judge then measures), and ``/`` is a private mount tree, so nothing mounted later leaks out.
     """
     uid, gid, parent = os.geteuid(), os.getegid(), os.getppid()
-    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID | (0 if is_root else CLONE_NEWUSER)
+    init = os.getpid() == 1  # the zygote made it the init of a PID namespace of its own (zygote.fork_as_init)
+    flags = (CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | (0 if init else CLONE_NEWPID)
+             | (0 if is_root else CLONE_NEWUSER))
     if libc.unshare(flags) != 0:
         return False
     die_with_parent(parent=parent)  # a new user namespace is a change of credentials: armed again
@@ -113,6 +115,15 @@ def enter_namespaces(libc: Any, is_root: bool, tell: Callable[[int], None] | Non
             except OSError:
                 pass
     libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
+    if not init:
+        _fork_init(tell)
+    libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)  # best effort (Docker masks)
+    return True
+
+
+def _fork_init(tell: Callable[[int], None] | None) -> None:
+    """Continue in a child, the init of the PID namespace just unshared: this process waits for it and ends alike,
+    after calling ``tell`` with its pid as seen from outside."""
     told_r, told_w = os.pipe()
     child = os.fork()
     if child:  # the original process: stay until the namespace's init ends, then end alike
@@ -129,8 +140,6 @@ def enter_namespaces(libc: Any, is_root: bool, tell: Callable[[int], None] | Non
     os.close(told_w)
     os.read(told_r, 1)  # empty if the original process died first: then die_with_parent ends this one too
     os.close(told_r)
-    libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)  # best effort (Docker masks)
-    return True
 
 
 def cap_scratch(libc: Any, scratch: str, uid: int | None) -> None:

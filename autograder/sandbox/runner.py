@@ -243,10 +243,12 @@ class SandboxRunner:
         request = SpawnRequest(str(self.submission), str(scratch), modules, uid, self.hide, self.limits,
                                self.device_access, group=self.uid)
         born = time.monotonic()  # before the zygote forks it: a bound on when it was alive
-        pid = self.zygote.spawn(request, [request_r, reply_w, output_w])
+        pid, init = self.zygote.spawn(request, [request_r, reply_w, output_w])
         for fd in (request_r, reply_w, output_w):
             os.close(fd)
         process = StudentProcess(pid, request_w, reply_r, output_r, self._test)
+        if init:  # the init of its PID namespace already: no "measure" will name another process
+            process.measure(pid, namespace_init=True)
         process.slot, process.kind, process.born = slot, self._kind, born
         process.uid, process.uid_is_its_own = uid, uid_is_its_own
         return process

@@ -49,6 +49,7 @@ from checks.student import absence, serve
 from checks.runners import harness
 
 from autograder.sandbox import budget, confine, mounts, reach, view
+from autograder.sandbox.syscalls import CLONE_NEWPID
 from autograder import PACKAGE, ROOT, is_checkout, settings
 
 #: The grader's files: a checkout's whole tree, else (pip-installed, the Gradescope zip) the grader's own package,
@@ -174,8 +175,8 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
     request_fd, reply_fd, output_fd = fds
     try:
         # Killed with the zygote (which ends with its worker): a process stuck in an import that nobody waits
-        # for any more must not run on.
-        confine.die_with_parent(parent=zygote)
+        # for any more must not run on.  (The init of a PID namespace sees its parent, outside it, as 0.)
+        confine.die_with_parent(parent=0 if os.getpid() == 1 else zygote)
         os.setsid()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         devnull = os.open(os.devnull, os.O_RDONLY)
@@ -224,6 +225,10 @@ class Zygote:
         pid = os.fork()
         if pid == 0:  # the zygote
             parent.close()
+            # A student process holds its own pipes and nothing else: whatever this process inherited (a platform's
+            # log or pipe, left open by the harness that started the grader) is closed before any is forked.
+            os.closerange(3, child.fileno())
+            os.closerange(child.fileno() + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
             # before any student process is forked; ``ps`` shows them as the grader's, by its pid alone
             confine.forget_command_line_and_environment(f"amp-student grader={os.getppid()}")
             self._serve(child)
@@ -243,6 +248,7 @@ class Zygote:
         # Every object this zygote holds out of the collector's sight in the processes it forks: a collection there
         # that walked torch's heap would write to every page of it (a private copy each, and a fifth of a second).
         gc.freeze()
+        own_namespace = own_pid_namespace()
         helper: socket.socket | None = None  # to the Task-1 zygote, forked at the first request that needs it
         by_helper = not task1  # until the Task-1 zygote fails to start
         try:
@@ -253,7 +259,7 @@ class Zygote:
                 request = _request(data)
                 reply = b""
                 if by_helper and serve.loses_reference_scaler(request.modules):
-                    helper = helper or _task1_zygote(sock, fds)
+                    helper = helper or _task1_zygote(sock, [*fds, *([own_namespace] if own_namespace >= 0 else [])])
                     try:
                         socket.send_fds(helper, [data], fds)
                         reply = helper.recv(1 << 16)
@@ -261,25 +267,29 @@ class Zygote:
                         pass
                     by_helper = bool(reply)  # else it failed: children here take the scaler out themselves, as ever
                 if not reply:
-                    pid = os.fork()
+                    pid = fork_as_init(own_namespace)
                     if pid == 0:
                         sock.close()
-                        if helper is not None:
-                            helper.close()  # no student process may ask for processes
+                        for fd in (own_namespace, helper.fileno() if helper is not None else -1):
+                            if fd >= 0:
+                                os.close(fd)  # no student process may ask for processes, or hold a namespace
                         _child_main(request, list(fds), zygote)
-                    reply = json.dumps({"pid": pid}).encode()
+                    reply = json.dumps({"pid": pid, "init": own_namespace >= 0}).encode()
                 for fd in fds:
                     os.close(fd)
                 sock.send(reply)
         finally:
             os._exit(0)
 
-    def spawn(self, request: SpawnRequest, fds: list[int]) -> int:
+    def spawn(self, request: SpawnRequest, fds: list[int]) -> tuple[int, bool]:
+        """A student process for ``request`` (``fds``: its request, reply and output pipes): its pid, and whether it
+        is the init of a PID namespace of its own from the start (:func:`fork_as_init`)."""
         fields = {**request.__dict__, "limits": request.limits.__dict__,
                   "device": request.device.__dict__ if request.device else None}
         with self._lock:
             socket.send_fds(self._socket, [json.dumps(fields).encode()], fds)
-            return int(json.loads(self._socket.recv(1 << 16))["pid"])
+            reply = json.loads(self._socket.recv(1 << 16))
+            return int(reply["pid"]), bool(reply.get("init"))
 
     def close(self) -> None:
         try:
@@ -287,6 +297,35 @@ class Zygote:
             os.waitpid(self.pid, 0)
         except (OSError, ChildProcessError):
             pass
+
+
+def own_pid_namespace() -> int:
+    """A descriptor of this process's PID namespace where :func:`fork_as_init` can work here (root: a new PID
+    namespace for the children, then back with ``setns``, tried once now), else -1."""
+    if os.geteuid() != 0:
+        return -1
+    try:
+        own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1
+    libc = _libc()
+    if libc.unshare(CLONE_NEWPID) != 0:
+        os.close(own)
+        return -1
+    if libc.setns(own, CLONE_NEWPID) != 0:  # every later child would be in a namespace with no init
+        raise OSError(ctypes.get_errno(), "the zygote cannot return to its own PID namespace")
+    return own
+
+
+def fork_as_init(own: int) -> int:
+    """``os.fork()``, the child the init of a new PID namespace where ``own`` (:func:`own_pid_namespace`) is one:
+    one fork per student process instead of two (``confine.enter_namespaces`` then unshares the rest)."""
+    libc = _libc()
+    fresh = own >= 0 and libc.unshare(CLONE_NEWPID) == 0
+    pid = os.fork()
+    if pid and fresh and libc.setns(own, CLONE_NEWPID) != 0:
+        raise OSError(ctypes.get_errno(), "the zygote cannot return to its own PID namespace")
+    return pid
 
 
 def _request(data: bytes) -> SpawnRequest:
@@ -303,7 +342,8 @@ def _task1_zygote(judge: socket.socket, passing: list[int]) -> socket.socket:
     any student file is read there (:func:`checks.student.absence.remove_reference_scaler`, which then does
     nothing in its children), instead of once in each of them (a full collection over torch's heap, and a copy
     of every page it writes).  It serves the requests this zygote hands on, and dies with this zygote.  It keeps
-    no descriptor of this zygote's (``judge``'s socket, ``passing``: a request's pipes, which it is sent anew)."""
+    no descriptor of this zygote's (``judge``'s socket; ``passing``: a request's pipes, which it is sent anew, and
+    this zygote's PID namespace)."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     parent = os.getpid()
     if os.fork() == 0:
