@@ -11,6 +11,7 @@ shared), are refused unless asked for by name, with a line that says what the ma
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -120,6 +121,8 @@ def test_a_descriptor_the_grader_inherited_is_no_student_process_s(tmp_path: Pat
     held = re.findall(r"FDS \[(?:[^][]|\[[^]]*\])*\]", outcome.replace('\\"', '"'))
     assert len(held) >= 4 and json.loads(outcome[8:])["results"]["score"] == 90, outcome[-2000:]
     assert not [line for line in held if left_open in line], held
+    for line in held:  # its own pipes, stdin's /dev/null and its Landlock ruleset: nothing else (a namespace, a file)
+        assert {link.split(":")[0] for link in ast.literal_eval(line[4:])} <= {"pipe", "/dev/null", "anon_inode"}, line
 
 
 WEAKER = """

@@ -267,7 +267,9 @@ def test_task1_processes_fork_from_one_zygote_that_holds_nothing_else() -> None:
     [helper] = found["helpers"]  # one Task-1 zygote, the zygote's child, for the hidden and the public process
     assert found["parents"] == [helper, helper]
     assert found["task2_parent"] == found["zygote"]  # amp_step.py alone keeps torch's scaler: the zygote's own
-    assert found["helper_fds"] == ["socket"]  # beyond what the grader had open at start: its one socket
+    # beyond what the grader had open at start: its one socket, and as root its own PID namespace (where it returns
+    # after forking each student process as the init of a new one)
+    assert found["helper_fds"] == (["pid", "socket"] if os.geteuid() == 0 else ["socket"])
     assert found["task2_sockets"] == []  # no student process can ask a zygote for processes
 
 
