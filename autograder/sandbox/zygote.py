@@ -267,14 +267,14 @@ class Zygote:
                         pass
                     by_helper = bool(reply)  # else it failed: children here take the scaler out themselves, as ever
                 if not reply:
-                    pid = fork_as_init(own_namespace)
+                    pid, init = fork_as_init(own_namespace)
                     if pid == 0:
                         sock.close()
                         for fd in (own_namespace, helper.fileno() if helper is not None else -1):
                             if fd >= 0:
                                 os.close(fd)  # no student process may ask for processes, or hold a namespace
                         _child_main(request, list(fds), zygote)
-                    reply = json.dumps({"pid": pid, "init": own_namespace >= 0}).encode()
+                    reply = json.dumps({"pid": pid, "init": init}).encode()
                 for fd in fds:
                     os.close(fd)
                 sock.send(reply)
@@ -317,15 +317,16 @@ def own_pid_namespace() -> int:
     return own
 
 
-def fork_as_init(own: int) -> int:
+def fork_as_init(own: int) -> tuple[int, bool]:
     """``os.fork()``, the child the init of a new PID namespace where ``own`` (:func:`own_pid_namespace`) is one:
-    one fork per student process instead of two (``confine.enter_namespaces`` then unshares the rest)."""
+    one fork per student process instead of two (``confine.enter_namespaces`` then unshares the rest).  Returns the
+    pid and whether the child is that init."""
     libc = _libc()
     fresh = own >= 0 and libc.unshare(CLONE_NEWPID) == 0
     pid = os.fork()
     if pid and fresh and libc.setns(own, CLONE_NEWPID) != 0:
         raise OSError(ctypes.get_errno(), "the zygote cannot return to its own PID namespace")
-    return pid
+    return pid, fresh
 
 
 def _request(data: bytes) -> SpawnRequest:
