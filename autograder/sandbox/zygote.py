@@ -300,27 +300,20 @@ class Zygote:
 
 
 def own_pid_namespace() -> int:
-    """A descriptor of this process's PID namespace where :func:`fork_as_init` can work here (root: a new PID
-    namespace for the children, then back with ``setns``, tried once now), else -1."""
+    """A descriptor of this process's PID namespace where :func:`fork_as_init` may give children namespaces of their
+    own (root), else -1."""
     if os.geteuid() != 0:
         return -1
     try:
-        own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        return os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return -1
-    libc = _libc()
-    if libc.unshare(CLONE_NEWPID) != 0:
-        os.close(own)
-        return -1
-    if libc.setns(own, CLONE_NEWPID) != 0:  # every later child would be in a namespace with no init
-        raise OSError(ctypes.get_errno(), "the zygote cannot return to its own PID namespace")
-    return own
 
 
 def fork_as_init(own: int) -> tuple[int, bool]:
     """``os.fork()``, the child the init of a new PID namespace where ``own`` (:func:`own_pid_namespace`) is one:
     one fork per student process instead of two (``confine.enter_namespaces`` then unshares the rest).  Returns the
-    pid and whether the child is that init."""
+    pid and whether the child is that init (not where the unshare fails: the child then makes its own)."""
     libc = _libc()
     fresh = own >= 0 and libc.unshare(CLONE_NEWPID) == 0
     pid = os.fork()
