@@ -32,6 +32,7 @@ import torch  # noqa: E402
 
 from checks.runners import gpu_runs as g  # noqa: E402
 from checks.runners import harness  # noqa: E402
+import gpu_timing as t  # noqa: E402
 from checks.gpu_mode import dry_from_env, parse_dry  # noqa: E402
 
 #: Dense peak TFLOP/s by device name (first match wins): (name part, fp16/bf16 tensor cores with
@@ -97,7 +98,7 @@ def bench(device: str, preset: str, submission: Path, repeats: int | None) -> di
             runs.append({"label": label, "dtype": dtype, "skipped": "no bfloat16 tensor cores on this GPU"})
             continue
         mode_cfg = {**cfg, "dtype": dtype if mode == "amp" else cfg["dtype"]}
-        result = g.run_mode(mode_cfg, task, mode, amp_step if mode == "amp" else None, target)
+        result = t.run_mode(mode_cfg, task, mode, amp_step if mode == "amp" else None, target)
         target = result["target"]
         peak = known.get(dtype)
         result.update(label=label, dtype=dtype, peak_tflops=peak,
@@ -111,7 +112,7 @@ def bench(device: str, preset: str, submission: Path, repeats: int | None) -> di
         run["speedup_to_target"] = baseline["time_to_target_ms"] / run["time_to_target_ms"] if ok else None
         run["speedup_per_step"] = baseline["median_step_ms"] / run["median_step_ms"]
     return {"device_info": info, "tf32": tf32, "config": cfg, "target": target, "runs": runs,
-            "flops_per_step": g.matmul_flops_per_step(cfg), "data_bytes": task.bytes,
+            "flops_per_step": t.matmul_flops_per_step(cfg), "data_bytes": task.bytes,
             "seconds": time.perf_counter() - started}
 
 
@@ -166,7 +167,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
     for run in report["runs"]:
         if "skipped" in run:
             continue
-        curve = g.smoothed(run["losses"], window)
+        curve = t.smoothed(run["losses"], window)
         seconds = [ms / 1000 for ms in run["elapsed_ms"][1:]]
         by_time.plot(seconds, curve, label=run["label"])
         by_step.plot(range(1, len(curve) + 1), curve, label=run["label"])

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -128,16 +129,29 @@ def test_matmul_flop_count_matches_torchs_flop_counter() -> None:
     inputs, targets = torch.randn(32, 64), torch.randn(32, 16)
     with FlopCounterMode(display=False) as counter:
         torch.nn.functional.mse_loss(model(inputs), targets).backward()
-    assert g.matmul_flops_per_step(cfg) == counter.get_total_flops()
+    assert _timing().matmul_flops_per_step(cfg) == counter.get_total_flops()
 
 
 def test_no_memory_is_released_between_warm_up_and_the_timed_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm-up's blocks stay in the caching allocator: emptying it would time cudaMalloc calls."""
     from checks.runners import gpu_runs as g
 
-    events: list[str] = []
-    real_train = g.train_once
-    monkeypatch.setattr(g, "release_memory", lambda device: events.append("release"))
-    monkeypatch.setattr(g, "train_once", lambda *args: events.append("train") or real_train(*args))
+    timing, events = _timing(), []
+    real_train = timing.train_once
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: events.append("release"))
+    monkeypatch.setattr(timing, "train_once", lambda *args: events.append("train") or real_train(*args))
     cfg = g.speed_config("cpu", steps=6, warmup=1, repeats=2)
-    g.run_speed({**cfg, "modes": ["fp32"]}, None)
-    assert events == ["train", "train", "train", "release"]  # warm-up, two timed runs, then (only) the release
+    report = timing.run_mode(cfg, g.SyntheticTask(cfg), "fp32", None, None)
+    assert events == ["train", "train", "train"]  # warm-up, two timed runs, nothing released
+    assert len(report["time_to_target_each_ms"]) == 2 and report["steps_to_target"] is not None
+
+
+def _timing() -> Any:
+    """``benchmarks/gpu_timing.py``, the benchmark's timed runs (a script's module: imported from its folder)."""
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    try:
+        import gpu_timing
+    finally:
+        monkeypatch.undo()
+    return gpu_timing
