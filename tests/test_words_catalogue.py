@@ -253,9 +253,17 @@ def test_the_messages_written_out_in_given_tests_are_the_tables(monkeypatch: pyt
 
 
 def test_what_only_the_grader_says_ships_nowhere() -> None:
-    """The grader's own messages (a configuration in words, the underflow replay, the hidden Quick Check, otter's
-    test files) are in its table alone: none is in the checks' table, which ships to students, nor named there."""
+    """The grader's own messages (a configuration in words, a masked Task-2 row, the underflow replay, the hidden
+    Quick Check, otter's test files, the diagnosis report's column) are in its table alone: none is in the checks'
+    table, which ships to students, nor named there; and no message of the checks' table is named by the grader
+    alone (one named only by its id's parts, as ``amp.right.<key>``, is named by neither)."""
     assert not set(judge_words.EN) & set(words.EN)
-    shipped = "\n".join(path.read_text(encoding="utf-8") for path in (ROOT / "assignment").rglob("*.py"))
+    assert set(judge_words.KO) == set(judge_words.EN)
+    shipped = _named_in(ROOT / "assignment", but=ROOT / "assignment" / "checks" / "words.py")
+    grader = _named_in(ROOT / "autograder")
     assert not [key for key in judge_words.EN if f'"{key}"' in shipped]
-    assert len(judge_words.EN) == 53 and set(judge_words.KO) == set(judge_words.EN)
+    assert not [key for key in words.EN if f'"{key}"' not in shipped and f'"{key}"' in grader]
+
+
+def _named_in(folder: Path, but: Path | None = None) -> str:
+    return "\n".join(path.read_text(encoding="utf-8") for path in sorted(folder.rglob("*.py")) if path != but)

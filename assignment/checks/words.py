@@ -196,8 +196,6 @@ EN: dict[str, str] = {
     "effects.returned_size": "{where} returned a tensor of {numel} elements: the loss has one",
     "effects.returned_attached": "{where} returned a loss still attached to the graph: return loss.detach()",
     "effects.returned_value": "{where} returned {value} but the unscaled loss is {expected}",
-    "effects.masked": "your amp_step's effects are those of one that gets this right, but also those of one that gets "
-                      "it wrong ({wrong}): with {masked}, it leaves no effect we could check",
     "effects.more": "    ... and {more} more",
     # the phases of a training step, as the probe names them
     "phase.forward": "forward",
@@ -291,7 +289,6 @@ EN: dict[str, str] = {
     # ---- the "Likely mistake" line (checks.judge.diagnose)
     "mistake.line": "Likely mistake: this is what happens when {words}.",
     "mistake.or": ", or when ",
-    "mistake.words": "{words}.",
     "mistake.section": "likely mistake",
 }
 
@@ -458,8 +455,6 @@ KO: dict[str, str] = {
     "effects.returned_size": "{where}의 반환값: 원소 {numel}개짜리 텐서. 손실의 원소는 하나입니다",
     "effects.returned_attached": "{where}의 반환값: 아직 그래프에 연결된 손실. loss.detach()를 돌려주세요",
     "effects.returned_value": "{where}의 반환값: {value}. 하지만 언스케일된 손실은 {expected}입니다",
-    "effects.masked": "여러분의 amp_step이 남긴 효과는 이것을 올바르게 하는 amp_step의 효과이기도 하고, 잘못하는 "
-                      "amp_step({wrong})의 효과이기도 합니다. {masked} 때문에 확인할 수 있는 효과가 남지 않습니다",
     "effects.more": "    ... 그리고 {more}개 더",
     "phase.forward": "순전파",
     "phase.loss": "손실",
@@ -548,7 +543,6 @@ KO: dict[str, str] = {
     "process.ended": "이 호출 중에 여러분의 코드를 실행하던 프로세스가 끝났습니다(종료 또는 충돌)",
     "mistake.line": "예상되는 실수: {words} 때 이런 결과가 나옵니다.",
     "mistake.or": ", 또는 ",
-    "mistake.words": "{words} 경우",
     "mistake.section": "예상되는 실수",
 }
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Sequence
 
 from checks.judge import diagnose
-from checks.words import say
 
 #: Groups of bugs that answer some row's recorded calls identically (see the module docstring), found by
 #: building the table of the whole catalogue (``python -m autograder.diagnosis build --variants all``).
@@ -36,4 +35,6 @@ def sentence(bugs: Sequence[str]) -> str:
 
 def described(bugs: Sequence[str]) -> str:
     """What happens when ``bugs`` are made, for a table that heads its column with "what happens when"."""
+    from autograder.engine.judge_words import say  # when rendered: the grader's words are in no student process
+
     return say("mistake.words", words=diagnose.described(bugs))

@@ -43,6 +43,11 @@ EN: dict[str, str] = {
     "config.value.after_clean_step": "after clean step",
     "config.value.when_clean": "only when the gradients were finite",
     "config.value.unscale_twice": "unscale_ before clipping and again before the step",
+    # ---- a row of Task 2 whose effects a wrong amp_step could leave too (autograder.engine.amp_reference)
+    "effects.masked": "your amp_step's effects are those of one that gets this right, but also those of one that gets "
+                      "it wrong ({wrong}): with {masked}, it leaves no effect we could check",
+    # ---- a catalogued mistake in the diagnosis report's "what happens when" column (autograder.diagnosis.words)
+    "mistake.words": "{words}.",
     # ---- why a call of the underflow run is no AMP step (autograder.engine.underflow_steps)
     "underflow.not_amp": "call {number} did not do what any such amp_step does there: {why}",
     "underflow.no_calls": "no call's effects came back",
@@ -110,6 +115,11 @@ KO: dict[str, str] = {
     "config.value.after_clean_step": "깨끗한 스텝 뒤에만",
     "config.value.when_clean": "기울기가 유한할 때만",
     "config.value.unscale_twice": "클리핑 전에 언스케일하고 스텝 전에 다시 언스케일",
+    # ---- a row of Task 2 whose effects a wrong amp_step could leave too (autograder.engine.amp_reference)
+    "effects.masked": "여러분의 amp_step이 남긴 효과는 이것을 올바르게 하는 amp_step의 효과이기도 하고, 잘못하는 "
+                      "amp_step({wrong})의 효과이기도 합니다. {masked} 때문에 확인할 수 있는 효과가 남지 않습니다",
+    # ---- a catalogued mistake in the diagnosis report's "what happens when" column (autograder.diagnosis.words)
+    "mistake.words": "{words} 경우",
     # ---- why a call of the underflow run is no AMP step (autograder.engine.underflow_steps)
     "underflow.not_amp": "호출 {number}은 그런 amp_step이 그 자리에서 하는 일을 하지 않았습니다: {why}",
     "underflow.no_calls": "어떤 호출의 효과도 돌아오지 않았습니다",
