@@ -21,7 +21,7 @@ import pytest
 from autograder.diagnosis import page_words
 from autograder.engine import judge_words, rubric, strings
 from checks import words
-from checks.judge import diagnose, expect
+from checks.judge import cases, diagnose, expect
 from checks.runners import harness
 from checks.student import serve
 from conftest import ROOT
@@ -116,6 +116,30 @@ def test_a_student_process_sends_its_messages_as_ids_and_fields(tmp_path: Path) 
     assert reply == {"fault": "loss_scaler.py is missing: upload it at the top level of your submission.",
                      "said": [{"id": "file.missing", "fields": {"file": "loss_scaler.py"}}]}
     assert serve.said({"ok": 1}) == {"ok": 1}  # nothing said since: no "said"
+
+
+def test_a_scenario_that_stops_outside_any_call_says_so_by_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ends a scenario outside the student's calls (here arguments it cannot run) is a student process's message,
+    sent as its id and fields, so a Korean student reads it in Korean."""
+    (tmp_path / "loss_scaler.py").write_text("class ToyLossScaler:\n    pass\n")
+    reply = serve.answer({"scenario": "scaler_ops", "args": {"ops": []}}, harness.Submission(tmp_path))
+    assert reply == {"fault": "the scenario stopped with KeyError: 'world'",
+                     "said": [{"id": "scenario.stopped", "fields": {"error": "KeyError", "message": "'world'"}}]}
+    monkeypatch.setenv(words.ENV, "ko")
+    words.hear(reply["said"])
+    assert words.rendered(f"```text\n{reply['fault']}\n```") == "```text\nKeyError: 'world' 때문에 시나리오가 멈췄습니다\n```"
+
+
+def test_sys_exit_in_a_students_method_is_that_calls_error(tmp_path: Path) -> None:
+    """In a real training loop ``sys.exit`` in a scaler's method ends the program: the call raised, which torch's
+    scaler never does; the scenario goes on and the row shows the call (not a scenario that merely stopped)."""
+    (tmp_path / "loss_scaler.py").write_text(
+        "import sys\n\nclass ToyLossScaler:\n    def __init__(self, *args, **kwargs):\n        sys.exit(3)\n")
+    call = {"scenario": "scaler_ops", "args": {"world": cases.world([[[2]]]), "ops": [{"op": "new", "kwargs": {}}]}}
+    reply = serve.answer(call, harness.Submission(tmp_path))
+    assert list(reply) == ["ok"]
+    [error] = [result["error"] for result in reply["ok"]]
+    assert (error["type"], error["message"]) == ("SystemExit", "3") and "sys.exit(3)" in error["trace"]
 
 
 def test_the_judge_renders_what_was_said_in_its_language(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -283,6 +283,7 @@ EN: dict[str, str] = {
     "file.syntax": "{file} has a syntax error on line {line}: {message}",
     "file.import_raised": "importing {file} raised an exception:\n{frames}",
     "file.undefined": "{file} does not define `{name}`.",
+    "scenario.stopped": "the scenario stopped with {error}: {message}",
     "refused.task1": "{what} is not available while loss_scaler.py runs: Task 1 asks you to write the loss scaler "
                      "yourself (see \"What your code may not use\" in the handout)",
     "process.ended": "the process running your code ended during this call (it exited or crashed)",
@@ -538,6 +539,7 @@ KO: dict[str, str] = {
     "file.syntax": "{file}의 {line}번째 줄에 문법 오류가 있습니다: {message}",
     "file.import_raised": "{file}를 import하는 중에 예외가 발생했습니다:\n{frames}",
     "file.undefined": "{file}에 `{name}`의 정의가 없습니다.",
+    "scenario.stopped": "{error}: {message} 때문에 시나리오가 멈췄습니다",
     "refused.task1": "{what}: loss_scaler.py가 실행되는 동안에는 쓸 수 없습니다. 과제 1은 손실 스케일러를 직접 "
                      "작성하는 과제입니다(과제 안내서의 \"코드에서 쓸 수 없는 것\" 참고)",
     "process.ended": "이 호출 중에 여러분의 코드를 실행하던 프로세스가 끝났습니다(종료 또는 충돌)",
@@ -797,7 +799,7 @@ def localised(english_text: str) -> str:
 
 #: The messages a student process says: the only ids a reply's "said" may name.
 STUDENT_PROCESS = ("file.missing", "file.not_utf8", "file.syntax", "file.import_raised", "file.undefined",
-                   "refused.task1")
+                   "refused.task1", "scenario.stopped")
 #: At most this many messages per reply, and remembered by the judge; a field at most this long.
 SAID_LIMIT, HEARD_LIMIT, FIELD_LIMIT = 32, 512, 4000
 _spoken: collections.deque[dict[str, Any]] = collections.deque(maxlen=SAID_LIMIT)

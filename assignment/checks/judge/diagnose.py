@@ -141,7 +141,7 @@ def answer(run: Callable[[str, dict[str, Any]], Any], scenario: str, args: dict[
     except harness.SubmissionFault as exc:
         return canonical({"fault": str(exc)})
     except Exception as exc:  # noqa: BLE001 - the submission's own exception is its answer
-        return canonical({"fault": f"the scenario stopped with {type(exc).__name__}: {exc}"[:2000]})
+        return canonical({"fault": harness.stopped(exc)})
 
 
 def explain_local_failure(test: str, run: Callable[[str, dict[str, Any]], Any],

@@ -50,6 +50,12 @@ class SubmissionFault(Exception):
     """
 
 
+def stopped(exc: BaseException) -> str:
+    """The fault of a scenario that ``exc`` ended outside any guarded call (a ``SystemExit`` from the student's code):
+    the student processes' message, at most 2,000 characters."""
+    return english("scenario.stopped", error=type(exc).__name__, message=exc)[:2000]
+
+
 # --------------------------------------------------------------------------- loading
 
 
@@ -200,7 +206,8 @@ def guarded(call: Callable[[], Json], root: Path | None) -> dict[str, Json]:
         return {"ok": call()}
     except SubmissionFault:
         raise
-    except Exception as exc:  # noqa: BLE001 - any student exception is data
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a student exception is data, SystemExit too (it ends a
+        # real loop); a KeyboardInterrupt is the person at the keyboard stopping a local run, never an answer
         if is_device_failure(exc) and not submission_frames(exc, root):
             raise GraderSideError(f"{type(exc).__name__}: {exc}") from exc
         return {"error": describe_error(exc, root)}

@@ -87,7 +87,7 @@ def answer(call: dict[str, Json], submission: harness.Submission) -> dict[str, J
     except harness.SubmissionFault as exc:
         reply = {"fault": str(exc)}
     except BaseException as exc:  # noqa: BLE001 - e.g. SystemExit from student code
-        reply = {"fault": f"the scenario stopped with {type(exc).__name__}: {exc}"[:2000]}
+        reply = {"fault": harness.stopped(exc)}
     return said(reply)
 
 
