@@ -141,6 +141,20 @@ def test_call_runs_a_method_with_a_plain_result_on_torchs_scaler_as_on_the_stude
     assert expect.shown(args["ops"][1], got[1]) == "prints True"
 
 
+def test_call_passes_plain_arguments_and_its_snippet_shows_them() -> None:
+    """``"args"``: plain values passed in order; torch's ``scale(2.0)`` raises ValueError (what the contract asks
+    for, and the snippet's last line makes the same call); anything but a list of plain values is refused."""
+    args = {"world": WORLD, "ops": [{"op": "new", "kwargs": {}}, {"op": "call", "method": "scale", "args": [2.0]},
+                                    {"op": "call", "method": "scale", "args": [None]},
+                                    {"op": "call", "method": "scale", "args": [[2.0]]}]}
+    got = json.loads(json.dumps(harness.run_scaler_ops(args, harness.torch_scaler)))
+    assert [result["error"]["type"] for result in got[1:]] == ["ValueError"] * 3
+    assert got[3]["error"]["message"] == "call: [[2.0]] is not a list of plain values"
+    assert "Tensor" in got[1]["error"]["message"] and replies.problem("scaler_ops", args, got) is None
+    assert expect.snippet(args, 1).splitlines()[-1].strip() == "print(scaler.scale(2.0))"
+    assert expect.snippet(args, 2).splitlines()[-1].strip() == "print(scaler.scale(None))"
+
+
 class _Odd:
     """A scaler whose methods return what a reply may not hold."""
 

@@ -56,8 +56,8 @@ class Item:
 
     @property
     def test_suite(self) -> str:
-        """The suite that must define the row's test: a public row's, public; a hidden row's, hidden (a public
-        example beside it is optional), or public alone with ``inputs=PUBLIC``."""
+        """The suite that must define the row's test: a public row's, public; a hidden row's, hidden (its public
+        example beside it, which the handout promises every row), or public alone with ``inputs=PUBLIC``."""
         return PUBLIC if self.suite == PUBLIC or self.inputs == PUBLIC else HIDDEN
 
     @property

@@ -25,6 +25,8 @@ class ToyLossScaler:
     def scale(self, outputs):
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
+        if not isinstance(outputs, torch.Tensor):
+            raise ValueError("outputs must be a tensor or a list/tuple of tensors")
         return outputs * self.scale_value.to(outputs.device)
 
     def unscale_(self, optimizer):

@@ -189,10 +189,20 @@ def _method(op: dict[str, Json]) -> str:
     return method
 
 
+def _arguments(op: dict[str, Json]) -> list[Json]:
+    """The positional arguments a ``call`` op passes (``"args"``, none by default): plain values only (the judge's
+    data, refused otherwise in the student's process and in the snippet alike)."""
+    args = op.get("args", [])
+    if not (isinstance(args, list) and all(type(value) in PLAIN_TYPES for value in args)):
+        raise ValueError(f"call: {args!r} is not a list of plain values")
+    return args
+
+
 def _call(scene: Scene, op: dict[str, Json], _opt: Any) -> Json:
-    """``scaler.<method>()`` with no arguments, for a method whose result is a plain value (torch's
-    ``is_enabled()``, ``get_growth_interval()``...): any other result is the student's TypeError, not a reply."""
-    result = getattr(scene.scaler, _method(op))()
+    """``scaler.<method>(*args)``, plain values in (none by default), for a method whose result is a plain value
+    (torch's ``is_enabled()``, ``get_growth_interval()``; ``scale(2.0)``, which raises): any other result is the
+    student's TypeError, not a reply."""
+    result = getattr(scene.scaler, _method(op))(*_arguments(op))
     if type(result) not in PLAIN_TYPES:
         raise TypeError(f"{op['method']}() returned a {type(result).__name__}: a bool, int, float, str or None "
                         "was expected")
@@ -461,9 +471,11 @@ OPS: dict[str, Op] = {
                      reply=_state_reply, line=lambda _op: "scaler.state_dict()", printed=_plain, prints=True),
     "load_state_dict": Op(run=_load_state_dict, reply=_nothing,
                           line=lambda op: f"scaler.load_state_dict({number(op['state'])})"),
-    # Any ToyLossScaler method called with no arguments whose result is a plain value, e.g.
-    # {"op": "call", "method": "is_enabled"}: a check of such a method needs no op of its own.
-    "call": Op(run=_call, reply=_plain_reply, line=lambda op: f"scaler.{_method(op)}()", printed=_plain, prints=True),
+    # Any ToyLossScaler method called with plain values (or none) whose result is a plain value, e.g.
+    # {"op": "call", "method": "is_enabled"} or {"op": "call", "method": "scale", "args": [2.0]}: a check of such a
+    # call needs no op of its own.
+    "call": Op(run=_call, reply=_plain_reply, printed=_plain, prints=True,
+               line=lambda op: f"scaler.{_method(op)}({', '.join(number(value) for value in _arguments(op))})"),
 }
 
 
