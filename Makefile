@@ -54,7 +54,7 @@ golden: setup ## rewrite tests/golden/en/*.feedback.md from a grading of the bun
 	rm -rf out/golden
 	AMP_DIAGNOSIS=off AMP_LANGUAGE=en $(PY) -m autograder grade $(EXAMPLES) --out out/golden
 	for name in $(notdir $(EXAMPLES)); do cp out/golden/$$name/feedback.md $(GOLDEN)/$$name.feedback.md; done
-	git --no-pager diff --stat -- $(GOLDEN)
+	if git rev-parse --git-dir >/dev/null 2>&1; then git --no-pager diff --stat -- $(GOLDEN); fi
 
 check: setup ## run the public checks on DIR (default: assignment/)
 	cd assignment && AMP_SUBMISSION="$(abspath $(DIR))" ../$(PY) -m pytest
