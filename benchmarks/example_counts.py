@@ -2,7 +2,7 @@
 
     python benchmarks/example_counts.py [--ladder 5,10,20,40,100] [--mutants 60] [--jobs 2] [--out out/example-counts]
     make example-counts
-    python benchmarks/example_counts.py --mutants 0 --bugs is_enabled_false   # one new test's own bugs: minutes
+    python benchmarks/example_counts.py --mutants 0 --bugs scale_of_number_scaled   # one new test's own bugs: minutes
 
 Every catalogued bug (tests/catalogue) and a deterministic sample of cosmic-ray's mutants of ``solutions/``
 (the sample ``make mutation`` grades) are graded once per rung of the ladder, with ``AMP_HIDDEN_EXAMPLES`` set to
