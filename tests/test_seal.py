@@ -125,6 +125,41 @@ def test_a_descriptor_the_grader_inherited_is_no_student_process_s(tmp_path: Pat
         assert {link.split(":")[0] for link in ast.literal_eval(line[4:])} <= {"pipe", "/dev/null", "anon_inode"}, line
 
 
+#: The zygote's fork of a student process fails once (the machine's process limit), then works.
+FORK_REFUSED = """
+import os, sys
+sys.path[:0] = [{root!r}]
+from autograder.sandbox import zygote
+
+own = zygote.own_pid_namespace()
+fork = os.fork
+def refused():
+    raise BlockingIOError(11, "Resource temporarily unavailable")
+os.fork = refused
+try:
+    zygote.fork_as_init(own)
+except BlockingIOError:
+    pass
+os.fork = fork
+back = os.readlink("/proc/self/ns/pid_for_children") == os.readlink("/proc/self/ns/pid")
+pid, init = zygote.fork_as_init(own)
+if pid == 0:
+    os._exit(0 if os.getpid() == 1 else 3)
+print(back, init, os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+def test_a_fork_the_machine_refuses_leaves_the_zygote_in_its_own_pid_namespace() -> None:
+    """A refused fork (EAGAIN) must not leave the zygote's next children in the namespace it unshared for the one
+    that failed: the next student process is again the init of a namespace of its own."""
+    if os.geteuid() != 0:
+        skip_unless_ci("needs root (a PID namespace per student process)")
+    done = subprocess.run([sys.executable, "-c", FORK_REFUSED.format(root=str(ROOT))], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["True", "True", "0"], done.stdout
+
+
 WEAKER = """
 import sys
 sys.path[:0] = [{root!r}]

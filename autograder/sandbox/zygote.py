@@ -316,9 +316,12 @@ def fork_as_init(own: int) -> tuple[int, bool]:
     pid and whether the child is that init (not where the unshare fails: the child then makes its own)."""
     libc = _libc()
     fresh = own >= 0 and libc.unshare(CLONE_NEWPID) == 0
-    pid = os.fork()
-    if pid and fresh and libc.setns(own, CLONE_NEWPID) != 0:
-        raise OSError(ctypes.get_errno(), "the zygote cannot return to its own PID namespace")
+    pid = -1
+    try:
+        pid = os.fork()
+    finally:  # the zygote returns to its own namespace whether the fork worked or not (a second unshare would fail)
+        if pid != 0 and fresh and libc.setns(own, CLONE_NEWPID) != 0:
+            raise OSError(ctypes.get_errno(), "the zygote cannot return to its own PID namespace")
     return pid, fresh
 
 
