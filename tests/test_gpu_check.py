@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -147,11 +148,9 @@ def test_no_memory_is_released_between_warm_up_and_the_timed_runs(monkeypatch: p
 
 
 def _timing() -> Any:
-    """``benchmarks/gpu_timing.py``, the benchmark's timed runs (a script's module: imported from its folder)."""
-    monkeypatch = pytest.MonkeyPatch()
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    try:
-        import gpu_timing
-    finally:
-        monkeypatch.undo()
-    return gpu_timing
+    """``benchmarks/gpu_timing.py``, the benchmark's timed runs (a script's module, loaded from its file)."""
+    spec = importlib.util.spec_from_file_location("gpu_timing", ROOT / "benchmarks" / "gpu_timing.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
