@@ -226,16 +226,17 @@ def test_what_the_allow_list_leaves_out_is_refused(tmp_path: Path) -> None:
 
 
 FORGOTTEN = '''
-import json, os, sys
+import json, os, re, sys
 sys.path[:0] = [{root!r}]
 from autograder.sandbox import confine
 confine.forget_command_line_and_environment()
 assert os.environ["AMP_SECRET_CANARY"] == {canary!r}  # the process's own code still reads its variables
 read, write = os.pipe()
 if os.fork() == 0:
-    report = {{"environ": open("/proc/self/environ", "rb").read().decode("latin-1"),
-              "cmdline": open("/proc/self/cmdline", "rb").read().decode("latin-1"),
-              "argv": sys.argv + sys.orig_argv}}
+    # each run of NULs made one: erased, the kernel's copies are as long as the originals, and one read takes the report
+    report = {{name: re.sub("\\0+", "\\0", open("/proc/self/" + name, "rb").read().decode("latin-1"))
+              for name in ("environ", "cmdline")}}
+    report["argv"] = sys.argv + sys.orig_argv
     os.write(write, json.dumps(report).encode())
     os._exit(0)
 os.close(write)
