@@ -100,11 +100,11 @@ def test_the_short_lines_are_korean_in_korean(tmp_path: Path, monkeypatch: pytes
     from checks import words
 
     monkeypatch.setenv("AMP_LANGUAGE", "ko")
-    monkeypatch.setattr(words, "heard", {})
-    # the student process sent the syntax error's id and fields with the import's reply; the sandbox heard them
-    words.hear([{"id": "file.syntax", "fields": {"file": "loss_scaler.py", "line": "3", "message": "invalid syntax"}}])
-    runner = _runner(tmp_path / "sub", ("loss_scaler.py",), {"loss_scaler": SYNTAX})
-    report = judge.build_report(runner, SCALER_ROWS[:1], _failing(SCALER_ROWS[:1], SYNTAX), "", [], time.monotonic())
+    # the student process sent the syntax error's record with the import's reply; the sandbox records it rendered
+    record = {"id": "file.syntax", "fields": {"file": "loss_scaler.py", "line": "3", "message": "invalid syntax"}}
+    fault = words.shown(SYNTAX, record)  # and so the failed rows' faults
+    runner = _runner(tmp_path / "sub", ("loss_scaler.py",), {"loss_scaler": fault})
+    report = judge.build_report(runner, SCALER_ROWS[:1], _failing(SCALER_ROWS[:1], fault), "", [], time.monotonic())
     assert report.rows[0].message == "실행하지 않음: loss_scaler.py를 import할 수 없습니다(이 피드백의 맨 위 참고)."
     assert report.notes[0] == ("loss_scaler.py를 import할 수 없어 이 파일이 필요한 테스트는 모두 0점입니다:\n"
                                "  loss_scaler.py의 3번째 줄에 문법 오류가 있습니다: invalid syntax")

@@ -6,9 +6,10 @@ judge in the run's language; a message may land in English only.
   missing in Korean reads as the English one, and :func:`test_what_is_untranslated` prints what is (it never fails on
   it).
 * A "Likely mistake" line looks each bug's words up when it is rendered, in the current language: no table holds them.
-* A student process's messages (``words.english``) are sent with its reply (``"said"``) and rendered from the table
-  (``words.hear`` then ``words.rendered``); an English sentence the processes did not say stays as it is, whatever it
-  looks like, and an entry a process forged is left out without an error.
+* A student process's message (``words.english``) carries its record (id and fields), sent beside its text (a fault's
+  ``"said"``, an error record's ``"said"``) and rendered from the table where the text stands (``words.shown``,
+  ``words.quoted``); a text without a record stays as it is, whatever it looks like, and a record a process forged is
+  left out without an error.
 """
 
 from __future__ import annotations
@@ -26,17 +27,10 @@ from checks.runners import harness
 from checks.student import serve
 from conftest import ROOT
 
-REFUSED = "torch.amp.GradScaler: cannot be used while loss_scaler.py runs"  # the English opening of refused.task1
+REFUSED = "torch.amp.GradScaler is not available while loss_scaler.py runs"  # the English opening of refused.task1
 #: refused.task1 said of torch.amp.GradScaler, as the judge renders it in Korean.
 REFUSED_KO = ("torch.amp.GradScaler: loss_scaler.py가 실행되는 동안에는 쓸 수 없습니다. 과제 1은 손실 스케일러를 직접 "
               "작성하는 과제입니다(과제 안내서의 \"코드에서 쓸 수 없는 것\" 참고)")
-
-
-@pytest.fixture(autouse=True)
-def nothing_heard(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test starts with nothing said or heard (they are per process)."""
-    monkeypatch.setattr(words, "heard", {})
-    words.take_said()
 
 
 def _tables() -> dict[str, tuple[dict[str, str], dict[str, str]]]:
@@ -114,8 +108,8 @@ def test_a_korean_entry_with_a_field_english_lacks_fails_the_fields_test(monkeyp
 def test_a_student_process_sends_its_messages_as_ids_and_fields(tmp_path: Path) -> None:
     reply = serve.answer({"scenario": "scaler_ops", "args": {"ops": []}}, harness.Submission(tmp_path))
     assert reply == {"fault": "loss_scaler.py is missing: upload it at the top level of your submission.",
-                     "said": [{"id": "file.missing", "fields": {"file": "loss_scaler.py"}}]}
-    assert serve.said({"ok": 1}) == {"ok": 1}  # nothing said since: no "said"
+                     "said": {"id": "file.missing", "fields": {"file": "loss_scaler.py"}}}
+    assert serve.fault(harness.SubmissionFault("no message of theirs")) == {"fault": "no message of theirs"}
 
 
 def test_a_scenario_that_stops_outside_any_call_says_so_by_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,10 +118,9 @@ def test_a_scenario_that_stops_outside_any_call_says_so_by_id(tmp_path: Path, mo
     (tmp_path / "loss_scaler.py").write_text("class ToyLossScaler:\n    pass\n")
     reply = serve.answer({"scenario": "scaler_ops", "args": {"ops": []}}, harness.Submission(tmp_path))
     assert reply == {"fault": "the scenario stopped with KeyError: 'world'",
-                     "said": [{"id": "scenario.stopped", "fields": {"error": "KeyError", "message": "'world'"}}]}
+                     "said": {"id": "scenario.stopped", "fields": {"error": "KeyError", "message": "'world'"}}}
     monkeypatch.setenv(words.ENV, "ko")
-    words.hear(reply["said"])
-    assert words.rendered(f"```text\n{reply['fault']}\n```") == "```text\nKeyError: 'world' 때문에 시나리오가 멈췄습니다\n```"
+    assert words.shown(reply["fault"], reply["said"]) == "KeyError: 'world' 때문에 시나리오가 멈췄습니다"
 
 
 def test_sys_exit_in_a_students_method_is_that_calls_error(tmp_path: Path) -> None:
@@ -142,110 +135,109 @@ def test_sys_exit_in_a_students_method_is_that_calls_error(tmp_path: Path) -> No
     assert (error["type"], error["message"]) == ("SystemExit", "3") and "sys.exit(3)" in error["trace"]
 
 
-def test_the_judge_renders_what_was_said_in_its_language(monkeypatch: pytest.MonkeyPatch) -> None:
-    refused = words.english("refused.task1", what="torch.amp.GradScaler")  # as the student process says it
-    missing = words.english("file.missing", file="amp_step.py")
-    said = words.take_said()
-    assert said == [{"id": "refused.task1", "fields": {"what": "torch.amp.GradScaler"}},
-                    {"id": "file.missing", "fields": {"file": "amp_step.py"}}]
-    trace = f"  loss_scaler.py, line 3, in <module>\nNotAvailableInTask1: {refused}\n"
-    monkeypatch.setenv(words.ENV, "ko")
-    assert words.rendered(trace + missing) == trace + missing  # not heard: stays English
-    words.hear(json.loads(json.dumps(said)))  # through the pipe
-    assert words.rendered(trace + missing) == (
-        "  loss_scaler.py, line 3, in <module>\nNotAvailableInTask1: " + REFUSED_KO
-        + "\namp_step.py 파일이 없습니다. 제출물의 최상위에 올리세요.")
+REFUSING = "from checks.student import absence\n\nabsence.GradScaler()\n"  # what a refused use of torch's scaler raises
+
+
+def _refused_call(tmp_path: Path) -> dict[str, object]:
+    """The error record of a call that torch's (refused) scaler ended in Task 1, as it comes through the pipe."""
+    (tmp_path / "loss_scaler.py").write_text(
+        "from checks.student import absence\n\nclass ToyLossScaler:\n    def __init__(self, *args, **kwargs):\n"
+        "        absence.GradScaler()\n")
+    call = {"scenario": "scaler_ops", "args": {"world": cases.world([[[2]]]), "ops": [{"op": "new", "kwargs": {}}]}}
+    [result] = json.loads(json.dumps(serve.answer(call, harness.Submission(tmp_path))))["ok"]
+    return result["error"]
+
+
+def test_the_judge_renders_what_was_said_in_its_language(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refusal raised in a student's call: its error record carries the message's record, rendered as the message
+    and where the traceback ends with it; in English every field is what the process sent, byte for byte."""
+    error = _refused_call(tmp_path)
+    assert error["said"] == {"id": "refused.task1", "fields": {"what": "torch.amp.GradScaler"}}
+    assert error["message"].startswith(REFUSED) and error["trace"].endswith("NotAvailableInTask1: " + error["message"])
     monkeypatch.setenv(words.ENV, "en")
-    assert words.rendered(trace + missing) == trace + missing  # English: byte for byte
-
-
-def test_nothing_is_recognised_from_english_words(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same sentence with other fields than the ones said stays English: no pattern is made of the template."""
-    words.hear([{"id": "file.missing", "fields": {"file": "amp_step.py"}}])
+    assert words.quoted(error) == {"error": "NotAvailableInTask1", "message": error["message"], "trace": error["trace"]}
     monkeypatch.setenv(words.ENV, "ko")
-    other = "loss_scaler.py is missing: upload it at the top level of your submission."
-    assert words.rendered(other) == other
-    assert words.rendered("amp_step.py is missing: upload it at the top level of your submission.") == \
-        "amp_step.py 파일이 없습니다. 제출물의 최상위에 올리세요."
+    quoted = words.quoted(error)
+    assert quoted["message"] == REFUSED_KO
+    assert quoted["trace"] == error["trace"][:-len(error["message"])] + REFUSED_KO
+    assert words.error_text(error) == "NotAvailableInTask1: " + REFUSED_KO
 
 
-def test_refusals_inside_an_import_fault_are_rendered_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A refusal quoted in an import's traceback: the outer message and the inner one."""
-    inner = words.english("refused.task1", what="torch.amp.GradScaler")
-    outer = words.english("file.import_raised", file="loss_scaler.py",
-                          frames=f"  loss_scaler.py, line 1\nNotAvailableInTask1: {inner}")
-    reply = serve.said({"imported": "loss_scaler", "fault": outer})
+def test_nothing_is_recognised_from_english_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A text without a record stays English, the very words of a message included: nothing is looked up by them,
+    and nothing rendered before is remembered."""
     monkeypatch.setenv(words.ENV, "ko")
-    words.hear(reply["said"])
-    assert words.rendered(outer) == (
-        "loss_scaler.py를 import하는 중에 예외가 발생했습니다:\n  loss_scaler.py, line 1\nNotAvailableInTask1: "
-        + REFUSED_KO)
-    cut = outer.split("\n", 1)[0] + "\n  loss_scaler.py, li"  # cut short after its first line
-    assert words.rendered(cut) == "loss_scaler.py를 import하는 중에 예외가 발생했습니다:\n  loss_scaler.py, li"
+    missing = words.english("file.missing", file="amp_step.py")
+    assert words.shown(missing) == "amp_step.py 파일이 없습니다. 제출물의 최상위에 올리세요."
+    assert words.shown(str(missing)) == str(missing)  # the same words, without their record
+    error = {key: value for key, value in _refused_call(tmp_path).items() if key != "said"}
+    assert words.quoted(error) == {"error": "NotAvailableInTask1", "message": error["message"], "trace": error["trace"]}
 
 
-def test_a_message_with_a_very_long_field_has_its_first_line_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refusals_inside_an_import_fault_are_rendered_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refusal at the end of an import's traceback: the outer message and the inner one, each from its record."""
+    (tmp_path / "loss_scaler.py").write_text(REFUSING)
+    reply = json.loads(json.dumps(serve.answer({"scenario": "scaler_ops", "args": {"ops": []}},
+                                               harness.Submission(tmp_path))))
+    frames = "  loss_scaler.py, line 3, in <module>\n    absence.GradScaler()\nNotAvailableInTask1: "
+    assert reply["fault"].startswith("importing loss_scaler.py raised an exception:\n" + frames + REFUSED)
+    assert reply["said"]["fields"]["frames"]["text"] == frames
+    monkeypatch.setenv(words.ENV, "ko")
+    assert words.shown(reply["fault"], reply["said"]) == (
+        "loss_scaler.py를 import하는 중에 예외가 발생했습니다:\n" + frames + REFUSED_KO)
+
+
+def test_a_message_with_a_very_long_field_is_rendered_with_the_field_cut(monkeypatch: pytest.MonkeyPatch) -> None:
     frames = "  loss_scaler.py, line 2, in f\n    f()\n" * 200 + "RecursionError: maximum recursion depth exceeded"
     text = words.english("file.import_raised", file="loss_scaler.py", frames=frames)
     assert text == f"importing loss_scaler.py raised an exception:\n{frames}"  # what the process says is whole
-    said = words.take_said()
-    assert len(said[0]["fields"]["frames"]) == words.FIELD_LIMIT < len(frames)
+    assert len(text.record["fields"]["frames"]) == words.FIELD_LIMIT < len(frames)
     monkeypatch.setenv(words.ENV, "ko")
-    words.hear(said)
-    assert words.rendered(text) == f"loss_scaler.py를 import하는 중에 예외가 발생했습니다:\n{frames}"
+    assert words.shown(text) == f"loss_scaler.py를 import하는 중에 예외가 발생했습니다:\n{frames[:words.FIELD_LIMIT]}"
+
+
+def _nested(depth: int) -> dict[str, object]:
+    record: dict[str, object] = {"id": "refused.task1", "fields": {"what": "x"}}
+    for _ in range(depth):
+        record = {"text": "t", "then": record}
+    return record
 
 
 @pytest.mark.parametrize("said", [
-    [{"id": "internal", "fields": {}}],  # the grader's message
-    [{"id": "do.run", "fields": {}}],  # the checks' message, but not a student process's
-    [{"id": "file.missing", "fields": {"file": "x.py", "extra": "1"}}],
-    [{"id": "file.missing", "fields": {}}],
-    [{"id": "file.missing", "fields": {"file": 3}}],
-    [{"id": "file.missing", "fields": {"file": "x" * (words.FIELD_LIMIT + 1)}}],
-    [{"id": ["file.missing"], "fields": {"file": "x.py"}}],
-    [{"id": "file.missing", "fields": ["x.py"]}],
-    ["file.missing"], {"id": "file.missing"}, None, 7,
+    {"id": "internal", "fields": {}},  # the grader's message
+    {"id": "do.run", "fields": {}},  # the checks' message, but not a student process's
+    {"id": "file.missing", "fields": {"file": "x.py", "extra": "1"}},
+    {"id": "file.missing", "fields": {}},
+    {"id": "file.missing", "fields": {"file": 3}},
+    {"id": "file.missing", "fields": {"file": "x" * (words.FIELD_LIMIT + 1)}},
+    {"id": ["file.missing"], "fields": {"file": "x.py"}},
+    {"id": "file.missing", "fields": ["x.py"]},
+    {"id": "file.missing", "fields": {"file": "x.py"}, "extra": 1},
+    {"id": "file.missing", "fields": {"file": {"text": "x", "then": "y.py"}}},  # "then" names no message
+    {"id": "file.missing", "fields": {"file": _nested(words.DEPTH_LIMIT)}},  # too deep
+    "file.missing", ["file.missing"], {"id": "file.missing"}, 7,
 ])
 def test_a_forged_said_is_left_out(said: object, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(words.ENV, "ko")
-    words.hear(said)
     text = "x.py is missing: upload it at the top level of your submission."
-    assert words.rendered(text) == text and words.heard == {}
+    assert words.shown(text, said) == text
+    assert words.quoted({"type": "E", "message": text, "trace": text, "said": said}) == \
+        {"error": "E", "message": text, "trace": text}
 
 
-def test_a_new_submission_starts_with_nothing_heard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """What one submission's processes said is not rendered in the next one's feedback (the same worker grades both)."""
-    from autograder.sandbox import runner as sandbox
-
-    monkeypatch.setenv(words.ENV, "ko")
-    words.hear([{"id": "file.missing", "fields": {"file": "amp_step.py"}}])
-    forged = "amp_step.py is missing: upload it at the top level of your submission."  # the next submission's own text
-    assert words.rendered(forged) != forged
-    sandbox.SandboxRunner(tmp_path).close()
-    assert words.rendered(forged) == forged
-
-
-def test_what_is_heard_is_bounded() -> None:
-    words.hear([{"id": "file.missing", "fields": {"file": f"{n}.py"}} for n in range(words.SAID_LIMIT + 5)])
-    assert len(words.heard) == words.SAID_LIMIT  # a reply names at most SAID_LIMIT
-    for start in range(0, words.HEARD_LIMIT + 40, words.SAID_LIMIT):
-        words.hear([{"id": "refused.task1", "fields": {"what": f"c{start + n}"}} for n in range(words.SAID_LIMIT)])
-    assert len(words.heard) == words.HEARD_LIMIT
-
-
-def test_a_failed_check_renders_what_the_process_said(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``expect.fail`` (the judge's and the public checks') renders the quoted refusal in the student's language."""
-    refused = words.english("refused.task1", what="torch.amp.GradScaler")
-    words.hear(words.take_said())
-    message = f"{words.EN['what.defaults']}\nbut your code raised NotAvailableInTask1: {refused}"
+def test_a_failed_check_renders_what_the_process_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check that quotes a refused call (the judge's and the public checks') quotes it in the student's language."""
+    result = {"error": _refused_call(tmp_path)}
+    what = words.EN["what.defaults"]
     monkeypatch.setenv(words.ENV, "en")
     with pytest.raises(AssertionError) as english:
-        expect.fail(message)
-    assert str(english.value) == message
+        expect.ok_or_fail(result, what)
+    error = result["error"]
+    assert str(english.value) == f"{what}\nbut your code raised NotAvailableInTask1: {error['message']}\n{error['trace']}"
     monkeypatch.setenv(words.ENV, "ko")
     with pytest.raises(AssertionError) as korean:
-        expect.fail(message)
-    assert str(korean.value).endswith("NotAvailableInTask1: " + REFUSED_KO)
+        expect.ok_or_fail(result, what)
+    assert str(korean.value).count(REFUSED_KO) == 2 and REFUSED not in str(korean.value)
 
 
 def test_the_public_checks_render_a_fault_in_the_students_language(tmp_path: Path,

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 from checks.judge import diagnose, replies
 from checks.runners import harness
 from checks.student import serve
-from checks.words import hear, rendered, say
+from checks.words import say, shown
 
 settings.register_profile(
     "grading",
@@ -90,9 +90,8 @@ class LocalRunner:
         if reply is None:
             del self._processes[modules]
             raise harness.SubmissionFault(say("process.ended"))
-        hear(reply.get("said"))  # rendered in the student's language where the text is shown
-        if "fault" in reply:
-            raise harness.SubmissionFault(rendered(str(reply["fault"])))
+        if "fault" in reply:  # in the student's language
+            raise harness.SubmissionFault(shown(reply["fault"], reply.get("said")))
         problem = replies.problem(scenario, args, reply["ok"])  # the grader's own check (its sandbox calls it too)
         if problem:
             raise harness.SubmissionFault(replies.malformed(problem))

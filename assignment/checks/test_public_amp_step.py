@@ -19,7 +19,7 @@ import pytest
 
 from checks.judge import amp_snippet, effects, expect, recorded
 from checks.runners import probes
-from checks.words import say
+from checks.words import quoted, say
 
 CALL = "amp_step(model, inputs, targets, loss_fn, optimizer, scaler, device_type='cpu', dtype=torch.{dtype}{extra})"
 
@@ -129,8 +129,7 @@ def check_underflow_converges(student: Any, steps: int, growth_interval: int) ->
     raised = effects.own_error(result)  # what a local run can tell without the replay: no correct amp_step raises
     if raised is not None:
         number, error = raised
-        expect.fail(say("amp.underflow_raised", what=what, number=number, error=error.get("type"),
-                        message=error.get("message"), trace=error.get("trace", ""))
+        expect.fail(say("amp.underflow_raised", what=what, number=number, **quoted(error))
                     + "\n\n" + amp_snippet.underflow_reproduction(scenario, raised=raised))
     final = probes.underflow_loss(scenario, weight)  # measured here from the weight, never taken from amp_step
     if not final < 1e-12:

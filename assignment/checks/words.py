@@ -8,8 +8,8 @@ snippet pasted from a Korean message runs the same as from an English one.
 The language is ``$AMP_LANGUAGE`` (``en`` or ``ko``; anything else reads as English here, where a check must
 never fail over a setting: the grader's command line refuses an unknown one).
 
-A student process always speaks English (:func:`english`), and sends each message's id and fields with its reply:
-the judge renders them in the current language (:func:`rendered`).  A message missing in a language reads as the
+A student process always speaks English (:func:`english`), and sends each message's id and fields beside its text:
+the judge renders them in the current language where the text stands (:func:`shown`).  A message missing in a language reads as the
 English one (:func:`template`).
 
 Standard library only: the student processes, the public checks and the grader's batch summary all import it.
@@ -19,7 +19,6 @@ translator) scans it as a table.
 
 from __future__ import annotations
 
-import collections
 import os
 import re
 import string
@@ -794,78 +793,102 @@ def localised(english_text: str) -> str:
 #
 # A student process speaks English (:func:`english`): its answers are compared, digest against digest, with the
 # reference's and the catalogued mistakes' answers, which must not depend on the language.  Each message it makes
-# is also recorded as its id and fields; the process sends them with its reply ("said"), and the judge renders them
-# in the run's language from the table (:func:`hear`, :func:`rendered`).  Nothing is recognised from English words.
+# is a :class:`Spoken`: its English text carrying the record it is rendered from, its id and fields; the process
+# sends the record beside the text (a fault's "said", an error record's "said"), and the judge renders it in the
+# run's language where the text stands (:func:`render`).  Nothing is looked up by its English words.
 
-#: The messages a student process says: the only ids a reply's "said" may name.
+#: The messages a student process says: the only ids a record may name.
 STUDENT_PROCESS = ("file.missing", "file.not_utf8", "file.syntax", "file.import_raised", "file.undefined",
                    "refused.task1", "scenario.stopped")
-#: At most this many messages per reply, and remembered by the judge; a field at most this long.
-SAID_LIMIT, HEARD_LIMIT, FIELD_LIMIT = 32, 512, 4000
-_spoken: collections.deque[dict[str, Any]] = collections.deque(maxlen=SAID_LIMIT)
-#: What was heard: its English text -> (id, fields), oldest first (the grader keeps each submission's apart).
-heard: dict[str, tuple[str, dict[str, str]]] = {}
+#: A record's text (a field, or what stands before a message it ends with) is at most this long, and nests at most
+#: this deep (a refusal in an import's traceback is 3).
+FIELD_LIMIT, DEPTH_LIMIT = 4000, 4
 
 
-def english(key: str, **fields: Any) -> str:
-    """The message ``key`` in English, whatever the language, recorded as said (see above): for the student
-    processes.  A field longer than FIELD_LIMIT is recorded cut short (a deep traceback): its message's first line
-    is rendered all the same."""
-    texts = {name: str(value) for name, value in fields.items()}
-    said = {"id": key, "fields": {name: text[:FIELD_LIMIT] for name, text in texts.items()}}
-    if said not in _spoken:
-        _spoken.append(said)
-    return EN[key].format(**texts)
+class Spoken(str):
+    """A student process's message, its English text, with :attr:`record`: ``{"id", "fields"}`` (each field a
+    string or a record), or ``{"text", "then"}`` for a text that ends with a message (a traceback ending in a
+    refusal).  Any operation on it gives a plain ``str``: only the text a message was made as carries its record."""
+
+    record: Any
+
+    @classmethod
+    def of(cls, text: str, record: Any) -> "Spoken":
+        spoken = cls(text)
+        spoken.record = record
+        return spoken
 
 
-def take_said() -> list[dict[str, Any]]:
-    """What this process said (:func:`english`) since the last call, as ``[{"id", "fields"}]``: a reply's "said"."""
-    said = list(_spoken)
-    _spoken.clear()
-    return said
+def english(key: str, **fields: Any) -> Spoken:
+    """The message ``key`` in English, whatever the language, with its record: for the student processes.  A field
+    longer than FIELD_LIMIT is recorded cut short (a deep traceback), the message's text whole."""
+    record = {"id": key, "fields": {name: _recorded(value) for name, value in fields.items()}}
+    return Spoken.of(EN[key].format(**{name: str(value) for name, value in fields.items()}), record)
 
 
-def _valid(entry: Any) -> tuple[str, dict[str, str]] | None:
-    """(id, fields) of one entry of a reply's "said", or None unless it names a student-process message with
-    exactly its template's fields, each a string (what a student process sends is untrusted)."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("fields"), dict):
-        return None
-    key, fields = entry.get("id"), entry["fields"]
-    if not isinstance(key, str) or key not in STUDENT_PROCESS or set(fields) != placeholders(EN[key]):
-        return None
-    if not all(isinstance(value, str) and len(value) <= FIELD_LIMIT for value in fields.values()):
-        return None
-    return key, dict(fields)
+def _recorded(value: Any) -> Any:
+    return value.record if isinstance(value, Spoken) else str(value)[:FIELD_LIMIT]
 
 
-def hear(said: Any) -> None:
-    """Remember what a student process said (a reply's "said"), to render it wherever its English text is shown;
-    an entry that is not valid is left out (its text then stays English)."""
-    for entry in said[:SAID_LIMIT] if isinstance(said, list) else ():
-        valid = _valid(entry)
-        if valid:
-            text = EN[valid[0]].format(**valid[1])
-            heard.pop(text, None)
-            heard[text] = valid
-            if len(heard) > HEARD_LIMIT:
-                del heard[next(iter(heard))]
-
-
-def rendered(text: str) -> str:
-    """``text`` with each message the student processes said in it (in English) in the current language, rendered
-    from its id and fields.  A message cut short after its first line (a quoted exception is) has that line
-    rendered."""
-    hear(take_said())  # what this process said itself (a judge reading a submission's answers.py)
-    if language() == DEFAULT or not text:
-        return text
-    for english_text, (key, fields) in sorted(heard.items(), key=lambda item: -len(item[0])):
-        if english_text in text:
-            text = text.replace(english_text, say(key, **fields))
-        elif "\n" in EN[key]:
-            first = EN[key].split("\n", 1)[0].format(**fields)
-            if first in text:
-                text = text.replace(first, template(key).split("\n", 1)[0].format(**fields))
+def ending_with(text: str, message: Any) -> str:
+    """``text``, which ends with ``message``: a :class:`Spoken` rendered with that end in any language when the
+    message is one (an exception's message at the end of its traceback), else the plain text."""
+    if isinstance(message, Spoken) and message and text.endswith(message):
+        return Spoken.of(text, {"text": text[:len(text) - len(message)][-FIELD_LIMIT:], "then": message.record})
     return text
+
+
+def record_of(said: Any) -> Any:
+    """The record of ``said`` (a :class:`Spoken`, or an exception raised with one as its only argument), else None."""
+    if isinstance(said, BaseException):
+        said = said.args[0] if len(said.args) == 1 else None
+    return said.record if isinstance(said, Spoken) else None
+
+
+def render(record: Any, depth: int = 0) -> str | None:
+    """A record (:class:`Spoken`) rendered in the current language, or None unless it is valid: ids of the student
+    processes' messages with exactly their templates' fields, texts within FIELD_LIMIT, nested within DEPTH_LIMIT
+    (what a student process sends is untrusted)."""
+    if isinstance(record, str):
+        return record if len(record) <= FIELD_LIMIT else None
+    if depth >= DEPTH_LIMIT or not isinstance(record, dict):
+        return None
+    if set(record) == {"text", "then"}:
+        head, then = render(record["text"], depth + 1), render(record["then"], depth + 1)
+        return None if head is None or then is None or not isinstance(record["then"], dict) else head + then
+    key, fields = record.get("id"), record.get("fields")
+    if set(record) != {"id", "fields"} or key not in STUDENT_PROCESS or not isinstance(fields, dict) \
+            or set(fields) != placeholders(EN[key]):
+        return None
+    values = {name: render(value, depth + 1) for name, value in fields.items()}
+    return None if None in values.values() else say(key, **values)
+
+
+def shown(text: Any, record: Any = None) -> str:
+    """``text`` as the student reads it: rendered from ``record`` (or, by default, from the record ``text`` carries:
+    a :class:`Spoken`, an exception raised with one) in the current language; in English, or without a valid
+    record, the text itself, byte for byte."""
+    record = record_of(text) if record is None else record
+    rendered = render(record) if isinstance(record, dict) and language() != DEFAULT else None
+    return str(text) if rendered is None else rendered
+
+
+def quoted(error: dict[str, Any]) -> dict[str, Any]:
+    """An error record's ``error``, ``message`` and ``trace`` as a message quotes them: a student process's message
+    (its record, "said") rendered in the current language, as the message and where the trace ends with it."""
+    message, trace = error.get("message"), error.get("trace", "")
+    if isinstance(message, str) and error.get("said") is not None:
+        rendered = shown(message, error["said"])
+        if message and isinstance(trace, str) and trace.endswith(message):
+            trace = trace[:len(trace) - len(message)] + rendered
+        message = rendered
+    return {"error": error.get("type"), "message": message, "trace": trace}
+
+
+def error_text(error: dict[str, Any]) -> str:
+    """``Type: message`` of an error record, its message as :func:`quoted` renders it."""
+    fields = quoted(error)
+    return f"{fields['error']}: {fields['message']}"
 
 
 def mistake(bug: str) -> str:

@@ -36,7 +36,7 @@ def file_faults(runner: Any) -> dict[str, str]:
     recorded = getattr(runner, "import_faults", None)
     if not isinstance(recorded, Mapping):
         return {}
-    return {FILES.get(name, name): words.rendered(str(message)) for name, message in recorded.items()}
+    return {FILES.get(name, name): str(message) for name, message in recorded.items()}
 
 
 def missing_files(runner: Any) -> list[str]:
@@ -49,7 +49,6 @@ def missing_files(runner: Any) -> list[str]:
 
 def short_line(message: str, task: str, faults: Mapping[str, str], missing: Sequence[str]) -> str | None:
     """The one line that replaces a failed case's ``message`` when a cause told at the top explains it; else None."""
-    message = words.rendered(message)  # the faults are (file_faults)
     for file, why in faults.items():
         if message == why:
             key = "row_file_missing" if _says_missing(file, why) else "row_file_broken"

@@ -223,8 +223,7 @@ def grade_submissions(tasks: Sequence[tuple[str, Path]], *, hide: Sequence[str] 
 class _Grading:
     """One submission of a wave: staged, its runner opened, graded a phase per :meth:`step`, then described.
 
-    Each call is its turn (:meth:`_turn`): the messages its processes said are its own (``checks.words``), and the
-    time between two turns (the other submissions') is neither charged to its budget nor counted as its time.
+    Each call is its turn (:meth:`_turn`): the time between two turns (the other submissions') is neither charged to its budget nor counted as its time.
     A grader fault ends it as "errored" (:attr:`outcome`) and never stops the others.
     """
 
@@ -235,18 +234,14 @@ class _Grading:
         self.staged: Any = None
         self.runner: Any = None
         self.steps: Any = None
-        self.heard: dict[str, Any] = {}
         self.seconds = 0.0  # its own time in earlier turns
         self._turn_began = self._paused = time.monotonic()
 
     @contextlib.contextmanager
     def _turn(self) -> Iterator[None]:
-        from autograder.engine import judge_words
-
         self._turn_began = began = time.monotonic()
         if self.runner is not None:
             self.runner.started += began - self._paused  # the other submissions' turns are never its budget
-        others = judge_words.swap_heard(self.heard)
         try:
             yield
         except Exception as exc:  # noqa: BLE001 - a grader fault must not stop the batch
@@ -257,7 +252,6 @@ class _Grading:
                             "staff_log": traceback.format_exc(), "seconds": round(self._own(), 3)}
             self.close()
         finally:
-            self.heard = judge_words.swap_heard(others)
             self._paused = time.monotonic()
             self.seconds += self._paused - began
 

@@ -104,10 +104,10 @@ def _student_message(exc: BaseException) -> tuple[str, str]:
     """(message for the student, traceback for staff) of a failed test case."""
     if isinstance(exc, BaseExceptionGroup):  # hypothesis's Flaky: the code answered differently on a rerun
         inner = next((e for e in exc.exceptions if isinstance(e, (AssertionError, SubmissionFault))), None)
-        text = words.rendered(str(inner)) if inner else ""
+        text = words.shown(inner) if inner else ""
         return (strings.text("flaky") + "\n" + text).strip(), ""
     if isinstance(exc, SubmissionFault):
-        return words.rendered(str(exc)), ""
+        return words.shown(exc), ""
     if isinstance(exc, AssertionError):
         return str(exc), ""
     return strings.text("internal"), "".join(traceback.format_exception(exc))

@@ -169,13 +169,3 @@ def template(key: str, code: str = "") -> str:
 def say(key: str, **fields: Any) -> str:
     """The message ``key`` in the current language, with ``fields`` filled in: the grader's own, or the checks'."""
     return template(key).format(**fields) if key in EN else words.say(key, **fields)
-
-
-def swap_heard(heard: dict[str, tuple[str, dict[str, str]]]) -> dict[str, tuple[str, dict[str, str]]]:
-    """Make ``heard`` (what an earlier call returned, or ``{}`` to forget all) what the student processes were heard
-    to say (:func:`checks.words.hear`), and return what was, with what this process said itself since: a judge
-    renders only what the submission being graded said (another's would render its English text, forged or not, in
-    one worker and not in another), and one grading several in turns keeps each one's apart."""
-    words.hear(words.take_said())
-    previous, words.heard = words.heard, heard
-    return previous

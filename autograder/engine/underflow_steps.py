@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from autograder.engine.amp_reference import Config, reference_amp_step, suggested_configs
+from checks import words
 from checks.judge.effects import GRAD_TOLERANCE, PARAM_TOLERANCE, _finite_mismatch, _shown
 from checks.runners.harness import Json, describe_error, torch_scaler
 from checks.runners.probes import underflow_data
@@ -94,8 +95,7 @@ def _differs(want: dict[str, Json], have: dict[str, Json]) -> str | None:
     """How the call record ``have`` differs from the replay's ``want`` (None: the same effects)."""
     error = lambda r: (r["error"]["type"], r["error"]["message"]) if "error" in r else None  # noqa: E731
     if "error" in have and "error" not in want:  # the submission's own error, in full
-        return say("underflow.raised", error=have["error"]["type"], message=have["error"]["message"],
-                   trace=have["error"].get("trace", ""))
+        return say("underflow.raised", **words.quoted(have["error"]))
     if error(want) != error(have):
         return say("underflow.error", want=error(want), have=error(have))
     if isinstance(have["weight"], str) or _finite_mismatch(want["weight"], have["weight"], PARAM_TOLERANCE):

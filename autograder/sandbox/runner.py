@@ -130,9 +130,6 @@ class SandboxRunner:
         self._uids_dirty: set[int] = set()  # uids given to a process since the last _kill_all: what it must kill
         self._slots_used: set[int] = set()  # slots (uids) any process of this submission has had
         self.files = FileFaults(self.limits.import_seconds, self.limits.hangs_per_module)
-        from autograder.engine.judge_words import swap_heard  # the grader's words: never in the zygote's heap
-
-        swap_heard({})  # this submission's messages only
         self.output = OutputLog()
         self.started = time.monotonic()
         #: Holds one private scratch folder per student process (``p<slot>``, 0700, the process's uid): no two
@@ -277,9 +274,8 @@ class SandboxRunner:
                 self.files.import_stopped(name, process)
                 self._kill_all()
                 return self._start(wanted)
-            if message.get("imported") == name and message.get("fault"):
-                words.hear(message.get("said"))
-                self.files.import_failed(name, str(message["fault"]))
+            if message.get("imported") == name and message.get("fault"):  # in the feedback's language
+                self.files.import_failed(name, words.shown(message["fault"], message.get("said")))
             # Where scratch is no capped tmpfs, the guard's thread starts too late for an import that fills it.  (With
             # one, the student processes write to their own tmpfs and this side sees an empty folder.)
             elif cleanup.scratch_over(self._scratch) or (
@@ -448,9 +444,8 @@ class SandboxRunner:
         if "unexpected" in reply:
             self._test_fault, self._test_fault_kind = reply["unexpected"], budget.INTERFERED
             self._limit(budget.INTERFERED, self._test_fault)
-        words.hear(reply.get("said"))  # rendered in the feedback's language where the text is shown
-        if "fault" in reply:
-            self._fault(str(reply["fault"])[:4000])
+        if "fault" in reply:  # in the feedback's language
+            self._fault(words.shown(reply["fault"], reply.get("said"))[:4000])
         problem = replies.problem(scenario, args, reply["ok"])
         if problem:
             self._fault(replies.malformed(problem))

@@ -199,15 +199,14 @@ def _child_main(request: SpawnRequest, fds: list[int], zygote: int) -> None:
             del sys.modules[name]  # student code cannot simply import and patch the harness we run
         serve.prepare(request.modules)  # before the first student line
         submission = harness.Submission(Path(request.submission))
-        serve.said({})  # what the zygote said is no student process's
         serve.send(reply_fd, {"started": True})  # the limits on the submission's time count from here
         for name in request.modules:
             try:
                 submission.module(name)
-                fault = None
+                reply = {"fault": None}
             except harness.SubmissionFault as exc:
-                fault = str(exc)
-            serve.send(reply_fd, serve.said({"imported": name, "fault": fault}))
+                reply = serve.fault(exc)
+            serve.send(reply_fd, {"imported": name, **reply})
         serve.send(reply_fd, {"ready": True, "isolation": isolation})
         serve.answer_requests(request_fd, reply_fd, submission)
     finally:

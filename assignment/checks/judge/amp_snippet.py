@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from checks.judge.effects import PARAM_NAMES, Difference
-from checks.words import say
+from checks.words import error_text, say
 
 Json = Any
 #: The line that makes the call the message is about (tests swap in a correct amp_step here).
@@ -146,7 +146,7 @@ def underflow_reproduction(args: dict[str, Json], *, raised: tuple[int, dict[str
     if raised:
         lines.append(LAST_CALL + call[len("amp_step("):])
         error = raised[1]
-        want, have = say("do.run"), say("does.raise", error=f"{error.get('type')}: {error.get('message')}")
+        want, have = say("do.run"), say("does.raise", error=error_text(error))
     else:
         # measured in float32, as the judge measures it, whatever the weight's dtype (model.half() makes it float16)
         lines.append("print(f\"{float(torch.nn.functional.mse_loss(x @ model.weight.detach().float().t(), y)):.3g}\")")

@@ -17,7 +17,7 @@ import math
 from typing import Any, Iterable
 
 from checks.runners.harness import Json
-from checks.words import say
+from checks.words import error_text, quoted, say
 
 #: Task 2's behaviours, one a row: the key its public and hidden tests, this judge, the grader's replay
 #: (``autograder.engine.amp_reference``), the recorded effects and the messages (``amp.right.<key>``,
@@ -134,14 +134,13 @@ def own_error(result: dict[str, Json]) -> tuple[int, dict[str, Json]] | None:
 
 def _error_line(result: dict[str, Json], index: int, error: dict[str, Json], *, should: bool) -> str:
     """Call ``index``'s error in words: torch's refusal of a named scaler call, or the submission's own error."""
-    text = f"{error.get('type')}: {error.get('message')}"
+    text = error_text(error)
     refused = _refusal(result, index)
     if should:
         return say("effects.should_raise", number=index + 1, call=refused or "?", error=text)
     if refused is not None:
-        return say("effects.refused", number=index + 1, call=refused, error=text, trace=error.get("trace", ""))
-    return say("effects.raised", number=index + 1, error=error.get("type"), message=error.get("message"),
-               trace=error.get("trace", ""))
+        return say("effects.refused", number=index + 1, call=refused, error=text, trace=quoted(error)["trace"])
+    return say("effects.raised", number=index + 1, **quoted(error))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,7 +181,7 @@ def _scaler_text(state: dict[str, Json]) -> str:
 
 
 def _error_text(error: dict[str, Json] | None) -> str | None:
-    return None if not error else f"{error.get('type')}: {error.get('message')}"
+    return None if not error else error_text(error)
 
 
 def differences(expected: dict[str, Json], got: dict[str, Json], *, returned: bool = False) -> list[str]:
@@ -215,7 +214,7 @@ def difference_items(expected: dict[str, Json], got: dict[str, Json], *, returne
                            != (have_error.get("type"), have_error.get("message"))):
             found.append(Difference(
                 _error_line(expected, index, want_error, should=True)
-                + (say("effects.but_raised", error=_error_text(have_error)) if have_error else say("effects.but_returned")),
+                + (say("effects.but_raised", error=error_text(have_error)) if have_error else say("effects.but_returned")),
                 index, "error", _error_text(want_error), _error_text(have_error)))
         if any(len(have.get(key, [])) != len(want[key]) for key in ("params", "grads", "backward_grads")):
             found.append(Difference(say("effects.wrong_count", where=where), index))

@@ -17,7 +17,7 @@ import math
 from typing import Any, Iterable, Sequence
 
 from checks.runners.ops import OPS, kwargs_text, number  # noqa: F401 - number: this module's API
-from checks.words import localised, rendered, say
+from checks.words import error_text, localised, quoted, say
 
 Json = Any
 
@@ -35,10 +35,10 @@ SGD_CLASS = [
 
 
 def fail(message: str) -> None:
-    """Fail the current check with ``message`` (shown to the student as is, the student processes' own messages
-    quoted in it rendered in the current language from the ids and fields they sent)."""
+    """Fail the current check with ``message``, shown to the student as is (a student process's message quoted in it
+    was rendered where it was quoted: :func:`checks.words.quoted`)."""
     __tracebackhide__ = True
-    raise AssertionError(rendered(message))
+    raise AssertionError(message)
 
 
 _kwargs = kwargs_text  # the public checks' parametrize ids use this name
@@ -128,8 +128,7 @@ def shown(op: dict[str, Json], result: dict[str, Json], step_return: bool = True
     """
     mood = "do" if should else "does"
     if "error" in result:
-        error = f"{result['error']['type']}: {result['error'].get('message', '')}".rstrip(": ")
-        return say(f"{mood}.raise", error=error)
+        return say(f"{mood}.raise", error=error_text(result["error"]).rstrip(": "))
     printed = _printed(op, result, step_return)
     if printed is None:
         return say(f"{mood}.run")
@@ -141,12 +140,6 @@ def _printed(op: dict[str, Json], result: dict[str, Json], step_return: bool) ->
     the op prints nothing at all (its ``printed`` in :data:`checks.runners.ops.OPS`)."""
     printed = getattr(OPS.get(op["op"]), "printed", None)
     return None if printed is None else printed(op, result.get("ok"), step_return)
-
-
-def describe(result: dict[str, Json]) -> str:
-    if "error" in result:
-        return f"raised {result['error']['type']}: {result['error']['message']}"
-    return f"returned {number(result['ok'])}"
 
 
 def close(expected: Json, got: Json, rel: float = 0.0) -> bool:
@@ -177,7 +170,7 @@ def mismatch(args: dict[str, Json], index: int, want: str, have: dict[str, Json]
              step_return: bool = True) -> None:
     """Fail with the snippet up to op ``index``, what it should do (``want``) and what it did."""
     __tracebackhide__ = True
-    trace = have.get("error", {}).get("trace", "")
+    trace = quoted(have["error"])["trace"] if "error" in have else ""
     what = localised(what)
     fail((f"{what}\n" if what else "")
          + say("snippet.after", snippet=snippet(args, index, step_return))
@@ -225,6 +218,5 @@ def ok_or_fail(result: dict[str, Json], what: str) -> Json:
     """The value of a student call, or a failure saying what it raised."""
     __tracebackhide__ = True
     if "error" in result:
-        fail(say("raised.with_trace", what=what, error=result["error"]["type"], message=result["error"]["message"],
-                 trace=result["error"].get("trace", "")))
+        fail(say("raised.with_trace", what=what, **quoted(result["error"])))
     return result["ok"]

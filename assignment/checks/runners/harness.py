@@ -30,7 +30,7 @@ import torch
 from checks.runners import ops, quick_check, registry
 from checks.runners.plain import (is_plain_tensor, param_grad, tensor_facts, tensor_values,  # noqa: F401 - probes'
                                   tensors_values)
-from checks.words import english
+from checks.words import Spoken, english, ending_with, record_of
 
 Json = Any
 CONTRACT_FILES = {"loss_scaler": "loss_scaler.py", "amp_step": "amp_step.py", "answers": "answers.py"}
@@ -50,10 +50,11 @@ class SubmissionFault(Exception):
     """
 
 
-def stopped(exc: BaseException) -> str:
+def stopped(exc: BaseException) -> Spoken:
     """The fault of a scenario that ``exc`` ended outside any guarded call (a ``SystemExit`` from the student's code):
     the student processes' message, at most 2,000 characters."""
-    return english("scenario.stopped", error=type(exc).__name__, message=exc)[:2000]
+    said = english("scenario.stopped", error=type(exc).__name__, message=exc)
+    return said if len(said) <= 2000 else Spoken.of(said[:2000], said.record)
 
 
 # --------------------------------------------------------------------------- loading
@@ -72,11 +73,12 @@ def submission_frames(exc: BaseException, root: Path | None = None) -> list[trac
 
 
 def student_frames(exc: BaseException, root: Path | None = None) -> str:
-    """Format ``exc``'s traceback keeping only frames from the submission's own files."""
+    """Format ``exc``'s traceback keeping only frames from the submission's own files (ending in a student
+    process's message, rendered in any language, where ``exc`` was raised with one: :func:`checks.words.ending_with`)."""
     kept = submission_frames(exc, root)
     lines = [f'  {Path(f.filename).name}, line {f.lineno}, in {f.name}\n    {f.line or ""}' for f in kept]
     head = f"{type(exc).__name__}: {exc}"
-    return "\n".join(lines + [head]) if lines else head
+    return ending_with("\n".join(lines + [head]) if lines else head, exc.args[0] if record_of(exc) else None)
 
 
 class Submission:
@@ -137,13 +139,12 @@ class Submission:
 
 
 def describe_error(exc: BaseException, root: Path | None = None) -> dict[str, Json]:
-    """Plain-data description of an exception raised by student code."""
-    return {
-        "type": type(exc).__name__,
-        "mro": [cls.__name__ for cls in type(exc).__mro__],
-        "message": str(exc)[:500],
-        "trace": student_frames(exc, root)[-2000:],
-    }
+    """Plain-data description of an exception raised by student code; one raised with a student process's message
+    (a refusal in Task 1) has its record too (``"said"``: the judge renders it, :func:`checks.words.quoted`)."""
+    error = {"type": type(exc).__name__, "mro": [cls.__name__ for cls in type(exc).__mro__],
+             "message": str(exc)[:500], "trace": student_frames(exc, root)[-2000:]}
+    record = record_of(exc)
+    return error if record is None else {**error, "said": record}
 
 
 # --------------------------------------------------------------------------- plain-data copy-out (checks.runners.plain)

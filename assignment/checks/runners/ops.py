@@ -223,7 +223,7 @@ def floats(value: Json) -> bool:
 
 def error_problem(value: Json) -> str | None:
     """What is wrong with an error record (:func:`checks.runners.harness.describe_error`), or None."""
-    if not (isinstance(value, dict) and set(value) == {"type", "mro", "message", "trace"}):
+    if not (isinstance(value, dict) and set(value) - {"said"} == {"type", "mro", "message", "trace"}):
         return "an error record without exactly type, mro, message and trace"
     if not (isinstance(value["type"], str) and isinstance(value["message"], str) and isinstance(value["trace"], str)
             and isinstance(value["mro"], list) and all(isinstance(m, str) for m in value["mro"])):

@@ -22,6 +22,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
 from checks import words
 from checks.student import absence
 from checks.runners import harness
@@ -79,24 +81,23 @@ def send(fd: int, message: dict[str, Json]) -> None:
 
 
 def answer(call: dict[str, Json], submission: harness.Submission) -> dict[str, Json]:
-    """``{"ok": observation}`` or ``{"fault": message}`` for one scenario call, with what it said (:func:`said`)."""
-    words.take_said()  # said before this call: not this call's
+    """``{"ok": observation}`` or a fault (:func:`fault`) for one scenario call."""
     try:
         harness.seed_cpu(0)
-        reply = {"ok": harness.run_scenario(call["scenario"], call["args"], submission)}
+        return {"ok": harness.run_scenario(call["scenario"], call["args"], submission)}
     except harness.SubmissionFault as exc:
-        reply = {"fault": str(exc)}
+        return fault(exc)
     except BaseException as exc:  # noqa: BLE001 - e.g. SystemExit from student code
-        reply = {"fault": harness.stopped(exc)}
-    return said(reply)
+        return fault(harness.stopped(exc))
 
 
-def said(reply: dict[str, Json]) -> dict[str, Json]:
-    """``reply`` with the id and fields of each message this process said in English since the last reply
-    (``"said"``, left out when none): the judge renders them in its language (:func:`checks.words.rendered`).
-    Only "ok" and "fault" are compared with other answers, so this never changes a digest."""
-    spoken = words.take_said()
-    return {**reply, "said": spoken} if spoken else reply
+def fault(said: Any) -> dict[str, Json]:
+    """``{"fault": message}`` for ``said`` (a message, or a fault raised with one), with the message's record
+    (``"said"``, :class:`checks.words.Spoken`) where it has one: the judge renders it in its language
+    (:func:`checks.words.shown`).  Only "ok" and "fault" are compared with other answers: the record changes no
+    digest."""
+    record = words.record_of(said)
+    return {"fault": str(said)} if record is None else {"fault": str(said), "said": record}
 
 
 def answer_requests(request_fd: int, reply_fd: int, submission: harness.Submission) -> None:
