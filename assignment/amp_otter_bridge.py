@@ -1,155 +1,34 @@
-"""Runtime of the generated otter test files: how an otter test case gets its verdict.
+"""Runtime of the generated otter test files in a student's notebook: ``grader.check`` runs the public checks.
 
-This file ships, byte for byte, as ``amp_otter_bridge.py`` (:data:`SHIPPED_NAME`): in the
-``files/`` folder of the otter autograder zip (otter copies it into the folder it grades,
-over any submitted file of that name) and next to the notebook in the student's
-``assignment/`` folder (for ``grader.check``).  Each test file that
-``autograder/packaging/otter_build.py`` generates is a small loader: it reads this module
-from the current folder, checks its SHA-256 against the digest baked into the test file
-at build time, and only then runs it and calls :func:`cases`; a missing or changed copy
-is never run, every case fails with a clear message instead.  It is a module of its own,
-in the package, so that it can be read, linted and unit-tested.
+The public edition of :mod:`otter_bridge`: it ships, byte for byte, as ``amp_otter_bridge.py`` next to the notebook
+in the student's ``assignment/`` folder, where the student's copy of the test files (public rows only) loads it after
+checking its SHA-256, as the staff's edition is loaded in otter's grading run.  Each public row's case runs its
+public check when called: the checks next to the notebook (``checks/``) run with pytest in a subprocess, on the
+files the notebook's ``%%writefile`` cells wrote, as ``python -m pytest`` would, in the test file's language
+(``texts``).  Nothing of the judge is here.
 
-Two modes, chosen by the test file (``otter.Notebook._grading_mode``):
-
-* **Grading** (otter's grading kernel: ``otter run`` / otter on Gradescope).  The folder
-  otter grades in is copied, minus what otter and this autograder added to it
-  (:data:`ADDED`, this module included), to a fresh folder, and the isolated judge grades
-  that copy in a subprocess::
-
-      python -m autograder grade <copy> --out <tmp>
-
-  using the grader shipped in the autograder zip as ``amp_grader.zip``.  Each case then
-  reads its rubric row from ``results.json``: the same verdicts, messages (with
-  hypothesis's counterexamples) and determinism as ``python -m autograder grade``.  The
-  judge runs once per submission: the three test files share this module (the loader
-  keeps it in ``sys.modules``) and so its cache.
-* **Student** (``grader.check(...)`` in the student's notebook).  The public checks next
-  to the notebook (``checks/``) run with pytest in a subprocess, on the files the
-  notebook's ``%%writefile`` cells wrote, as ``python -m pytest`` would.  Hidden cases do
-  not exist in the student's copy of the tests.
-
-What a case says is in the words the test file hands over (``texts``: its build's language, baked in by
-``otter_build`` from ``checks/words.py``, keys ``otter.*`` without the prefix); the public checks and the judge
-run in that language too (``$AMP_LANGUAGE``).
-
-Only the standard library is used, and nothing is imported from the folder being graded.
+Only the standard library is used, and nothing is imported from the folder being checked.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
-import zipfile
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-#: This module's file name wherever it ships (a name no submission would pick).
-SHIPPED_NAME = "amp_otter_bridge.py"
-GRADER_ZIP = "amp_grader.zip"
-DRIVER_NOTEBOOK = "amp_homework.ipynb"
-#: Where the otter plugin (autograder/packaging/otter_plugin.py) moved the submitted files.
-QUARANTINE = "amp_submitted"
-#: What otter and this autograder add to the folder otter grades in (left out of the judge's copy).
-ADDED = ("tests", "__init__.py", GRADER_ZIP, DRIVER_NOTEBOOK, QUARANTINE, SHIPPED_NAME)
 CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
-JUDGE_TIMEOUT = 1800
 #: The junit property of a failed public check that names its likely mistake (``checks.judge.diagnose.JUNIT_PROPERTY``).
 LIKELY_MISTAKE_PROPERTY = "likely_mistake"
-
-#: ``(number, title, points, hidden, public check node id or "")``: one rubric row of a test file.
-Row = Sequence[Any]
-#: A case's verdict: returns when the case passes, raises AssertionError with the message when not.
-Verdict = Callable[[], None]
-#: ``(case name, points, hidden, verdict)``: one otter test case.
+#: A row, a case's verdict, a case and a test file's words, as in :mod:`otter_bridge`.
+Row, Verdict, Texts = Sequence[Any], Callable[[], None], Mapping[str, str]
 Case = tuple[str, float, bool, Verdict]
-#: A test file's words (``otter_build.bridge_texts``): message templates by name; ``language`` (its code) and
-#: ``setting`` (the variable the checks and the judge read it from); ``about`` and ``missing`` (how the judge's
-#: notes on a submission open, and the words of its missing-files note).
-Texts = Mapping[str, str]
 
-_CACHE: dict[str, Any] = {}  # judge results and public outcomes, shared by the test files of this process
-
-
-def _digest(folder: Path) -> str:
-    """SHA-256 of every file's relative path and bytes under ``folder``."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
-        digest.update(str(path.relative_to(folder)).encode("utf-8", "surrogateescape") + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-def copy_submission(source: Path, dest: Path) -> None:
-    """Copy what the student submitted (``source`` minus otter's and our additions) to ``dest``."""
-    dest.mkdir(parents=True)
-    for entry in sorted(source.iterdir()):
-        if entry.name in ADDED:
-            if entry.name != "__init__.py" or entry.stat().st_size == 0:  # otter creates it empty
-                continue
-        target = dest / entry.name
-        if entry.is_symlink():
-            continue
-        if entry.is_dir():
-            shutil.copytree(entry, target, symlinks=True)
-        else:
-            shutil.copy2(entry, target)
-
-
-def _protect(path: Path) -> None:
-    """As root, make ``path`` readable by root only: student processes run as another user."""
-    if hasattr(os, "geteuid") and os.geteuid() == 0 and path.exists() and not path.is_symlink():
-        path.chmod(0o700 if path.is_dir() else 0o600)
-
-
-def _environment(texts: Texts) -> dict[str, str]:
-    """The environment of the checks' and the judge's processes: this one's, in the test file's language."""
-    return {**os.environ, texts["setting"]: texts["language"]}
-
-
-def judge_results(texts: Texts) -> dict[str, Any]:
-    """Grade the submission in the current folder with the isolated judge (once per submission and language)."""
-    here = Path.cwd()
-    grader_zip = here / GRADER_ZIP
-    if not grader_zip.is_file():
-        raise AssertionError(texts["no_grader"].format(grader=GRADER_ZIP, folder=here))
-    for private in (grader_zip, here.parent / "source" / "files" / GRADER_ZIP):
-        _protect(private)  # the hidden tests are inside
-    work = Path(tempfile.mkdtemp(prefix="amp-otter-"))
-    try:
-        submission = work / "submission"
-        moved = here / QUARANTINE
-        if moved.is_dir() and not moved.is_symlink():
-            shutil.copytree(moved, submission, symlinks=True)
-        else:
-            copy_submission(here, submission)
-        key = ("judge:" + texts["language"] + ":" + _digest(submission) + ":"
-               + hashlib.sha256(grader_zip.read_bytes()).hexdigest())
-        if key not in _CACHE:
-            work.chmod(0o755)
-            with zipfile.ZipFile(grader_zip) as bundle:
-                bundle.extractall(work / "grader")
-            env = {k: v for k, v in _environment(texts).items() if not k.startswith("PYTHON")}
-            env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1")
-            out = work / "out"
-            proc = subprocess.run(
-                [sys.executable, "-m", "autograder", "grade", str(submission), "--out", str(out)],
-                cwd=work / "grader", env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, timeout=JUDGE_TIMEOUT, check=False)
-            results = out / "submission" / "results.json"
-            if not results.is_file():
-                log = proc.stdout.decode("utf-8", "replace")[-4000:]
-                raise AssertionError(texts["judge_failed"].format(status=proc.returncode, log=log))
-            _CACHE[key] = json.loads(results.read_text(encoding="utf-8"))
-        return _CACHE[key]
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+_CACHE: dict[str, Any] = {}  # public outcomes, shared by the test files of this process
 
 
 def _public_outcomes(node_ids: list[str], texts: Texts) -> dict[str, tuple[bool, str, str]]:
@@ -161,11 +40,12 @@ def _public_outcomes(node_ids: list[str], texts: Texts) -> dict[str, tuple[bool,
     for name in CONTRACT:
         path = here / name
         digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"<missing>") + b"\0")
-    key = "public:" + digest.hexdigest()
+    key = digest.hexdigest()
     if key not in _CACHE:
         with tempfile.TemporaryDirectory(prefix="amp-checks-") as tmp:
             report = Path(tmp) / "junit.xml"
-            env = dict(_environment(texts), AMP_SUBMISSION=str(here), PYTHONDONTWRITEBYTECODE="1")
+            env = {**os.environ, texts["setting"]: texts["language"], "AMP_SUBMISSION": str(here),
+                   "PYTHONDONTWRITEBYTECODE": "1"}
             proc = subprocess.run(
                 [sys.executable, "-m", "pytest", *node_ids, f"--junitxml={report}", "-q",
                  "-p", "checks.plugin", "-p", "no:cacheprovider"],
@@ -189,16 +69,6 @@ def _outcome(case: ET.Element, texts: Texts) -> tuple[bool, str, str]:
     return False, message, hint
 
 
-def fail(message: str) -> Verdict:
-    def verdict() -> None:
-        raise AssertionError(message)
-    return verdict
-
-
-def _pass() -> None:
-    return None
-
-
 def _public_check(node: str, every: list[str], texts: Texts) -> Verdict:
     def verdict() -> None:
         outcomes = _public_outcomes(every, texts)
@@ -213,50 +83,10 @@ def _public_check(node: str, every: list[str], texts: Texts) -> Verdict:
     return verdict
 
 
-def _judge_cases(rows: Sequence[Row], texts: Texts) -> list[Case]:
-    """One case per row from the judge's results; a partly passed row gives two (its passed and failed part)."""
-    try:
-        data = judge_results(texts)
-    except Exception as exc:  # no verdicts: every row fails with the reason
-        reason = str(exc) or repr(exc)
-        return [(f"{number} {title}", points, hidden, fail(reason)) for number, title, points, hidden, _ in rows]
-    by_number = {t.get("number"): t for t in data.get("tests", [])}
-    notes = data.get("output", "")
-    told = False
-    cases: list[Case] = []
-    for number, title, points, hidden, _ in rows:
-        name, row = f"{number} {title}", by_number.get(number)
-        if row is None:
-            cases.append((name, points, hidden, fail(texts["no_result"].format(number=number))))
-            continue
-        if row.get("status") == "passed":
-            cases.append((name, points, hidden, _pass))
-            continue
-        message = row.get("output", "") or texts["row_failed"]
-        if notes.startswith(texts["about"]) and texts["missing"] in notes and not told:
-            told = True  # once per question
-            message = f"{message}\n\n{notes.split(chr(10) + chr(10))[0]}\n{texts['missing_hint']}"
-        score = float(row.get("score", 0.0))
-        if 0.0 < score < points:  # partial credit (some cases of the row failed): keep the judge's score
-            part = {"name": name, "points": f"{points:g}"}
-            cases.append((texts["passed_part"].format(score=f"{score:g}", **part), score, hidden, _pass))
-            cases.append((texts["failed_part"].format(score=f"{points - score:g}", **part), points - score, hidden,
-                          fail(message)))
-        else:
-            cases.append((name, points, hidden, fail(message)))
-    return cases
-
-
 def cases(rows: Sequence[Row], grading: bool, texts: Texts) -> list[Case]:
     """A test file's otter cases for its ``rows`` (``(number, title, points, hidden, public node or "")``), in the
-    words ``texts`` of its language.
-
-    ``grading`` (otter's grading kernel): the cases carry the judge's verdicts, computed now,
-    once per submission.  Otherwise (``grader.check`` in a student's notebook) each public
-    row's case runs its public check when called, and a row without one has no case.
-    """
-    if grading:
-        return _judge_cases(rows, texts)
+    words ``texts`` of its language: each public row's case runs its public check when called, and a row without
+    one has no case.  ``grading`` is the loader's; this edition checks either way (only the staff's grades)."""
     every = sorted({row[4] for row in rows if row[4]})
     return [(f"{number} {title}", points, hidden, _public_check(node, every, texts))
             for number, title, points, hidden, node in rows if node]

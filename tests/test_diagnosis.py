@@ -245,7 +245,7 @@ def test_a_failing_public_check_prints_the_same_line_locally(bug: str, student_t
 def test_the_notebooks_check_adds_the_same_line(student_table: Path, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """``grader.check`` (amp_otter_bridge.py) reads the line from pytest's junit XML into its failure message."""
-    from autograder.packaging import otter_bridge, otter_build
+    from autograder.packaging import otter_build, otter_public
 
     bug = "backoff_divides"
     folder = catalogue.materialize(BY_NAME[bug], tmp_path / "notebook")  # as the %%writefile cells leave it
@@ -255,13 +255,13 @@ def test_the_notebooks_check_adds_the_same_line(student_table: Path, tmp_path: P
     monkeypatch.chdir(folder)
     monkeypatch.delenv("AMP_STUDENT_DIAGNOSIS", raising=False)
     item = rubric.BY_TEST["test_update_backs_off_after_inf_or_nan"]
-    [(_, _, _, verdict)] = otter_bridge.cases([(item.number, item.title, item.points, False,
+    [(_, _, _, verdict)] = otter_public.cases([(item.number, item.title, item.points, False,
                                                 otter_build.public_node(item))], grading=False,
                                               texts=otter_build.bridge_texts("en"))
     with pytest.raises(AssertionError) as failed:
         verdict()
     assert str(failed.value).count(words.sentence([bug])) == 1, str(failed.value)[-3000:]
-    assert otter_bridge.LIKELY_MISTAKE_PROPERTY == diagnose.JUNIT_PROPERTY  # the bridge imports nothing from checks/
+    assert otter_public.LIKELY_MISTAKE_PROPERTY == diagnose.JUNIT_PROPERTY  # the bridge imports nothing from checks/
 
 
 def test_listed_twins_are_named_together_when_graded(graded: dict[str, dict[str, Any]]) -> None:

@@ -87,7 +87,8 @@ def test_shipped_notebook_is_up_to_date(built: dict[str, Any]) -> None:
     # The module its test files load (by SHA-256) ships next to it, as the build writes it.
     shipped_bridge = SHIPPED.parent / otter_build.BRIDGE_NAME
     assert shipped_bridge.is_file(), "run make notebook"
-    assert shipped_bridge.read_bytes() == built["bridge"] == otter_build.bridge_source(), "stale bridge: make notebook"
+    assert shipped_bridge.read_bytes() == built["bridge"] == otter_build.bridge_source(public=True), \
+        "stale bridge: make notebook"
 
 
 def test_the_install_cell_comes_before_otter_is_imported(built: dict[str, Any]) -> None:
@@ -112,7 +113,7 @@ def test_task_cells_are_the_release_and_the_solutions(built: dict[str, Any]) -> 
     others = [[c.source for c in built[nb].cells if "%%writefile" not in c.source] for nb in ("student", "solution")]
     assert others[0] == others[1]
     tests = built["student"].metadata["otter"]["tests"]  # otter_build's public test files: loaders of the bridge
-    digest = hashlib.sha256(otter_build.bridge_source()).hexdigest()
+    digest = hashlib.sha256(otter_build.bridge_source(public=True)).hexdigest()
     assert all(f'AMP_BRIDGE = ("amp_otter_bridge.py", "{digest}")' in text for text in tests.values())
     assert all("def judge_results(" not in text for text in tests.values())
     assert all(len(re.sub(r"\nAMP_WORDS = \{\n.*?\n\}\n", "\n", text, flags=re.DOTALL).splitlines()) < 100

@@ -259,7 +259,7 @@ def test_a_korean_build_speaks_korean(rows: list[otter_build.Row], tmp_path: Pat
             assert ("자동 채점기 설정 오류: amp_otter_bridge.py 파일이 없거나 이 테스트를 만들 때의 파일이 아닙니다"
                     "(SHA-256이 다름). 조교에게 알려 주세요.") in tcr.message, tcr.message
     monkeypatch.setattr(Notebook, "_grading_mode", False)  # grader.check in a student's notebook, no checks/ here
-    otter_build.write_bridge(tmp_path / "graded")
+    otter_build.write_bridge(tmp_path / "graded", public=True)
     path = otter_build.write_tests(tmp_path / "public", rows, public_only=True, language="ko")[0]
     test_file = ExceptionTestFile.from_file(str(path))
     test_file.run({})
@@ -269,18 +269,30 @@ def test_a_korean_build_speaks_korean(rows: list[otter_build.Row], tmp_path: Pat
 
 
 def test_test_files_are_small_loaders_of_the_shipped_bridge(rows: list[otter_build.Row], tmp_path: Path) -> None:
-    """The bridge's code lives in amp_otter_bridge.py; a test file holds its rows, the bridge's digest and a loader."""
-    (tmp_path / "files").mkdir()
-    shipped = otter_build.write_bridge(tmp_path / "files").read_bytes()  # what the zip's files/ gives otter
-    functions = re.findall(r"^def (\w+)\(", shipped.decode(), re.MULTILINE)
-    assert {"judge_results", "copy_submission", "cases"} <= set(functions)
+    """The bridge's code lives in amp_otter_bridge.py; a test file holds its rows, its edition's digest and a loader:
+    the staff's edition (the zip's files/) for the grading test files, the public one for a student's copy."""
     for public_only in (False, True):
+        (tmp_path / f"files_{public_only}").mkdir()
+        shipped = otter_build.write_bridge(tmp_path / f"files_{public_only}", public_only).read_bytes()
+        functions = re.findall(r"^def (\w+)\(", shipped.decode(), re.MULTILINE)
+        assert "cases" in functions
         for path in otter_build.write_tests(tmp_path / f"public_{public_only}", rows, public_only=public_only):
             text = path.read_text()
             assert len(re.sub(r"\nAMP_WORDS = \{\n.*?\n\}\n", "\n", text, flags=re.DOTALL).splitlines()) < 100, path  # words aside
             assert not [f for f in functions if f"def {f}(" in text], path
             assert "subprocess" not in text and "zipfile" not in text
             assert f'"{hashlib.sha256(shipped).hexdigest()}"' in text  # the loader accepts exactly that file
+
+
+def test_nothing_of_the_judge_ships_in_the_students_bridge() -> None:
+    """The staff's edition runs the judge from amp_grader.zip; the one next to the student's notebook runs the public
+    checks only, and is what assignment/ holds."""
+    staff, public = otter_build.bridge_source().decode(), otter_build.bridge_source(public=True).decode()
+    assert {"judge_results", "copy_submission", "_judge_cases"} <= set(re.findall(r"^def (\w+)\(", staff, re.M))
+    assert "_public_check" in re.findall(r"^def (\w+)\(", public, re.M)
+    for judge_only in ("judge_results", "copy_submission", "amp_grader.zip", '"grade"', "zipfile", "shutil"):
+        assert judge_only not in public, judge_only
+    assert (ROOT / "assignment" / otter_build.BRIDGE_NAME).read_text() == public
 
 
 #: A bridge module in the folder otter grades in that is not the staff's: never run, every case says why.

@@ -19,8 +19,8 @@ init cell, ``grader.check(...)`` cells, an export cell whose zip holds the three
 files).  The test code in the notebook's metadata is then replaced by otter_build's
 public test files (``grader.check`` runs the public checks in ``checks/`` with pytest),
 cell ids are made deterministic, and the result is written to ``assignment/``, with the
-module those test files load next to it: ``amp_otter_bridge.py`` (a copy of
-``autograder/packaging/otter_bridge.py``, whose SHA-256 the test files check).
+module those test files load next to it: ``amp_otter_bridge.py`` (a copy of the bridge's public edition,
+``autograder/packaging/otter_public.py``, whose SHA-256 the test files check; nothing of the judge).
 
 ``--master PATH`` and ``--solution PATH`` also keep the master and otter's solution
 notebook (not shipped; the tests execute the solution notebook).
@@ -268,7 +268,7 @@ def build(out: Path, *, master_out: Path | None = None, solution_out: Path | Non
         solution = finish(nbformat.read(stage / "dist" / "autograder" / notebook_name, as_version=4), rows, language)
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(student, out)
-    otter_build.write_bridge(out.parent)  # what its test files load: part of the student's folder
+    otter_build.write_bridge(out.parent, public=True)  # what its test files load: part of the student's folder
     if master_out:
         master_out.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(master, master_out)

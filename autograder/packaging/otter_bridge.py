@@ -1,37 +1,28 @@
-"""Runtime of the generated otter test files: how an otter test case gets its verdict.
+"""Runtime of the generated otter test files in otter's grading run: how an otter test case gets its verdict.
 
-This file ships, byte for byte, as ``amp_otter_bridge.py`` (:data:`SHIPPED_NAME`): in the
-``files/`` folder of the otter autograder zip (otter copies it into the folder it grades,
-over any submitted file of that name) and next to the notebook in the student's
-``assignment/`` folder (for ``grader.check``).  Each test file that
-``autograder/packaging/otter_build.py`` generates is a small loader: it reads this module
-from the current folder, checks its SHA-256 against the digest baked into the test file
-at build time, and only then runs it and calls :func:`cases`; a missing or changed copy
-is never run, every case fails with a clear message instead.  It is a module of its own,
-in the package, so that it can be read, linted and unit-tested.
+This file ships, byte for byte, as ``amp_otter_bridge.py`` (:data:`SHIPPED_NAME`) in the ``files/`` folder of the
+otter autograder zip (otter copies it into the folder it grades, over any submitted file of that name).  The
+student's ``assignment/`` folder has the public edition under that name instead (:mod:`otter_public`, for
+``grader.check``): nothing of the judge ships to students.  Each test file that
+``autograder/packaging/otter_build.py`` generates is a small loader: it reads its edition from the current
+folder, checks its SHA-256 against the digest baked into the test file at build time, and only then runs it and
+calls :func:`cases`; a missing or changed copy is never run, every case fails with a clear message instead.  It is
+a module of its own, in the package, so that it can be read, linted and unit-tested.
 
-Two modes, chosen by the test file (``otter.Notebook._grading_mode``):
+In otter's grading kernel (``otter run`` / otter on Gradescope) the folder otter grades in is copied, minus what
+otter and this autograder added to it (:data:`ADDED`, this module included), to a fresh folder, and the isolated
+judge grades that copy in a subprocess::
 
-* **Grading** (otter's grading kernel: ``otter run`` / otter on Gradescope).  The folder
-  otter grades in is copied, minus what otter and this autograder added to it
-  (:data:`ADDED`, this module included), to a fresh folder, and the isolated judge grades
-  that copy in a subprocess::
+    python -m autograder grade <copy> --out <tmp>
 
-      python -m autograder grade <copy> --out <tmp>
-
-  using the grader shipped in the autograder zip as ``amp_grader.zip``.  Each case then
-  reads its rubric row from ``results.json``: the same verdicts, messages (with
-  hypothesis's counterexamples) and determinism as ``python -m autograder grade``.  The
-  judge runs once per submission: the three test files share this module (the loader
-  keeps it in ``sys.modules``) and so its cache.
-* **Student** (``grader.check(...)`` in the student's notebook).  The public checks next
-  to the notebook (``checks/``) run with pytest in a subprocess, on the files the
-  notebook's ``%%writefile`` cells wrote, as ``python -m pytest`` would.  Hidden cases do
-  not exist in the student's copy of the tests.
+using the grader shipped in the autograder zip as ``amp_grader.zip``.  Each case then reads its rubric row from
+``results.json``: the same verdicts, messages (with hypothesis's counterexamples) and determinism as
+``python -m autograder grade``.  The judge runs once per submission: the three test files share this module (the
+loader keeps it in ``sys.modules``) and so its cache.
 
 What a case says is in the words the test file hands over (``texts``: its build's language, baked in by
-``otter_build`` from ``checks/words.py``, keys ``otter.*`` without the prefix); the public checks and the judge
-run in that language too (``$AMP_LANGUAGE``).
+``otter_build`` from the grader's words, keys ``otter.*`` without the prefix); the judge runs in that language too
+(``$AMP_LANGUAGE``).
 
 Only the standard library is used, and nothing is imported from the folder being graded.
 """
@@ -45,7 +36,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -60,8 +50,6 @@ QUARANTINE = "amp_submitted"
 ADDED = ("tests", "__init__.py", GRADER_ZIP, DRIVER_NOTEBOOK, QUARANTINE, SHIPPED_NAME)
 CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
 JUDGE_TIMEOUT = 1800
-#: The junit property of a failed public check that names its likely mistake (``checks.judge.diagnose.JUNIT_PROPERTY``).
-LIKELY_MISTAKE_PROPERTY = "likely_mistake"
 
 #: ``(number, title, points, hidden, public check node id or "")``: one rubric row of a test file.
 Row = Sequence[Any]
@@ -70,11 +58,11 @@ Verdict = Callable[[], None]
 #: ``(case name, points, hidden, verdict)``: one otter test case.
 Case = tuple[str, float, bool, Verdict]
 #: A test file's words (``otter_build.bridge_texts``): message templates by name; ``language`` (its code) and
-#: ``setting`` (the variable the checks and the judge read it from); ``about`` and ``missing`` (how the judge's
-#: notes on a submission open, and the words of its missing-files note).
+#: ``setting`` (the variable the judge reads it from); ``about`` and ``missing`` (how the judge's notes on a
+#: submission open, and the words of its missing-files note).
 Texts = Mapping[str, str]
 
-_CACHE: dict[str, Any] = {}  # judge results and public outcomes, shared by the test files of this process
+_CACHE: dict[str, Any] = {}  # judge results, shared by the test files of this process
 
 
 def _digest(folder: Path) -> str:
@@ -152,43 +140,6 @@ def judge_results(texts: Texts) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _public_outcomes(node_ids: list[str], texts: Texts) -> dict[str, tuple[bool, str, str]]:
-    """Run the public checks ``node_ids`` next to the notebook; map test name -> :func:`_outcome`."""
-    here = Path.cwd()
-    if not (here / "checks").is_dir():
-        raise AssertionError(texts["no_checks"].format(folder=here))
-    digest = hashlib.sha256(repr((sorted(node_ids), texts["language"])).encode())
-    for name in CONTRACT:
-        path = here / name
-        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"<missing>") + b"\0")
-    key = "public:" + digest.hexdigest()
-    if key not in _CACHE:
-        with tempfile.TemporaryDirectory(prefix="amp-checks-") as tmp:
-            report = Path(tmp) / "junit.xml"
-            env = dict(_environment(texts), AMP_SUBMISSION=str(here), PYTHONDONTWRITEBYTECODE="1")
-            proc = subprocess.run(
-                [sys.executable, "-m", "pytest", *node_ids, f"--junitxml={report}", "-q",
-                 "-p", "checks.plugin", "-p", "no:cacheprovider"],
-                cwd=here, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, check=False)
-            if not report.is_file():
-                raise AssertionError(texts["pytest_failed"].format(log=proc.stdout.decode("utf-8", "replace")[-3000:]))
-            _CACHE[key] = {case.get("name"): _outcome(case, texts) for case in ET.parse(report).iter("testcase")}
-    return _CACHE[key]
-
-
-def _outcome(case: ET.Element, texts: Texts) -> tuple[bool, str, str]:
-    """(passed, failure message, "Likely mistake" line or "") of one junit ``<testcase>``."""
-    hint = next((p.get("value", "") for p in case.iter("property") if p.get("name") == LIKELY_MISTAKE_PROPERTY), "")
-    problem = next((child for child in case if child.tag in ("failure", "error")), None)
-    if problem is None:
-        return True, "", ""
-    message = problem.get("message") or problem.text or texts["check_failed"]
-    if message.startswith("AssertionError: "):
-        message = message[len("AssertionError: "):]
-    return False, message, hint
-
-
 def fail(message: str) -> Verdict:
     def verdict() -> None:
         raise AssertionError(message)
@@ -197,20 +148,6 @@ def fail(message: str) -> Verdict:
 
 def _pass() -> None:
     return None
-
-
-def _public_check(node: str, every: list[str], texts: Texts) -> Verdict:
-    def verdict() -> None:
-        outcomes = _public_outcomes(every, texts)
-        base = node.split("::", 1)[1]
-        found = [o for name, o in outcomes.items() if name == base or name.startswith(base + "[")]
-        if not found:
-            raise AssertionError(texts["did_not_run"].format(node=node))
-        problems = [message for passed, message, _ in found if not passed]
-        hints = dict.fromkeys(hint for passed, _, hint in found if hint)  # once, however many cases failed
-        if problems:
-            raise AssertionError("\n\n".join([*problems, *hints]))
-    return verdict
 
 
 def _judge_cases(rows: Sequence[Row], texts: Texts) -> list[Case]:
@@ -249,14 +186,7 @@ def _judge_cases(rows: Sequence[Row], texts: Texts) -> list[Case]:
 
 def cases(rows: Sequence[Row], grading: bool, texts: Texts) -> list[Case]:
     """A test file's otter cases for its ``rows`` (``(number, title, points, hidden, public node or "")``), in the
-    words ``texts`` of its language.
-
-    ``grading`` (otter's grading kernel): the cases carry the judge's verdicts, computed now,
-    once per submission.  Otherwise (``grader.check`` in a student's notebook) each public
-    row's case runs its public check when called, and a row without one has no case.
-    """
-    if grading:
-        return _judge_cases(rows, texts)
-    every = sorted({row[4] for row in rows if row[4]})
-    return [(f"{number} {title}", points, hidden, _public_check(node, every, texts))
-            for number, title, points, hidden, node in rows if node]
+    words ``texts`` of its language: the judge's verdicts, computed now, once per submission.  ``grading`` is the
+    loader's (otter's grading kernel or not); this edition grades either way (without ``amp_grader.zip`` every
+    case says that it is missing)."""
+    return _judge_cases(rows, texts)

@@ -13,8 +13,8 @@ The zip is made by ``otter generate`` with:
 
 * ``tests/q_*.py``: the generated test files, each a small loader of the bridge (its rows,
   and the SHA-256 of the bridge it was built with);
-* ``files/amp_otter_bridge.py``: the bridge (``autograder/packaging/otter_bridge.py``, byte
-  for byte), which the test files load from the folder otter grades in after checking its
+* ``files/amp_otter_bridge.py``: the bridge's staff edition (``autograder/packaging/otter_bridge.py``, byte
+  for byte; students get the public edition, ``otter_public.py``), which the test files load from the folder otter grades in after checking its
   digest.  Otter copies ``files/`` into that folder after the submission, over any
   submitted file of the same name, and the plugin keeps it there;
 * ``files/amp_grader.zip``: the grader (``autograder/`` with the hidden tests, and
@@ -56,8 +56,11 @@ from autograder.engine import judge_words, rubric, strings
 from autograder.packaging import built, otter_bridge
 from autograder.torch_install import TORCH_CPU_INDEX
 
-BRIDGE = Path(__file__).resolve().parent / "otter_bridge.py"
-#: The bridge's name where it ships: files/ of the otter zip, next to the notebook (a name no student picks).
+#: The bridge's two editions: the staff's (the judge's verdicts, in the otter zip's files/) and the public one (the
+#: public checks, next to the student's notebook), each loaded by the test files built with it.
+BRIDGES = {False: Path(__file__).resolve().parent / "otter_bridge.py",
+           True: Path(__file__).resolve().parent / "otter_public.py"}
+#: The bridge's name where it ships, either edition (a name no student picks).
 BRIDGE_NAME = otter_bridge.SHIPPED_NAME
 OTTER_VERSION = "7.0.0"
 PYTHON_VERSION = "3.11"
@@ -66,7 +69,8 @@ RUNTIME_PACKAGES = ("torch", "pytest", "hypothesis", "rich")
 DRIVER_NAME = "amp_homework.ipynb"
 GRADER_ZIP_NAME = "amp_grader.zip"
 #: Build tools, not needed to grade.
-NOT_IN_GRADER = {"otter_build.py", "otter_bridge.py", "otter_plugin.py", "notebook_build.py", "gradescope.py"}
+NOT_IN_GRADER = {"otter_build.py", "otter_bridge.py", "otter_public.py", "otter_plugin.py", "notebook_build.py",
+                 "gradescope.py"}
 PLUGIN = "autograder.packaging.otter_plugin.AmpQuarantine"
 ZIP_DATE = (2024, 1, 1, 0, 0, 0)
 
@@ -122,8 +126,9 @@ def _py(value: object) -> str:
 
 
 LOADER = """\
-#: The helpers' module (autograder/packaging/otter_bridge.py) and its SHA-256 when this file was built.  It is in
-#: the otter zip's files/ (otter copies it over any submitted file of that name) and next to the notebook.
+#: The helpers' module (its edition in autograder/packaging/) and its SHA-256 when this file was built.  The staff's
+#: is in the otter zip's files/ (otter copies it over any submitted file of that name), the public one next to the
+#: student's notebook.
 AMP_BRIDGE = ({name}, {digest})
 
 
@@ -174,20 +179,20 @@ for amp_index, amp_row in enumerate(amp_cases(bool(getattr(Notebook, "_grading_m
 """
 
 
-def bridge_source() -> bytes:
-    """The helpers' module as shipped (``amp_otter_bridge.py``): the bytes of ``otter_bridge.py``."""
-    return BRIDGE.read_bytes()
+def bridge_source(public: bool = False) -> bytes:
+    """The helpers' module as shipped (``amp_otter_bridge.py``): the bytes of its edition (:data:`BRIDGES`)."""
+    return BRIDGES[public].read_bytes()
 
 
-def bridge_digest() -> str:
+def bridge_digest(public: bool = False) -> str:
     """What the test files compare with: SHA-256 of the bridge with ``\\n`` line ends (as the loader reads it)."""
-    return hashlib.sha256(bridge_source().replace(b"\r\n", b"\n")).hexdigest()
+    return hashlib.sha256(bridge_source(public).replace(b"\r\n", b"\n")).hexdigest()
 
 
-def write_bridge(folder: Path) -> Path:
-    """Write the helpers' module into ``folder`` under its shipped name."""
+def write_bridge(folder: Path, public: bool = False) -> Path:
+    """Write the helpers' module (``public``: the students' edition) into ``folder`` under its shipped name."""
     path = folder / BRIDGE_NAME
-    path.write_bytes(bridge_source())
+    path.write_bytes(bridge_source(public))
     return path
 
 
@@ -227,7 +232,7 @@ def render_test_file(task: str, rows: list[Row], *, public_only: bool = False, l
         "in otter's grading run from the verdicts of the isolated judge (python -m autograder grade; a",
         "partly passed row becomes its passed and its failed part), in a student's notebook by running",
         f"the public checks in checks/ with pytest.  The code that does it is {BRIDGE_NAME}",
-        "(autograder/packaging/otter_bridge.py), loaded only if its SHA-256 is the one below.",
+        f"(autograder/packaging/{BRIDGES[public_only].name}), loaded only if its SHA-256 is the one below.",
         '"""',
         "",
         "import hashlib",
@@ -251,7 +256,7 @@ def render_test_file(task: str, rows: list[Row], *, public_only: bool = False, l
         "AMP_WORDS = {",
         texts.rstrip("\n"),
         "}",
-        LOADER.format(name=_py(BRIDGE_NAME), digest=_py(bridge_digest())).rstrip(),
+        LOADER.format(name=_py(BRIDGE_NAME), digest=_py(bridge_digest(public_only))).rstrip(),
     ]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -384,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tests_only:
         for path in write_tests(args.tests_only, rubric_rows(), public_only=args.public_only, language=args.language):
             print(f"wrote {path}")
-        print(f"wrote {write_bridge(args.tests_only)} (the test files load it from the folder otter grades in)")
+        print(f"wrote {write_bridge(args.tests_only, args.public_only)} (the test files load it from their folder)")
         return 0
     path = build(args.out, args.language)
     built.record(path, built.rebuild_command(path, "otter", "autograder.packaging.otter_build", list(argv or sys.argv[1:]),
