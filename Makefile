@@ -42,10 +42,10 @@ test-all: setup $(OTTER_STAMP) ## every test, the slow ones included (what CI ru
 	$(PYTEST) || [ $$? -eq 5 ]
 
 # What it rebuilt, what it left and why, and what in dist/ is now stale: autograder/packaging/student.py.
-student: setup $(OTTER_STAMP) ## regenerate from solutions/: assignment/*.py and both notebooks (30 s); the Task-2 effects (+11 s) and the diagnosis tables (+40 s, +75 s; several times that on a busy machine: docs/speed.md) only when their inputs' behaviour changed; says what in dist/ is stale
+student: setup $(OTTER_STAMP) ## regenerate from solutions/: assignment/*.py and both notebooks (5 s); the Task-2 effects (+11 s) and the diagnosis tables (+25 s, +1 min; several times that on a busy machine: docs/speed.md) only when their inputs' behaviour changed; says what in dist/ is stale
 	$(PY) -m autograder.packaging.student
 
-diagnosis: setup ## rebuild the grader's diagnosis table autograder/hidden/diagnosis.json now, changed or not (committed; 75 s on a quiet 2-core machine, several minutes on a busy one: docs/speed.md)
+diagnosis: setup ## rebuild the grader's diagnosis table autograder/hidden/diagnosis.json now, changed or not (committed; about 1 min on a 2-core machine, several on a busy one: docs/speed.md)
 	$(PY) -m autograder.diagnosis build --out autograder/hidden/diagnosis.json
 
 # The English feedback the tests hold byte for byte (tests/test_korean_edition.py): graded as the tests grade.
