@@ -237,6 +237,7 @@ def test_a_korean_build_speaks_korean(rows: list[otter_build.Row], tmp_path: Pat
     from checks import words
 
     assert otter_build.bridge_texts("ko")["setting"] == words.ENV  # the bridge imports nothing from checks/
+    assert otter_build.bridge_texts("ko")["submission"] == "AMP_SUBMISSION"  # nor from the settings
     monkeypatch.setenv("AMP_LANGUAGE", "en")
     notes = "제출물에 대한 안내:\n- 없는 파일: answers.py. 이 파일이 필요한 테스트는 0점입니다."
     results = _fake_results({"1.1": (2.8333, "$AMP_LANGUAGE로 채점함"), "1.2": (0.0, "x")}, notes)

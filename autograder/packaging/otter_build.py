@@ -202,12 +202,12 @@ WORDS_PREFIX = "otter."
 
 def bridge_texts(language: str) -> dict[str, str]:
     """The words a test file hands its bridge (``otter_bridge.Texts``) in ``language``: the ``otter.*`` messages of
-    ``autograder/engine/judge_words.py``, the language's code and its setting's name, and how the judge's notes open
-    and say that files are missing (the grader's own table, :mod:`autograder.engine.strings`), to tell a missing file
-    once per question."""
+    ``autograder/engine/judge_words.py``, the language's code and its setting's name, the setting that names the folder
+    the public checks grade, and how the judge's notes open and say that files are missing (the grader's own table,
+    :mod:`autograder.engine.strings`), to tell a missing file once per question."""
     texts = {key[len(WORDS_PREFIX):]: judge_words.template(key, language) for key in judge_words.EN
              if key.startswith(WORDS_PREFIX)}
-    return {**texts, "language": language, "setting": settings.LANGUAGE.env,
+    return {**texts, "language": language, "setting": settings.LANGUAGE.env, "submission": settings.SUBMISSION.env,
             "about": strings.template(language, "about_submission"),
             "missing": words.telling_words(strings.template(language, "intake.missing"))}
 

@@ -24,7 +24,8 @@ from typing import Any, Callable, Mapping, Sequence
 CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
 #: The junit property of a failed public check that names its likely mistake (``checks.judge.diagnose.JUNIT_PROPERTY``).
 LIKELY_MISTAKE_PROPERTY = "likely_mistake"
-#: A row, a case's verdict, a case and a test file's words, as in :mod:`otter_bridge`.
+#: A row, a case's verdict, a case and a test file's words, as in :mod:`otter_bridge` (``submission``: the variable
+#: that names the folder the public checks grade).
 Row, Verdict, Texts = Sequence[Any], Callable[[], None], Mapping[str, str]
 Case = tuple[str, float, bool, Verdict]
 
@@ -44,7 +45,7 @@ def _public_outcomes(node_ids: list[str], texts: Texts) -> dict[str, tuple[bool,
     if key not in _CACHE:
         with tempfile.TemporaryDirectory(prefix="amp-checks-") as tmp:
             report = Path(tmp) / "junit.xml"
-            env = {**os.environ, texts["setting"]: texts["language"], "AMP_SUBMISSION": str(here),
+            env = {**os.environ, texts["setting"]: texts["language"], texts["submission"]: str(here),
                    "PYTHONDONTWRITEBYTECODE": "1"}
             proc = subprocess.run(
                 [sys.executable, "-m", "pytest", *node_ids, f"--junitxml={report}", "-q",
