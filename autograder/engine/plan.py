@@ -388,7 +388,3 @@ def _finish(passes: dict[bool, set[str]], again: set[str], by_test: dict[str, li
 
     return lambda test, name, public: (judge.PASS if name in passes[public] else
                                        judge.DROP if public and (name in again or test not in by_test) else judge.RUN)
-
-
-def _rows(items: tuple[rubric.Item, ...], tests: set[str]) -> tuple[rubric.Item, ...]:
-    return tuple(item for item in items if item.test in tests)
