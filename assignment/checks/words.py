@@ -9,8 +9,8 @@ The language is ``$AMP_LANGUAGE`` (``en`` or ``ko``; anything else reads as Engl
 never fail over a setting: the grader's command line refuses an unknown one).
 
 A student process always speaks English (:func:`english`), and sends each message's id and fields beside its text:
-the judge renders them in the current language where the text stands (:func:`shown`).  A message missing in a language reads as the
-English one (:func:`template`).
+the judge renders them in the current language where the text stands (:func:`shown`).  A message missing in a
+language reads as the English one (:func:`template`).
 
 Standard library only: the student processes, the public checks and the grader's batch summary all import it.
 Why one long file: it is data, every message once per language side by side with its id; a reader (or a

@@ -223,7 +223,8 @@ def grade_submissions(tasks: Sequence[tuple[str, Path]], *, hide: Sequence[str] 
 class _Grading:
     """One submission of a wave: staged, its runner opened, graded a phase per :meth:`step`, then described.
 
-    Each call is its turn (:meth:`_turn`): the time between two turns (the other submissions') is neither charged to its budget nor counted as its time.
+    Each call is its turn (:meth:`_turn`): the time between two turns (the other submissions') is neither charged to
+    its budget nor counted as its time.
     A grader fault ends it as "errored" (:attr:`outcome`) and never stops the others.
     """
 

@@ -48,7 +48,6 @@ DRIVER_NOTEBOOK = "amp_homework.ipynb"
 QUARANTINE = "amp_submitted"
 #: What otter and this autograder add to the folder otter grades in (left out of the judge's copy).
 ADDED = ("tests", "__init__.py", GRADER_ZIP, DRIVER_NOTEBOOK, QUARANTINE, SHIPPED_NAME)
-CONTRACT = ("loss_scaler.py", "amp_step.py", "answers.py")
 JUDGE_TIMEOUT = 1800
 
 #: ``(number, title, points, hidden, public check node id or "")``: one rubric row of a test file.
@@ -96,11 +95,6 @@ def _protect(path: Path) -> None:
         path.chmod(0o700 if path.is_dir() else 0o600)
 
 
-def _environment(texts: Texts) -> dict[str, str]:
-    """The environment of the checks' and the judge's processes: this one's, in the test file's language."""
-    return {**os.environ, texts["setting"]: texts["language"]}
-
-
 def judge_results(texts: Texts) -> dict[str, Any]:
     """Grade the submission in the current folder with the isolated judge (once per submission and language)."""
     here = Path.cwd()
@@ -123,8 +117,9 @@ def judge_results(texts: Texts) -> dict[str, Any]:
             work.chmod(0o755)
             with zipfile.ZipFile(grader_zip) as bundle:
                 bundle.extractall(work / "grader")
-            env = {k: v for k, v in _environment(texts).items() if not k.startswith("PYTHON")}
-            env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1")
+            # this process's environment, in the test file's language, with none of its Python settings
+            env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+            env.update({texts["setting"]: texts["language"], "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"})
             out = work / "out"
             proc = subprocess.run(
                 [sys.executable, "-m", "autograder", "grade", str(submission), "--out", str(out)],

@@ -14,8 +14,8 @@ The zip is made by ``otter generate`` with:
 * ``tests/q_*.py``: the generated test files, each a small loader of the bridge (its rows,
   and the SHA-256 of the bridge it was built with);
 * ``files/amp_otter_bridge.py``: the bridge's staff edition (``autograder/packaging/otter_bridge.py``, byte
-  for byte; students get the public edition, ``otter_public.py``), which the test files load from the folder otter grades in after checking its
-  digest.  Otter copies ``files/`` into that folder after the submission, over any
+  for byte; students get the public edition, ``otter_public.py``), which the test files load from the folder
+  otter grades in after checking its digest.  Otter copies ``files/`` into that folder after the submission, over any
   submitted file of the same name, and the plugin keeps it there;
 * ``files/amp_grader.zip``: the grader (``autograder/`` with the hidden tests, and
   ``checks/``, side by side), extracted to a temporary folder when grading;

@@ -74,7 +74,8 @@ def submission_frames(exc: BaseException, root: Path | None = None) -> list[trac
 
 def student_frames(exc: BaseException, root: Path | None = None) -> str:
     """Format ``exc``'s traceback keeping only frames from the submission's own files (ending in a student
-    process's message, rendered in any language, where ``exc`` was raised with one: :func:`checks.words.ending_with`)."""
+    process's message, rendered in any language, where ``exc`` was raised with one:
+    :func:`checks.words.ending_with`)."""
     kept = submission_frames(exc, root)
     lines = [f'  {Path(f.filename).name}, line {f.lineno}, in {f.name}\n    {f.line or ""}' for f in kept]
     head = f"{type(exc).__name__}: {exc}"
